@@ -1,0 +1,213 @@
+#include "sim/analysis/analysis.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+namespace bneck {
+
+Schedule measured_schedule(const Trace& t, std::vector<TimeNs>& sb, std::vector<TimeNs>& eb) {
+  sb.resize(t.ops.size());
+  eb.resize(t.ops.size());
+  for (std::size_t i = 0; i < t.ops.size(); ++i) { sb[i] = t.ops[i].start; eb[i] = t.ops[i].end; }
+  return {&sb, &eb};
+}
+
+OpClass op_class(const Op& o) {
+  switch (o.kind) {
+    case OpKind::Api: return OpClass::Host;
+    case OpKind::Memcpy: case OpKind::Memset: return OpClass::Memcpy;
+    case OpKind::Kernel: return (o.flags & Op::kFlagNccl) ? OpClass::Communication : OpClass::Compute;
+  }
+  return OpClass::Host;
+}
+
+const char* to_string(OpClass c) {
+  static const char* const names[] = {"compute", "memcpy", "communication", "host"};
+  return names[static_cast<int>(c)];
+}
+
+namespace {
+
+using Intervals = std::vector<std::pair<TimeNs, TimeNs>>;
+
+// Appends [s,e) to a merged list built from intervals sorted by start.
+void add_merged(Intervals& v, TimeNs s, TimeNs e) {
+  if (e <= s) return;
+  if (!v.empty() && s <= v.back().second) v.back().second = std::max(v.back().second, e);
+  else v.emplace_back(s, e);
+}
+TimeNs total(const Intervals& v) {
+  TimeNs t = 0;
+  for (auto& [s, e] : v) t += e - s;
+  return t;
+}
+TimeNs intersect(const Intervals& a, const Intervals& b) {
+  TimeNs t = 0;
+  std::size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    TimeNs s = std::max(a[i].first, b[j].first), e = std::min(a[i].second, b[j].second);
+    if (e > s) t += e - s;
+    if (a[i].second < b[j].second) ++i; else ++j;
+  }
+  return t;
+}
+
+}  // namespace
+
+Overlap compute_overlap(const Trace& t, const Schedule& s, const std::function<bool(OpId)>& include) {
+  const auto& st = *s.start;
+  const auto& en = *s.end;
+  std::vector<OpId> idx;
+  for (OpId i = 0; i < t.ops.size(); ++i)
+    if (is_device_op(t.ops[i].kind) && (!include || include(i))) idx.push_back(i);
+  std::sort(idx.begin(), idx.end(), [&](OpId a, OpId b) { return st[a] != st[b] ? st[a] < st[b] : a < b; });
+  Overlap ov;
+  const std::size_t ndev = std::max<std::size_t>(1, t.devices.size());
+  for (std::size_t d = 0; d < ndev; ++d) {
+    Intervals cls[3], all;
+    TimeNs first = 0, last = 0;
+    bool any = false;
+    for (OpId i : idx) {
+      const Op& o = t.ops[i];
+      std::uint32_t dev = t.lanes[o.lane].device;
+      if ((dev == kNone ? 0 : dev) != d) continue;
+      if (!any) { first = st[i]; last = en[i]; any = true; }
+      last = std::max(last, en[i]);
+      add_merged(cls[static_cast<int>(op_class(o))], st[i], en[i]);
+      add_merged(all, st[i], en[i]);
+    }
+    if (!any) continue;
+    ov.compute_ns += total(cls[0]);
+    ov.memcpy_ns += total(cls[1]);
+    TimeNs comm = total(cls[2]);
+    ov.communication_ns += comm;
+    TimeNs cc = intersect(cls[0], cls[2]);
+    ov.compute_comm_overlap_ns += cc;
+    ov.exposed_communication_ns += comm - cc;
+    ov.compute_memcpy_overlap_ns += intersect(cls[0], cls[1]);
+    TimeNs busy = total(all);
+    ov.gpu_busy_ns += busy;
+    ov.window_ns += last - first;
+    ov.gpu_idle_ns += (last - first) - busy;
+  }
+  return ov;
+}
+
+Span device_span(const Trace& t, const Schedule& s) {
+  Span sp;
+  bool any = false;
+  for (int pass = 0; pass < 2 && !any; ++pass)
+    for (OpId i = 0; i < t.ops.size(); ++i) {
+      if (pass == 0 && !is_device_op(t.ops[i].kind)) continue;
+      if (!any) { sp.begin = (*s.start)[i]; sp.end = (*s.end)[i]; any = true; }
+      sp.begin = std::min(sp.begin, (*s.start)[i]);
+      sp.end = std::max(sp.end, (*s.end)[i]);
+    }
+  return sp;
+}
+
+OpId last_device_op(const Trace& t, const Schedule& s, const std::function<bool(OpId)>& include) {
+  OpId best = kNone;
+  for (OpId i = 0; i < t.ops.size(); ++i) {
+    if (!is_device_op(t.ops[i].kind) || (include && !include(i))) continue;
+    if (best == kNone || (*s.end)[i] > (*s.end)[best]) best = i;
+  }
+  return best;
+}
+
+std::vector<OpId> critical_path(const Trace&, const SimResult& r, OpId last, const std::function<bool(OpId)>& keep) {
+  std::vector<OpId> path;
+  if (last == kNone) return path;
+  OpId cur = last;
+  bool at_end = true;
+  std::size_t guard = 0;
+  while (cur != kNone && guard++ <= r.start.size() * 2 + 2) {
+    if (keep && !keep(cur)) break;
+    if (path.empty() || path.back() != cur) path.push_back(cur);
+    if (at_end) {
+      auto it = r.end_src.find(cur);
+      if (it != r.end_src.end()) { cur = it->second; at_end = true; continue; }
+    }
+    std::uint32_t src = r.start_src[cur];
+    if (src == kNone) break;
+    cur = src & SimResult::kSrcMask;
+    at_end = !(src & SimResult::kViaStart);
+  }
+  std::reverse(path.begin(), path.end());
+  return path;
+}
+
+std::vector<TimeNs> compute_slack(const Graph& g, const SimResult& r) {
+  const std::size_t n = g.num_nodes();
+  // Kahn topological order over all edges.
+  std::vector<std::uint32_t> indeg(n, 0);
+  for (OpId u = 0; u < n; ++u)
+    for (auto e : boost::make_iterator_range(boost::out_edges(u, g.csr))) indeg[boost::target(e, g.csr)]++;
+  std::vector<OpId> order;
+  order.reserve(n);
+  for (OpId u = 0; u < n; ++u)
+    if (indeg[u] == 0) order.push_back(u);
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    OpId u = order[k];
+    for (auto e : boost::make_iterator_range(boost::out_edges(u, g.csr)))
+      if (--indeg[boost::target(e, g.csr)] == 0) order.push_back(boost::target(e, g.csr));
+  }
+  indeg.clear();
+  indeg.shrink_to_fit();
+  TimeNs horizon = 0;
+  for (OpId u = 0; u < n; ++u) horizon = std::max(horizon, r.end[u]);
+  std::vector<TimeNs> slack(n, 0);
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    OpId u = *it;
+    TimeNs best = horizon - r.end[u];
+    for (auto e : boost::make_iterator_range(boost::out_edges(u, g.csr))) {
+      const EdgeProps& p = g.csr[e];
+      OpId v = boost::target(e, g.csr);
+      TimeNs src_t = p.attach() == DepType::StartToStart ? r.start[u] : r.end[u];
+      TimeNs dst_t = p.attach() == DepType::EndToEnd ? r.end[v] : r.start[v];
+      best = std::min(best, dst_t - (src_t + p.delay()) + slack[v]);
+    }
+    slack[u] = std::max<TimeNs>(0, best);
+  }
+  return slack;
+}
+
+RangeIndex::RangeIndex(const Trace& t) : t_(t) {
+  lane_offset_.assign(t.lanes.size() + 1, 0);
+  for (const Op& o : t.ops)
+    if (o.kind == OpKind::Api) lane_offset_[o.lane + 1]++;
+  for (std::size_t i = 1; i < lane_offset_.size(); ++i) lane_offset_[i] += lane_offset_[i - 1];
+  thread_ops_.resize(lane_offset_.back());
+  std::vector<std::uint32_t> fill(lane_offset_.begin(), lane_offset_.end() - 1);
+  for (OpId i = 0; i < t.ops.size(); ++i)
+    if (t.ops[i].kind == OpKind::Api) thread_ops_[fill[t.ops[i].lane]++] = i;
+  for (OpId i = 0; i < t.ops.size(); ++i)
+    if (is_device_op(t.ops[i].kind) && t.ops[i].link != kNone) by_link_.push_back(i);
+  std::stable_sort(by_link_.begin(), by_link_.end(), [&](OpId a, OpId b) { return t.ops[a].link < t.ops[b].link; });
+}
+
+std::pair<std::size_t, std::size_t> RangeIndex::api_span(std::size_t ri) const {
+  const Range& rg = t_.ranges[ri];
+  auto b = thread_ops_.begin() + lane_offset_[rg.lane], e = thread_ops_.begin() + lane_offset_[rg.lane + 1];
+  auto lo = std::lower_bound(b, e, rg.start, [&](OpId o, TimeNs v) { return t_.ops[o].start < v; });
+  auto hi = std::upper_bound(lo, e, rg.end, [&](TimeNs v, OpId o) { return v < t_.ops[o].start; });
+  return {static_cast<std::size_t>(lo - thread_ops_.begin()), static_cast<std::size_t>(hi - thread_ops_.begin())};
+}
+
+void RangeIndex::device_ops(std::size_t ri, std::vector<OpId>& out) const {
+  auto [lo, hi] = api_span(ri);
+  for (std::size_t p = lo; p < hi; ++p) {
+    OpId api = thread_ops_[p];
+    auto it = std::lower_bound(by_link_.begin(), by_link_.end(), api, [&](OpId d, OpId a) { return t_.ops[d].link < a; });
+    for (; it != by_link_.end() && t_.ops[*it].link == api; ++it) out.push_back(*it);
+  }
+}
+
+std::vector<std::size_t> RangeIndex::match(const std::regex& re) const {
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i < t_.ranges.size(); ++i)
+    if (std::regex_match(t_.strings.str(t_.ranges[i].name), re)) out.push_back(i);
+  return out;
+}
+
+}  // namespace bneck

@@ -1,0 +1,78 @@
+// Analyses of a simulated (or measured) schedule: overlap and idle time, the critical path,
+// per-op slack, and per-NVTX-range spans.
+#pragma once
+#include <functional>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "sim/engine/engine.hpp"
+
+namespace bneck {
+
+// A schedule: start and end per op (the trace's measured times, or a SimResult's).
+struct Schedule {
+  const std::vector<TimeNs>* start = nullptr;
+  const std::vector<TimeNs>* end = nullptr;
+};
+Schedule measured_schedule(const Trace& t, std::vector<TimeNs>& start_buf, std::vector<TimeNs>& end_buf);
+inline Schedule sim_schedule(const SimResult& r) { return {&r.start, &r.end}; }
+
+enum class OpClass : std::uint8_t { Compute = 0, Memcpy = 1, Communication = 2, Host = 3 };
+OpClass op_class(const Op& o);
+const char* to_string(OpClass c);
+
+// Busy time as the union of op intervals per class and device, summed over devices (DESIGN.md:
+// NCCL kernels are communication; memcpy and memset are memcpy).
+struct Overlap {
+  TimeNs compute_ns = 0, communication_ns = 0, memcpy_ns = 0;
+  TimeNs compute_comm_overlap_ns = 0;    // compute and communication at once
+  TimeNs exposed_communication_ns = 0;   // communication with no compute beside it
+  TimeNs compute_memcpy_overlap_ns = 0;
+  TimeNs gpu_busy_ns = 0;                // any device op running
+  TimeNs gpu_idle_ns = 0;                // per device: its first-op-to-last-op window minus busy
+  TimeNs window_ns = 0;                  // sum over devices of first op start to last op end
+};
+// `include` selects ops (default: every device op).
+Overlap compute_overlap(const Trace& t, const Schedule& s, const std::function<bool(OpId)>& include = {});
+
+// First device-op start and last device-op end (or over all ops if there is no device op).
+struct Span {
+  TimeNs begin = 0, end = 0;
+  TimeNs length() const { return end - begin; }
+};
+Span device_span(const Trace& t, const Schedule& s);
+
+// Critical path: from `last` walking back along the bindings the engine recorded (start edges,
+// end edges and resource waits), in time order. `keep` may stop the walk at the first op it
+// rejects (used for ranges).
+std::vector<OpId> critical_path(const Trace& t, const SimResult& r, OpId last,
+                                const std::function<bool(OpId)>& keep = {});
+// The device op that ends last (ties: lowest id), or kNone.
+OpId last_device_op(const Trace& t, const Schedule& s, const std::function<bool(OpId)>& include = {});
+
+// Total float of every op: how much later it could end without delaying the end of the run,
+// through the graph's edges (resource contention not counted).
+std::vector<TimeNs> compute_slack(const Graph& g, const SimResult& r);
+
+// NVTX ranges and the ops they launched (DESIGN.md: device ops launched by calls made on the
+// range's thread between its push and pop).
+class RangeIndex {
+ public:
+  explicit RangeIndex(const Trace& t);
+  // Device ops of range `ri`, appended to `out`.
+  void device_ops(std::size_t ri, std::vector<OpId>& out) const;
+  // API calls of range `ri` (on its thread, starting inside it).
+  std::pair<std::size_t, std::size_t> api_span(std::size_t ri) const;  // positions in thread list
+  OpId api_at(std::size_t pos) const { return thread_ops_[pos]; }
+  // Indices of ranges whose name matches `re` in full, in time order.
+  std::vector<std::size_t> match(const std::regex& re) const;
+
+ private:
+  const Trace& t_;
+  std::vector<std::uint32_t> lane_offset_;
+  std::vector<OpId> thread_ops_;     // api ops grouped by lane, by start
+  std::vector<OpId> by_link_;        // device ops sorted by launching op
+};
+
+}  // namespace bneck

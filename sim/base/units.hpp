@@ -1,0 +1,32 @@
+// Units: simulated and measured time is integer nanoseconds; sizes are bytes; rates carry units.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace bneck {
+
+using TimeNs = std::int64_t;   // a point in time or a duration, integer nanoseconds
+using Bytes = std::uint64_t;   // a size in bytes
+
+inline constexpr TimeNs kNsPerUs = 1'000;
+inline constexpr TimeNs kNsPerMs = 1'000'000;
+inline constexpr TimeNs kNsPerS = 1'000'000'000;
+
+// Parses "2 us", "1.5ms", "300 ns", "2 s" into nanoseconds (rounded to nearest).
+// Throws InputError on anything else. A bare number is rejected: durations carry units.
+TimeNs parse_duration(std::string_view text);
+// Parses "4.8 TB/s", "900 GB/s", "64 GiB/s" into bytes per second (decimal SI; binary with "i").
+double parse_bandwidth(std::string_view text);
+// Parses "1.98 GHz", "1410 MHz" into Hz.
+double parse_frequency(std::string_view text);
+// Parses "60 MB", "80 GiB", "4096 B" into bytes.
+Bytes parse_bytes(std::string_view text);
+
+// Human formatting with units, e.g. "12.204 ms", "4.81 TB/s", "60 MiB".
+std::string format_duration(TimeNs ns);
+std::string format_bandwidth(double bytes_per_s);
+std::string format_frequency(double hz);
+std::string format_bytes(Bytes b);
+
+}  // namespace bneck

@@ -1,0 +1,413 @@
+#include "sim/graph/graph.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <numeric>
+
+#include "sim/base/error.hpp"
+
+namespace bneck {
+
+const char* to_string(EdgeType t) {
+  static const char* const names[] = {"host_order", "launch", "graph_launch", "stream_order", "event", "host_sync", "explicit"};
+  return names[static_cast<int>(t)];
+}
+
+namespace {
+
+// Per-lane op lists in FIFO order (trace ops are sorted by start), with the submission time of
+// each device op (its launching call's start) for "last op submitted before T" queries.
+struct LaneIndex {
+  std::vector<std::uint32_t> offset;   // lanes + 1
+  std::vector<OpId> ops;
+  std::vector<TimeNs> submit;          // parallel to ops
+
+  void build(const Trace& t) {
+    offset.assign(t.lanes.size() + 1, 0);
+    for (const Op& o : t.ops) offset[o.lane + 1]++;
+    for (std::size_t i = 1; i < offset.size(); ++i) offset[i] += offset[i - 1];
+    ops.resize(t.ops.size());
+    submit.resize(t.ops.size());
+    std::vector<std::uint32_t> fill(offset.begin(), offset.end() - 1);
+    for (OpId i = 0; i < t.ops.size(); ++i) {
+      const Op& o = t.ops[i];
+      auto pos = fill[o.lane]++;
+      ops[pos] = i;
+      submit[pos] = o.link != kNone ? t.ops[o.link].start : o.start;
+    }
+    // Submission times within a lane should be non-decreasing; make them so for the search.
+    for (std::size_t l = 0; l + 1 < offset.size(); ++l)
+      for (auto p = offset[l] + 1; p < offset[l + 1]; ++p) submit[p] = std::max(submit[p], submit[p - 1]);
+  }
+  // Last op on `lane` submitted strictly before `t`, or kNone.
+  OpId last_before(LaneId lane, TimeNs t) const {
+    auto b = submit.begin() + offset[lane], e = submit.begin() + offset[lane + 1];
+    auto it = std::lower_bound(b, e, t);
+    if (it == b) return kNone;
+    return ops[static_cast<std::size_t>(it - submit.begin()) - 1];
+  }
+};
+
+TimeNs percentile(std::vector<TimeNs>& v, double q) {
+  if (v.empty()) return 0;
+  auto k = static_cast<std::size_t>(q * static_cast<double>(v.size() - 1));
+  std::nth_element(v.begin(), v.begin() + static_cast<long>(k), v.end());
+  return v[k];
+}
+
+enum CopyClass { kH2D = 0, kD2H = 1, kD2D = 2, kCopyClasses = 3 };
+int copy_class(const Trace& t, const Op& o) {
+  if (o.kind != OpKind::Memcpy) return -1;
+  const CopyInfo* ci = t.copy(o);
+  if (!ci) return kD2D;
+  switch (ci->copy_kind) {
+    case MemcpyKind::HtoD: case MemcpyKind::HtoA: case MemcpyKind::UvmHtoD: return kH2D;
+    case MemcpyKind::DtoH: case MemcpyKind::AtoH: case MemcpyKind::UvmDtoH: return kD2H;
+    default: return kD2D;
+  }
+}
+
+struct PendingEdge {
+  OpId src;
+  EdgeType type;
+  DepType attach;
+  TimeNs explicit_delay;
+};
+
+class Builder {
+ public:
+  Builder(const Trace& t, const GraphOptions& opt) : t_(t), calibrate_(opt.calibrate && t.measured) {}
+
+  Graph run() {
+    Graph g;
+    g.trace = &t_;
+    lanes_.build(t_);
+    build_resources(g);
+    for (const auto& d : t_.deps) explicit_in_[d.to].push_back(d);
+    for (OpId i = 0; i < t_.ops.size(); ++i) {
+      const Op& o = t_.ops[i];
+      if (o.link != kNone && t_.ops[o.link].api_class() == ApiClass::MemcpySync) launched_[o.link].push_back(i);
+    }
+    std::vector<std::uint32_t> sources, targets;
+    std::vector<EdgeProps> props;
+    sources.reserve(t_.ops.size() * 2);
+    targets.reserve(t_.ops.size() * 2);
+    props.reserve(t_.ops.size() * 2);
+    std::vector<OpId> prev_on_lane(t_.lanes.size(), kNone);
+    std::vector<PendingEdge> in;
+    for (OpId i = 0; i < t_.ops.size(); ++i) {
+      const Op& o = t_.ops[i];
+      in.clear();
+      OpId prev = prev_on_lane[o.lane];
+      prev_on_lane[o.lane] = i;
+      if (o.kind == OpKind::Api) {
+        if (prev != kNone) in.push_back({prev, EdgeType::HostOrder, DepType::EndToStart, 0});
+        host_edges(i, o, in);
+      } else {
+        if (o.link != kNone) {
+          EdgeType lt = t_.ops[o.link].api_class() == ApiClass::GraphLaunch ? EdgeType::GraphLaunch : EdgeType::Launch;
+          in.push_back({o.link, lt, DepType::StartToStart, 0});
+        }
+        if (prev != kNone) in.push_back({prev, EdgeType::StreamOrder, DepType::EndToStart, 0});
+        attach_waits(i, o, in);
+      }
+      if (auto it = explicit_in_.find(i); it != explicit_in_.end())
+        for (const auto& d : it->second) in.push_back({d.from, EdgeType::Explicit, d.type, d.delay});
+      if (calibrate_) reconcile(o, in);
+      std::size_t first = props.size();
+      for (const auto& e : in) {
+        sources.push_back(e.src);
+        targets.push_back(i);
+        props.emplace_back(e.explicit_delay, e.type, e.attach);
+        g.stats.edges_by_type[static_cast<int>(e.type)]++;
+      }
+      if (calibrate_) calibrate(i, o, in, props.data() + first, g);
+      else nominal_only(in, props.data() + first);
+    }
+    if (calibrate_) {
+      learn_nominals();
+      finish_calibration(targets, props);
+    }
+    g.csr = CsrGraph(boost::construct_inplace_from_sources_and_targets, sources, targets, props,
+                     static_cast<std::uint32_t>(t_.ops.size()));
+    g.anomalies = std::move(anomalies_);
+    g.stats.nominal_stream_gap_ns = stream_gap_.empty() ? 0 : *std::min_element(stream_gap_.begin(), stream_gap_.end());
+    return g;
+  }
+
+ private:
+  // ---- edges into host calls -------------------------------------------------------------
+  void host_edges(OpId i, const Op& o, std::vector<PendingEdge>& in) {
+    const ApiInfo* info = t_.api(o);
+    auto sync_from = [&](OpId src) {
+      if (src != kNone) in.push_back({src, EdgeType::HostSync, DepType::EndToEnd, 0});
+    };
+    auto sync_streams = [&](std::uint32_t device) {
+      std::uint32_t proc = t_.lanes[o.lane].process;
+      for (LaneId l = 0; l < t_.lanes.size(); ++l) {
+        const Lane& ln = t_.lanes[l];
+        if (ln.kind != LaneKind::Stream || ln.process != proc) continue;
+        if (device != kNone && ln.device != device) continue;
+        sync_from(lanes_.last_before(l, o.start));
+      }
+    };
+    switch (o.api_class()) {
+      case ApiClass::EventRecord:
+        if (info && info->has_event && info->stream != kNone)
+          last_record_[event_key(o, info->event)] = lanes_.last_before(info->stream, o.start);
+        else
+          missing("event record without its stream or event", o);
+        break;
+      case ApiClass::StreamWait:
+        if (info && info->has_event && info->stream != kNone) {
+          auto it = last_record_.find(event_key(o, info->event));
+          if (it != last_record_.end() && it->second != kNone)
+            waits_[info->stream].push_back({o.start, it->second});
+        } else {
+          missing("stream wait without its stream or event", o);
+        }
+        break;
+      case ApiClass::StreamSync:
+        if (info && info->stream != kNone) sync_from(lanes_.last_before(info->stream, o.start));
+        else { missing("stream synchronize without its stream: synchronizing every stream", o); sync_streams(kNone); }
+        break;
+      case ApiClass::EventSync:
+        if (info && info->has_event) {
+          auto it = last_record_.find(event_key(o, info->event));
+          if (it != last_record_.end()) sync_from(it->second);
+        } else {
+          missing("event synchronize without its event", o);
+        }
+        break;
+      case ApiClass::DeviceSync:
+        sync_streams(info && info->device != kNone ? info->device : kNone);
+        break;
+      default:
+        break;
+    }
+    // A blocking copy returns when its own device op is done.
+    if (o.api_class() == ApiClass::MemcpySync) {
+      auto it = launched_.find(i);
+      if (it != launched_.end())
+        for (OpId d : it->second) sync_from(d);
+    }
+  }
+
+  // Event ids are per process.
+  std::uint64_t event_key(const Op& o, std::uint64_t ev) const {
+    return (static_cast<std::uint64_t>(t_.lanes[o.lane].process) << 48) ^ ev;
+  }
+
+  void missing(const char* what, const Op& o) {
+    auto& a = anomalies_[std::string("graph: ") + what];
+    if (a.count++ == 0) {
+      a.severity = Severity::Warning;
+      a.example = t_.name(o) + " at " + std::to_string(o.start) + " ns";
+    }
+  }
+
+  // Waits registered on the op's stream before the op was submitted become event edges.
+  void attach_waits(OpId i, const Op& o, std::vector<PendingEdge>& in) {
+    auto it = waits_.find(o.lane);
+    if (it == waits_.end() || it->second.empty()) return;
+    TimeNs submit = o.link != kNone ? t_.ops[o.link].start : o.start;
+    auto& q = it->second;
+    std::size_t k = 0;
+    while (k < q.size() && q[k].first < submit) {
+      if (q[k].second != i) in.push_back({q[k].second, EdgeType::Event, DepType::EndToStart, 0});
+      ++k;
+    }
+    q.erase(q.begin(), q.begin() + static_cast<long>(k));
+  }
+
+  // ---- nominal delays (lower bounds) learned from the trace --------------------------------
+  static constexpr TimeNs kFallbackLaunchLatency = 2 * kNsPerUs;  // cudaLaunchKernel to start, idle GPU
+
+  // Nominal delay per (edge type, device, op category), learned from binding edges.
+  static std::uint64_t nominal_key(EdgeType ty, std::uint32_t dev, int cat) {
+    return (static_cast<std::uint64_t>(ty) << 40) | (static_cast<std::uint64_t>(dev) << 8) | static_cast<std::uint64_t>(cat);
+  }
+  void learn_nominals() {
+    for (auto& [k, v] : samples_) {
+      TimeNs n = std::max<TimeNs>(0, percentile(v, 0.01));
+      nominals_[k] = n;
+      if ((k >> 40) == static_cast<std::uint64_t>(EdgeType::StreamOrder)) stream_gap_.push_back(n);
+    }
+    samples_.clear();
+  }
+
+  int launch_category(const Op& o) const {
+    if (o.kind != OpKind::Kernel) return 2;
+    return t_.ops[o.link].api_class() == ApiClass::GraphLaunch ? 1 : 0;
+  }
+
+  TimeNs nominal(const Op& dst, EdgeType ty, TimeNs explicit_delay) const {
+    if (ty == EdgeType::Explicit) return explicit_delay;
+    if (ty == EdgeType::HostSync || ty == EdgeType::Event) return 0;
+    std::uint32_t dev = t_.lanes[dst.lane].device;
+    auto it = nominals_.find(nominal_key(ty, dev, launch_category(dst)));
+    if (it != nominals_.end()) return it->second;
+    return ty == EdgeType::Launch || ty == EdgeType::GraphLaunch ? kFallbackLaunchLatency : 0;
+  }
+
+  static TimeNs endpoint(const Op& o, bool end) { return end ? o.end : o.start; }
+
+  // Measured times can contradict an edge: a call that returned before the op it would wait for
+  // ended (cudaMemset on device memory is asynchronous) did not wait, so the end->end edge goes;
+  // an op that started before its FIFO predecessor ended (graph branches reported on one stream,
+  // timer noise) keeps only the order of starts.
+  void reconcile(const Op& o, std::vector<PendingEdge>& in) {
+    std::size_t w = 0;
+    for (std::size_t k = 0; k < in.size(); ++k) {
+      PendingEdge e = in[k];
+      const Op& s = t_.ops[e.src];
+      if (e.attach == DepType::EndToEnd && o.end < s.end) {
+        note_info("sync call returned before the op it waits for ended: dependency dropped", o);
+        continue;
+      }
+      if (e.attach == DepType::EndToStart && o.start < s.end && e.type != EdgeType::Explicit) {
+        e.attach = DepType::StartToStart;
+        if (o.start < s.start) {
+          note_info("op starts before its predecessor: dependency dropped", o);
+          continue;
+        }
+      }
+      in[w++] = e;
+    }
+    in.resize(w);
+  }
+
+  void note_info(const char* what, const Op& o) {
+    auto& a = anomalies_[std::string("graph: ") + what];
+    if (a.count++ == 0) {
+      a.severity = Severity::Info;
+      a.example = t_.name(o) + " at " + std::to_string(o.start) + " ns";
+    }
+  }
+
+  // Pass 1 (per op, see graph.hpp): each edge's delay is set to the observed gap, the binding
+  // in-edges are marked and their gaps sampled for the nominals.
+  static int tie_rank(EdgeType t) {
+    switch (t) {
+      case EdgeType::StreamOrder: return 0;
+      case EdgeType::Event: return 1;
+      case EdgeType::Explicit: return 2;
+      case EdgeType::HostSync: return 3;
+      case EdgeType::Launch: case EdgeType::GraphLaunch: return 4;
+      case EdgeType::HostOrder: return 5;
+    }
+    return 6;
+  }
+  void calibrate(OpId i, const Op& o, const std::vector<PendingEdge>& in, EdgeProps* props, Graph& g) {
+    int bind_start = -1, bind_end = -1;
+    TimeNs best_start = 0, best_end = 0;
+    for (std::size_t k = 0; k < in.size(); ++k) {
+      const PendingEdge& e = in[k];
+      const Op& s = t_.ops[e.src];
+      bool to_end = e.attach == DepType::EndToEnd;
+      TimeNs src_t = endpoint(s, e.attach != DepType::StartToStart);
+      props[k].set_delay(endpoint(o, to_end) - src_t);
+      int& bind = to_end ? bind_end : bind_start;
+      TimeNs& best = to_end ? best_end : best_start;
+      if (bind < 0 || src_t > best || (src_t == best && tie_rank(e.type) < tie_rank(in[static_cast<std::size_t>(bind)].type))) {
+        bind = static_cast<int>(k);
+        best = src_t;
+      }
+    }
+    if (bind_start >= 0) {
+      auto k = static_cast<std::size_t>(bind_start);
+      props[k].set_binding(true);
+      g.stats.bound_by_type[static_cast<int>(in[k].type)]++;
+      samples_[nominal_key(in[k].type, t_.lanes[o.lane].device, o.kind == OpKind::Api ? 3 : launch_category(o))]
+          .push_back(props[k].delay());
+    }
+    if (bind_end >= 0 && best_end > o.start) {
+      // The call was blocked: it returned `wake` after the awaited op ended.
+      auto k = static_cast<std::size_t>(bind_end);
+      props[k].set_binding(true);
+      g.intrinsic[i] = std::clamp<TimeNs>(props[k].delay(), 0, o.duration());
+      g.stats.blocked_syncs++;
+    }
+  }
+
+  // Pass 2: non-binding edges get min(nominal, observed).
+  void finish_calibration(const std::vector<std::uint32_t>& targets, std::vector<EdgeProps>& props) {
+    for (std::size_t k = 0; k < props.size(); ++k) {
+      EdgeProps& p = props[k];
+      if (p.binding()) continue;
+      const Op& dst = t_.ops[targets[k]];
+      p.set_delay(std::min(nominal(dst, p.type(), p.delay()), p.delay()));
+    }
+  }
+
+  void nominal_only(const std::vector<PendingEdge>& in, EdgeProps* props) {
+    for (std::size_t k = 0; k < in.size(); ++k) props[k].set_delay(in[k].explicit_delay);
+  }
+
+  // ---- copy engines --------------------------------------------------------------------------
+  void build_resources(Graph& g) {
+    g.lane_capacity.assign(t_.lanes.size(), 1);
+    if (t_.measured) {
+      // Peak overlap per lane (ops are sorted by start; a lane's ops overlap only through
+      // measurement noise or graph branches reported on one stream).
+      std::vector<TimeNs> last_end(t_.lanes.size(), std::numeric_limits<TimeNs>::min());
+      std::vector<std::vector<TimeNs>> open(t_.lanes.size());
+      for (const Op& o : t_.ops) {
+        if (o.start >= last_end[o.lane]) { last_end[o.lane] = o.end; continue; }
+        auto& v = open[o.lane];
+        v.erase(std::remove_if(v.begin(), v.end(), [&](TimeNs e) { return e <= o.start; }), v.end());
+        if (v.empty()) v.push_back(last_end[o.lane]);
+        v.push_back(o.end);
+        last_end[o.lane] = std::max(last_end[o.lane], o.end);
+        g.lane_capacity[o.lane] = std::max<std::uint32_t>(g.lane_capacity[o.lane], static_cast<std::uint32_t>(v.size()));
+      }
+    }
+    std::map<std::pair<std::uint32_t, int>, std::vector<std::pair<TimeNs, int>>> sweeps;
+    bool any = false;
+    for (const Op& o : t_.ops) {
+      int c = copy_class(t_, o);
+      if (c < 0) continue;
+      any = true;
+      auto& v = sweeps[{t_.lanes[o.lane].device, c}];
+      v.emplace_back(o.start, 1);
+      v.emplace_back(o.end, -1);
+    }
+    if (!any) return;
+    static const char* const names[] = {"H2D copy engine", "D2H copy engine", "D2D copy engine"};
+    std::map<std::pair<std::uint32_t, int>, std::uint16_t> ids;
+    for (auto& [k, v] : sweeps) {
+      std::sort(v.begin(), v.end());  // ends (-1) before starts (+1) at equal times
+      int cur = 0, peak = 1;
+      for (auto& [tm, d] : v) { cur += d; peak = std::max(peak, cur); }
+      if (!t_.measured) peak = 1;
+      std::string dev = k.first < t_.devices.size() ? std::to_string(t_.devices[k.first].id) : "?";
+      g.resources.push_back({"gpu" + dev + " " + names[k.second], static_cast<std::uint32_t>(peak)});
+      ids[k] = static_cast<std::uint16_t>(g.resources.size() - 1);
+    }
+    g.resource.assign(t_.ops.size(), kNoResource);
+    for (OpId i = 0; i < t_.ops.size(); ++i) {
+      int c = copy_class(t_, t_.ops[i]);
+      if (c >= 0) g.resource[i] = ids[{t_.lanes[t_.ops[i].lane].device, c}];
+    }
+  }
+
+  const Trace& t_;
+  bool calibrate_;
+  LaneIndex lanes_;
+  std::unordered_map<std::uint64_t, OpId> last_record_;
+  std::unordered_map<LaneId, std::vector<std::pair<TimeNs, OpId>>> waits_;
+  std::unordered_map<OpId, std::vector<OpId>> launched_;
+  std::unordered_map<OpId, std::vector<ExplicitDep>> explicit_in_;
+  std::unordered_map<std::uint64_t, std::vector<TimeNs>> samples_;
+  std::unordered_map<std::uint64_t, TimeNs> nominals_;
+  std::vector<TimeNs> stream_gap_;
+  std::vector<TimeNs> obs_;
+  std::map<std::string, Anomaly> anomalies_;
+};
+
+}  // namespace
+
+Graph build_graph(const Trace& trace, const GraphOptions& opt) { return Builder(trace, opt).run(); }
+
+}  // namespace bneck

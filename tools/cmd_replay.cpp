@@ -1,0 +1,47 @@
+// bneck replay TRACE [--range REGEX] [--hw SPEC] [--json FILE] [--chrome-trace FILE]
+#include <chrono>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "sim/base/error.hpp"
+#include "tools/commands.hpp"
+#include "tools/output.hpp"
+#include "tools/views/replay_view.hpp"
+#include "traces/importer.hpp"
+
+namespace bneck {
+
+void add_replay(CLI::App& sub, Action& action) {
+  static std::string trace, json_out, chrome_out, range, hw;
+  static std::size_t top = 15;
+  sub.add_option("TRACE", trace, "trace file (.sqlite nsys export, bneck JSON workload)")->required();
+  sub.add_option("--range", range, "report the NVTX ranges whose name matches REGEX in full");
+  sub.add_option("--hw", hw, "hardware spec to retarget to (arrives with the cost models; only 'measured' replay now)");
+  sub.add_option("--json", json_out, "write the report as JSON to FILE ('-' for stdout)");
+  sub.add_option("--chrome-trace", chrome_out, "write measured and simulated timelines (Perfetto UI) to FILE");
+  sub.add_option("--top", top, "rows in the text tables")->capture_default_str();
+  sub.callback([&action] {
+    action = [] {
+      if (!hw.empty())
+        throw InputError("--hw " + hw + ": hardware retargeting is not available yet (needs the cost models); replay uses measured durations");
+      ReplayOptions opt;
+      opt.top = top;
+      if (!range.empty()) opt.range_regex = range;
+      auto t0 = std::chrono::steady_clock::now();
+      Trace t = load_trace(trace);
+      double import_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      ReplayReport rep = run_replay(t, opt);
+      rep.import_s = import_s;
+      if (!json_out.empty()) {
+        nlohmann::json j = replay_json(rep, opt);
+        j["timing_s"] = {{"import", rep.import_s}, {"graph", rep.graph_s}, {"replay", rep.replay_s}, {"analysis", rep.analysis_s}};
+        write_output(json_out, [&](std::ostream& o) { o << j.dump(1) << "\n"; });
+      }
+      if (!chrome_out.empty()) write_output(chrome_out, [&](std::ostream& o) { write_chrome_trace(rep, o); });
+      if (json_out != "-") print_replay_text(rep, opt, std::cout);
+      return 0;
+    };
+  });
+}
+
+}  // namespace bneck

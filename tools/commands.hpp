@@ -1,0 +1,23 @@
+// The table of subtools: each registers its CLI11 subcommand and sets the action to run.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace bneck {
+
+using Action = std::function<int()>;
+struct Subtool {
+  const char* name;
+  const char* help;
+  void (*add)(CLI::App& sub, Action& action);
+};
+
+void add_info(CLI::App& sub, Action& action);
+void add_ops(CLI::App& sub, Action& action);
+void add_replay(CLI::App& sub, Action& action);
+
+const std::vector<Subtool>& subtools();
+
+}  // namespace bneck

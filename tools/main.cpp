@@ -1,0 +1,79 @@
+// bneck: the composition root. The only place that maps errors to exit codes:
+// 0 ok, 2 bad input or usage, 1 internal error.
+#include <cstdio>
+#include <exception>
+#include <iostream>
+
+#include "sim/base/error.hpp"
+#include "tools/commands.hpp"
+
+namespace bneck {
+
+const std::vector<Subtool>& subtools() {
+  static const std::vector<Subtool> list = {
+      {"info", "Summarize a trace: format, devices, processes, streams, op counts, ranges, anomalies", add_info},
+      {"ops", "List the ops of a trace (ids, kinds, names, streams, times), optionally selected", add_ops},
+      {"replay", "Replay a trace as a discrete-event simulation: critical path, slack, overlap, range spans", add_replay},
+  };
+  return list;
+}
+
+namespace {
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+}  // namespace
+}  // namespace bneck
+
+int main(int argc, char** argv) {
+  using namespace bneck;
+  CLI::App app{"bneck: what holds this GPU run back, and what would it gain if...?"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "bneck 0.1.0");
+  Action action;
+  for (const auto& st : subtools()) st.add(*app.add_subcommand(st.name, st.help), action);
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string cmd = argv[1];
+    bool known = false;
+    std::string best;
+    std::size_t best_d = 99;
+    for (const auto& st : subtools()) {
+      if (cmd == st.name) known = true;
+      std::size_t d = edit_distance(cmd, st.name);
+      if (d < best_d) { best_d = d; best = st.name; }
+    }
+    if (!known) {
+      std::fprintf(stderr, "bneck: unknown subcommand '%s'%s\n", cmd.c_str(),
+                   best_d <= 2 ? (", did you mean '" + best + "'?").c_str() : "; run 'bneck --help'");
+      return 2;
+    }
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  try {
+    return action ? action() : 2;
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "bneck: error: %s\n", e.what());
+    return 2;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "bneck: internal error: out of memory\n");
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bneck: internal error: %s\n", e.what());
+    return 1;
+  }
+}

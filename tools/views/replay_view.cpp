@@ -1,0 +1,374 @@
+#include "tools/views/replay_view.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <regex>
+#include <unordered_set>
+
+#include "models/measured.hpp"
+#include "sim/base/error.hpp"
+
+namespace bneck {
+using nlohmann::json;
+
+namespace {
+
+double secs_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::string pct(double x) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.2f%%", x * 100);
+  return b;
+}
+
+std::string pad(const std::string& s, std::size_t w) { return s.size() >= w ? s : s + std::string(w - s.size(), ' '); }
+std::string lpad(const std::string& s, std::size_t w) { return s.size() >= w ? s : std::string(w - s.size(), ' ') + s; }
+
+// Time each class contributes to a path in time order (overlaps counted once).
+std::map<std::string, TimeNs> path_breakdown(const Trace& t, const SimResult& r, const std::vector<OpId>& path) {
+  std::map<std::string, TimeNs> by;
+  if (path.empty()) return by;
+  TimeNs cursor = r.start[path.front()];
+  TimeNs covered = 0;
+  for (OpId n : path) {
+    TimeNs s = std::max(r.start[n], cursor), e = r.end[n];
+    if (e > s) {
+      by[t.ops[n].kind == OpKind::Api ? "host API calls" : to_string(op_class(t.ops[n]))] += e - s;
+      covered += e - s;
+    }
+    cursor = std::max(cursor, r.end[n]);
+  }
+  TimeNs total = r.end[path.back()] - r.start[path.front()];
+  by["latency and gaps"] = std::max<TimeNs>(0, total - covered);
+  return by;
+}
+
+}  // namespace
+
+std::string short_name(const std::string& name, std::size_t max) {
+  std::string s = name;
+  // Drop a leading "void " and the argument list of demangled kernel names.
+  if (s.rfind("void ", 0) == 0) s = s.substr(5);
+  if (auto p = s.find('('); p != std::string::npos && p > 0) s = s.substr(0, p);
+  if (s.size() > max) s = s.substr(0, max - 3) + "...";
+  return s;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+json op_json(const Trace& t, OpId id, TimeNs start, TimeNs end) {
+  const Op& o = t.ops[id];
+  const Lane& ln = t.lanes[o.lane];
+  json j = {{"id", id}, {"name", t.name(o)}, {"kind", o.kind == OpKind::Kernel && (o.flags & Op::kFlagNccl) ? "collective" : to_string(o.kind)}};
+  j["device"] = ln.device != kNone ? json(t.devices[ln.device].id) : json(nullptr);
+  j["stream"] = ln.kind == LaneKind::Stream ? json(ln.native_id) : json(nullptr);
+  if (ln.kind == LaneKind::Thread) j["thread"] = ln.native_id;
+  j["start_ns"] = start;
+  j["end_ns"] = end;
+  return j;
+}
+
+ReplayReport run_replay(const Trace& t, const ReplayOptions& opt) {
+  ReplayReport rep;
+  rep.trace = &t;
+  auto t0 = std::chrono::steady_clock::now();
+  rep.graph = std::make_unique<Graph>(build_graph(t));
+  rep.graph_s = secs_since(t0);
+  MeasuredCostModel model;
+  rep.model = model.name();
+  t0 = std::chrono::steady_clock::now();
+  rep.sim = simulate(*rep.graph, model);
+  rep.replay_s = secs_since(t0);
+  t0 = std::chrono::steady_clock::now();
+  std::vector<TimeNs> ms, me;
+  Schedule measured = measured_schedule(t, ms, me);
+  Schedule simulated = sim_schedule(rep.sim);
+  rep.measured = device_span(t, measured);
+  rep.simulated = device_span(t, simulated);
+  rep.measured_overlap = compute_overlap(t, measured);
+  rep.simulated_overlap = compute_overlap(t, simulated);
+  ms.clear(); ms.shrink_to_fit(); me.clear(); me.shrink_to_fit();
+  rep.critical_path = critical_path(t, rep.sim, last_device_op(t, simulated));
+  rep.slack = compute_slack(*rep.graph, rep.sim);
+  if (opt.range_regex) {
+    std::regex re;
+    try {
+      re = std::regex(*opt.range_regex);
+    } catch (const std::regex_error& e) {
+      throw InputError("--range '" + *opt.range_regex + "': bad regular expression (" + e.what() + ")");
+    }
+    RangeIndex idx(t);
+    std::vector<OpId> ops;
+    for (std::size_t ri : idx.match(re)) {
+      const Range& rg = t.ranges[ri];
+      RangeResult rr;
+      rr.index = ri;
+      rr.name = t.strings.str(rg.name);
+      rr.start_ns = rg.start;
+      ops.clear();
+      idx.device_ops(ri, ops);
+      if (!ops.empty()) {
+        TimeNs mb = t.ops[ops[0]].start, mend = t.ops[ops[0]].end, sb = rep.sim.start[ops[0]], se = rep.sim.end[ops[0]];
+        OpId last = ops[0];
+        for (OpId o : ops) {
+          mb = std::min(mb, t.ops[o].start);
+          mend = std::max(mend, t.ops[o].end);
+          sb = std::min(sb, rep.sim.start[o]);
+          if (rep.sim.end[o] > se || (rep.sim.end[o] == se && o < last)) { se = rep.sim.end[o]; last = o; }
+        }
+        rr.measured_span_ns = mend - mb;
+        rr.simulated_span_ns = se - sb;
+        std::unordered_set<OpId> member(ops.begin(), ops.end());
+        auto [lo, hi] = idx.api_span(ri);
+        for (std::size_t p = lo; p < hi; ++p) member.insert(idx.api_at(p));
+        rr.critical_path = critical_path(t, rep.sim, last, [&](OpId o) { return member.count(o) > 0; });
+        for (OpId o : ops) rr.slack.emplace_back(o, rep.slack[o]);
+      }
+      rep.ranges.push_back(std::move(rr));
+    }
+  }
+  rep.analysis_s = secs_since(t0);
+  return rep;
+}
+
+void print_replay_text(const ReplayReport& r, const ReplayOptions& opt, std::ostream& out) {
+  const Trace& t = *r.trace;
+  std::size_t counts[4] = {};
+  std::size_t threads = 0, streams = 0;
+  for (const Op& o : t.ops) counts[static_cast<int>(o.kind)]++;
+  for (const Lane& l : t.lanes) (l.kind == LaneKind::Thread ? threads : streams)++;
+  out << "bneck replay: " << t.source << "\n";
+  out << "  " << t.format << "; ";
+  for (std::size_t d = 0; d < t.devices.size(); ++d)
+    out << (d ? ", " : "") << t.devices[d].name << (t.devices[d].sm_count ? " (" + std::to_string(t.devices[d].sm_count) + " SMs)" : "");
+  out << "; " << t.processes.size() << " process(es), " << threads << " thread(s), " << streams << " stream(s)\n";
+  out << "  ops: " << counts[1] << " kernels, " << counts[2] << " memcpy, " << counts[3] << " memset, " << counts[0]
+      << " API calls; graph: " << r.graph->num_edges() << " edges; model: " << r.model << "\n\n";
+
+  double err = r.measured.length() ? static_cast<double>(r.simulated.length() - r.measured.length()) / static_cast<double>(r.measured.length()) : 0;
+  out << "GPU span (first device op start to last end)\n";
+  out << "  simulated " << format_duration(r.simulated.length()) << "   measured " << format_duration(r.measured.length())
+      << "   error " << (err >= 0 ? "+" : "") << pct(err) << "\n\n";
+
+  auto ov_row = [&](const char* name, TimeNs sim, TimeNs meas) {
+    double span = static_cast<double>(std::max<TimeNs>(1, r.simulated_overlap.window_ns));
+    out << "  " << pad(name, 26) << lpad(format_duration(sim), 14) << lpad(pct(static_cast<double>(sim) / span), 10)
+        << lpad(format_duration(meas), 14) << "\n";
+  };
+  out << "Overlap, summed over devices     simulated  of window      measured\n";
+  const Overlap& s = r.simulated_overlap;
+  const Overlap& m = r.measured_overlap;
+  ov_row("compute", s.compute_ns, m.compute_ns);
+  ov_row("memcpy/memset", s.memcpy_ns, m.memcpy_ns);
+  ov_row("communication", s.communication_ns, m.communication_ns);
+  ov_row("compute || communication", s.compute_comm_overlap_ns, m.compute_comm_overlap_ns);
+  ov_row("exposed communication", s.exposed_communication_ns, m.exposed_communication_ns);
+  ov_row("compute || memcpy", s.compute_memcpy_overlap_ns, m.compute_memcpy_overlap_ns);
+  ov_row("GPU busy", s.gpu_busy_ns, m.gpu_busy_ns);
+  ov_row("GPU idle", s.gpu_idle_ns, m.gpu_idle_ns);
+  out << "\n";
+
+  const auto& cp = r.critical_path;
+  if (!cp.empty()) {
+    OpId last = cp.back();
+    out << "Critical path: " << cp.size() << " ops, " << format_duration(r.sim.end[last] - r.sim.start[cp.front()])
+        << ", ending with " << short_name(t.name(t.ops[last])) << " at +" << format_duration(r.sim.end[last] - r.simulated.begin) << "\n";
+    for (auto& [k, v] : path_breakdown(t, r.sim, cp))
+      out << "  " << pad(k, 26) << lpad(format_duration(v), 14) << "\n";
+    std::map<std::string, std::pair<std::size_t, TimeNs>> on_cp;
+    for (OpId n : cp)
+      if (is_device_op(t.ops[n].kind)) {
+        auto& e = on_cp[t.name(t.ops[n])];
+        e.first++;
+        e.second += r.sim.end[n] - r.sim.start[n];
+      }
+    std::vector<std::pair<std::string, std::pair<std::size_t, TimeNs>>> rows(on_cp.begin(), on_cp.end());
+    std::sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.second.second != b.second.second ? a.second.second > b.second.second : a.first < b.first; });
+    out << "  device ops on the critical path:\n";
+    for (std::size_t i = 0; i < rows.size() && i < opt.top; ++i)
+      out << "    " << pad(short_name(rows[i].first, 56), 58) << lpad(std::to_string(rows[i].second.first) + "x", 8)
+          << lpad(format_duration(rows[i].second.second), 14) << "\n";
+    out << "\n";
+  }
+
+  // Top device ops by total time, with their share of the critical path and their least slack.
+  struct Agg { std::size_t n = 0; TimeNs total = 0, on_cp = 0, min_slack = std::numeric_limits<TimeNs>::max(); };
+  std::map<StrId, Agg> agg;
+  std::vector<bool> in_cp(t.ops.size(), false);
+  for (OpId n : cp) in_cp[n] = true;
+  for (OpId i = 0; i < t.ops.size(); ++i) {
+    if (!is_device_op(t.ops[i].kind)) continue;
+    Agg& a = agg[t.ops[i].name];
+    a.n++;
+    TimeNs d = r.sim.end[i] - r.sim.start[i];
+    a.total += d;
+    if (in_cp[i]) a.on_cp += d;
+    a.min_slack = std::min(a.min_slack, r.slack[i]);
+  }
+  std::vector<std::pair<StrId, Agg>> top(agg.begin(), agg.end());
+  std::sort(top.begin(), top.end(), [](auto& a, auto& b) { return a.second.total != b.second.total ? a.second.total > b.second.total : a.first < b.first; });
+  out << "Top device ops by total time\n  " << pad("name", 48) << lpad("count", 8) << lpad("total", 13) << lpad("avg", 13)
+      << lpad("on crit. path", 15) << lpad("min slack", 13) << "\n";
+  for (std::size_t i = 0; i < top.size() && i < opt.top; ++i) {
+    const Agg& a = top[i].second;
+    out << "  " << pad(short_name(t.strings.str(top[i].first), 46), 48) << lpad(std::to_string(a.n), 8)
+        << lpad(format_duration(a.total), 13) << lpad(format_duration(a.total / static_cast<TimeNs>(a.n)), 13)
+        << lpad(format_duration(a.on_cp), 15) << lpad(format_duration(a.min_slack), 13) << "\n";
+  }
+  out << "\n";
+
+  if (opt.range_regex) {
+    out << "Ranges matching '" << *opt.range_regex << "': " << r.ranges.size() << "\n";
+    std::vector<double> errs;
+    out << "  " << pad("range", 28) << lpad("start", 14) << lpad("measured", 14) << lpad("simulated", 14) << lpad("error", 10) << "\n";
+    for (const auto& rr : r.ranges) {
+      double e = rr.measured_span_ns ? static_cast<double>(rr.simulated_span_ns - rr.measured_span_ns) / static_cast<double>(rr.measured_span_ns) : 0;
+      if (rr.measured_span_ns) errs.push_back(std::fabs(e));
+      out << "  " << pad(short_name(rr.name, 26), 28) << lpad(format_duration(rr.start_ns - r.measured.begin), 14)
+          << lpad(format_duration(rr.measured_span_ns), 14) << lpad(format_duration(rr.simulated_span_ns), 14)
+          << lpad((e >= 0 ? "+" : "") + pct(e), 10) << "\n";
+    }
+    if (!errs.empty()) {
+      out << "  median |error| " << pct(median(errs)) << ", max |error| " << pct(*std::max_element(errs.begin(), errs.end())) << "\n";
+      const RangeResult& first = r.ranges.front();
+      out << "  critical path of " << first.name << ":";
+      for (OpId n : first.critical_path)
+        if (is_device_op(t.ops[n].kind)) out << " " << short_name(t.name(t.ops[n]), 40);
+      out << "\n  off the path, with slack:";
+      std::unordered_set<OpId> oncp(first.critical_path.begin(), first.critical_path.end());
+      for (auto& [o, sl] : first.slack)
+        if (!oncp.count(o)) out << " " << short_name(t.name(t.ops[o]), 40) << " (" << format_duration(sl) << ")";
+      out << "\n";
+    }
+    out << "\n";
+  }
+
+  std::map<std::string, Anomaly> all = t.anomalies;
+  for (auto& [k, a] : r.graph->anomalies) all[k] = a;
+  if (!all.empty()) {
+    out << "Anomalies (counted, not fatal)\n";
+    for (auto& [k, a] : all)
+      out << "  " << pad(k, 56) << lpad(std::to_string(a.count), 8) << "  e.g. " << a.example << "\n";
+  }
+}
+
+json replay_json(const ReplayReport& r, const ReplayOptions& opt) {
+  const Trace& t = *r.trace;
+  json j;
+  j["source"] = t.source;
+  j["format"] = t.format;
+  j["model"] = r.model;
+  j["makespan_ns"] = r.simulated.length();
+  j["measured_makespan_ns"] = r.measured.length();
+  j["makespan_error"] = r.measured.length() ? static_cast<double>(r.simulated.length() - r.measured.length()) / static_cast<double>(r.measured.length()) : 0.0;
+  json cp = json::array();
+  for (std::size_t i = 0; i < r.critical_path.size() && i < opt.cp_limit; ++i) {
+    OpId n = r.critical_path[i];
+    json oj = op_json(t, n, r.sim.start[n], r.sim.end[n]);
+    oj["slack_ns"] = r.slack[n];
+    cp.push_back(std::move(oj));
+  }
+  j["critical_path"] = std::move(cp);
+  j["critical_path_length"] = r.critical_path.size();
+  json bd = json::object();
+  for (auto& [k, v] : path_breakdown(t, r.sim, r.critical_path)) bd[k] = v;
+  j["critical_path_breakdown_ns"] = bd;
+  auto ovj = [](const Overlap& o) {
+    return json{{"compute_ns", o.compute_ns}, {"communication_ns", o.communication_ns}, {"memcpy_ns", o.memcpy_ns},
+                {"compute_comm_overlap_ns", o.compute_comm_overlap_ns}, {"exposed_communication_ns", o.exposed_communication_ns},
+                {"compute_memcpy_overlap_ns", o.compute_memcpy_overlap_ns}, {"gpu_busy_ns", o.gpu_busy_ns},
+                {"gpu_idle_ns", o.gpu_idle_ns}, {"window_ns", o.window_ns}};
+  };
+  j["overlap"] = ovj(r.simulated_overlap);
+  j["measured_overlap"] = ovj(r.measured_overlap);
+  if (opt.range_regex) {
+    json ranges = json::array();
+    for (const auto& rr : r.ranges) {
+      json rj = {{"name", rr.name}, {"start_ns", rr.start_ns}, {"measured_span_ns", rr.measured_span_ns},
+                 {"simulated_span_ns", rr.simulated_span_ns}};
+      json rcp = json::array();
+      for (OpId n : rr.critical_path) rcp.push_back(op_json(t, n, r.sim.start[n], r.sim.end[n]));
+      rj["critical_path"] = std::move(rcp);
+      json sl = json::array();
+      for (auto& [o, v] : rr.slack) sl.push_back({{"id", o}, {"name", t.name(t.ops[o])}, {"slack_ns", v}});
+      rj["slack"] = std::move(sl);
+      ranges.push_back(std::move(rj));
+    }
+    j["ranges"] = std::move(ranges);
+  }
+  json g = {{"nodes", r.graph->num_nodes()}, {"edges", r.graph->num_edges()}};
+  json by = json::object(), bound = json::object();
+  for (int k = 0; k < kEdgeTypeCount; ++k) {
+    by[to_string(static_cast<EdgeType>(k))] = r.graph->stats.edges_by_type[k];
+    bound[to_string(static_cast<EdgeType>(k))] = r.graph->stats.bound_by_type[k];
+  }
+  g["edges_by_type"] = by;
+  g["starts_bound_by_type"] = bound;
+  g["blocked_syncs"] = r.graph->stats.blocked_syncs;
+  json res = json::array();
+  for (std::size_t k = 0; k < r.graph->resources.size(); ++k)
+    res.push_back({{"name", r.graph->resources[k].name}, {"capacity", r.graph->resources[k].capacity}, {"busy_ns", r.sim.resource_busy[k]}});
+  g["resources"] = res;
+  j["graph"] = g;
+  json an = json::object();
+  auto add = [&](const std::map<std::string, Anomaly>& m) {
+    for (auto& [k, a] : m)
+      an[k] = {{"count", a.count}, {"severity", a.severity == Severity::Error ? "error" : a.severity == Severity::Warning ? "warning" : "info"}, {"example", a.example}};
+  };
+  add(t.anomalies);
+  add(r.graph->anomalies);
+  j["anomalies"] = an;
+  return j;
+}
+
+void write_chrome_trace(const ReplayReport& r, std::ostream& out) {
+  const Trace& t = *r.trace;
+  TimeNs base = std::min(r.measured.begin, r.simulated.begin);
+  for (const Op& o : t.ops) base = std::min(base, o.start);
+  auto us = [&](TimeNs ns) {
+    char b[40];
+    std::snprintf(b, sizeof b, "%.3f", static_cast<double>(ns - base) / 1e3);
+    return std::string(b);
+  };
+  out << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
+  bool first = true;
+  auto emit = [&](const json& ev) {
+    out << (first ? "" : ",\n") << ev.dump();
+    first = false;
+  };
+  // pid 1: measured, pid 2: simulated; tid: lane id.
+  emit({{"ph", "M"}, {"name", "process_name"}, {"pid", 1}, {"args", {{"name", "measured (trace)"}}}});
+  emit({{"ph", "M"}, {"name", "process_name"}, {"pid", 2}, {"args", {{"name", "simulated (bneck, " + r.model + ")"}}}});
+  for (std::size_t l = 0; l < t.lanes.size(); ++l)
+    for (int pid : {1, 2})
+      emit({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", l}, {"args", {{"name", t.lane_label(static_cast<LaneId>(l))}}}});
+  std::vector<bool> on_cp(t.ops.size(), false);
+  for (OpId n : r.critical_path) on_cp[n] = true;
+  for (OpId i = 0; i < t.ops.size(); ++i) {
+    const Op& o = t.ops[i];
+    std::string nm = json(t.name(o)).dump();
+    std::string cat = to_string(o.kind);
+    out << (first ? "" : ",\n");
+    first = false;
+    out << "{\"ph\":\"X\",\"pid\":1,\"tid\":" << o.lane << ",\"name\":" << nm << ",\"cat\":\"" << cat << "\",\"ts\":" << us(o.start)
+        << ",\"dur\":" << us(o.end - o.start + base) << ",\"args\":{\"id\":" << i << "}}";
+    out << ",\n{\"ph\":\"X\",\"pid\":2,\"tid\":" << o.lane << ",\"name\":" << nm << ",\"cat\":\"" << cat << "\",\"ts\":" << us(r.sim.start[i])
+        << ",\"dur\":" << us(r.sim.end[i] - r.sim.start[i] + base) << ",\"args\":{\"id\":" << i << ",\"slack_ns\":" << r.slack[i]
+        << ",\"critical\":" << (on_cp[i] ? "true" : "false") << "}}";
+  }
+  out << "\n]}\n";
+}
+
+}  // namespace bneck

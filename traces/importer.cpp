@@ -1,0 +1,46 @@
+#include "traces/importer.hpp"
+
+#include <fstream>
+#include <sys/stat.h>
+
+#include "sim/base/error.hpp"
+#include "traces/json_io.hpp"
+#include "traces/nsys/nsys_importer.hpp"
+
+namespace bneck {
+
+const std::vector<std::unique_ptr<Importer>>& importers() {
+  static const auto list = [] {
+    std::vector<std::unique_ptr<Importer>> v;
+    v.push_back(std::make_unique<NsysSqliteImporter>());
+    v.push_back(std::make_unique<BneckJsonImporter>());
+    return v;
+  }();
+  return list;
+}
+
+Trace load_trace(const std::string& path, const ImportOptions& opt) {
+  struct stat sb {};
+  if (::stat(path.c_str(), &sb) != 0) throw InputError(path, "no such file");
+  if (S_ISDIR(sb.st_mode)) throw InputError(path, "is a directory, expected a trace file");
+  if (sb.st_size == 0) throw InputError(path, "empty file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path, "cannot open for reading");
+  std::string head(4096, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<std::size_t>(in.gcount()));
+  const Importer* best = nullptr;
+  int best_score = 0;
+  for (const auto& imp : importers()) {
+    int s = imp->sniff(head, path);
+    if (s > best_score) { best_score = s; best = imp.get(); }
+  }
+  if (!best) {
+    std::string names;
+    for (const auto& imp : importers()) names += std::string(names.empty() ? "" : ", ") + imp->name();
+    throw InputError(path, "unrecognised trace format (supported: " + names + ")");
+  }
+  return best->import(path, opt);
+}
+
+}  // namespace bneck

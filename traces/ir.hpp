@@ -1,0 +1,189 @@
+// Trace IR: what a profiled (or hand-written) run consists of, independent of the trace format.
+//
+// Compact by design (50 million ops in a few GB): an Op is 40 bytes; kind-specific details live in
+// side tables indexed by Op::extra; names are interned. Ops are host API calls (on a thread lane)
+// and device ops (kernel, memcpy, memset on a stream lane). A device op records the API call that
+// launched it (Op::link). Synchronization and event semantics live in ApiInfo records.
+#pragma once
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/base/strings.hpp"
+#include "sim/base/units.hpp"
+
+namespace bneck {
+
+using OpId = std::uint32_t;
+using LaneId = std::uint32_t;
+inline constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
+
+enum class OpKind : std::uint8_t { Api = 0, Kernel = 1, Memcpy = 2, Memset = 3 };
+const char* to_string(OpKind k);
+std::optional<OpKind> op_kind_from_string(std::string_view s);
+inline bool is_device_op(OpKind k) { return k != OpKind::Api; }
+
+// What a host API call does, as far as dependencies are concerned.
+enum class ApiClass : std::uint8_t {
+  Other = 0,         // CPU time only
+  Launch = 1,        // kernel launch (runtime or driver)
+  GraphLaunch = 2,   // cudaGraphLaunch: all node ops share its correlation id
+  MemcpyAsync = 3,   // asynchronous copy/memset submission
+  MemcpySync = 4,    // blocking copy/memset: returns after its device op ends
+  EventRecord = 5,   // ApiInfo::stream, ApiInfo::event
+  StreamWait = 6,    // cudaStreamWaitEvent: ApiInfo::stream waits for ApiInfo::event
+  StreamSync = 7,    // cudaStreamSynchronize: ApiInfo::stream
+  EventSync = 8,     // cudaEventSynchronize: ApiInfo::event
+  DeviceSync = 9,    // cudaDeviceSynchronize / cuCtxSynchronize: ApiInfo::device
+};
+const char* to_string(ApiClass c);
+std::optional<ApiClass> api_class_from_string(std::string_view s);
+
+enum class MemcpyKind : std::uint8_t {
+  Unknown = 0, HtoD = 1, DtoH = 2, HtoA = 3, AtoH = 4, AtoA = 5, AtoD = 6, DtoA = 7, DtoD = 8, HtoH = 9,
+  PtoP = 10, UvmHtoD = 11, UvmDtoH = 12, UvmDtoD = 13
+};
+const char* to_string(MemcpyKind k);
+std::optional<MemcpyKind> memcpy_kind_from_string(std::string_view s);
+enum class MemKind : std::uint8_t {
+  Pageable = 0, Pinned = 1, Device = 2, Array = 3, Managed = 4, DeviceStatic = 5, ManagedStatic = 6, Unknown = 7
+};
+const char* to_string(MemKind k);
+std::optional<MemKind> mem_kind_from_string(std::string_view s);
+
+// 40 bytes. Times are measured nanoseconds; in a hand-written workload, start is 0 unless given
+// and end - start is the op's duration.
+struct Op {
+  TimeNs start = 0;
+  TimeNs end = 0;
+  StrId name = 0;
+  LaneId lane = kNone;     // thread lane for Api ops, stream lane for device ops
+  std::uint32_t link = kNone;   // device op: id of the launching Api op; Api op: kNone
+  std::uint32_t extra = kNone;  // index into kernels / copies / apis side tables
+  OpKind kind = OpKind::Api;
+  std::uint8_t flags = 0;       // Op::kFlag*
+  std::uint16_t sub = 0;        // Api ops: ApiClass
+  TimeNs duration() const { return end - start; }
+  ApiClass api_class() const { return kind == OpKind::Api ? static_cast<ApiClass>(sub) : ApiClass::Other; }
+  void set_api_class(ApiClass c) { sub = static_cast<std::uint16_t>(c); }
+  static constexpr std::uint8_t kFlagNccl = 1;        // communication kernel (NCCL/RCCL)
+  static constexpr std::uint8_t kFlagGraphNode = 2;   // executed as a CUDA graph node
+  static constexpr std::uint8_t kFlagReleased = 4;    // workload op with an explicit release time (start)
+};
+static_assert(sizeof(Op) == 40, "Op must stay compact");
+
+struct LaunchConfig {          // 28 bytes
+  std::uint32_t grid[3] = {1, 1, 1};
+  std::uint16_t block[3] = {1, 1, 1};
+  std::uint16_t registers = 0;           // per thread
+  std::uint32_t static_smem = 0;         // bytes per block
+  std::uint32_t dynamic_smem = 0;        // bytes per block
+};
+
+struct CopyInfo {              // memcpy and memset
+  Bytes bytes = 0;
+  MemcpyKind copy_kind = MemcpyKind::Unknown;
+  MemKind src = MemKind::Unknown;
+  MemKind dst = MemKind::Unknown;
+};
+
+struct ApiInfo {                  // only for api ops whose class needs it (events, syncs)
+  LaneId stream = kNone;          // EventRecord, StreamWait, StreamSync (stream lane)
+  std::uint32_t device = kNone;   // DeviceSync (device index)
+  std::uint64_t event = 0;        // EventRecord, StreamWait, EventSync (trace's event id)
+  bool has_event = false;
+};
+
+struct Device {
+  std::uint32_t id = 0;           // device id as the trace shows it
+  std::string name;
+  std::uint32_t sm_count = 0;
+  double clock_hz = 0;
+  double memory_bandwidth = 0;    // bytes/s
+  Bytes l2_bytes = 0;
+  Bytes memory_bytes = 0;
+  std::uint32_t cc_major = 0, cc_minor = 0;
+  std::uint32_t async_engines = 0;
+  std::uint32_t max_warps_per_sm = 0, max_blocks_per_sm = 0, max_threads_per_block = 0;
+  std::uint32_t regs_per_sm = 0;
+  Bytes smem_per_sm = 0;
+};
+
+struct Process {
+  std::uint64_t pid = 0;
+  std::string name;
+  std::uint32_t rank = kNone;
+};
+
+enum class LaneKind : std::uint8_t { Thread = 0, Stream = 1 };
+
+struct Lane {
+  LaneKind kind = LaneKind::Thread;
+  std::uint32_t process = 0;      // index into processes
+  std::uint32_t device = kNone;   // index into devices (streams)
+  std::uint64_t native_id = 0;    // tid or stream id as the trace shows it
+  std::string name;
+};
+
+struct Range {                    // an NVTX push/pop (or start/end) range on a host thread
+  TimeNs start = 0, end = 0;
+  StrId name = 0;
+  LaneId lane = kNone;            // thread lane
+  std::uint16_t depth = 0;
+  std::uint32_t parent = kNone;   // index of the enclosing range on the same thread
+};
+
+enum class DepType : std::uint8_t { EndToStart = 0, StartToStart = 1, EndToEnd = 2 };
+struct ExplicitDep {              // workload files: explicit dependencies
+  OpId from = 0, to = 0;
+  DepType type = DepType::EndToStart;
+  TimeNs delay = 0;
+};
+
+enum class Severity : std::uint8_t { Info = 0, Warning = 1, Error = 2 };
+struct Anomaly {
+  std::uint64_t count = 0;
+  Severity severity = Severity::Info;
+  std::string example;            // first occurrence, naming the record
+};
+
+struct Trace {
+  std::string source;             // file it came from
+  std::string format;             // "nsys-sqlite 2025.3.2", "bneck-json", ...
+  bool measured = true;           // ops carry measured times (false: hand-written workload)
+  StringTable strings;
+  std::vector<Device> devices;
+  std::vector<Process> processes;
+  std::vector<Lane> lanes;
+  std::vector<Op> ops;            // sorted by (start, id) after finalize()
+  std::vector<LaunchConfig> kernels;
+  std::vector<CopyInfo> copies;
+  std::vector<ApiInfo> apis;
+  std::vector<Range> ranges;
+  std::vector<ExplicitDep> deps;
+  std::map<std::string, Anomaly> anomalies;
+
+  void note(const std::string& key, Severity sev, const std::string& example, std::uint64_t n = 1);
+  const std::string& name(const Op& op) const { return strings.str(op.name); }
+  const ApiInfo* api(const Op& op) const { return op.kind == OpKind::Api && op.extra != kNone ? &apis[op.extra] : nullptr; }
+  const CopyInfo* copy(const Op& op) const {
+    return (op.kind == OpKind::Memcpy || op.kind == OpKind::Memset) && op.extra != kNone ? &copies[op.extra] : nullptr;
+  }
+  const LaunchConfig* launch(const Op& op) const {
+    return op.kind == OpKind::Kernel && op.extra != kNone ? &kernels[op.extra] : nullptr;
+  }
+  std::string lane_label(LaneId l) const;
+  std::size_t device_op_count() const;
+  // Sorts ops by (start, kind, lane) and remaps every op reference; checks invariants.
+  void finalize();
+  // Throws InputError naming `source` if a reference is out of range.
+  void validate() const;
+};
+
+// True if a kernel name denotes a communication kernel (NCCL, RCCL, NVSHMEM collectives).
+bool is_comm_kernel_name(std::string_view name);
+
+}  // namespace bneck

@@ -1,0 +1,21 @@
+// Nsight Systems SQLite export importer (nsys 2022.1 .. 2025.x; schema notes in
+// ../shared/docs/nsys-sqlite-schema.md). Every table and every non-core column is optional.
+#pragma once
+#include "traces/importer.hpp"
+
+namespace bneck {
+
+class NsysSqliteImporter : public Importer {
+ public:
+  const char* name() const override { return "nsys-sqlite"; }
+  const char* description() const override { return "Nsight Systems SQLite export (nsys export --type sqlite)"; }
+  int sniff(std::string_view head, const std::string& path) const override;
+  Trace import(const std::string& path, const ImportOptions& opt) const override;
+};
+
+// Maps a CUDA runtime/driver API name (version suffix already stripped) to its class.
+ApiClass classify_cuda_api(std::string_view name);
+// "cudaLaunchKernel_v7000" -> "cudaLaunchKernel"; "cudaMemcpyAsync_ptsz" -> "cudaMemcpyAsync".
+std::string_view strip_api_suffix(std::string_view name);
+
+}  // namespace bneck
