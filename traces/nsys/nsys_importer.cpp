@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <fstream>
 #include <unordered_map>
 
 #include "sim/base/error.hpp"
@@ -559,7 +560,31 @@ class Reader {
 
 }  // namespace
 
+namespace {
+
+// A truncated export still opens, and may even answer queries from its first pages: compare the
+// size the header promises with the file's.
+void check_not_truncated(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  unsigned char h[100] = {};
+  in.read(reinterpret_cast<char*>(h), sizeof h);
+  if (in.gcount() < static_cast<std::streamsize>(sizeof h)) throw InputError(path, "truncated SQLite file (incomplete header)");
+  auto be32 = [&](int o) { return (std::uint32_t{h[o]} << 24) | (std::uint32_t{h[o + 1]} << 16) | (std::uint32_t{h[o + 2]} << 8) | h[o + 3]; };
+  std::uint64_t page = (std::uint32_t{h[16]} << 8) | h[17];
+  if (page == 1) page = 65536;
+  std::uint64_t pages = be32(28);
+  bool valid = pages != 0 && be32(24) == be32(92);
+  in.seekg(0, std::ios::end);
+  auto size = static_cast<std::uint64_t>(in.tellg());
+  if (valid && page * pages > size)
+    throw InputError(path, "truncated SQLite file: its header promises " + std::to_string(page * pages) + " bytes, the file has " +
+                               std::to_string(size));
+}
+
+}  // namespace
+
 Trace NsysSqliteImporter::import(const std::string& path, const ImportOptions& opt) const {
+  check_not_truncated(path);
   return Reader(path, opt).run();
 }
 

@@ -1,0 +1,167 @@
+// The CLI contract: exit codes, one clear error line naming the file, JSON on stdout.
+#include <catch2/catch.hpp>
+#include <sqlite3.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <sys/wait.h>
+
+#include "helpers.hpp"
+
+using namespace bneck;
+using namespace bneck::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Run {
+  int code;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+fs::path tmp_dir() {
+  fs::path d = fs::temp_directory_path() / ("bneck_cli_test_" + std::to_string(::getpid()));
+  fs::create_directories(d);
+  return d;
+}
+
+Run run(const std::string& args) {
+  fs::path d = tmp_dir();
+  std::string cmd = std::string(BNECK_EXE) + " " + args + " >" + (d / "out").string() + " 2>" + (d / "err").string();
+  int st = std::system(cmd.c_str());
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, slurp(d / "out"), slurp(d / "err")};
+}
+
+std::size_t lines(const std::string& s) {
+  std::size_t n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+void expect_bad_input(const std::string& path, const std::string& reason) {
+  for (const char* cmd : {"info", "replay", "ops"}) {
+    INFO(cmd << " " << path);
+    Run r = run(std::string(cmd) + " '" + path + "'");
+    CHECK(r.code == 2);
+    CHECK(lines(r.err) == 1);
+    CHECK_THAT(r.err, Catch::Contains(path) && Catch::Contains(reason));
+    CHECK(r.out.empty());
+  }
+}
+
+}  // namespace
+
+TEST_CASE("bad input: one error line naming the file, exit code 2", "[cli][errors]") {
+  fs::path d = tmp_dir();
+  SECTION("missing file") { expect_bad_input((d / "nope.sqlite").string(), "no such file"); }
+  SECTION("empty file") {
+    std::ofstream((d / "empty.sqlite").string());
+    expect_bad_input((d / "empty.sqlite").string(), "empty file");
+  }
+  SECTION("not a trace") {
+    std::ofstream((d / "notes.txt").string()) << "these are my notes, not a trace\n";
+    expect_bad_input((d / "notes.txt").string(), "unrecognised trace format");
+  }
+  SECTION("truncated SQLite export") {
+    std::string whole = slurp(demo_trace());
+    REQUIRE(whole.size() > 200000);
+    for (std::size_t keep : {std::size_t{100}, std::size_t{4096}, std::size_t{150000}, whole.size() - 4096}) {
+      fs::path p = d / ("truncated_" + std::to_string(keep) + ".sqlite");
+      std::ofstream(p.string(), std::ios::binary) << whole.substr(0, keep);
+      expect_bad_input(p.string(), "truncated");
+    }
+  }
+  SECTION("SQLite without CUDA tables") {
+    fs::path p = d / "other.sqlite";
+    fs::remove(p);
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open(p.string().c_str(), &db) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(db, "CREATE TABLE recipes(name TEXT); INSERT INTO recipes VALUES('bread');", nullptr, nullptr, nullptr) == SQLITE_OK);
+    sqlite3_close(db);
+    expect_bad_input(p.string(), "no CUDA activity tables");
+  }
+  SECTION("malformed JSON workload") {
+    std::ofstream((d / "w.json").string()) << "{\"format\": \"bneck-workload\", \"ops\": [ {\"lane\": ";
+    expect_bad_input((d / "w.json").string(), "malformed JSON");
+  }
+  SECTION("inputs are never modified") {
+    fs::path p = d / "copy.sqlite";
+    fs::copy_file(demo_trace(), p, fs::copy_options::overwrite_existing);
+    fs::permissions(p, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+    auto before = slurp(p);
+    auto mtime = fs::last_write_time(p);
+    CHECK(run("replay '" + p.string() + "'").code == 0);
+    CHECK(slurp(p) == before);
+    CHECK(fs::last_write_time(p) == mtime);
+    CHECK(!fs::exists(p.string() + "-journal"));
+    CHECK(!fs::exists(p.string() + "-wal"));
+    fs::permissions(p, fs::perms::owner_all);
+  }
+}
+
+TEST_CASE("usage errors exit 2 and unknown subcommands get a suggestion", "[cli][errors]") {
+  Run r = run("replya x.sqlite");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("did you mean 'replay'"));
+  CHECK(run("replay").code == 2);
+  CHECK(run("replay '" + demo_trace() + "' --range '('").code == 2);
+  CHECK(run("ops '" + demo_trace() + "' --select 'speed>3'").code == 2);
+  CHECK(run("--help").code == 0);
+}
+
+TEST_CASE("replay --json - writes the contract's keys to stdout", "[cli]") {
+  Run r = run("replay '" + demo_trace() + "' --range 'iter.*' --json -");
+  REQUIRE(r.code == 0);
+  auto j = nlohmann::json::parse(r.out);
+  for (const char* k : {"makespan_ns", "measured_makespan_ns", "critical_path", "overlap", "ranges"}) CHECK(j.contains(k));
+  for (const char* k : {"compute_ns", "communication_ns", "memcpy_ns", "compute_comm_overlap_ns", "exposed_communication_ns", "gpu_idle_ns"})
+    CHECK(j["overlap"].contains(k));
+  REQUIRE(j["critical_path"].size() > 0);
+  for (const char* k : {"id", "name", "kind", "device", "stream", "start_ns", "end_ns"}) CHECK(j["critical_path"][0].contains(k));
+  REQUIRE(j["ranges"].size() == 6);
+  TimeNs prev = 0;
+  for (const auto& rg : j["ranges"]) {
+    for (const char* k : {"name", "start_ns", "measured_span_ns", "simulated_span_ns", "critical_path"}) CHECK(rg.contains(k));
+    CHECK(rg["start_ns"].get<TimeNs>() >= prev);  // time order
+    prev = rg["start_ns"].get<TimeNs>();
+  }
+  CHECK(j["ranges"][0]["name"] == "iter0");
+}
+
+TEST_CASE("replay writes a loadable Chrome trace atomically, info and ops work", "[cli]") {
+  fs::path d = tmp_dir();
+  fs::path ct = d / "timeline.json";
+  Run r = run("replay '" + demo_trace() + "' --chrome-trace '" + ct.string() + "'");
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("Critical path"));
+  auto j = nlohmann::json::parse(slurp(ct));
+  REQUIRE(j.contains("traceEvents"));
+  std::size_t measured = 0, simulated = 0;
+  for (const auto& e : j["traceEvents"])
+    if (e["ph"] == "X") (e["pid"] == 1 ? measured : simulated)++;
+  CHECK(measured == 218);
+  CHECK(simulated == 218);
+  for (const auto& entry : fs::directory_iterator(d)) CHECK(entry.path().string().find(".tmp.") == std::string::npos);
+  // Writing into a missing directory is a clear error, exit 2.
+  CHECK(run("replay '" + demo_trace() + "' --json /nonexistent/dir/out.json").code == 2);
+
+  Run info = run("info '" + demo_trace() + "' --json -");
+  REQUIRE(info.code == 0);
+  auto ij = nlohmann::json::parse(info.out);
+  CHECK(ij["devices"][0]["sm_count"] == 132);
+  CHECK(ij["ops"]["kernel"] == 48);
+  Run ops = run("ops '" + demo_trace() + "' --select 'kind=kernel&name~spin' --json -");
+  REQUIRE(ops.code == 0);
+  CHECK(nlohmann::json::parse(ops.out)["matched"] == 12);
+}

@@ -1,0 +1,28 @@
+#include <catch2/catch.hpp>
+
+#include "sim/base/error.hpp"
+#include "sim/base/units.hpp"
+
+using namespace bneck;
+
+TEST_CASE("durations carry units and become integer nanoseconds", "[units]") {
+  CHECK(parse_duration("2 us") == 2000);
+  CHECK(parse_duration("1.5ms") == 1'500'000);
+  CHECK(parse_duration("300 ns") == 300);
+  CHECK(parse_duration("2 s") == 2'000'000'000);
+  CHECK(parse_duration("0.0004 us") == 0);  // rounds to the nearest ns
+  CHECK_THROWS_AS(parse_duration("5"), InputError);       // no unit
+  CHECK_THROWS_AS(parse_duration("5 parsecs"), InputError);
+  CHECK_THROWS_AS(parse_duration("fast"), InputError);
+}
+
+TEST_CASE("rates and sizes parse with SI and binary prefixes", "[units]") {
+  CHECK(parse_bandwidth("4.8 TB/s") == Approx(4.8e12));
+  CHECK(parse_bandwidth("64 GiB/s") == Approx(64.0 * (1ull << 30)));
+  CHECK(parse_frequency("1.98 GHz") == Approx(1.98e9));
+  CHECK(parse_bytes("60 MiB") == 60ull << 20);
+  CHECK(parse_bytes("4096 B") == 4096);
+  CHECK_THROWS_AS(parse_bandwidth("4.8 TB"), InputError);
+  CHECK(format_duration(12'204'000) == "12.204 ms");
+  CHECK(format_bytes(64ull << 20) == "64 MiB");
+}
