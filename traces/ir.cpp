@@ -66,20 +66,49 @@ void Trace::finalize() {
     return a.lane < b.lane;
   };
   const std::size_t n = ops.size();
-  std::vector<OpId> perm(n);
-  std::iota(perm.begin(), perm.end(), 0u);
-  bool sorted = std::is_sorted(ops.begin(), ops.end(), less);
-  if (!sorted) {
-    std::stable_sort(perm.begin(), perm.end(), [&](OpId a, OpId b) { return less(ops[a], ops[b]); });
+  if (!std::is_sorted(ops.begin(), ops.end(), less)) {
+    // Importers append one sorted table after another: merge the ascending runs (stable), then
+    // apply the permutation in place, following its cycles, so no second copy of the ops exists.
+    std::vector<OpId> perm(n);
+    std::iota(perm.begin(), perm.end(), 0u);
+    auto cmp = [&](OpId a, OpId b) { return less(ops[a], ops[b]); };
+    std::vector<std::size_t> runs{0};
+    for (std::size_t i = 1; i < n; ++i)
+      if (less(ops[i], ops[i - 1])) runs.push_back(i);
+    runs.push_back(n);
+    if (runs.size() > 64) {
+      std::stable_sort(perm.begin(), perm.end(), cmp);
+    } else {
+      while (runs.size() > 2) {
+        std::vector<std::size_t> next{0};
+        for (std::size_t r = 0; r + 2 < runs.size(); r += 2) {
+          std::inplace_merge(perm.begin() + static_cast<long>(runs[r]), perm.begin() + static_cast<long>(runs[r + 1]),
+                             perm.begin() + static_cast<long>(runs[r + 2]), cmp);
+          next.push_back(runs[r + 2]);
+        }
+        if ((runs.size() - 1) % 2 == 1) next.push_back(runs.back());
+        runs.swap(next);
+      }
+    }
     std::vector<OpId> inv(n);
     for (std::size_t i = 0; i < n; ++i) inv[perm[i]] = static_cast<OpId>(i);
-    std::vector<Op> sorted_ops(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      sorted_ops[i] = ops[perm[i]];
-      if (sorted_ops[i].link != kNone) sorted_ops[i].link = inv[sorted_ops[i].link];
-    }
-    ops.swap(sorted_ops);
+    for (auto& o : ops)
+      if (o.link != kNone) o.link = inv[o.link];
     for (auto& d : deps) { d.from = inv[d.from]; d.to = inv[d.to]; }
+    // ops[i] must become old ops[perm[i]]: rotate each cycle once.
+    std::vector<bool> done(n, false);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (done[i] || perm[i] == i) { done[i] = true; continue; }
+      Op tmp = ops[i];
+      std::size_t j = i;
+      while (true) {
+        done[j] = true;
+        std::size_t k = perm[j];
+        if (k == i) { ops[j] = tmp; break; }
+        ops[j] = ops[k];
+        j = k;
+      }
+    }
   }
   std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) {
     return a.start != b.start ? a.start < b.start : a.depth < b.depth;

@@ -5,13 +5,6 @@
 
 namespace bneck {
 
-Schedule measured_schedule(const Trace& t, std::vector<TimeNs>& sb, std::vector<TimeNs>& eb) {
-  sb.resize(t.ops.size());
-  eb.resize(t.ops.size());
-  for (std::size_t i = 0; i < t.ops.size(); ++i) { sb[i] = t.ops[i].start; eb[i] = t.ops[i].end; }
-  return {&sb, &eb};
-}
-
 OpClass op_class(const Op& o) {
   switch (o.kind) {
     case OpKind::Api: return OpClass::Host;
@@ -55,12 +48,10 @@ TimeNs intersect(const Intervals& a, const Intervals& b) {
 }  // namespace
 
 Overlap compute_overlap(const Trace& t, const Schedule& s, const std::function<bool(OpId)>& include) {
-  const auto& st = *s.start;
-  const auto& en = *s.end;
   std::vector<OpId> idx;
   for (OpId i = 0; i < t.ops.size(); ++i)
     if (is_device_op(t.ops[i].kind) && (!include || include(i))) idx.push_back(i);
-  std::sort(idx.begin(), idx.end(), [&](OpId a, OpId b) { return st[a] != st[b] ? st[a] < st[b] : a < b; });
+  std::sort(idx.begin(), idx.end(), [&](OpId a, OpId b) { return s.start(a) != s.start(b) ? s.start(a) < s.start(b) : a < b; });
   Overlap ov;
   const std::size_t ndev = std::max<std::size_t>(1, t.devices.size());
   for (std::size_t d = 0; d < ndev; ++d) {
@@ -71,10 +62,11 @@ Overlap compute_overlap(const Trace& t, const Schedule& s, const std::function<b
       const Op& o = t.ops[i];
       std::uint32_t dev = t.lanes[o.lane].device;
       if ((dev == kNone ? 0 : dev) != d) continue;
-      if (!any) { first = st[i]; last = en[i]; any = true; }
-      last = std::max(last, en[i]);
-      add_merged(cls[static_cast<int>(op_class(o))], st[i], en[i]);
-      add_merged(all, st[i], en[i]);
+      TimeNs b = s.start(i), e = s.end(i);
+      if (!any) { first = b; last = e; any = true; }
+      last = std::max(last, e);
+      add_merged(cls[static_cast<int>(op_class(o))], b, e);
+      add_merged(all, b, e);
     }
     if (!any) continue;
     ov.compute_ns += total(cls[0]);
@@ -99,9 +91,9 @@ Span device_span(const Trace& t, const Schedule& s) {
   for (int pass = 0; pass < 2 && !any; ++pass)
     for (OpId i = 0; i < t.ops.size(); ++i) {
       if (pass == 0 && !is_device_op(t.ops[i].kind)) continue;
-      if (!any) { sp.begin = (*s.start)[i]; sp.end = (*s.end)[i]; any = true; }
-      sp.begin = std::min(sp.begin, (*s.start)[i]);
-      sp.end = std::max(sp.end, (*s.end)[i]);
+      if (!any) { sp.begin = s.start(i); sp.end = s.end(i); any = true; }
+      sp.begin = std::min(sp.begin, s.start(i));
+      sp.end = std::max(sp.end, s.end(i));
     }
   return sp;
 }
@@ -110,7 +102,7 @@ OpId last_device_op(const Trace& t, const Schedule& s, const std::function<bool(
   OpId best = kNone;
   for (OpId i = 0; i < t.ops.size(); ++i) {
     if (!is_device_op(t.ops[i].kind) || (include && !include(i))) continue;
-    if (best == kNone || (*s.end)[i] > (*s.end)[best]) best = i;
+    if (best == kNone || s.end(i) > s.end(best)) best = i;
   }
   return best;
 }

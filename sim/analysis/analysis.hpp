@@ -12,11 +12,14 @@ namespace bneck {
 
 // A schedule: start and end per op (the trace's measured times, or a SimResult's).
 struct Schedule {
-  const std::vector<TimeNs>* start = nullptr;
-  const std::vector<TimeNs>* end = nullptr;
+  const Trace* trace = nullptr;              // measured times when the vectors are null
+  const std::vector<TimeNs>* starts = nullptr;
+  const std::vector<TimeNs>* ends = nullptr;
+  TimeNs start(OpId i) const { return starts ? (*starts)[i] : trace->ops[i].start; }
+  TimeNs end(OpId i) const { return ends ? (*ends)[i] : trace->ops[i].end; }
 };
-Schedule measured_schedule(const Trace& t, std::vector<TimeNs>& start_buf, std::vector<TimeNs>& end_buf);
-inline Schedule sim_schedule(const SimResult& r) { return {&r.start, &r.end}; }
+inline Schedule measured_schedule(const Trace& t) { return {&t, nullptr, nullptr}; }
+inline Schedule sim_schedule(const SimResult& r) { return {nullptr, &r.start, &r.end}; }
 
 enum class OpClass : std::uint8_t { Compute = 0, Memcpy = 1, Communication = 2, Host = 3 };
 OpClass op_class(const Op& o);

@@ -228,6 +228,17 @@ class Builder {
   static std::uint64_t nominal_key(EdgeType ty, std::uint32_t dev, int cat) {
     return (static_cast<std::uint64_t>(ty) << 40) | (static_cast<std::uint64_t>(dev) << 8) | static_cast<std::uint64_t>(cat);
   }
+  // A deterministic reservoir of at most kReservoir samples per key keeps memory flat.
+  static constexpr std::size_t kReservoir = 1 << 16;
+  void sample(std::uint64_t key, TimeNs v) {
+    auto& s = samples_[key];
+    auto& seen = seen_[key];
+    ++seen;
+    if (s.size() < kReservoir) { s.push_back(v); return; }
+    rng_ = rng_ * 6364136223846793005ull + 1442695040888963407ull;
+    std::uint64_t j = (rng_ >> 11) % seen;
+    if (j < kReservoir) s[j] = v;
+  }
   void learn_nominals() {
     for (auto& [k, v] : samples_) {
       TimeNs n = std::max<TimeNs>(0, percentile(v, 0.01));
@@ -319,8 +330,8 @@ class Builder {
       auto k = static_cast<std::size_t>(bind_start);
       props[k].set_binding(true);
       g.stats.bound_by_type[static_cast<int>(in[k].type)]++;
-      samples_[nominal_key(in[k].type, t_.lanes[o.lane].device, o.kind == OpKind::Api ? 3 : launch_category(o))]
-          .push_back(props[k].delay());
+      sample(nominal_key(in[k].type, t_.lanes[o.lane].device, o.kind == OpKind::Api ? 3 : launch_category(o)),
+             props[k].delay());
     }
     if (bind_end >= 0 && best_end > o.start) {
       // The call was blocked: it returned `wake` after the awaited op ended.
@@ -400,6 +411,8 @@ class Builder {
   std::unordered_map<OpId, std::vector<OpId>> launched_;
   std::unordered_map<OpId, std::vector<ExplicitDep>> explicit_in_;
   std::unordered_map<std::uint64_t, std::vector<TimeNs>> samples_;
+  std::unordered_map<std::uint64_t, std::uint64_t> seen_;
+  std::uint64_t rng_ = 0x853c49e6748fea9bull;
   std::unordered_map<std::uint64_t, TimeNs> nominals_;
   std::vector<TimeNs> stream_gap_;
   std::vector<TimeNs> obs_;

@@ -92,14 +92,12 @@ ReplayReport run_replay(const Trace& t, const ReplayOptions& opt) {
   rep.sim = simulate(*rep.graph, model);
   rep.replay_s = secs_since(t0);
   t0 = std::chrono::steady_clock::now();
-  std::vector<TimeNs> ms, me;
-  Schedule measured = measured_schedule(t, ms, me);
+  Schedule measured = measured_schedule(t);
   Schedule simulated = sim_schedule(rep.sim);
   rep.measured = device_span(t, measured);
   rep.simulated = device_span(t, simulated);
   rep.measured_overlap = compute_overlap(t, measured);
   rep.simulated_overlap = compute_overlap(t, simulated);
-  ms.clear(); ms.shrink_to_fit(); me.clear(); me.shrink_to_fit();
   rep.critical_path = critical_path(t, rep.sim, last_device_op(t, simulated));
   rep.slack = compute_slack(*rep.graph, rep.sim);
   if (opt.range_regex) {
