@@ -30,11 +30,15 @@ void add_replay(CLI::App& sub, Action& action) {
       auto t0 = std::chrono::steady_clock::now();
       Trace t = load_trace(trace);
       double import_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      double import_rss = peak_rss_mb();
       ReplayReport rep = run_replay(t, opt);
       rep.import_s = import_s;
+      rep.import_rss_mb = import_rss;
       if (!json_out.empty()) {
         nlohmann::json j = replay_json(rep, opt);
         j["timing_s"] = {{"import", rep.import_s}, {"graph", rep.graph_s}, {"replay", rep.replay_s}, {"analysis", rep.analysis_s}};
+        j["peak_rss_mb_after"] = {{"import", rep.import_rss_mb}, {"graph", rep.graph_rss_mb}, {"replay", rep.replay_rss_mb},
+                                  {"analysis", rep.analysis_rss_mb}};
         write_output(json_out, [&](std::ostream& o) { o << j.dump(1) << "\n"; });
       }
       if (!chrome_out.empty()) write_output(chrome_out, [&](std::ostream& o) { write_chrome_trace(rep, o); });

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -52,6 +53,14 @@ std::map<std::string, TimeNs> path_breakdown(const Trace& t, const SimResult& r,
 
 }  // namespace
 
+double peak_rss_mb() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
+  return 0;
+}
+
 std::string short_name(const std::string& name, std::size_t max) {
   std::string s = name;
   // Drop a leading "void " and the argument list of demangled kernel names.
@@ -86,11 +95,13 @@ ReplayReport run_replay(const Trace& t, const ReplayOptions& opt) {
   auto t0 = std::chrono::steady_clock::now();
   rep.graph = std::make_unique<Graph>(build_graph(t));
   rep.graph_s = secs_since(t0);
+  rep.graph_rss_mb = peak_rss_mb();
   MeasuredCostModel model;
   rep.model = model.name();
   t0 = std::chrono::steady_clock::now();
   rep.sim = simulate(*rep.graph, model);
   rep.replay_s = secs_since(t0);
+  rep.replay_rss_mb = peak_rss_mb();
   t0 = std::chrono::steady_clock::now();
   Schedule measured = measured_schedule(t);
   Schedule simulated = sim_schedule(rep.sim);
@@ -98,7 +109,11 @@ ReplayReport run_replay(const Trace& t, const ReplayOptions& opt) {
   rep.simulated = device_span(t, simulated);
   rep.measured_overlap = compute_overlap(t, measured);
   rep.simulated_overlap = compute_overlap(t, simulated);
-  rep.critical_path = critical_path(t, rep.sim, last_device_op(t, simulated));
+  // The run's critical path over its GPU span: the walk stops at host work that ended before the
+  // first device op started (process start-up, allocations).
+  const TimeNs gpu_begin = rep.simulated.begin;
+  rep.critical_path = critical_path(t, rep.sim, last_device_op(t, simulated),
+                                    [&](OpId o) { return rep.sim.end[o] > gpu_begin; });
   rep.slack = compute_slack(*rep.graph, rep.sim);
   if (opt.range_regex) {
     std::regex re;
@@ -138,6 +153,7 @@ ReplayReport run_replay(const Trace& t, const ReplayOptions& opt) {
     }
   }
   rep.analysis_s = secs_since(t0);
+  rep.analysis_rss_mb = peak_rss_mb();
   return rep;
 }
 

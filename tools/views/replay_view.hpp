@@ -38,6 +38,7 @@ struct ReplayReport {
   std::vector<TimeNs> slack;
   std::vector<RangeResult> ranges;
   double import_s = 0, graph_s = 0, replay_s = 0, analysis_s = 0;
+  double import_rss_mb = 0, graph_rss_mb = 0, replay_rss_mb = 0, analysis_rss_mb = 0;  // peak RSS after each phase
 };
 
 ReplayReport run_replay(const Trace& t, const ReplayOptions& opt);
@@ -46,6 +47,9 @@ nlohmann::json replay_json(const ReplayReport& r, const ReplayOptions& opt);
 // Chrome trace event format: the measured and the simulated timeline side by side (two
 // processes per device in the Perfetto UI), streamed to keep memory flat.
 void write_chrome_trace(const ReplayReport& r, std::ostream& out);
+
+// Peak resident set size of this process so far, MiB (Linux; 0 elsewhere).
+double peak_rss_mb();
 
 // Shared helpers for views.
 nlohmann::json op_json(const Trace& t, OpId id, TimeNs start, TimeNs end);

@@ -89,6 +89,7 @@ class Reader {
     read_strings();
     read_devices();
     read_processes();
+    reserve();
     read_runtime();
     read_kernels();
     read_copies(false);
@@ -103,6 +104,8 @@ class Reader {
     read_events();
     read_nvtx();
     fix_blocking_copies();
+    api_by_corr_.clear();
+    api_by_corr_.shrink_to_fit();
     progress_.phase("sorting");
     t_.finalize();
     return std::move(t_);
@@ -264,6 +267,23 @@ class Reader {
     return (pid << 32) | (static_cast<std::uint64_t>(corr) & 0xFFFFFFFFull);
   }
 
+  // Rows in a table (its largest rowid: nsys never deletes), to reserve memory once.
+  std::size_t row_estimate(const std::string& table) {
+    if (!db_.has_table(table)) return 0;
+    SqliteStmt st(db_, "SELECT MAX(rowid) FROM " + table);
+    return st.step() && !st.null(0) ? static_cast<std::size_t>(std::max<std::int64_t>(0, st.i64(0))) : 0;
+  }
+
+  void reserve() {
+    std::size_t api = row_estimate("CUPTI_ACTIVITY_KIND_RUNTIME"), k = row_estimate("CUPTI_ACTIVITY_KIND_KERNEL");
+    std::size_t c = row_estimate("CUPTI_ACTIVITY_KIND_MEMCPY") + row_estimate("CUPTI_ACTIVITY_KIND_MEMSET");
+    t_.ops.reserve(api + k + c);
+    t_.kernels.reserve(k);
+    t_.copies.reserve(c);
+    api_by_corr_.reserve(api);
+    pending_corr_.reserve(k + c);
+  }
+
   void read_runtime() {
     if (!db_.has_table("CUPTI_ACTIVITY_KIND_RUNTIME")) {
       t_.note("nsys: no CUDA API table", Severity::Warning,
@@ -354,7 +374,9 @@ class Reader {
                             static_cast<std::uint64_t>(st.i64(4)));
       std::int64_t nm = !st.null(7) ? st.i64(7) : st.i64(8);
       op.name = string_id(nm);
-      if (is_comm_kernel_name(t_.strings.str(op.name))) op.flags |= Op::kFlagNccl;
+      if (op.name >= comm_name_.size()) comm_name_.resize(op.name + 1, -1);
+      if (comm_name_[op.name] < 0) comm_name_[op.name] = is_comm_kernel_name(t_.strings.str(op.name)) ? 1 : 0;
+      if (comm_name_[op.name]) op.flags |= Op::kFlagNccl;
       if (!st.null(18) && st.i64(18) != 0) op.flags |= Op::kFlagGraphNode;
       LaunchConfig lc;
       for (int i = 0; i < 3; ++i) {
@@ -548,6 +570,7 @@ class Reader {
   Trace t_;
   std::vector<std::string> raw_strings_;
   std::vector<StrId> interned_;
+  std::vector<std::int8_t> comm_name_;  // per StrId: -1 unknown, 0/1 communication kernel
   std::unordered_map<std::uint32_t, Device> known_devices_;
   std::unordered_map<std::uint64_t, std::uint32_t> device_index_;
   std::unordered_map<std::uint64_t, std::string> process_names_;

@@ -1,0 +1,211 @@
+// bneck_bench: import, graph, replay and memory figures on a synthetic Nsight Systems export.
+//
+//   bneck_bench [--kernels N] [--streams S] [--file PATH] [--bneck PATH] [--regenerate]
+//
+// It writes (once) a synthetic nsys SQLite export in the real schema: one host thread launching N
+// kernels round-robin on S streams with cudaLaunchKernel, a cudaDeviceSynchronize every 10,000
+// launches. Then it measures, each in its own process:
+//   baseline: SQLite stepping through the same rows and columns that bneck reads, and nothing else;
+//   bneck:    `bneck replay FILE --json` (import, graph build, replay, analysis), its phase times
+//             from the report's timing_s and its peak RSS from the kernel (wait4).
+#include <sqlite3.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+void die(const std::string& m) {
+  std::fprintf(stderr, "bneck_bench: %s\n", m.c_str());
+  std::exit(2);
+}
+
+void exec_sql(sqlite3* db, const char* sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db, sql, nullptr, nullptr, &err) != SQLITE_OK) die(std::string("sql: ") + (err ? err : "?"));
+}
+
+void generate(const std::string& path, long kernels, int streams) {
+  std::remove(path.c_str());
+  sqlite3* db = nullptr;
+  if (sqlite3_open(path.c_str(), &db) != SQLITE_OK) die("cannot create " + path);
+  exec_sql(db, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA page_size=65536;");
+  exec_sql(db,
+           "CREATE TABLE StringIds(id INTEGER PRIMARY KEY, value TEXT NOT NULL);"
+           "CREATE TABLE META_DATA_EXPORT(name TEXT, value TEXT);"
+           "CREATE TABLE TARGET_INFO_GPU(id INTEGER, name TEXT, smCount INTEGER, clockRate INTEGER, memoryBandwidth INTEGER,"
+           " l2CacheSize INTEGER, totalMemory INTEGER, computeMajor INTEGER, computeMinor INTEGER);"
+           "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME(start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass INTEGER NOT NULL,"
+           " globalTid INTEGER, correlationId INTEGER, nameId INTEGER NOT NULL, returnValue INTEGER NOT NULL, callchainId INTEGER);"
+           "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL(start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL,"
+           " contextId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER,"
+           " demangledName INTEGER NOT NULL, shortName INTEGER NOT NULL, mangledName INTEGER, launchType INTEGER,"
+           " cacheConfig INTEGER, registersPerThread INTEGER NOT NULL, gridX INTEGER NOT NULL, gridY INTEGER NOT NULL,"
+           " gridZ INTEGER NOT NULL, blockX INTEGER NOT NULL, blockY INTEGER NOT NULL, blockZ INTEGER NOT NULL,"
+           " staticSharedMemory INTEGER NOT NULL, dynamicSharedMemory INTEGER NOT NULL, localMemoryPerThread INTEGER,"
+           " localMemoryTotal INTEGER, gridId INTEGER, sharedMemoryExecuted INTEGER, graphNodeId INTEGER);"
+           "INSERT INTO META_DATA_EXPORT VALUES('EXPORT_PRODUCT_VERSION','2025.3.2.0 (synthetic)');"
+           "INSERT INTO TARGET_INFO_GPU VALUES(0,'NVIDIA H200',132,1980000000,4814304000000,62914560,150109880320,9,0);"
+           "INSERT INTO StringIds VALUES(1,'cudaLaunchKernel_v7000'),(2,'cudaDeviceSynchronize_v3020'),"
+           "(10,'void gemm_kernel<float, 128>(float const*, float*)'),(11,'gemm_kernel'),"
+           "(12,'void elementwise_kernel<4>(float*, int)'),(13,'elementwise_kernel'),"
+           "(14,'void reduce_kernel(float const*, float*)'),(15,'reduce_kernel');"
+           "BEGIN;");
+  sqlite3_stmt *rt = nullptr, *kt = nullptr;
+  sqlite3_prepare_v2(db, "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES(?,?,0,?,?,?,0,NULL)", -1, &rt, nullptr);
+  sqlite3_prepare_v2(db,
+                     "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES(?,?,0,1,?,?,?,?,?,NULL,1,0,?,?,1,1,?,1,1,?,0,0,0,?,0,NULL)",
+                     -1, &kt, nullptr);
+  const std::int64_t gpid = (1ll << 48) | (4242ll << 24), gtid = gpid | 4242;
+  std::vector<std::int64_t> free_at(static_cast<std::size_t>(streams), 0);
+  std::int64_t t = 1'000'000'000, corr = 1;
+  std::uint64_t rng = 12345;
+  auto api = [&](std::int64_t s, std::int64_t e, std::int64_t c, int name) {
+    sqlite3_bind_int64(rt, 1, s); sqlite3_bind_int64(rt, 2, e); sqlite3_bind_int64(rt, 3, gtid);
+    sqlite3_bind_int64(rt, 4, c); sqlite3_bind_int(rt, 5, name);
+    if (sqlite3_step(rt) != SQLITE_DONE) die("insert runtime");
+    sqlite3_reset(rt);
+  };
+  for (long i = 0; i < kernels; ++i) {
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    int s = static_cast<int>(i % streams);
+    int kind = static_cast<int>((rng >> 33) % 3);
+    std::int64_t dur = 2000 + static_cast<std::int64_t>((rng >> 20) % 20000);
+    std::int64_t a0 = t, a1 = t + 2500;
+    api(a0, a1, corr, 1);
+    std::int64_t k0 = std::max(a0 + 4000, free_at[static_cast<std::size_t>(s)] + 600), k1 = k0 + dur;
+    free_at[static_cast<std::size_t>(s)] = k1;
+    sqlite3_bind_int64(kt, 1, k0); sqlite3_bind_int64(kt, 2, k1); sqlite3_bind_int(kt, 3, 13 + s);
+    sqlite3_bind_int64(kt, 4, corr); sqlite3_bind_int64(kt, 5, gpid);
+    sqlite3_bind_int(kt, 6, 10 + 2 * kind); sqlite3_bind_int(kt, 7, 11 + 2 * kind);
+    sqlite3_bind_int(kt, 8, 32 + 8 * kind); sqlite3_bind_int(kt, 9, 132 * (1 + kind)); sqlite3_bind_int(kt, 10, 256);
+    sqlite3_bind_int(kt, 11, 1024 * kind); sqlite3_bind_int64(kt, 12, i);
+    if (sqlite3_step(kt) != SQLITE_DONE) die("insert kernel");
+    sqlite3_reset(kt);
+    ++corr;
+    t = a1 + 800;
+    if ((i + 1) % 10000 == 0) {
+      std::int64_t last = 0;
+      for (auto f : free_at) last = std::max(last, f);
+      std::int64_t s0 = t, s1 = std::max(t + 1500, last + 2500);
+      api(s0, s1, corr++, 2);
+      t = s1 + 5000;
+    }
+  }
+  sqlite3_finalize(rt);
+  sqlite3_finalize(kt);
+  exec_sql(db, "COMMIT;");
+  sqlite3_close(db);
+}
+
+double baseline_read(const std::string& path, long& rows) {
+  auto t0 = std::chrono::steady_clock::now();
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) die("open");
+  const char* queries[] = {
+      "SELECT start,end,globalTid,correlationId,nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME",
+      "SELECT start,end,deviceId,contextId,streamId,correlationId,globalPid,demangledName,shortName,gridX,gridY,gridZ,"
+      "blockX,blockY,blockZ,registersPerThread,staticSharedMemory,dynamicSharedMemory,graphNodeId FROM CUPTI_ACTIVITY_KIND_KERNEL"};
+  std::int64_t sink = 0;
+  rows = 0;
+  for (const char* q : queries) {
+    sqlite3_stmt* st = nullptr;
+    sqlite3_prepare_v2(db, q, -1, &st, nullptr);
+    int nc = sqlite3_column_count(st);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+      for (int c = 0; c < nc; ++c) sink += sqlite3_column_int64(st, c);
+      ++rows;
+    }
+    sqlite3_finalize(st);
+  }
+  sqlite3_close(db);
+  if (sink == 42) std::puts("");
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  long kernels = 10'000'000;
+  int streams = 8;
+  std::string file = "bench_nsys_10M.sqlite", bneck = BNECK_EXE;
+  bool regenerate = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string { if (i + 1 >= argc) die("missing value for " + a); return argv[++i]; };
+    if (a == "--kernels") kernels = std::stol(next());
+    else if (a == "--streams") streams = std::stoi(next());
+    else if (a == "--file") file = next();
+    else if (a == "--bneck") bneck = next();
+    else if (a == "--regenerate") regenerate = true;
+    else die("unknown argument " + a);
+  }
+  if (regenerate || !std::ifstream(file).good()) {
+    std::fprintf(stderr, "generating %s: %ld kernels on %d streams...\n", file.c_str(), kernels, streams);
+    auto t0 = std::chrono::steady_clock::now();
+    generate(file, kernels, streams);
+    std::fprintf(stderr, "generated in %.1f s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  // Baseline in a child process.
+  long rows = 0;
+  double base_s = 0;
+  {
+    int fd[2];
+    if (pipe(fd) != 0) die("pipe");
+    pid_t pid = fork();
+    if (pid == 0) {
+      long r = 0;
+      double s = baseline_read(file, r);
+      std::string msg = std::to_string(s) + " " + std::to_string(r);
+      if (write(fd[1], msg.data(), msg.size()) < 0) _exit(1);
+      _exit(0);
+    }
+    close(fd[1]);
+    char buf[128] = {};
+    if (read(fd[0], buf, sizeof buf - 1) < 0) die("read");
+    close(fd[0]);
+    waitpid(pid, nullptr, 0);
+    std::sscanf(buf, "%lf %ld", &base_s, &rows);
+  }
+  // bneck replay in a child process; peak RSS from wait4.
+  std::string json = file + ".replay.json";
+  auto t0 = std::chrono::steady_clock::now();
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (!freopen("/dev/null", "w", stdout)) _exit(1);
+    execl(bneck.c_str(), bneck.c_str(), "replay", file.c_str(), "--json", json.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  struct rusage ru {};
+  wait4(pid, &status, 0, &ru);
+  double total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) die("bneck replay failed");
+  std::ifstream in(json);
+  auto j = nlohmann::json::parse(in);
+  auto& ts = j["timing_s"];
+  double rss_mb = static_cast<double>(ru.ru_maxrss) / 1024.0;
+  double ops = static_cast<double>(rows);  // API calls + kernels: the ops of the IR
+  std::printf("synthetic nsys export: %ld kernels on %d streams, %ld rows (kernels + API calls)\n", kernels, streams, rows);
+  std::printf("  sqlite3 reading the same rows and columns: %8.2f s\n", base_s);
+  std::printf("  bneck replay, whole process:               %8.2f s  (%.2fx the SQLite read)\n", total_s, total_s / base_s);
+  std::printf("    import %.2f s, graph %.2f s, replay %.2f s, analysis %.2f s\n", ts["import"].get<double>(),
+              ts["graph"].get<double>(), ts["replay"].get<double>(), ts["analysis"].get<double>());
+  auto& rss = j["peak_rss_mb_after"];
+  std::printf("    peak RSS after import %.0f MiB, graph %.0f MiB, replay %.0f MiB, analysis %.0f MiB\n", rss["import"].get<double>(),
+              rss["graph"].get<double>(), rss["replay"].get<double>(), rss["analysis"].get<double>());
+  std::printf("  peak RSS %.0f MiB = %.1f bytes per op (%.1f per kernel)\n", rss_mb, rss_mb * 1048576.0 / ops,
+              rss_mb * 1048576.0 / static_cast<double>(kernels));
+  std::printf("  simulated makespan %.3f ms, measured %.3f ms\n", j["makespan_ns"].get<double>() / 1e6,
+              j["measured_makespan_ns"].get<double>() / 1e6);
+  return 0;
+}
