@@ -20,7 +20,7 @@ TEST_CASE("the canonical JSON form round-trips a real trace", "[json]") {
   for (std::size_t i = 0; i < a.ops.size(); ++i) {
     INFO("op " << i);
     CHECK(b.ops[i].start == a.ops[i].start);
-    CHECK(b.ops[i].end == a.ops[i].end);
+    CHECK(b.ops[i].end() == a.ops[i].end());
     CHECK(b.ops[i].kind == a.ops[i].kind);
     CHECK(b.ops[i].link == a.ops[i].link);
     CHECK(b.ops[i].lane == a.ops[i].lane);

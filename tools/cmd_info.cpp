@@ -38,9 +38,9 @@ json info_json(const Trace& t) {
   for (const Op& o : t.ops) {
     kinds[o.kind == OpKind::Kernel && (o.flags & Op::kFlagNccl) ? "collective" : to_string(o.kind)]++;
     if (o.kind == OpKind::Api) classes[to_string(o.api_class())]++;
-    if (!any) { first = o.start; last = o.end; any = true; }
+    if (!any) { first = o.start; last = o.end(); any = true; }
     first = std::min(first, o.start);
-    last = std::max(last, o.end);
+    last = std::max(last, o.end());
   }
   j["ops"] = kinds;
   j["api_classes"] = classes;

@@ -44,7 +44,7 @@ void add_ops(CLI::App& sub, Action& action) {
           json arr = json::array();
           for (OpId i : hits) {
             const Op& op = t.ops[i];
-            json oj = op_json(t, i, op.start, op.end);
+            json oj = op_json(t, i, op.start, op.end());
             oj["duration_ns"] = op.duration();
             if (op.link != kNone) oj["launched_by"] = op.link;
             if (const LaunchConfig* lc = t.launch(op)) {

@@ -154,7 +154,7 @@ void Trace::validate() const {
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const Op& o = ops[i];
     auto rec = [&] { return "op " + std::to_string(i) + " (" + strings.str(o.name) + ")"; };
-    if (o.end < o.start) bad(rec() + ": end before start");
+    
     if (o.lane >= lanes.size()) bad(rec() + ": lane out of range");
     if (o.name >= strings.size()) bad(rec() + ": name out of range");
     bool is_thread = lanes[o.lane].kind == LaneKind::Thread;

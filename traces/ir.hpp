@@ -1,10 +1,11 @@
 // Trace IR: what a profiled (or hand-written) run consists of, independent of the trace format.
 //
-// Compact by design (50 million ops in a few GB): an Op is 40 bytes; kind-specific details live in
+// Compact by design (50 million ops in a few GB): an Op is 32 bytes; kind-specific details live in
 // side tables indexed by Op::extra; names are interned. Ops are host API calls (on a thread lane)
 // and device ops (kernel, memcpy, memset on a stream lane). A device op records the API call that
 // launched it (Op::link). Synchronization and event semantics live in ApiInfo records.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -54,11 +55,11 @@ enum class MemKind : std::uint8_t {
 const char* to_string(MemKind k);
 std::optional<MemKind> mem_kind_from_string(std::string_view s);
 
-// 40 bytes. Times are measured nanoseconds; in a hand-written workload, start is 0 unless given
-// and end - start is the op's duration.
+// 32 bytes. Times are measured nanoseconds; in a hand-written workload, start is 0 unless given
+// and the duration is the op's. The duration is stored in 32 bits: nanoseconds up to 2.147 s,
+// beyond that whole microseconds (up to 35 minutes; longer is clamped and counted as an anomaly).
 struct Op {
   TimeNs start = 0;
-  TimeNs end = 0;
   StrId name = 0;
   LaneId lane = kNone;     // thread lane for Api ops, stream lane for device ops
   std::uint32_t link = kNone;   // device op: id of the launching Api op; Api op: kNone
@@ -66,14 +67,32 @@ struct Op {
   OpKind kind = OpKind::Api;
   std::uint8_t flags = 0;       // Op::kFlag*
   std::uint16_t sub = 0;        // Api ops: ApiClass
-  TimeNs duration() const { return end - start; }
+
+  TimeNs duration() const {
+    return (dur_ & kDurUs) ? static_cast<TimeNs>(dur_ & ~kDurUs) * 1000 : static_cast<TimeNs>(dur_);
+  }
+  TimeNs end() const { return start + duration(); }
+  // Returns false if the duration had to be clamped (negative, or over 35 minutes).
+  bool set_duration(TimeNs d) {
+    if (d < 0) { dur_ = 0; return false; }
+    if (d <= static_cast<TimeNs>(~kDurUs)) { dur_ = static_cast<std::uint32_t>(d); return true; }
+    TimeNs us = (d + 500) / 1000;
+    bool ok = us <= static_cast<TimeNs>(~kDurUs);
+    dur_ = kDurUs | static_cast<std::uint32_t>(std::min<TimeNs>(us, ~kDurUs));
+    return ok;
+  }
+  bool set_end(TimeNs e) { return set_duration(e - start); }
   ApiClass api_class() const { return kind == OpKind::Api ? static_cast<ApiClass>(sub) : ApiClass::Other; }
   void set_api_class(ApiClass c) { sub = static_cast<std::uint16_t>(c); }
   static constexpr std::uint8_t kFlagNccl = 1;        // communication kernel (NCCL/RCCL)
   static constexpr std::uint8_t kFlagGraphNode = 2;   // executed as a CUDA graph node
   static constexpr std::uint8_t kFlagReleased = 4;    // workload op with an explicit release time (start)
+
+ private:
+  static constexpr std::uint32_t kDurUs = 0x80000000u;
+  std::uint32_t dur_ = 0;
 };
-static_assert(sizeof(Op) == 40, "Op must stay compact");
+static_assert(sizeof(Op) == 32, "Op must stay compact");
 
 struct LaunchConfig {          // 28 bytes
   std::uint32_t grid[3] = {1, 1, 1};

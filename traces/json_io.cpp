@@ -59,7 +59,7 @@ void write_trace_json(const Trace& t, std::ostream& out) {
   for (std::size_t i = 0; i < t.ops.size(); ++i) {
     const Op& o = t.ops[i];
     json oj = {{"id", i}, {"kind", to_string(o.kind)}, {"name", t.name(o)}, {"lane", o.lane},
-               {"start_ns", o.start}, {"end_ns", o.end}};
+               {"start_ns", o.start}, {"end_ns", o.end()}};
     if (o.link != kNone) oj["launched_by"] = o.link;
     if (o.flags & Op::kFlagNccl) oj["communication"] = true;
     if (o.flags & Op::kFlagGraphNode) oj["graph_node"] = true;
@@ -258,10 +258,9 @@ class JsonReader {
       op.start = time_field(o, "start_ns", "start", rec, 0, &has_start);
       TimeNs end = time_field(o, "end_ns", "end", rec, 0, &has_end);
       TimeNs dur = time_field(o, "duration_ns", "duration", rec, 0, &has_dur);
-      if (has_end) op.end = end;
-      else if (has_dur) op.end = op.start + dur;
-      else fail(rec, "needs \"end_ns\" or a \"duration\" such as \"2 ms\"");
-      if (dur < 0 || op.end < op.start) fail(rec, "negative duration");
+      if (!has_end && !has_dur) fail(rec, "needs \"end_ns\" or a \"duration\" such as \"2 ms\"");
+      if (has_end ? end < op.start : dur < 0) fail(rec, "negative duration");
+      if (!op.set_duration(has_end ? end - op.start : dur)) fail(rec, "duration over 35 minutes");
       if (has_start && !t_.measured) op.flags |= Op::kFlagReleased;
       op.link = num<std::uint32_t>(o, "launched_by", rec, kNone);
       if (op.link != kNone && (op.link >= a.size() || op.link == i)) fail(rec, "\"launched_by\" out of range");

@@ -16,7 +16,7 @@ struct Schedule {
   const std::vector<TimeNs>* starts = nullptr;
   const std::vector<TimeNs>* ends = nullptr;
   TimeNs start(OpId i) const { return starts ? (*starts)[i] : trace->ops[i].start; }
-  TimeNs end(OpId i) const { return ends ? (*ends)[i] : trace->ops[i].end; }
+  TimeNs end(OpId i) const { return ends ? (*ends)[i] : trace->ops[i].end(); }
 };
 inline Schedule measured_schedule(const Trace& t) { return {&t, nullptr, nullptr}; }
 inline Schedule sim_schedule(const SimResult& r) { return {nullptr, &r.start, &r.end}; }

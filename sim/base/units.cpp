@@ -85,6 +85,19 @@ double parse_bandwidth(std::string_view text) {
   return v * f;
 }
 
+double parse_op_rate(std::string_view text) {
+  auto [v, u] = split_number_unit(text, "rate");
+  std::string_view uv(u);
+  std::size_t cut = 0;
+  if (uv.size() >= 6 && uv.substr(uv.size() - 6) == "FLOP/s") cut = 6;
+  else if (uv.size() >= 4 && uv.substr(uv.size() - 4) == "OP/s") cut = 4;
+  else throw InputError("rate '" + std::string(text) + "': unit must end in FLOP/s or OP/s (e.g. 989 TFLOP/s)");
+  bool ok;
+  double f = prefix_factor(uv.substr(0, uv.size() - cut), ok);
+  if (!ok) throw InputError("rate '" + std::string(text) + "': unknown prefix");
+  return v * f;
+}
+
 double parse_frequency(std::string_view text) {
   auto [v, u] = split_number_unit(text, "frequency");
   if (u.size() < 2 || u.substr(u.size() - 2) != "Hz")
@@ -125,6 +138,13 @@ std::string format_frequency(double hz) {
   if (hz >= 1e9) return fmt(hz / 1e9, "GHz");
   if (hz >= 1e6) return fmt(hz / 1e6, "MHz");
   return fmt(hz, "Hz");
+}
+
+std::string format_op_rate(double r) {
+  if (r >= 1e15) return fmt(r / 1e15, "PFLOP/s");
+  if (r >= 1e12) return fmt(r / 1e12, "TFLOP/s");
+  if (r >= 1e9) return fmt(r / 1e9, "GFLOP/s");
+  return fmt(r, "FLOP/s");
 }
 
 std::string format_bytes(Bytes b) {

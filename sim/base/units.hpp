@@ -18,6 +18,8 @@ inline constexpr TimeNs kNsPerS = 1'000'000'000;
 TimeNs parse_duration(std::string_view text);
 // Parses "4.8 TB/s", "900 GB/s", "64 GiB/s" into bytes per second (decimal SI; binary with "i").
 double parse_bandwidth(std::string_view text);
+// Parses "989.4 TFLOP/s", "1979 TOP/s" into operations per second.
+double parse_op_rate(std::string_view text);
 // Parses "1.98 GHz", "1410 MHz" into Hz.
 double parse_frequency(std::string_view text);
 // Parses "60 MB", "80 GiB", "4096 B" into bytes.
@@ -27,6 +29,7 @@ Bytes parse_bytes(std::string_view text);
 std::string format_duration(TimeNs ns);
 std::string format_bandwidth(double bytes_per_s);
 std::string format_frequency(double hz);
+std::string format_op_rate(double ops_per_s);  // "66.9 TFLOP/s"
 std::string format_bytes(Bytes b);
 
 }  // namespace bneck

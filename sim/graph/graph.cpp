@@ -262,7 +262,7 @@ class Builder {
     return ty == EdgeType::Launch || ty == EdgeType::GraphLaunch ? kFallbackLaunchLatency : 0;
   }
 
-  static TimeNs endpoint(const Op& o, bool end) { return end ? o.end : o.start; }
+  static TimeNs endpoint(const Op& o, bool end) { return end ? o.end() : o.start; }
 
   // Measured times can contradict an edge: a call that returned before the op it would wait for
   // ended (cudaMemset on device memory is asynchronous) did not wait, so the end->end edge goes;
@@ -273,11 +273,11 @@ class Builder {
     for (std::size_t k = 0; k < in.size(); ++k) {
       PendingEdge e = in[k];
       const Op& s = t_.ops[e.src];
-      if (e.attach == DepType::EndToEnd && o.end < s.end) {
+      if (e.attach == DepType::EndToEnd && o.end() < s.end()) {
         note_info("sync call returned before the op it waits for ended: dependency dropped", o);
         continue;
       }
-      if (e.attach == DepType::EndToStart && o.start < s.end && e.type != EdgeType::Explicit) {
+      if (e.attach == DepType::EndToStart && o.start < s.end() && e.type != EdgeType::Explicit) {
         e.attach = DepType::StartToStart;
         if (o.start < s.start) {
           note_info("op starts before its predecessor: dependency dropped", o);
@@ -365,12 +365,12 @@ class Builder {
       std::vector<TimeNs> last_end(t_.lanes.size(), std::numeric_limits<TimeNs>::min());
       std::vector<std::vector<TimeNs>> open(t_.lanes.size());
       for (const Op& o : t_.ops) {
-        if (o.start >= last_end[o.lane]) { last_end[o.lane] = o.end; continue; }
+        if (o.start >= last_end[o.lane]) { last_end[o.lane] = o.end(); continue; }
         auto& v = open[o.lane];
         v.erase(std::remove_if(v.begin(), v.end(), [&](TimeNs e) { return e <= o.start; }), v.end());
         if (v.empty()) v.push_back(last_end[o.lane]);
-        v.push_back(o.end);
-        last_end[o.lane] = std::max(last_end[o.lane], o.end);
+        v.push_back(o.end());
+        last_end[o.lane] = std::max(last_end[o.lane], o.end());
         g.lane_capacity[o.lane] = std::max<std::uint32_t>(g.lane_capacity[o.lane], static_cast<std::uint32_t>(v.size()));
       }
     }
@@ -382,7 +382,7 @@ class Builder {
       any = true;
       auto& v = sweeps[{t_.lanes[o.lane].device, c}];
       v.emplace_back(o.start, 1);
-      v.emplace_back(o.end, -1);
+      v.emplace_back(o.end(), -1);
     }
     if (!any) return;
     static const char* const names[] = {"H2D copy engine", "D2H copy engine", "D2D copy engine"};

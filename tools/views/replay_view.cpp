@@ -114,7 +114,6 @@ ReplayReport run_replay(const Trace& t, const ReplayOptions& opt) {
   const TimeNs gpu_begin = rep.simulated.begin;
   rep.critical_path = critical_path(t, rep.sim, last_device_op(t, simulated),
                                     [&](OpId o) { return rep.sim.end[o] > gpu_begin; });
-  rep.slack = compute_slack(*rep.graph, rep.sim);
   if (opt.range_regex) {
     std::regex re;
     try {
@@ -133,11 +132,11 @@ ReplayReport run_replay(const Trace& t, const ReplayOptions& opt) {
       ops.clear();
       idx.device_ops(ri, ops);
       if (!ops.empty()) {
-        TimeNs mb = t.ops[ops[0]].start, mend = t.ops[ops[0]].end, sb = rep.sim.start[ops[0]], se = rep.sim.end[ops[0]];
+        TimeNs mb = t.ops[ops[0]].start, mend = t.ops[ops[0]].end(), sb = rep.sim.start[ops[0]], se = rep.sim.end[ops[0]];
         OpId last = ops[0];
         for (OpId o : ops) {
           mb = std::min(mb, t.ops[o].start);
-          mend = std::max(mend, t.ops[o].end);
+          mend = std::max(mend, t.ops[o].end());
           sb = std::min(sb, rep.sim.start[o]);
           if (rep.sim.end[o] > se || (rep.sim.end[o] == se && o < last)) { se = rep.sim.end[o]; last = o; }
         }
@@ -147,11 +146,17 @@ ReplayReport run_replay(const Trace& t, const ReplayOptions& opt) {
         auto [lo, hi] = idx.api_span(ri);
         for (std::size_t p = lo; p < hi; ++p) member.insert(idx.api_at(p));
         rr.critical_path = critical_path(t, rep.sim, last, [&](OpId o) { return member.count(o) > 0; });
-        for (OpId o : ops) rr.slack.emplace_back(o, rep.slack[o]);
+        for (OpId o : ops) rr.slack.emplace_back(o, 0);
       }
       rep.ranges.push_back(std::move(rr));
     }
   }
+  // The paths are walked: the bindings can go before slack takes its memory.
+  rep.sim.start_src.clear();
+  rep.sim.start_src.shrink_to_fit();
+  rep.slack = compute_slack(*rep.graph, rep.sim);
+  for (auto& rr : rep.ranges)
+    for (auto& [o, sl] : rr.slack) sl = rep.slack[o];
   rep.analysis_s = secs_since(t0);
   rep.analysis_rss_mb = peak_rss_mb();
   return rep;
@@ -377,7 +382,7 @@ void write_chrome_trace(const ReplayReport& r, std::ostream& out) {
     out << (first ? "" : ",\n");
     first = false;
     out << "{\"ph\":\"X\",\"pid\":1,\"tid\":" << o.lane << ",\"name\":" << nm << ",\"cat\":\"" << cat << "\",\"ts\":" << us(o.start)
-        << ",\"dur\":" << us(o.end - o.start + base) << ",\"args\":{\"id\":" << i << "}}";
+        << ",\"dur\":" << us(o.duration() + base) << ",\"args\":{\"id\":" << i << "}}";
     out << ",\n{\"ph\":\"X\",\"pid\":2,\"tid\":" << o.lane << ",\"name\":" << nm << ",\"cat\":\"" << cat << "\",\"ts\":" << us(r.sim.start[i])
         << ",\"dur\":" << us(r.sim.end[i] - r.sim.start[i] + base) << ",\"args\":{\"id\":" << i << ",\"slack_ns\":" << r.slack[i]
         << ",\"critical\":" << (on_cp[i] ? "true" : "false") << "}}";

@@ -304,11 +304,10 @@ class Reader {
       Op op;
       op.kind = OpKind::Api;
       op.start = st.i64(0);
-      op.end = st.null(1) ? op.start : st.i64(1);
-      if (op.end < op.start) {
-        t_.note("nsys: API call ends before it starts", Severity::Warning,
+      TimeNs end = st.null(1) ? op.start : st.i64(1);
+      if (!op.set_end(end)) {
+        t_.note("nsys: API call ends before it starts or lasts over 35 minutes", Severity::Warning,
                 "CUPTI_ACTIVITY_KIND_RUNTIME record " + std::to_string(st.rows()));
-        op.end = op.start;
       }
       std::int64_t gtid = st.i64(2);
       op.lane = thread_lane(gtid);
@@ -364,11 +363,9 @@ class Reader {
       Op op;
       op.kind = OpKind::Kernel;
       op.start = st.i64(0);
-      op.end = st.i64(1);
-      if (op.end < op.start) {
-        t_.note("nsys: kernel ends before it starts", Severity::Warning, table + " record " + std::to_string(st.rows()));
-        op.end = op.start;
-      }
+      if (!op.set_end(st.i64(1)))
+        t_.note("nsys: kernel ends before it starts or lasts over 35 minutes", Severity::Warning,
+                table + " record " + std::to_string(st.rows()));
       std::uint64_t pid = device_op_pid(st, 6);
       op.lane = stream_lane(pid, static_cast<std::uint64_t>(st.i64(2)), static_cast<std::uint64_t>(st.i64(3)),
                             static_cast<std::uint64_t>(st.i64(4)));
@@ -419,7 +416,9 @@ class Reader {
       Op op;
       op.kind = memset ? OpKind::Memset : OpKind::Memcpy;
       op.start = st.i64(0);
-      op.end = std::max(op.start, st.i64(1));
+      if (!op.set_end(st.i64(1)))
+        t_.note("nsys: copy ends before it starts or lasts over 35 minutes", Severity::Warning,
+                table + " record " + std::to_string(st.rows()));
       std::uint64_t pid = device_op_pid(st, 6);
       op.lane = stream_lane(pid, static_cast<std::uint64_t>(st.i64(2)), static_cast<std::uint64_t>(st.i64(3)),
                             static_cast<std::uint64_t>(st.i64(4)));

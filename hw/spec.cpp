@@ -1,0 +1,257 @@
+#include "hw/spec.hpp"
+
+#include <fstream>
+#include <set>
+
+#include "sim/base/error.hpp"
+
+namespace bneck {
+
+// Generated from hw/presets/*.json at configure time (hw/CMakeLists.txt).
+extern const std::map<std::string, const char*>& embedded_hw_presets();
+
+namespace {
+const char* const kDtypes[] = {"fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8"};
+const double kDtypeBytes[] = {8, 4, 4, 2, 2, 1, 1};
+}  // namespace
+
+const char* to_string(Dtype d) { return kDtypes[static_cast<int>(d)]; }
+const char* to_string(ComputeUnit u) { return u == ComputeUnit::Simt ? "simt" : "tensor"; }
+double dtype_bytes(Dtype d) { return kDtypeBytes[static_cast<int>(d)]; }
+
+std::optional<Dtype> dtype_from_string(std::string_view s) {
+  std::string l;
+  for (char c : s) l += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (int i = 0; i < kDtypeCount; ++i)
+    if (l == kDtypes[i]) return static_cast<Dtype>(i);
+  if (l == "double" || l == "float64") return Dtype::FP64;
+  if (l == "float" || l == "float32") return Dtype::FP32;
+  if (l == "bfloat16") return Dtype::BF16;
+  if (l == "half" || l == "float16") return Dtype::FP16;
+  if (l == "e4m3" || l == "e5m2" || l == "float8") return Dtype::FP8;
+  return std::nullopt;
+}
+
+std::vector<std::string> hw_preset_names() {
+  std::vector<std::string> out;
+  for (auto& [k, v] : embedded_hw_presets()) out.push_back(k);
+  return out;
+}
+
+const char* hw_preset_text(const std::string& name) {
+  auto& m = embedded_hw_presets();
+  auto it = m.find(name);
+  return it == m.end() ? nullptr : it->second;
+}
+
+namespace {
+
+using nlohmann::json;
+
+void merge(json& base, const json& over) {
+  for (auto it = over.begin(); it != over.end(); ++it) {
+    if (it.value().is_object() && base.contains(it.key()) && base[it.key()].is_object()) merge(base[it.key()], it.value());
+    else base[it.key()] = it.value();
+  }
+}
+
+json read_json_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path, "cannot open hardware spec");
+  try {
+    return json::parse(in);
+  } catch (const json::parse_error& e) {
+    throw InputError(path, std::string("malformed JSON: ") + e.what());
+  }
+}
+
+// Loads a spec by preset name or path and resolves `extends` (child fields win).
+json resolve(const std::string& name_or_path, std::vector<std::string>& chain, int depth) {
+  if (depth > 16) throw InputError(name_or_path, "`extends` chain too deep (a cycle?)");
+  json j;
+  std::string origin = name_or_path;
+  if (const char* text = hw_preset_text(name_or_path)) {
+    j = json::parse(text);
+  } else {
+    std::ifstream probe(name_or_path);
+    if (!probe) {
+      std::string names;
+      for (auto& n : hw_preset_names()) names += (names.empty() ? "" : ", ") + n;
+      throw InputError(name_or_path, "no such hardware preset or file (presets: " + names + ")");
+    }
+    j = read_json_file(name_or_path);
+  }
+  if (!j.is_object()) throw InputError(origin, "hardware spec must be a JSON object");
+  chain.push_back(j.value("name", origin));
+  if (j.contains("extends") && !j["extends"].is_null()) {
+    if (!j["extends"].is_string()) throw InputError(origin, "\"extends\" must name a preset or file");
+    std::string parent = j["extends"].get<std::string>();
+    for (const auto& c : chain)
+      if (c == parent) throw InputError(origin, "`extends` cycle through " + parent);
+    json base = resolve(parent, chain, depth + 1);
+    json own = j;
+    own.erase("extends");
+    base.erase("description");
+    merge(base, own);
+    return base;
+  }
+  return j;
+}
+
+class Fields {
+ public:
+  Fields(const json& j, std::string origin) : j_(j), origin_(std::move(origin)) {}
+  const json* get(const std::string& section, const std::string& key) const {
+    if (!j_.contains(section) || !j_[section].is_object() || !j_[section].contains(key)) return nullptr;
+    return &j_[section][key];
+  }
+  [[noreturn]] void fail(const std::string& path, const std::string& what) const {
+    throw InputError(origin_, path + ": " + what);
+  }
+  template <typename F>
+  auto unit(const std::string& sec, const std::string& key, F parse, decltype(parse("")) dflt) const {
+    const json* v = get(sec, key);
+    if (!v) return dflt;
+    if (!v->is_string()) fail(sec + "." + key, "must be a string with a unit");
+    try {
+      return parse(v->get<std::string>());
+    } catch (const InputError& e) {
+      fail(sec + "." + key, e.what());
+    }
+  }
+  double number(const std::string& sec, const std::string& key, double dflt) const {
+    const json* v = get(sec, key);
+    if (!v) return dflt;
+    if (!v->is_number()) fail(sec + "." + key, "must be a number");
+    double d = v->get<double>();
+    if (d < 0) fail(sec + "." + key, "must not be negative");
+    return d;
+  }
+  std::uint32_t count(const std::string& sec, const std::string& key, std::uint32_t dflt) const {
+    const json* v = get(sec, key);
+    if (!v) return dflt;
+    if (!v->is_number_unsigned()) fail(sec + "." + key, "must be a non-negative integer");
+    return v->get<std::uint32_t>();
+  }
+
+ private:
+  const json& j_;
+  std::string origin_;
+};
+
+}  // namespace
+
+HwSpec parse_hw(const json& j, const std::string& origin) {
+  HwSpec h;
+  h.resolved = j;
+  h.name = j.value("name", origin);
+  h.description = j.value("description", "");
+  Fields f(j, origin);
+  auto dur = [](const std::string& s) { return parse_duration(s); };
+  auto bw = [](const std::string& s) { return parse_bandwidth(s); };
+  auto bytes = [](const std::string& s) { return parse_bytes(s); };
+  auto freq = [](const std::string& s) { return parse_frequency(s); };
+  GpuSpec& g = h.gpu;
+  g.name = j.contains("gpu") ? j["gpu"].value("name", h.name) : h.name;
+  g.sm_count = f.count("gpu", "sm_count", 0);
+  g.clock_hz = f.unit("gpu", "clock", freq, 0.0);
+  g.memory_bytes = f.unit("gpu", "memory", bytes, Bytes{0});
+  g.memory_bandwidth = f.unit("gpu", "memory_bandwidth", bw, 0.0);
+  g.l2_bytes = f.unit("gpu", "l2", bytes, Bytes{0});
+  g.l2_bandwidth = f.unit("gpu", "l2_bandwidth", bw, 0.0);
+  g.registers_per_sm = f.count("gpu", "registers_per_sm", g.registers_per_sm);
+  g.max_registers_per_thread = f.count("gpu", "max_registers_per_thread", g.max_registers_per_thread);
+  g.register_allocation_unit = f.count("gpu", "register_allocation_unit", g.register_allocation_unit);
+  g.warp_allocation_granularity = f.count("gpu", "warp_allocation_granularity", g.warp_allocation_granularity);
+  g.max_threads_per_sm = f.count("gpu", "max_threads_per_sm", g.max_threads_per_sm);
+  g.max_blocks_per_sm = f.count("gpu", "max_blocks_per_sm", g.max_blocks_per_sm);
+  g.max_threads_per_block = f.count("gpu", "max_threads_per_block", g.max_threads_per_block);
+  g.warp_size = f.count("gpu", "warp_size", g.warp_size);
+  g.shared_memory_per_sm = f.unit("gpu", "shared_memory_per_sm", bytes, Bytes{0});
+  g.shared_memory_per_block = f.unit("gpu", "shared_memory_per_block", bytes, g.shared_memory_per_sm);
+  g.reserved_shared_memory_per_block = f.unit("gpu", "reserved_shared_memory_per_block", bytes, Bytes{0});
+  g.shared_memory_allocation_unit = f.unit("gpu", "shared_memory_allocation_unit", bytes, Bytes{128});
+  g.launch_latency = f.unit("gpu", "launch_latency", dur, TimeNs{0});
+  g.host_launch_overhead = f.unit("gpu", "host_launch_overhead", dur, TimeNs{0});
+  g.graph_node_latency = f.unit("gpu", "graph_node_latency", dur, TimeNs{0});
+  g.graph_launch_overhead = f.unit("gpu", "graph_launch_overhead", dur, TimeNs{0});
+  g.kernel_tail = f.unit("gpu", "kernel_tail", dur, TimeNs{0});
+  g.memory_efficiency = f.number("gpu", "memory_efficiency", 1.0);
+  g.compute_efficiency = f.number("gpu", "compute_efficiency", 1.0);
+  if (g.memory_efficiency <= 0 || g.memory_efficiency > 1 || g.compute_efficiency <= 0 || g.compute_efficiency > 1)
+    f.fail("gpu", "efficiencies must be in (0, 1]");
+  if (const json* peak = f.get("gpu", "peak")) {
+    if (!peak->is_object()) f.fail("gpu.peak", "must be an object {dtype: {simt|tensor: rate}}");
+    for (auto it = peak->begin(); it != peak->end(); ++it) {
+      auto d = dtype_from_string(it.key());
+      if (!d) f.fail("gpu.peak." + it.key(), "unknown dtype (fp64, fp32, tf32, bf16, fp16, fp8, int8)");
+      if (!it.value().is_object()) f.fail("gpu.peak." + it.key(), "must be {\"simt\": rate, \"tensor\": rate}");
+      for (auto u = it.value().begin(); u != it.value().end(); ++u) {
+        int unit = u.key() == "simt" ? 0 : u.key() == "tensor" ? 1 : -1;
+        std::string path = "gpu.peak." + it.key() + "." + u.key();
+        if (unit < 0) f.fail(path, "unit must be simt or tensor");
+        if (!u.value().is_string()) f.fail(path, "must be a rate such as \"989 TFLOP/s\"");
+        try {
+          g.peak[static_cast<int>(*d)][static_cast<std::size_t>(unit)] = parse_op_rate(u.value().get<std::string>());
+        } catch (const InputError& e) {
+          f.fail(path, e.what());
+        }
+      }
+    }
+  }
+  if (g.sm_count == 0 || g.memory_bandwidth <= 0 || g.peak_of(Dtype::FP32, ComputeUnit::Simt) <= 0)
+    f.fail("gpu", "needs at least sm_count, memory_bandwidth and peak.fp32.simt");
+  NodeSpec& n = h.node;
+  n.gpus = f.count("node", "gpus", 1);
+  n.nvlink_bandwidth = f.unit("node", "nvlink_bandwidth", bw, 0.0);
+  n.nvlink_latency = f.unit("node", "nvlink_latency", dur, TimeNs{0});
+  n.pcie_generation = f.count("node", "pcie_generation", 0);
+  n.pcie_bandwidth = f.unit("node", "pcie_bandwidth", bw, 0.0);
+  n.pcie_latency = f.unit("node", "pcie_latency", dur, TimeNs{0});
+  n.pageable_bandwidth = f.unit("node", "pageable_bandwidth", bw, 0.0);
+  if (j.contains("node") && j["node"].contains("host")) n.host = j["node"]["host"].get<std::string>();
+  ClusterSpec& c = h.cluster;
+  c.nodes = f.count("cluster", "nodes", 1);
+  c.nic_bandwidth = f.unit("cluster", "nic_bandwidth", bw, 0.0);
+  c.nic_latency = f.unit("cluster", "nic_latency", dur, TimeNs{0});
+  if (j.contains("sources")) {
+    if (!j["sources"].is_object()) f.fail("sources", "must map field paths to sources");
+    for (auto it = j["sources"].begin(); it != j["sources"].end(); ++it)
+      if (it.value().is_string()) h.sources[it.key()] = it.value().get<std::string>();
+  }
+  return h;
+}
+
+HwSpec load_hw(const std::string& name_or_path) {
+  std::vector<std::string> chain;
+  json j = resolve(name_or_path, chain, 0);
+  HwSpec h = parse_hw(j, name_or_path);
+  h.chain = chain;
+  return h;
+}
+
+std::vector<std::string> unsourced_fields(const HwSpec& h) {
+  std::vector<std::string> out;
+  auto sourced = [&](const std::string& path) {
+    for (std::string p = path;;) {
+      if (h.sources.count(p)) return true;
+      auto dot = p.rfind('.');
+      if (dot == std::string::npos || p.find('.') == dot) return false;  // stop at "section.field"
+      p = p.substr(0, dot);
+    }
+  };
+  std::function<void(const nlohmann::json&, const std::string&)> walk = [&](const nlohmann::json& v, const std::string& path) {
+    if (v.is_object()) {
+      for (auto it = v.begin(); it != v.end(); ++it) walk(it.value(), path + "." + it.key());
+      return;
+    }
+    bool numeric = v.is_number() || (v.is_string() && !v.get<std::string>().empty() &&
+                                      (std::isdigit(static_cast<unsigned char>(v.get<std::string>()[0])) != 0));
+    if (numeric && !sourced(path)) out.push_back(path);
+  };
+  for (const char* sec : {"gpu", "node", "cluster"})
+    if (h.resolved.contains(sec)) walk(h.resolved[sec], sec);
+  return out;
+}
+
+}  // namespace bneck

@@ -1,0 +1,85 @@
+// Hardware specs: GPU, node and cluster, read from JSON whose values carry units ("4.8 TB/s",
+// "50 us"), with an `extends` mechanism and a source for every number. Presets are compiled into
+// the binary from hw/presets/*.json; `--hw` takes a preset name or a JSON file.
+#pragma once
+#include <array>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/base/units.hpp"
+
+namespace bneck {
+
+enum class Dtype : std::uint8_t { FP64 = 0, FP32 = 1, TF32 = 2, BF16 = 3, FP16 = 4, FP8 = 5, INT8 = 6 };
+inline constexpr int kDtypeCount = 7;
+enum class ComputeUnit : std::uint8_t { Simt = 0, Tensor = 1 };
+const char* to_string(Dtype d);
+std::optional<Dtype> dtype_from_string(std::string_view s);  // "fp32", "bf16", "float", "half", ...
+const char* to_string(ComputeUnit u);
+double dtype_bytes(Dtype d);
+
+struct GpuSpec {
+  std::string name;
+  std::uint32_t sm_count = 0;
+  double clock_hz = 0;
+  Bytes memory_bytes = 0;
+  double memory_bandwidth = 0;       // bytes/s, datasheet
+  Bytes l2_bytes = 0;
+  double l2_bandwidth = 0;           // bytes/s
+  std::uint32_t registers_per_sm = 65536, max_registers_per_thread = 255, register_allocation_unit = 256;
+  std::uint32_t warp_allocation_granularity = 4;
+  std::uint32_t max_threads_per_sm = 2048, max_blocks_per_sm = 32, max_threads_per_block = 1024, warp_size = 32;
+  Bytes shared_memory_per_sm = 0, shared_memory_per_block = 0, reserved_shared_memory_per_block = 0;
+  Bytes shared_memory_allocation_unit = 128;
+  std::array<std::array<double, 2>, kDtypeCount> peak{};  // [dtype][unit] op/s, dense; 0: unsupported
+  TimeNs launch_latency = 0;         // GPU-side: submission to kernel start on an idle GPU
+  TimeNs host_launch_overhead = 0;   // CPU time of one cudaLaunchKernel
+  TimeNs graph_node_latency = 0;     // gap between consecutive kernels of a CUDA graph
+  TimeNs graph_launch_overhead = 0;  // CPU time of one cudaGraphLaunch
+  TimeNs kernel_tail = 0;            // fixed per-kernel cost besides the roofline (ramp, drain)
+  double memory_efficiency = 1;      // achievable fraction of memory_bandwidth (streaming)
+  double compute_efficiency = 1;     // achievable fraction of a peak rate
+  double peak_of(Dtype d, ComputeUnit u) const { return peak[static_cast<int>(d)][static_cast<int>(u)]; }
+  // The best unit for a dtype (tensor cores where they support it).
+  ComputeUnit best_unit(Dtype d) const { return peak_of(d, ComputeUnit::Tensor) > 0 ? ComputeUnit::Tensor : ComputeUnit::Simt; }
+};
+
+struct NodeSpec {
+  std::uint32_t gpus = 1;
+  double nvlink_bandwidth = 0;       // bytes/s per GPU, one direction
+  TimeNs nvlink_latency = 0;
+  std::uint32_t pcie_generation = 0;
+  double pcie_bandwidth = 0;         // bytes/s per direction (pinned memory copies)
+  TimeNs pcie_latency = 0;
+  double pageable_bandwidth = 0;     // bytes/s host<->device through a pageable staging buffer
+  std::string host;
+};
+
+struct ClusterSpec {
+  std::uint32_t nodes = 1;
+  double nic_bandwidth = 0;          // bytes/s per GPU
+  TimeNs nic_latency = 0;
+};
+
+struct HwSpec {
+  std::string name, description;
+  std::vector<std::string> chain;    // the preset and the ones it extends, most derived first
+  GpuSpec gpu;
+  NodeSpec node;
+  ClusterSpec cluster;
+  nlohmann::json resolved;           // the merged JSON
+  std::map<std::string, std::string> sources;  // field path ("gpu.memory_bandwidth") -> source
+};
+
+// A preset name ("h200-sxm") or a path to a JSON file. Throws InputError naming the file/field.
+HwSpec load_hw(const std::string& name_or_path);
+HwSpec parse_hw(const nlohmann::json& j, const std::string& origin);
+std::vector<std::string> hw_preset_names();
+const char* hw_preset_text(const std::string& name);  // nullptr if none
+// Field paths that carry a number but have no source (empty when every number is sourced).
+std::vector<std::string> unsourced_fields(const HwSpec& h);
+
+}  // namespace bneck

@@ -1,0 +1,33 @@
+#include "models/transfer.hpp"
+
+#include <cmath>
+
+namespace bneck {
+
+namespace {
+TimeNs over(double bytes, double bw) { return bw > 0 ? static_cast<TimeNs>(std::llround(bytes / bw * 1e9)) : 0; }
+}  // namespace
+
+TimeNs transfer_time(const HwSpec& hw, MemcpyKind kind, MemKind src, MemKind dst, Bytes bytes) {
+  const auto b = static_cast<double>(bytes);
+  const NodeSpec& n = hw.node;
+  bool pageable = src == MemKind::Pageable || dst == MemKind::Pageable;
+  switch (kind) {
+    case MemcpyKind::HtoD: case MemcpyKind::DtoH: case MemcpyKind::HtoA: case MemcpyKind::AtoH:
+    case MemcpyKind::UvmHtoD: case MemcpyKind::UvmDtoH:
+      return n.pcie_latency + over(b, pageable && n.pageable_bandwidth > 0 ? n.pageable_bandwidth : n.pcie_bandwidth);
+    case MemcpyKind::PtoP:
+      return (n.nvlink_bandwidth > 0 ? n.nvlink_latency : n.pcie_latency) +
+             over(b, n.nvlink_bandwidth > 0 ? n.nvlink_bandwidth : n.pcie_bandwidth);
+    case MemcpyKind::HtoH:
+      return over(b, n.pageable_bandwidth > 0 ? n.pageable_bandwidth : n.pcie_bandwidth);
+    default:  // device to device: read and write through HBM
+      return hw.gpu.kernel_tail + over(2 * b, hw.gpu.memory_bandwidth * hw.gpu.memory_efficiency);
+  }
+}
+
+TimeNs memset_time(const HwSpec& hw, Bytes bytes) {
+  return hw.gpu.kernel_tail + over(static_cast<double>(bytes), hw.gpu.memory_bandwidth * hw.gpu.memory_efficiency);
+}
+
+}  // namespace bneck
