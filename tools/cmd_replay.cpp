@@ -12,19 +12,22 @@
 namespace bneck {
 
 void add_replay(CLI::App& sub, Action& action) {
-  static std::string trace, json_out, chrome_out, range, hw;
+  static std::string trace, json_out, chrome_out, range, hw, source_hw, durations;
   static std::size_t top = 15;
   sub.add_option("TRACE", trace, "trace file (.sqlite nsys export, bneck JSON workload)")->required();
   sub.add_option("--range", range, "report the NVTX ranges whose name matches REGEX in full");
-  sub.add_option("--hw", hw, "hardware spec to retarget to (arrives with the cost models; only 'measured' replay now)");
+  sub.add_option("--hw", hw, "retarget to this GPU: a preset (bneck hw list) or a spec file");
+  sub.add_option("--durations", durations, "measured | model | hybrid (default: measured; hybrid with --hw)");
+  sub.add_option("--source-hw", source_hw, "the trace's GPU, if its device name does not tell");
   sub.add_option("--json", json_out, "write the report as JSON to FILE ('-' for stdout)");
   sub.add_option("--chrome-trace", chrome_out, "write measured and simulated timelines (Perfetto UI) to FILE");
   sub.add_option("--top", top, "rows in the text tables")->capture_default_str();
   sub.callback([&action] {
     action = [] {
-      if (!hw.empty())
-        throw InputError("--hw " + hw + ": hardware retargeting is not available yet (needs the cost models); replay uses measured durations");
       ReplayOptions opt;
+      opt.hw = hw;
+      opt.source_hw = source_hw;
+      if (!durations.empty()) { opt.durations = durations; opt.durations_explicit = true; }
       opt.top = top;
       if (!range.empty()) opt.range_regex = range;
       auto t0 = std::chrono::steady_clock::now();

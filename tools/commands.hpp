@@ -17,6 +17,12 @@ struct Subtool {
 void add_info(CLI::App& sub, Action& action);
 void add_ops(CLI::App& sub, Action& action);
 void add_replay(CLI::App& sub, Action& action);
+void add_hw(CLI::App& sub, Action& action);
+void add_roofline(CLI::App& sub, Action& action);
+void add_occupancy(CLI::App& sub, Action& action);
+void add_coalesce(CLI::App& sub, Action& action);
+void add_tile(CLI::App& sub, Action& action);
+void add_amdahl(CLI::App& sub, Action& action);
 
 const std::vector<Subtool>& subtools();
 

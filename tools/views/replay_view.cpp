@@ -1,6 +1,7 @@
 #include "tools/views/replay_view.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include <unordered_set>
 
 #include "models/measured.hpp"
+#include "models/retarget.hpp"
 #include "sim/base/error.hpp"
 
 namespace bneck {
@@ -52,6 +54,77 @@ std::map<std::string, TimeNs> path_breakdown(const Trace& t, const SimResult& r,
 }
 
 }  // namespace
+
+void class_table(const Trace& t, const RetargetCostModel& m, ReplayReport& rep) {
+  std::vector<ClassRow> rows(kKernelClassCount + 2);
+  std::vector<std::array<TimeNs, 4>> bound_time(rows.size(), {0, 0, 0, 0});
+  std::vector<double> achieved_num(rows.size(), 0);
+  std::map<StrId, MovedKernel> moved;
+  for (OpId i = 0; i < t.ops.size(); ++i) {
+    const Op& o = t.ops[i];
+    if (!is_device_op(o.kind)) continue;
+    std::size_t c = o.kind == OpKind::Kernel ? static_cast<std::size_t>(m.work()[i].cls)
+                    : o.kind == OpKind::Memcpy ? static_cast<std::size_t>(kKernelClassCount)
+                                               : static_cast<std::size_t>(kKernelClassCount + 1);
+    ClassRow& r = rows[c];
+    r.cls = c < kKernelClassCount ? to_string(static_cast<KernelClass>(c)) : c == kKernelClassCount ? "memcpy" : "memset";
+    r.kernels++;
+    TimeNs meas = o.duration(), pred = m.device_time(i);
+    r.measured_ns += meas;
+    r.predicted_ns += pred;
+    Bound b = Bound::Memory;
+    if (o.kind == OpKind::Kernel) {
+      const KernelWork& w = m.work()[i];
+      r.with_shapes += w.from_shapes;
+      r.flops += w.flops;
+      r.bytes += w.bytes;
+      KernelEstimate src = model_kernel(t, i, w, m.source());
+      KernelEstimate tgt = model_kernel(t, i, w, m.target());
+      r.model_source_ns += src.time_ns;
+      b = (o.flags & Op::kFlagNccl) ? Bound::Latency : tgt.bound;
+      if (meas > 0) {
+        RooflineInput in{w.dtype, w.unit, w.flops, w.bytes, MemLevel::Hbm, false, 1.0, 1.0};
+        RooflineResult rr = roofline(m.source().gpu, in);
+        double ach = std::max(rr.compute_time_s, rr.memory_time_s) / (static_cast<double>(meas) * 1e-9);
+        achieved_num[c] += ach * static_cast<double>(meas);
+      }
+    } else {
+      r.model_source_ns += model_device_op(t, i, KernelWork{}, m.source());
+    }
+    bound_time[c][static_cast<std::size_t>(b)] += pred;
+    MovedKernel& mk = moved[o.name];
+    mk.name = t.name(o);
+    mk.count++;
+    mk.measured_ns += meas;
+    mk.predicted_ns += pred;
+    mk.bound = to_string(b);
+  }
+  for (std::size_t c = 0; c < rows.size(); ++c) {
+    if (rows[c].kernels == 0) continue;
+    auto it = std::max_element(bound_time[c].begin(), bound_time[c].end());
+    rows[c].bound = to_string(static_cast<Bound>(it - bound_time[c].begin()));
+    rows[c].achieved_fraction = rows[c].measured_ns ? achieved_num[c] / static_cast<double>(rows[c].measured_ns) : 0;
+    rep.classes.push_back(rows[c]);
+  }
+  std::sort(rep.classes.begin(), rep.classes.end(), [](auto& a, auto& b) { return a.measured_ns > b.measured_ns; });
+  const GpuSpec& s = m.source().gpu;
+  const GpuSpec& g = m.target().gpu;
+  for (auto& [id, mk] : moved) {
+    char why[200];
+    if (mk.bound == "memory")
+      std::snprintf(why, sizeof why, "memory-bound: %s -> %s", format_bandwidth(s.memory_bandwidth * s.memory_efficiency).c_str(),
+                    format_bandwidth(g.memory_bandwidth * g.memory_efficiency).c_str());
+    else if (mk.bound == "compute")
+      std::snprintf(why, sizeof why, "compute-bound: the peak of its precision and unit, %u -> %u SMs", s.sm_count, g.sm_count);
+    else
+      std::snprintf(why, sizeof why, "latency-bound or communication: fixed cost");
+    mk.reason = why;
+    rep.moved.push_back(mk);
+  }
+  std::sort(rep.moved.begin(), rep.moved.end(), [](auto& a, auto& b) {
+    return std::llabs(a.predicted_ns - a.measured_ns) > std::llabs(b.predicted_ns - b.measured_ns);
+  });
+}
 
 double peak_rss_mb() {
   std::ifstream in("/proc/self/status");
@@ -96,10 +169,26 @@ ReplayReport run_replay(const Trace& t, const ReplayOptions& opt) {
   rep.graph = std::make_unique<Graph>(build_graph(t));
   rep.graph_s = secs_since(t0);
   rep.graph_rss_mb = peak_rss_mb();
-  MeasuredCostModel model;
-  rep.model = model.name();
+  DurationMode mode = DurationMode::Measured;
+  if (opt.durations == "model") mode = DurationMode::Model;
+  else if (opt.durations == "hybrid") mode = DurationMode::Hybrid;
+  else if (opt.durations != "measured") throw InputError("--durations " + opt.durations + ": expected measured, model or hybrid");
+  if (!opt.hw.empty() && !opt.durations_explicit) mode = DurationMode::Hybrid;
+  if (mode == DurationMode::Measured && !opt.hw.empty())
+    throw InputError("--hw " + opt.hw + " with --durations measured: measured durations cannot move to other hardware");
+  if (mode == DurationMode::Measured) {
+    rep.model_impl = std::make_unique<MeasuredCostModel>();
+  } else {
+    HwSpec src = source_spec(t, opt.source_hw);
+    HwSpec tgt = opt.hw.empty() ? src : load_hw(opt.hw);
+    rep.source_hw = src.name;
+    rep.target_hw = tgt.name;
+    rep.model_impl = std::make_unique<RetargetCostModel>(t, std::move(src), std::move(tgt), mode);
+  }
+  rep.model = rep.model_impl->name();
   t0 = std::chrono::steady_clock::now();
-  rep.sim = simulate(*rep.graph, model);
+  rep.sim = simulate(*rep.graph, *rep.model_impl);
+  if (auto* rt = dynamic_cast<RetargetCostModel*>(rep.model_impl.get())) class_table(t, *rt, rep);
   rep.replay_s = secs_since(t0);
   rep.replay_rss_mb = peak_rss_mb();
   t0 = std::chrono::steady_clock::now();
@@ -274,6 +363,28 @@ void print_replay_text(const ReplayReport& r, const ReplayOptions& opt, std::ost
     out << "\n";
   }
 
+  if (!r.classes.empty()) {
+    out << "Roofline by op class (" << r.model << " durations; trace's GPU " << r.source_hw << ", target " << r.target_hw << ")\n  "
+        << pad("class", 14) << lpad("ops", 7) << lpad("shapes", 8) << lpad("measured", 13) << lpad("model here", 13)
+        << lpad("model err", 11) << lpad("target", 13) << lpad("bound", 10) << lpad("of peak", 9) << "\n";
+    for (const auto& c : r.classes) {
+      double e = c.measured_ns ? static_cast<double>(c.model_source_ns - c.measured_ns) / static_cast<double>(c.measured_ns) : 0;
+      out << "  " << pad(c.cls, 14) << lpad(std::to_string(c.kernels), 7) << lpad(std::to_string(c.with_shapes), 8)
+          << lpad(format_duration(c.measured_ns), 13) << lpad(format_duration(c.model_source_ns), 13)
+          << lpad((e >= 0 ? "+" : "") + pct(e), 11) << lpad(format_duration(c.predicted_ns), 13) << lpad(c.bound, 10)
+          << lpad(c.achieved_fraction > 0 ? pct(c.achieved_fraction) : "-", 9) << "\n";
+    }
+    out << "  ('model here': the models alone on the trace's GPU; 'of peak': the share of the binding resource's\n"
+           "   peak the measured kernels reached; 'shapes': kernels whose work came from recorded op shapes)\n";
+    out << "Kernels that moved most\n";
+    for (std::size_t i = 0; i < r.moved.size() && i < opt.top; ++i) {
+      const auto& mk = r.moved[i];
+      out << "  " << pad(short_name(mk.name, 44), 46) << lpad(std::to_string(mk.count) + "x", 6) << lpad(format_duration(mk.measured_ns), 13)
+          << " -> " << lpad(format_duration(mk.predicted_ns), 12) << "  " << mk.reason << "\n";
+    }
+    out << "\n";
+  }
+
   std::map<std::string, Anomaly> all = t.anomalies;
   for (auto& [k, a] : r.graph->anomalies) all[k] = a;
   if (!all.empty()) {
@@ -327,6 +438,22 @@ json replay_json(const ReplayReport& r, const ReplayOptions& opt) {
     }
     j["ranges"] = std::move(ranges);
   }
+  if (!r.classes.empty()) {
+    j["source_hw"] = r.source_hw;
+    j["target_hw"] = r.target_hw;
+    json cls = json::array();
+    for (const auto& c : r.classes)
+      cls.push_back({{"class", c.cls}, {"ops", c.kernels}, {"with_shapes", c.with_shapes}, {"measured_ns", c.measured_ns},
+                     {"model_source_ns", c.model_source_ns}, {"predicted_ns", c.predicted_ns}, {"flops", c.flops},
+                     {"bytes", c.bytes}, {"bound", c.bound}, {"achieved_fraction_of_peak", c.achieved_fraction}});
+    j["roofline"] = cls;
+    json mv = json::array();
+    for (std::size_t i = 0; i < r.moved.size() && i < 50; ++i)
+      mv.push_back({{"name", r.moved[i].name}, {"count", r.moved[i].count}, {"measured_ns", r.moved[i].measured_ns},
+                    {"predicted_ns", r.moved[i].predicted_ns}, {"bound", r.moved[i].bound}, {"reason", r.moved[i].reason}});
+    j["moved"] = mv;
+  }
+
   json g = {{"nodes", r.graph->num_nodes()}, {"edges", r.graph->num_edges()}};
   json by = json::object(), bound = json::object();
   for (int k = 0; k < kEdgeTypeCount; ++k) {

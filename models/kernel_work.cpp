@@ -1,0 +1,244 @@
+#include "models/kernel_work.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <numeric>
+
+#include "models/occupancy.hpp"
+#include "models/roofline.hpp"
+
+namespace bneck {
+
+const char* to_string(KernelClass c) {
+  static const char* const names[] = {"gemm", "conv", "attention", "elementwise", "reduction", "softmax", "norm", "communication", "copy", "other"};
+  return names[static_cast<int>(c)];
+}
+
+bool is_compute_class(KernelClass c) { return c == KernelClass::Gemm || c == KernelClass::Conv || c == KernelClass::Attention; }
+
+namespace {
+std::string lower(std::string_view s) {
+  std::string l(s);
+  for (char& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return l;
+}
+bool has(const std::string& s, std::string_view p) { return s.find(p) != std::string::npos; }
+}  // namespace
+
+KernelClass classify_kernel(std::string_view name) {
+  std::string n = lower(name);
+  if (is_comm_kernel_name(name)) return KernelClass::Communication;
+  if (has(n, "compute_dot_do_o")) return KernelClass::Reduction;  // rowsum(dO * O) of attention backward
+  if (has(n, "fmha") || has(n, "flash") || has(n, "sdpa") || has(n, "attention")) return KernelClass::Attention;
+  if (has(n, "convolution") || has(n, "conv2d") || has(n, "conv3d") || has(n, "conv1d") || has(n, "convnd") ||
+      has(n, "implicit_convolve") || has(n, "implicit_gemm") || has(n, "wgrad") || has(n, "dgrad") || has(n, "winograd") ||
+      has(n, "xmma_fprop") || (has(n, "conv") && !has(n, "convert")))
+    return KernelClass::Conv;
+  if (has(n, "gemm") || has(n, "nvjet") || has(n, "cutlass") || has(n, "cublas") || has(n, "sgemm") || has(n, "hgemm") ||
+      has(n, "matmul") || has(n, "wgmma") || has(n, "xmma"))
+    return KernelClass::Gemm;
+  if (has(n, "softmax")) return KernelClass::Softmax;
+  if (has(n, "layer_norm") || has(n, "layernorm") || has(n, "rms_norm") || has(n, "rmsnorm") || has(n, "batch_norm") ||
+      has(n, "batchnorm") || has(n, "gammabeta") || has(n, "norm_"))
+    return KernelClass::Norm;
+  if (has(n, "reduce") || has(n, "reduction") || has(n, "sum_kernel") || has(n, "argmax") || has(n, "mean"))
+    return KernelClass::Reduction;
+  if (has(n, "copy") || has(n, "memcpy") || has(n, "cat") || has(n, "transpose") || has(n, "permute"))
+    return KernelClass::Copy;
+  if (has(n, "elementwise") || has(n, "vectorized") || has(n, "multi_tensor_apply") || has(n, "pointwise") ||
+      has(n, "unrolled") || has(n, "fill") || has(n, "op_") || has(n, "fused") || has(n, "axpy") || has(n, "scale") ||
+      has(n, "relu") || has(n, "gelu") || has(n, "silu") || has(n, "add") || has(n, "mul"))
+    return KernelClass::Elementwise;
+  return KernelClass::Other;
+}
+
+Dtype kernel_dtype(std::string_view name, Dtype fallback) {
+  std::string n = lower(name);
+  if (has(n, "e4m3") || has(n, "e5m2") || has(n, "fp8")) return Dtype::FP8;
+  if (has(n, "bfloat16") || has(n, "bf16") || has(n, "__nv_bfloat16") || has(n, "c10::bfloat16")) return Dtype::BF16;
+  if (has(n, "half") || has(n, "fp16") || has(n, "f16") || has(n, "hgemm")) return Dtype::FP16;
+  if (has(n, "tf32")) return Dtype::TF32;
+  if (has(n, "double") || has(n, "f64") || has(n, "dgemm")) return Dtype::FP64;
+  if (has(n, "int8") || has(n, "s8") || has(n, "imma")) return Dtype::INT8;
+  if (has(n, "float") || has(n, "f32") || has(n, "sgemm")) return Dtype::FP32;
+  // Tensor-core GEMM families whose names carry no precision (cuBLAS nvjet on Hopper, wgmma/hmma
+  // tensor-op kernels) run in a 16-bit type; bf16 and fp16 share their peak.
+  if (has(n, "nvjet") || has(n, "wgmma") || has(n, "hmma") || has(n, "tensorop")) return Dtype::BF16;
+  return fallback;
+}
+
+ComputeUnit kernel_unit(std::string_view name, KernelClass c, Dtype d, const GpuSpec& g) {
+  std::string n = lower(name);
+  if (!is_compute_class(c)) return ComputeUnit::Simt;
+  if (has(n, "ffma") || has(n, "simt") || has(n, "sgemm") || (d == Dtype::FP32 && !has(n, "tf32"))) return ComputeUnit::Simt;
+  return g.peak_of(d, ComputeUnit::Tensor) > 0 ? ComputeUnit::Tensor : ComputeUnit::Simt;
+}
+
+std::vector<std::vector<std::int64_t>> parse_nvtx_sizes(std::string_view text) {
+  std::vector<std::vector<std::int64_t>> out;
+  auto p = text.find("sizes = [");
+  if (p == std::string_view::npos) return out;
+  p += 9;
+  int depth = 1;
+  std::vector<std::int64_t> cur;
+  std::int64_t num = 0;
+  bool in_num = false;
+  for (; p < text.size() && depth > 0; ++p) {
+    char c = text[p];
+    if (std::isdigit(static_cast<unsigned char>(c))) {
+      num = num * 10 + (c - '0');
+      in_num = true;
+      continue;
+    }
+    if (in_num) { cur.push_back(num); num = 0; in_num = false; }
+    if (c == '[') { ++depth; cur.clear(); }
+    else if (c == ']') {
+      if (--depth == 1) out.push_back(cur);
+    }
+  }
+  return out;
+}
+
+std::string preset_for_device(const std::string& device_name) {
+  std::string n = lower(device_name);
+  if (has(n, "h200")) return "h200-sxm";
+  if (has(n, "h100") && has(n, "pcie")) return "h100-pcie";
+  if (has(n, "h100")) return "h100-sxm";
+  if (has(n, "a100")) return "a100-sxm-80gb";
+  if (has(n, "b200")) return "b200";
+  if (has(n, "l40s")) return "l40s";
+  if (has(n, "3090")) return "rtx3090";
+  if (has(n, "3060")) return "rtx3060";
+  if (has(n, "2080 ti")) return "rtx2080ti";
+  if (has(n, "2070 super")) return "rtx2070-super";
+  if (has(n, "v100")) return "v100-sxm2";
+  return "";
+}
+
+namespace {
+
+double numel(const std::vector<std::int64_t>& s) {
+  return s.empty() ? 0 : std::accumulate(s.begin(), s.end(), 1.0, [](double a, std::int64_t b) { return a * static_cast<double>(b); });
+}
+
+// Work of one aten op from its sizes; false if the op is not one we know how to count.
+bool op_work(const std::string& op, const std::vector<std::vector<std::int64_t>>& sz, double elem, KernelWork& w) {
+  auto is = [&](const char* n) { return op == n; };
+  if (is("aten::addmm") && sz.size() >= 3 && sz[1].size() == 2 && sz[2].size() == 2) {
+    double m = static_cast<double>(sz[1][0]), k = static_cast<double>(sz[1][1]), n = static_cast<double>(sz[2][1]);
+    w.flops = 2 * m * n * k;
+    w.bytes = (m * k + k * n + m * n + n) * elem;
+    return true;
+  }
+  if (is("aten::mm") && sz.size() >= 2 && sz[0].size() == 2 && sz[1].size() == 2) {
+    double m = static_cast<double>(sz[0][0]), k = static_cast<double>(sz[0][1]), n = static_cast<double>(sz[1][1]);
+    w.flops = 2 * m * n * k;
+    w.bytes = (m * k + k * n + m * n) * elem;
+    return true;
+  }
+  if ((is("aten::bmm") || is("aten::baddbmm")) && sz.size() >= 2) {
+    const auto& a = sz[is("aten::bmm") ? 0 : 1];
+    const auto& b = sz[is("aten::bmm") ? 1 : 2 < sz.size() ? 2 : 1];
+    if (a.size() == 3 && b.size() == 3) {
+      double bt = static_cast<double>(a[0]), m = static_cast<double>(a[1]), k = static_cast<double>(a[2]), n = static_cast<double>(b[2]);
+      w.flops = 2 * bt * m * n * k;
+      w.bytes = bt * (m * k + k * n + m * n) * elem;
+      return true;
+    }
+  }
+  if (op.find("attention") != std::string::npos && !sz.empty() && sz[0].size() == 4) {
+    double b = static_cast<double>(sz[0][0]), h = static_cast<double>(sz[0][1]), t = static_cast<double>(sz[0][2]),
+           d = static_cast<double>(sz[0][3]);
+    double s = sz.size() > 1 && sz[1].size() == 4 ? static_cast<double>(sz[1][2]) : t;
+    bool bwd = op.find("backward") != std::string::npos;
+    w.flops = (bwd ? 2.5 : 1.0) * 4 * b * h * t * s * d;
+    w.bytes = (bwd ? 8.0 : 4.0) * b * h * t * d * elem;
+    return true;
+  }
+  // Memory-bound ops: inputs read once, an output the size of the largest input written.
+  double in = 0, largest = 0;
+  for (const auto& s : sz) {
+    double e = numel(s);
+    in += e;
+    largest = std::max(largest, e);
+  }
+  if (largest <= 1) return false;
+  bool reduction = op.find("sum") != std::string::npos || op.find("mean") != std::string::npos;
+  w.bytes = (in + (reduction ? 0 : largest)) * elem;
+  w.flops = largest * (op.find("norm") != std::string::npos || op.find("softmax") != std::string::npos ? 8 : 1);
+  return true;
+}
+
+}  // namespace
+
+std::vector<KernelWork> estimate_work(const Trace& t, const HwSpec& source) {
+  std::vector<KernelWork> work(t.ops.size());
+  // Innermost aten range with sizes around each launch call: ranges sorted by start per thread.
+  std::map<LaneId, std::vector<std::size_t>> by_lane;
+  for (std::size_t i = 0; i < t.ranges.size(); ++i)
+    if (t.strings.str(t.ranges[i].name).find("sizes = [") != std::string::npos) by_lane[t.ranges[i].lane].push_back(i);
+  auto innermost = [&](const Op& api) -> std::size_t {
+    auto it = by_lane.find(api.lane);
+    if (it == by_lane.end()) return kNone;
+    const auto& v = it->second;
+    auto hi = std::upper_bound(v.begin(), v.end(), api.start, [&](TimeNs s, std::size_t r) { return s < t.ranges[r].start; });
+    std::size_t best = kNone;
+    for (auto p = hi; p != v.begin();) {
+      --p;
+      const Range& r = t.ranges[*p];
+      if (r.end >= api.end() && (best == kNone || r.depth > t.ranges[best].depth)) best = *p;
+      if (api.start - r.start > 10 * kNsPerS) break;
+    }
+    return best;
+  };
+  std::map<std::size_t, std::vector<OpId>> kernels_of_range;
+  for (OpId i = 0; i < t.ops.size(); ++i) {
+    const Op& o = t.ops[i];
+    if (o.kind != OpKind::Kernel) continue;
+    const std::string& name = t.name(o);
+    KernelWork& w = work[i];
+    w.cls = classify_kernel(name);
+    w.dtype = kernel_dtype(name);
+    w.unit = kernel_unit(name, w.cls, w.dtype, source.gpu);
+    if (o.link != kNone) {
+      std::size_t r = innermost(t.ops[o.link]);
+      if (r != kNone) kernels_of_range[r].push_back(i);
+    }
+  }
+  for (auto& [r, ks] : kernels_of_range) {
+    const std::string& text = t.strings.str(t.ranges[r].name);
+    std::string op = text.substr(0, text.find(','));
+    auto sizes = parse_nvtx_sizes(text);
+    KernelWork total;
+    if (!op_work(op, sizes, dtype_bytes(work[ks[0]].dtype), total)) continue;
+    // Math goes to the op's compute-class kernels if it has any, bytes are shared by all.
+    std::size_t compute = static_cast<std::size_t>(std::count_if(ks.begin(), ks.end(), [&](OpId k) { return is_compute_class(work[k].cls); }));
+    for (OpId k : ks) {
+      KernelWork& w = work[k];
+      bool gets_math = compute == 0 || is_compute_class(w.cls);
+      w.flops = gets_math ? total.flops / static_cast<double>(compute ? compute : ks.size()) : 0;
+      w.bytes = total.bytes / static_cast<double>(ks.size());
+      w.from_shapes = true;
+      w.op = op;
+    }
+  }
+  // Inference from the measured duration for the rest.
+  for (OpId i = 0; i < t.ops.size(); ++i) {
+    const Op& o = t.ops[i];
+    KernelWork& w = work[i];
+    if (o.kind != OpKind::Kernel || w.from_shapes) continue;
+    double d = static_cast<double>(std::max<TimeNs>(0, o.duration() - source.gpu.kernel_tail)) * 1e-9;
+    if (is_compute_class(w.cls)) {
+      RooflineInput in{w.dtype, w.unit, 1.0, 0.0, MemLevel::Hbm, false, -1, -1};
+      w.flops = d * roofline(source.gpu, in).peak;
+      w.bytes = 0;
+    } else {
+      w.bytes = d * source.gpu.memory_bandwidth * source.gpu.memory_efficiency;
+      w.flops = 0;
+    }
+  }
+  return work;
+}
+
+}  // namespace bneck

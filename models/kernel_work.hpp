@@ -1,0 +1,52 @@
+// Model card: kernel classification and work estimation.
+// Captures: what a kernel does (class from its name), in which precision and on which unit, and
+//   how much work it does: FLOPs and bytes. From op shapes where the trace has them (PyTorch
+//   `emit_nvtx(record_shapes=True)`: the innermost `aten::` range around the launch, with
+//   `sizes = [[...]]`), else inferred from the measured duration on the source GPU (a memory-class
+//   kernel moved duration x achievable bandwidth; a compute-class kernel did duration x peak x
+//   efficiency), so that retargeting scales it by the ratio of the two GPUs' rates.
+// Equations: GEMM 2MNK FLOPs, bytes (MK + KN + MN) x E; attention forward 4 B H T S D FLOPs,
+//   backward 2.5x; elementwise/norm/reduction: bytes = (inputs + output) x E, a few FLOPs/element.
+//   An op's work is split evenly among the kernels it launched.
+// Valid: the PyTorch ops listed in kernel_work.cpp; other kernels fall back to inference.
+// Source: standard FLOP counts (e.g. the FlashAttention papers for attention).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "hw/spec.hpp"
+#include "traces/ir.hpp"
+
+namespace bneck {
+
+enum class KernelClass : std::uint8_t {
+  Gemm = 0, Conv, Attention, Elementwise, Reduction, Softmax, Norm, Communication, Copy, Other
+};
+inline constexpr int kKernelClassCount = 10;
+const char* to_string(KernelClass c);
+KernelClass classify_kernel(std::string_view name);
+bool is_compute_class(KernelClass c);  // GEMM, convolution, attention: bound by math when large
+// Precision and unit from the kernel's name (template arguments, cuBLAS/cuDNN/nvjet tokens).
+Dtype kernel_dtype(std::string_view name, Dtype fallback = Dtype::FP32);
+ComputeUnit kernel_unit(std::string_view name, KernelClass c, Dtype d, const GpuSpec& g);
+
+// `sizes = [[8, 1024, 2048], [], [2048]]` from an NVTX text; empty if none.
+std::vector<std::vector<std::int64_t>> parse_nvtx_sizes(std::string_view text);
+
+struct KernelWork {
+  KernelClass cls = KernelClass::Other;
+  Dtype dtype = Dtype::FP32;
+  ComputeUnit unit = ComputeUnit::Simt;
+  double flops = 0, bytes = 0;
+  bool from_shapes = false;   // false: inferred from the measured duration
+  std::string op;             // the aten op it came from, if any
+};
+
+// Work of every kernel of the trace (indexed by op id; non-kernels left default), with `source`
+// the spec of the GPU the trace was captured on (for inference).
+std::vector<KernelWork> estimate_work(const Trace& t, const HwSpec& source);
+
+// The preset that matches the trace's GPU name ("NVIDIA H200" -> "h200-sxm"), or "".
+std::string preset_for_device(const std::string& device_name);
+
+}  // namespace bneck

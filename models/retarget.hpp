@@ -1,0 +1,63 @@
+// Model card: model-mode replay and retargeting.
+// Captures: the duration of each kernel, copy and memset on a target GPU.
+//   model:  from the models alone: the roofline of its work (kernel_work.hpp) on the target, with
+//           wave quantization from its launch configuration and the target's occupancy; copies and
+//           memsets from the transfer model.
+//   hybrid: the measured duration scaled by model(target) / model(source): what the models say
+//           changes, applied to what was measured (Habitat's idea). Same GPU: the measured time.
+//   measured: the trace's durations.
+// Host API calls keep their measured CPU time; communication kernels keep their measured time
+// (the collective model comes with the multi-rank issue).
+// Equation: small grids (fewer blocks than SMs) get the fraction blocks/SMs of the device's rates;
+//   larger ones divide the math time by the wave efficiency (waves = ceil(blocks / slots)).
+// Valid: as the roofline and kernel_work models; precision changes are the what-if engine's.
+// Source: Yu et al., "Habitat", USENIX ATC 2021 (scaling measured kernels across GPUs).
+#pragma once
+#include <vector>
+
+#include "hw/spec.hpp"
+#include "models/kernel_work.hpp"
+#include "models/roofline.hpp"
+#include "sim/engine/cost_model.hpp"
+
+namespace bneck {
+
+enum class DurationMode : std::uint8_t { Measured = 0, Model = 1, Hybrid = 2 };
+const char* to_string(DurationMode m);
+
+struct KernelEstimate {
+  TimeNs time_ns = 0;
+  Bound bound = Bound::Memory;
+  double waves = 0, wave_efficiency = 1;
+};
+
+// The model's time for kernel `k` (with work `w`) on `hw`.
+KernelEstimate model_kernel(const Trace& t, OpId k, const KernelWork& w, const HwSpec& hw);
+// The model's time for any device op on `hw` (kernels, copies, memsets).
+TimeNs model_device_op(const Trace& t, OpId i, const KernelWork& w, const HwSpec& hw);
+
+class RetargetCostModel : public CostModel {
+ public:
+  RetargetCostModel(const Trace& t, HwSpec source, HwSpec target, DurationMode mode);
+  const char* name() const override { return mode_ == DurationMode::Model ? "model" : mode_ == DurationMode::Hybrid ? "hybrid" : "measured"; }
+  const char* description() const override { return "roofline, waves and transfers on a target GPU (models/retarget.hpp)"; }
+  TimeNs duration(OpId n, const Graph& g) const override;
+  const std::vector<KernelWork>& work() const { return work_; }
+  const HwSpec& source() const { return source_; }
+  const HwSpec& target() const { return target_; }
+  DurationMode mode() const { return mode_; }
+  TimeNs device_time(OpId n) const { return times_[n]; }  // precomputed for device ops
+
+ private:
+  const Trace& t_;
+  HwSpec source_, target_;
+  DurationMode mode_;
+  std::vector<KernelWork> work_;
+  std::vector<TimeNs> times_;
+};
+
+// The spec of the GPU the trace was captured on: `override_spec` if given, else the preset that
+// matches its device name. Throws InputError if neither works.
+HwSpec source_spec(const Trace& t, const std::string& override_spec);
+
+}  // namespace bneck

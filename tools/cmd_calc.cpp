@@ -1,0 +1,142 @@
+// Calculators: bneck roofline | occupancy | coalesce | tile | amdahl, each with --json.
+#include <cmath>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "hw/spec.hpp"
+#include "models/access.hpp"
+#include "models/occupancy.hpp"
+#include "models/roofline.hpp"
+#include "sim/base/error.hpp"
+#include "tools/commands.hpp"
+#include "tools/output.hpp"
+
+namespace bneck {
+using nlohmann::json;
+
+namespace {
+
+void emit(const std::string& json_out, const json& j, const std::function<void()>& text) {
+  if (!json_out.empty()) write_output(json_out, [&](std::ostream& o) { o << j.dump(2) << "\n"; });
+  if (json_out != "-") text();
+}
+
+Dtype parse_dtype(const std::string& s) {
+  auto d = dtype_from_string(s);
+  if (!d) throw InputError("--dtype " + s + ": unknown (fp64, fp32, tf32, bf16, fp16, fp8, int8)");
+  return *d;
+}
+
+double parse_count(const std::string& s, const char* what) {
+  try {
+    std::size_t pos = 0;
+    double v = std::stod(s, &pos);
+    if (pos != s.size() || !std::isfinite(v) || v < 0) throw std::invalid_argument(s);
+    return v;
+  } catch (const std::exception&) {
+    throw InputError(std::string(what) + " '" + s + "': expected a non-negative number (e.g. 2.4e12)");
+  }
+}
+
+}  // namespace
+
+
+
+void add_occupancy(CLI::App& sub, Action& action) {
+  static std::string hw = "h200-sxm", smem = "0 B", json_out;
+  static std::uint32_t threads = 0, regs = 0;
+  sub.add_option("--hw", hw, "hardware preset or spec file")->capture_default_str();
+  sub.add_option("--threads", threads, "threads per block")->required();
+  sub.add_option("--regs", regs, "registers per thread")->required();
+  sub.add_option("--smem", smem, "shared memory per block, with a unit (e.g. '48 KiB')")->capture_default_str();
+  sub.add_option("--json", json_out, "write JSON to FILE ('-' for stdout)");
+  sub.callback([&action] {
+    action = [] {
+      HwSpec h = load_hw(hw);
+      OccupancyResult r = occupancy(h.gpu, {threads, regs, parse_bytes(smem)});
+      json j = {{"hw", h.name}, {"blocks_per_sm", r.blocks_per_sm}, {"warps_per_sm", r.warps_per_sm}, {"occupancy", r.occupancy},
+                {"limiter", r.limiter}, {"by", {{"warps", r.by_warps}, {"registers", r.by_registers}, {"shared_memory", r.by_shared_memory}, {"blocks", r.by_blocks}}}};
+      emit(json_out, j, [&] {
+        std::printf("%s: %u threads, %u registers, %s shared per block\n", h.name.c_str(), threads, regs, smem.c_str());
+        std::printf("  blocks per SM %u (limits: warps %u, registers %u, shared memory %u, blocks %u), limiter: %s\n",
+                    r.blocks_per_sm, r.by_warps, r.by_registers, r.by_shared_memory, r.by_blocks, r.limiter.c_str());
+        std::printf("  warps per SM %u, occupancy %.1f%%\n", r.warps_per_sm, r.occupancy * 100);
+      });
+      return 0;
+    };
+  });
+}
+
+void add_coalesce(CLI::App& sub, Action& action) {
+  static std::uint32_t elem = 4, stride = 1;
+  static std::string json_out;
+  sub.add_option("--elem-bytes", elem, "bytes per element")->required();
+  sub.add_option("--stride", stride, "stride between the elements of neighbouring threads, in elements")->required();
+  sub.add_option("--json", json_out, "write JSON to FILE ('-' for stdout)");
+  sub.callback([&action] {
+    action = [] {
+      if (elem == 0) throw InputError("--elem-bytes must be positive");
+      Coalescing c = coalesce(elem, stride);
+      json j = {{"elem_bytes", elem}, {"stride", stride}, {"sectors_per_request", c.sectors_per_request},
+                {"bytes_moved", c.bytes_moved}, {"efficiency", c.efficiency}};
+      emit(json_out, j, [&] {
+        std::printf("a warp reading %u-byte elements %u apart: %u sectors of 32 B, %llu bytes moved for %u used (%.1f%%)\n",
+                    elem, stride, c.sectors_per_request, static_cast<unsigned long long>(c.bytes_moved), 32 * elem,
+                    c.efficiency * 100);
+      });
+      return 0;
+    };
+  });
+}
+
+void add_tile(CLI::App& sub, Action& action) {
+  static double width = 0;
+  static std::string dtype = "fp32", json_out;
+  sub.add_option("--width", width, "tile width b (elements)")->required();
+  sub.add_option("--dtype", dtype, "element type")->capture_default_str();
+  sub.add_option("--json", json_out, "write JSON to FILE ('-' for stdout)");
+  sub.callback([&action] {
+    action = [] {
+      Dtype d = parse_dtype(dtype);
+      double fpb = tile_flop_per_byte(width, dtype_bytes(d));
+      json j = {{"width", width}, {"dtype", to_string(d)}, {"flop_per_byte", fpb}};
+      emit(json_out, j, [&] { std::printf("a %s tile of width %g: 2b^2 FLOPs per 2b elements loaded = %g FLOP/byte\n", to_string(d), width, fpb); });
+      return 0;
+    };
+  });
+}
+
+void add_amdahl(CLI::App& sub, Action& action) {
+  static double fraction = 0;
+  static std::string factor = "", total, json_out;
+  sub.add_option("--fraction", fraction, "fraction of the run the change applies to (0..1)")->required();
+  sub.add_option("--factor", factor, "speed-up factor of that part ('inf' removes it)")->required();
+  sub.add_option("--total", total, "the run's time, with a unit (e.g. '100 ms'), to print times");
+  sub.add_option("--json", json_out, "write JSON to FILE ('-' for stdout)");
+  sub.callback([&action] {
+    action = [] {
+      if (fraction < 0 || fraction > 1) throw InputError("--fraction must be in [0, 1]");
+      double s = factor == "inf" ? 0 : parse_count(factor, "--factor");
+      if (factor != "inf" && s <= 0) throw InputError("--factor must be positive (or 'inf')");
+      double sp = amdahl_speedup(fraction, s);
+      json j = {{"fraction", fraction}, {"factor", factor == "inf" ? json("inf") : json(s)}, {"speedup", sp}};
+      if (!total.empty()) {
+        TimeNs t = parse_duration(total);
+        auto nt = static_cast<TimeNs>(std::llround(static_cast<double>(t) / sp));
+        j["total_ns"] = t;
+        j["predicted_ns"] = nt;
+        j["saved_ns"] = t - nt;
+      }
+      emit(json_out, j, [&] {
+        std::printf("Amdahl: %.4g of the run made %sx faster: speedup %.4f", fraction, factor.c_str(), sp);
+        if (j.contains("predicted_ns"))
+          std::printf(", %s -> %s (saves %s)", format_duration(j["total_ns"]).c_str(), format_duration(j["predicted_ns"]).c_str(),
+                      format_duration(j["saved_ns"]).c_str());
+        std::printf("\n");
+      });
+      return 0;
+    };
+  });
+}
+
+}  // namespace bneck

@@ -1,0 +1,162 @@
+// bneck roofline --hw SPEC --dtype T --flops F --bytes B [--unit simt|tensor] [--json FILE]
+// bneck roofline TRACE [--hw SPEC] [--svg FILE] [--json FILE]: the trace's kernels on the roofline
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "models/retarget.hpp"
+#include "models/roofline.hpp"
+#include "sim/base/error.hpp"
+#include "tools/commands.hpp"
+#include "tools/output.hpp"
+#include "tools/views/replay_view.hpp"
+#include "traces/importer.hpp"
+
+namespace bneck {
+using nlohmann::json;
+
+namespace {
+
+double parse_amount(const std::string& s, const char* what) {
+  try {
+    std::size_t pos = 0;
+    double v = std::stod(s, &pos);
+    if (pos != s.size() || !std::isfinite(v) || v < 0) throw std::invalid_argument(s);
+    return v;
+  } catch (const std::exception&) {
+    throw InputError(std::string(what) + " '" + s + "': expected a non-negative number (e.g. 2.4e12)");
+  }
+}
+
+// Log-log roofline: attainable FLOP/s over arithmetic intensity, one dot per kernel name.
+void write_svg(std::ostream& out, const HwSpec& hw, Dtype roof_dtype, const std::vector<json>& points) {
+  const double W = 900, H = 600, L = 80, R = 30, T = 40, B = 70;
+  const double xmin = 1e-2, xmax = 1e4;
+  double peak = hw.gpu.peak_of(roof_dtype, hw.gpu.best_unit(roof_dtype)) * hw.gpu.compute_efficiency;
+  double bw = hw.gpu.memory_bandwidth * hw.gpu.memory_efficiency;
+  double ymax = std::pow(10, std::ceil(std::log10(peak * 1.5))), ymin = ymax / 1e7;
+  auto X = [&](double v) { return L + (std::log10(std::max(v, xmin)) - std::log10(xmin)) / (std::log10(xmax) - std::log10(xmin)) * (W - L - R); };
+  auto Y = [&](double v) { return H - B - (std::log10(std::max(v, ymin)) - std::log10(ymin)) / (std::log10(ymax) - std::log10(ymin)) * (H - T - B); };
+  out << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+  out << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  out << "<text x=\"" << L << "\" y=\"24\" font-size=\"15\">Roofline: " << hw.name << " (" << to_string(roof_dtype)
+      << " peak " << format_op_rate(peak) << ", " << format_bandwidth(bw) << ")</text>\n";
+  for (double d = xmin; d <= xmax * 1.001; d *= 10) {
+    out << "<line x1=\"" << X(d) << "\" y1=\"" << T << "\" x2=\"" << X(d) << "\" y2=\"" << H - B << "\" stroke=\"#eee\"/>";
+    out << "<text x=\"" << X(d) << "\" y=\"" << H - B + 18 << "\" text-anchor=\"middle\">" << d << "</text>\n";
+  }
+  for (double d = ymin; d <= ymax * 1.001; d *= 10) {
+    out << "<line x1=\"" << L << "\" y1=\"" << Y(d) << "\" x2=\"" << W - R << "\" y2=\"" << Y(d) << "\" stroke=\"#eee\"/>";
+    out << "<text x=\"" << L - 6 << "\" y=\"" << Y(d) + 4 << "\" text-anchor=\"end\">" << format_op_rate(d) << "</text>\n";
+  }
+  out << "<text x=\"" << (L + W - R) / 2 << "\" y=\"" << H - 25 << "\" text-anchor=\"middle\">arithmetic intensity (FLOP/byte)</text>\n";
+  // The roof: bandwidth slope up to the ridge, then the peak.
+  double ridge = peak / bw;
+  out << "<polyline fill=\"none\" stroke=\"black\" stroke-width=\"2\" points=\"" << X(xmin) << "," << Y(xmin * bw) << " " << X(ridge)
+      << "," << Y(peak) << " " << X(xmax) << "," << Y(peak) << "\"/>\n";
+  const char* colors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+  for (const auto& p : points) {
+    double x = p["intensity"], y = p["achieved_flop_per_s"];
+    int c = p["class_index"];
+    double r = 3 + std::min(12.0, std::sqrt(p["time_ns"].get<double>() / 1e5));
+    out << "<circle cx=\"" << X(x) << "\" cy=\"" << Y(y) << "\" r=\"" << r << "\" fill=\"" << colors[c % 10]
+        << "\" fill-opacity=\"0.6\"><title>" << p["name"].get<std::string>() << " (" << p["class"].get<std::string>() << ")</title></circle>\n";
+  }
+  double ly = T + 10;
+  for (int c = 0; c < kKernelClassCount; ++c) {
+    bool used = false;
+    for (const auto& p : points) used |= p["class_index"] == c;
+    if (!used) continue;
+    out << "<circle cx=\"" << W - R - 110 << "\" cy=\"" << ly << "\" r=\"5\" fill=\"" << colors[c] << "\"/><text x=\"" << W - R - 100
+        << "\" y=\"" << ly + 4 << "\">" << to_string(static_cast<KernelClass>(c)) << "</text>\n";
+    ly += 16;
+  }
+  out << "</svg>\n";
+}
+
+}  // namespace
+
+void add_roofline(CLI::App& sub, Action& action) {
+  static std::string trace, hw, dtype = "fp32", unit, flops, bytes, json_out, svg_out, source_hw;
+  sub.add_option("TRACE", trace, "a trace: plot its kernels (otherwise: the calculator)");
+  sub.add_option("--hw", hw, "hardware preset or spec file (calculator default: h200-sxm; trace: its own GPU)");
+  sub.add_option("--dtype", dtype, "precision (fp64 fp32 tf32 bf16 fp16 fp8 int8)")->capture_default_str();
+  sub.add_option("--unit", unit, "simt or tensor (default: tensor where the precision has it)");
+  sub.add_option("--flops", flops, "floating-point operations of the kernel");
+  sub.add_option("--bytes", bytes, "bytes it moves to and from memory");
+  sub.add_option("--source-hw", source_hw, "the trace's GPU, if its device name does not tell");
+  sub.add_option("--svg", svg_out, "write the roofline plot of the trace's kernels to FILE");
+  sub.add_option("--json", json_out, "write JSON to FILE ('-' for stdout)");
+  sub.callback([&action] {
+    action = [] {
+      auto d = dtype_from_string(dtype);
+      if (!d) throw InputError("--dtype " + dtype + ": unknown (fp64, fp32, tf32, bf16, fp16, fp8, int8)");
+      if (trace.empty()) {
+        if (flops.empty() || bytes.empty()) throw InputError("roofline: give --flops and --bytes (or a TRACE)");
+        HwSpec h = load_hw(hw.empty() ? "h200-sxm" : hw);
+        ComputeUnit u = unit.empty() ? h.gpu.best_unit(*d) : unit == "simt" ? ComputeUnit::Simt : ComputeUnit::Tensor;
+        if (!unit.empty() && unit != "simt" && unit != "tensor") throw InputError("--unit must be simt or tensor");
+        RooflineInput in{*d, u, parse_amount(flops, "--flops"), parse_amount(bytes, "--bytes"), MemLevel::Hbm, false, -1, -1};
+        RooflineResult r = roofline(h.gpu, in);
+        json j = {{"hw", h.name}, {"dtype", to_string(*d)}, {"unit", to_string(u)}, {"peak_flop_per_s", r.peak},
+                  {"bandwidth_bytes_per_s", r.bandwidth}, {"ridge_flop_per_byte", r.ridge_flop_per_byte},
+                  {"intensity_flop_per_byte", in.bytes > 0 ? in.flops / in.bytes : 0.0}, {"attainable_flop_per_s", r.attainable_flop_per_s},
+                  {"time_ns", r.time_ns}, {"bound", to_string(r.bound)}};
+        if (!json_out.empty()) write_output(json_out, [&](std::ostream& o) { o << j.dump(2) << "\n"; });
+        if (json_out != "-")
+          std::printf("%s %s on %s: peak %s, bandwidth %s, ridge %.4g FLOP/byte\n  intensity %.4g FLOP/byte: attainable %s, "
+                      "time %s, %s-bound\n",
+                      to_string(*d), to_string(u), h.name.c_str(), format_op_rate(r.peak).c_str(), format_bandwidth(r.bandwidth).c_str(),
+                      r.ridge_flop_per_byte, j["intensity_flop_per_byte"].get<double>(), format_op_rate(r.attainable_flop_per_s).c_str(),
+                      format_duration(r.time_ns).c_str(), to_string(r.bound));
+        return 0;
+      }
+      Trace t = load_trace(trace);
+      HwSpec src = source_spec(t, source_hw);
+      HwSpec h = hw.empty() ? src : load_hw(hw);
+      auto work = estimate_work(t, src);
+      // One point per kernel name: summed work over summed measured time.
+      std::map<StrId, json> agg;
+      for (OpId i = 0; i < t.ops.size(); ++i) {
+        const Op& o = t.ops[i];
+        if (o.kind != OpKind::Kernel || (o.flags & Op::kFlagNccl)) continue;
+        json& p = agg[o.name];
+        if (p.is_null())
+          p = {{"name", t.name(o)}, {"class", to_string(work[i].cls)}, {"class_index", static_cast<int>(work[i].cls)},
+               {"dtype", to_string(work[i].dtype)}, {"flops", 0.0}, {"bytes", 0.0}, {"time_ns", 0.0}, {"count", 0}, {"from_shapes", work[i].from_shapes}};
+        p["flops"] = p["flops"].get<double>() + work[i].flops;
+        p["bytes"] = p["bytes"].get<double>() + work[i].bytes;
+        p["time_ns"] = p["time_ns"].get<double>() + static_cast<double>(o.duration());
+        p["count"] = p["count"].get<int>() + 1;
+      }
+      std::vector<json> points;
+      for (auto& [k, p] : agg) {
+        double f = p["flops"], b = p["bytes"], tn = p["time_ns"];
+        p["intensity"] = b > 0 ? f / b : 1e4;
+        p["achieved_flop_per_s"] = tn > 0 ? f / (tn * 1e-9) : 0;
+        p["achieved_bytes_per_s"] = tn > 0 ? b / (tn * 1e-9) : 0;
+        points.push_back(p);
+      }
+      std::sort(points.begin(), points.end(), [](const json& a, const json& b) { return a["time_ns"].get<double>() > b["time_ns"].get<double>(); });
+      if (!svg_out.empty()) write_output(svg_out, [&](std::ostream& o) { write_svg(o, h, *d, points); });
+      json j = {{"trace", t.source}, {"hw", h.name}, {"kernels", points}};
+      if (!json_out.empty()) write_output(json_out, [&](std::ostream& o) { o << j.dump(1) << "\n"; });
+      if (json_out != "-") {
+        std::printf("%-48s %-11s %6s %12s %12s %14s %s\n", "kernel", "class", "count", "time", "FLOP/byte", "achieved", "work from");
+        for (std::size_t i = 0; i < points.size() && i < 25; ++i) {
+          const json& p = points[i];
+          std::printf("%-48s %-11s %6d %12s %12.3g %14s %s\n", short_name(p["name"], 46).c_str(), p["class"].get<std::string>().c_str(),
+                      p["count"].get<int>(), format_duration(static_cast<TimeNs>(p["time_ns"].get<double>())).c_str(),
+                      p["intensity"].get<double>(), format_op_rate(p["achieved_flop_per_s"]).c_str(),
+                      p["from_shapes"].get<bool>() ? "shapes" : "duration");
+        }
+      }
+      return 0;
+    };
+  });
+}
+
+}  // namespace bneck
