@@ -209,6 +209,7 @@ HwSpec parse_hw(const json& j, const std::string& origin) {
   n.pcie_bandwidth = f.unit("node", "pcie_bandwidth", bw, 0.0);
   n.pcie_latency = f.unit("node", "pcie_latency", dur, TimeNs{0});
   n.pageable_bandwidth = f.unit("node", "pageable_bandwidth", bw, 0.0);
+  n.pageable_chunk = f.unit("node", "pageable_chunk", bytes, Bytes{0});
   if (j.contains("node") && j["node"].contains("host")) n.host = j["node"]["host"].get<std::string>();
   ClusterSpec& c = h.cluster;
   c.nodes = f.count("cluster", "nodes", 1);

@@ -55,6 +55,7 @@ struct NodeSpec {
   double pcie_bandwidth = 0;         // bytes/s per direction (pinned memory copies)
   TimeNs pcie_latency = 0;
   double pageable_bandwidth = 0;     // bytes/s host<->device through a pageable staging buffer
+  Bytes pageable_chunk = 0;          // pageable copies up to this size go at the pinned rate
   std::string host;
 };
 

@@ -172,6 +172,34 @@ bool op_work(const std::string& op, const std::vector<std::vector<std::int64_t>>
 
 }  // namespace
 
+KernelEstimate model_kernel(const Trace& t, OpId k, const KernelWork& w, const HwSpec& hw) {
+  KernelEstimate e;
+  const GpuSpec& g = hw.gpu;
+  RooflineInput in{w.dtype, w.unit, w.flops, w.bytes, MemLevel::Hbm, true, -1, -1};
+  RooflineResult r = roofline(g, in);
+  double compute_s = r.compute_time_s, memory_s = r.memory_time_s;
+  if (const LaunchConfig* lc = t.launch(t.ops[k])) {
+    std::uint64_t blocks = std::uint64_t{lc->grid[0]} * lc->grid[1] * lc->grid[2];
+    std::uint32_t threads = std::uint32_t{lc->block[0]} * lc->block[1] * lc->block[2];
+    OccupancyResult occ = occupancy(g, {threads, lc->registers, Bytes{lc->static_smem} + lc->dynamic_smem});
+    Waves wv = wave_quantization(blocks, std::max<std::uint32_t>(1, occ.blocks_per_sm), g.sm_count);
+    e.waves = wv.waves;
+    e.wave_efficiency = wv.efficiency;
+    if (blocks > 0 && blocks < g.sm_count) {
+      double f = static_cast<double>(blocks) / g.sm_count;  // only some SMs work
+      compute_s /= f;
+      memory_s /= f;
+    } else if (wv.efficiency > 0) {
+      compute_s /= wv.efficiency;
+    }
+  }
+  double s = std::max(compute_s, memory_s);
+  e.bound = compute_s >= memory_s ? Bound::Compute : Bound::Memory;
+  e.time_ns = static_cast<TimeNs>(std::llround(s * 1e9)) + g.kernel_tail;
+  if (static_cast<double>(g.kernel_tail) > s * 1e9) e.bound = Bound::Latency;
+  return e;
+}
+
 std::vector<KernelWork> estimate_work(const Trace& t, const HwSpec& source) {
   std::vector<KernelWork> work(t.ops.size());
   // Innermost aten range with sizes around each launch call: ranges sorted by start per thread.
@@ -223,20 +251,21 @@ std::vector<KernelWork> estimate_work(const Trace& t, const HwSpec& source) {
       w.op = op;
     }
   }
-  // Inference from the measured duration for the rest.
+  // Inference from the measured duration for the rest: the model is linear in the work beyond the
+  // tail, so one evaluation with a unit of work gives the work that takes the measured time.
+  constexpr double kUnit = 1e9;
   for (OpId i = 0; i < t.ops.size(); ++i) {
     const Op& o = t.ops[i];
     KernelWork& w = work[i];
     if (o.kind != OpKind::Kernel || w.from_shapes) continue;
-    double d = static_cast<double>(std::max<TimeNs>(0, o.duration() - source.gpu.kernel_tail)) * 1e-9;
-    if (is_compute_class(w.cls)) {
-      RooflineInput in{w.dtype, w.unit, 1.0, 0.0, MemLevel::Hbm, false, -1, -1};
-      w.flops = d * roofline(source.gpu, in).peak;
-      w.bytes = 0;
-    } else {
-      w.bytes = d * source.gpu.memory_bandwidth * source.gpu.memory_efficiency;
-      w.flops = 0;
-    }
+    bool math = is_compute_class(w.cls);
+    KernelWork unit = w;
+    unit.flops = math ? kUnit : 0;
+    unit.bytes = math ? 0 : kUnit;
+    double per_unit = static_cast<double>(model_kernel(t, i, unit, source).time_ns - source.gpu.kernel_tail);
+    double d = static_cast<double>(std::max<TimeNs>(0, o.duration() - source.gpu.kernel_tail));
+    double amount = per_unit > 0 ? d / per_unit * kUnit : 0;
+    (math ? w.flops : w.bytes) = amount;
   }
   return work;
 }

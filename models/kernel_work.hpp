@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "hw/spec.hpp"
+#include "models/roofline.hpp"
 #include "traces/ir.hpp"
 
 namespace bneck {
@@ -41,6 +42,17 @@ struct KernelWork {
   bool from_shapes = false;   // false: inferred from the measured duration
   std::string op;             // the aten op it came from, if any
 };
+
+struct KernelEstimate {
+  TimeNs time_ns = 0;
+  Bound bound = Bound::Memory;
+  double waves = 0, wave_efficiency = 1;
+};
+
+// The model's time for kernel `k` of the trace, doing work `w`, on `hw`: the roofline of the work
+// on the GPU's rates, with small grids (fewer blocks than SMs) getting the fraction blocks/SMs of
+// those rates and larger ones dividing the math time by the wave efficiency, plus the kernel tail.
+KernelEstimate model_kernel(const Trace& t, OpId k, const KernelWork& w, const HwSpec& hw);
 
 // Work of every kernel of the trace (indexed by op id; non-kernels left default), with `source`
 // the spec of the GPU the trace was captured on (for inference).

@@ -14,34 +14,6 @@ const char* to_string(DurationMode m) {
   return names[static_cast<int>(m)];
 }
 
-KernelEstimate model_kernel(const Trace& t, OpId k, const KernelWork& w, const HwSpec& hw) {
-  KernelEstimate e;
-  const GpuSpec& g = hw.gpu;
-  RooflineInput in{w.dtype, w.unit, w.flops, w.bytes, MemLevel::Hbm, true, -1, -1};
-  RooflineResult r = roofline(g, in);
-  double compute_s = r.compute_time_s, memory_s = r.memory_time_s;
-  if (const LaunchConfig* lc = t.launch(t.ops[k])) {
-    std::uint64_t blocks = std::uint64_t{lc->grid[0]} * lc->grid[1] * lc->grid[2];
-    std::uint32_t threads = std::uint32_t{lc->block[0]} * lc->block[1] * lc->block[2];
-    OccupancyResult occ = occupancy(g, {threads, lc->registers, Bytes{lc->static_smem} + lc->dynamic_smem});
-    Waves wv = wave_quantization(blocks, std::max<std::uint32_t>(1, occ.blocks_per_sm), g.sm_count);
-    e.waves = wv.waves;
-    e.wave_efficiency = wv.efficiency;
-    if (blocks > 0 && blocks < g.sm_count) {
-      double f = static_cast<double>(blocks) / g.sm_count;  // only some SMs work
-      compute_s /= f;
-      memory_s /= f;
-    } else if (wv.efficiency > 0) {
-      compute_s /= wv.efficiency;
-    }
-  }
-  double s = std::max(compute_s, memory_s);
-  e.bound = compute_s >= memory_s ? Bound::Compute : Bound::Memory;
-  e.time_ns = static_cast<TimeNs>(std::llround(s * 1e9)) + g.kernel_tail;
-  if (static_cast<double>(g.kernel_tail) > s * 1e9) e.bound = Bound::Latency;
-  return e;
-}
-
 TimeNs model_device_op(const Trace& t, OpId i, const KernelWork& w, const HwSpec& hw) {
   const Op& o = t.ops[i];
   if (o.kind == OpKind::Kernel) return model_kernel(t, i, w, hw).time_ns;

@@ -25,14 +25,6 @@ namespace bneck {
 enum class DurationMode : std::uint8_t { Measured = 0, Model = 1, Hybrid = 2 };
 const char* to_string(DurationMode m);
 
-struct KernelEstimate {
-  TimeNs time_ns = 0;
-  Bound bound = Bound::Memory;
-  double waves = 0, wave_efficiency = 1;
-};
-
-// The model's time for kernel `k` (with work `w`) on `hw`.
-KernelEstimate model_kernel(const Trace& t, OpId k, const KernelWork& w, const HwSpec& hw);
 // The model's time for any device op on `hw` (kernels, copies, memsets).
 TimeNs model_device_op(const Trace& t, OpId i, const KernelWork& w, const HwSpec& hw);
 

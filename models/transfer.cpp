@@ -1,5 +1,6 @@
 #include "models/transfer.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace bneck {
@@ -15,7 +16,12 @@ TimeNs transfer_time(const HwSpec& hw, MemcpyKind kind, MemKind src, MemKind dst
   switch (kind) {
     case MemcpyKind::HtoD: case MemcpyKind::DtoH: case MemcpyKind::HtoA: case MemcpyKind::AtoH:
     case MemcpyKind::UvmHtoD: case MemcpyKind::UvmDtoH:
-      return n.pcie_latency + over(b, pageable && n.pageable_bandwidth > 0 ? n.pageable_bandwidth : n.pcie_bandwidth);
+      if (!pageable || n.pageable_bandwidth <= 0) return n.pcie_latency + over(b, n.pcie_bandwidth);
+      {
+        // Through the staging buffer: the first chunk at the pinned rate, the rest at the host's.
+        double first = std::min(b, static_cast<double>(n.pageable_chunk));
+        return n.pcie_latency + over(first, n.pcie_bandwidth) + over(b - first, n.pageable_bandwidth);
+      }
     case MemcpyKind::PtoP:
       return (n.nvlink_bandwidth > 0 ? n.nvlink_latency : n.pcie_latency) +
              over(b, n.nvlink_bandwidth > 0 ? n.nvlink_bandwidth : n.pcie_bandwidth);

@@ -1,6 +1,7 @@
 // Model card: transfers and launch overhead.
 // Captures: a copy costs a fixed latency plus bytes over the bandwidth of the path it takes:
-//   H2D/D2H pinned over PCIe, pageable through the host staging buffer, D2D through HBM (read
+//   H2D/D2H pinned over PCIe, pageable through the host staging buffer (the first chunk at the
+//   pinned rate, the rest at the host copy rate), D2D through HBM (read
 //   and write), peer over NVLink (PCIe without). A kernel launch costs the host its submission
 //   time and the GPU a launch latency; a CUDA graph launch submits once and its nodes follow each
 //   other after the graph-node latency.

@@ -1,0 +1,217 @@
+// Cost models: every expected number is computed by hand in the comment beside it.
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "helpers.hpp"
+#include "models/access.hpp"
+#include "models/kernel_work.hpp"
+#include "models/occupancy.hpp"
+#include "models/retarget.hpp"
+#include "models/roofline.hpp"
+#include "models/transfer.hpp"
+#include "tools/views/replay_view.hpp"
+#include <cmath>
+#include "sim/base/error.hpp"
+
+using namespace bneck;
+using namespace bneck::test;
+
+TEST_CASE("roofline on the text's teaching device", "[models][roofline]") {
+  // 120 TFLOP/s over 2 TB/s: the ridge is 60 FLOP/byte. FP32 vector addition does 1 FLOP per
+  // 12 bytes (two 4-byte loads, one store), so it attains 2e12 / 12 = 0.1667 TFLOP/s.
+  HwSpec h = load_hw("hypothetical-120tf-2tbs");
+  RooflineResult r = roofline(h.gpu, {Dtype::FP32, ComputeUnit::Simt, 1e9, 12e9, MemLevel::Hbm, false, -1, -1});
+  CHECK(r.ridge_flop_per_byte == Approx(60));
+  CHECK(r.attainable_flop_per_s == Approx(0.16667e12).epsilon(1e-4));
+  CHECK(r.bound == Bound::Memory);
+  CHECK(r.time_ns == 6'000'000);  // 12e9 bytes at 2 TB/s = 6 ms
+  // At 120 FLOP/byte it is compute-bound: 120e9 FLOPs take 1 ms.
+  RooflineResult c = roofline(h.gpu, {Dtype::FP32, ComputeUnit::Simt, 120e9, 1e9, MemLevel::Hbm, false, -1, -1});
+  CHECK(c.bound == Bound::Compute);
+  CHECK(c.time_ns == 1'000'000);
+}
+
+TEST_CASE("coalescing counts 32-byte sectors", "[models][coalescing]") {
+  // 32 neighbouring floats: 128 bytes = 4 sectors, all used.
+  Coalescing a = coalesce(4, 1);
+  CHECK(a.sectors_per_request == 4);
+  CHECK(a.bytes_moved == 128);
+  CHECK(a.efficiency == Approx(1.0));
+  // Stride of 8 floats = 32 bytes: every thread in its own sector, 32 sectors, 1/8 used.
+  Coalescing b = coalesce(4, 8);
+  CHECK(b.sectors_per_request == 32);
+  CHECK(b.efficiency == Approx(0.125));
+  // Stride 2: 256 bytes spanned, 8 sectors, half used. 8-byte elements, stride 1: 8 sectors.
+  CHECK(coalesce(4, 2).sectors_per_request == 8);
+  CHECK(coalesce(8, 1).sectors_per_request == 8);
+}
+
+TEST_CASE("tiling intensity and Amdahl's law", "[models]") {
+  // A square FP32 tile of width b: 2b^2 FLOPs per 2b * 4 bytes = b / 4.
+  CHECK(tile_flop_per_byte(16, 4) == Approx(4));
+  CHECK(tile_flop_per_byte(128, 4) == Approx(32));
+  CHECK(tile_flop_per_byte(128, 2) == Approx(64));  // bf16: b / 2
+  // A 5 ms kernel 3x faster in a 100 ms serial run: 100 * (0.95 + 0.05 / 3) = 96.667 ms, 3.33 ms saved.
+  CHECK(100.0 / amdahl_speedup(0.05, 3) == Approx(96.6667).epsilon(1e-5));
+  // Removing it leaves 95 ms.
+  CHECK(100.0 / amdahl_speedup(0.05, 0) == Approx(95.0));
+}
+
+TEST_CASE("occupancy as the calculator computes it", "[models][occupancy]") {
+  HwSpec h = load_hw("h200-sxm");
+  // 256 threads (8 warps), 64 registers: 2048 registers a warp, 65536 / 2048 = 32 warps = 4 blocks.
+  // 48 KiB + 1 KiB reserved = 50176 bytes a block: 233472 / 50176 = 4 blocks. 4 blocks = 32 warps = 50 %.
+  OccupancyResult r = occupancy(h.gpu, {256, 64, 48 * 1024});
+  CHECK(r.blocks_per_sm == 4);
+  CHECK(r.warps_per_sm == 32);
+  CHECK(r.occupancy == Approx(0.5));
+  CHECK(r.by_registers == 4);
+  CHECK(r.by_shared_memory == 4);
+  // 1024 threads at 32 registers: 2 blocks by warps (64 / 32); 255 registers x 1024 threads does not fit.
+  CHECK(occupancy(h.gpu, {1024, 32, 0}).blocks_per_sm == 2);
+  CHECK(occupancy(h.gpu, {1024, 255, 0}).blocks_per_sm == 0);
+  // 32 threads (1 warp), 16 registers: 64 blocks would fit by warps, the block limit allows 32.
+  OccupancyResult s = occupancy(h.gpu, {32, 16, 0});
+  CHECK(s.blocks_per_sm == 32);
+  CHECK(s.by_warps == 64);
+  CHECK(s.limiter == "blocks");
+  CHECK(s.occupancy == Approx(0.5));
+}
+
+TEST_CASE("occupancy equals the CUDA occupancy API on an H200", "[models][occupancy]") {
+  // validate/reference/h200/occupancy.json: cudaOccupancyMaxActiveBlocksPerMultiprocessor for
+  // kernels of 10..255 registers, 32..1024 threads, 0..227 KiB of dynamic shared memory.
+  std::ifstream in(source_dir() + "/validate/reference/h200/occupancy.json");
+  REQUIRE(in);
+  auto j = nlohmann::json::parse(in);
+  HwSpec h = load_hw("h200-sxm");
+  CHECK(j["smem_per_sm"].get<Bytes>() == h.gpu.shared_memory_per_sm);
+  CHECK(j["reserved_smem_per_block"].get<Bytes>() == h.gpu.reserved_shared_memory_per_block);
+  std::size_t rows = 0, equal = 0;
+  for (const auto& r : j["rows"]) {
+    OccupancyInput q{r["threads"].get<std::uint32_t>(), r["regs"].get<std::uint32_t>(),
+                     r["static_smem"].get<Bytes>() + r["dynamic_smem"].get<Bytes>()};
+    OccupancyResult o = occupancy(h.gpu, q);
+    ++rows;
+    if (o.blocks_per_sm == r["blocks_per_sm"].get<std::uint32_t>()) ++equal;
+    else INFO(r.dump() << " bneck: " << o.blocks_per_sm << " (" << o.limiter << ")");
+    CHECK(o.blocks_per_sm == r["blocks_per_sm"].get<std::uint32_t>());
+  }
+  CHECK(rows > 1000);
+  CHECK(equal == rows);
+}
+
+TEST_CASE("wave quantization", "[models]") {
+  // 132 SMs, 1 block each: 264 blocks are 2 full waves; 133 blocks also take 2 waves, 133/264 used.
+  Waves a = wave_quantization(264, 1, 132);
+  CHECK(a.waves == 2);
+  CHECK(a.efficiency == Approx(1.0));
+  Waves b = wave_quantization(133, 1, 132);
+  CHECK(b.waves == 2);
+  CHECK(b.efficiency == Approx(133.0 / 264));
+}
+
+TEST_CASE("transfers: latency plus bytes over the path's bandwidth", "[models][transfer]") {
+  HwSpec h = load_hw("h200-sxm");
+  // Pinned H2D, 256 MiB: 2 us + 268435456 B / 55 GB/s = 2 us + 4.8806 ms = 4.883 ms (measured 4.84-4.86).
+  CHECK(transfer_time(h, MemcpyKind::HtoD, MemKind::Pinned, MemKind::Device, 256ull << 20) == Approx(4'882'645).epsilon(1e-5));
+  // Pageable, 256 MiB: first 1 MiB at 55 GB/s (19.07 us), 255 MiB at 6.5 GB/s (41.136 ms), + 2 us = 41.158 ms (measured 40.9-41.7).
+  CHECK(transfer_time(h, MemcpyKind::HtoD, MemKind::Pageable, MemKind::Device, 256ull << 20) == Approx(41'157'540).epsilon(1e-4));
+  // D2D, 256 MiB: read and write, 2 x 268435456 B / (4.8 TB/s x 0.9) = 124.28 us, + 0.7 us tail.
+  CHECK(transfer_time(h, MemcpyKind::DtoD, MemKind::Device, MemKind::Device, 256ull << 20) == Approx(124'976).epsilon(1e-4));
+}
+
+TEST_CASE("hardware presets: every number sourced, extends resolved, errors named", "[hw]") {
+  auto names = hw_preset_names();
+  for (const char* want : {"h200-sxm", "h100-sxm", "h100-pcie", "a100-sxm-80gb", "b200", "l40s", "rtx3090", "rtx2080ti",
+                           "v100-sxm2", "hypothetical-120tf-2tbs"})
+    CHECK(std::find(names.begin(), names.end(), want) != names.end());
+  for (const auto& n : names) {
+    INFO(n);
+    HwSpec h = load_hw(n);
+    CHECK(unsourced_fields(h).empty());
+    CHECK(h.gpu.sm_count > 0);
+    CHECK(h.gpu.peak_of(Dtype::FP32, ComputeUnit::Simt) > 0);
+  }
+  HwSpec h200 = load_hw("h200-sxm");
+  CHECK(h200.chain == std::vector<std::string>{"h200-sxm", "h100-sxm"});
+  CHECK(h200.gpu.memory_bandwidth == Approx(4.8e12));              // its own
+  CHECK(h200.gpu.peak_of(Dtype::BF16, ComputeUnit::Tensor) == Approx(989.4e12));  // inherited
+  CHECK(h200.gpu.l2_bytes == 62914560);
+  CHECK_THROWS_WITH(load_hw("h300-imaginary"), Catch::Contains("no such hardware preset"));
+  nlohmann::json bad = nlohmann::json::parse(R"({"name": "x", "gpu": {"sm_count": 10, "memory_bandwidth": "fast", "peak": {"fp32": {"simt": "1 TFLOP/s"}}}})");
+  CHECK_THROWS_WITH(parse_hw(bad, "x.json"), Catch::Contains("x.json") && Catch::Contains("gpu.memory_bandwidth"));
+}
+
+TEST_CASE("kernel classes, precisions and NVTX shapes", "[models][work]") {
+  CHECK(classify_kernel("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_bias_TNT") == KernelClass::Gemm);
+  CHECK(classify_kernel("void cutlass::Kernel2<cutlass_80_simt_sgemm_128x256_8x4_nt_align1>(T1::Params)") == KernelClass::Gemm);
+  CHECK(classify_kernel("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7") == KernelClass::Attention);
+  CHECK(classify_kernel("void cudnn::fusion::convert_dq_to_16bits<(bool)1>(const void *)") != KernelClass::Conv);
+  CHECK(classify_kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096>)") == KernelClass::Communication);
+  CHECK(classify_kernel("void at::native::vectorized_layer_norm_kernel<float, float, (bool)0>") == KernelClass::Norm);
+  CHECK(classify_kernel("implicit_convolve_sgemm") == KernelClass::Conv);
+  CHECK(kernel_dtype("void op_mul<__nv_bfloat16>(const T1 *, T1 *, unsigned long)") == Dtype::BF16);
+  CHECK(kernel_dtype("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize256x128x8") == Dtype::FP32);
+  CHECK(kernel_dtype("nvjet_sm90_tst_128x256_64x4_2x1_v_bz_coopA_NTN") == Dtype::BF16);
+  auto sz = parse_nvtx_sizes("aten::addmm, seq = 3, op_id = 9, sizes = [[6144], [8192, 2048], [2048, 6144]], input_op_ids = [(0,-1)]");
+  REQUIRE(sz.size() == 3);
+  CHECK(sz[0] == std::vector<std::int64_t>{6144});
+  CHECK(sz[2] == std::vector<std::int64_t>{2048, 6144});
+  CHECK(parse_nvtx_sizes("aten::empty, sizes = [[], []]").size() == 2);
+  CHECK(parse_nvtx_sizes("iter0").empty());
+}
+
+TEST_CASE("work from recorded shapes: the QKV projection of block_bf16", "[models][work][shared]") {
+  // aten::addmm [[6144], [8192, 2048], [2048, 6144]]: 2 x 8192 x 2048 x 6144 = 206.16 GFLOP.
+  Trace t = load_trace(h200("block_bf16.sqlite"));
+  auto work = estimate_work(t, load_hw("h200-sxm"));
+  std::size_t found = 0;
+  for (OpId i = 0; i < t.ops.size(); ++i)
+    if (work[i].from_shapes && work[i].op == "aten::addmm" && work[i].flops == Approx(2.0 * 8192 * 2048 * 6144)) ++found;
+  CHECK(found >= 10);  // 2 blocks x 5 steps
+}
+
+TEST_CASE("retargeting H200 -> H100 SXM follows the specs", "[models][retarget][shared]") {
+  // Same GH100 compute (132 SMs, same peaks), 3.35 instead of 4.8 TB/s: a compute-bound GEMM keeps
+  // its time, a memory-bound kernel takes 4.8 / 3.35 = 1.433x longer (same efficiency).
+  Trace t = load_trace(h200("block_bf16.sqlite"));
+  RetargetCostModel m(t, load_hw("h200-sxm"), load_hw("h100-sxm"), DurationMode::Hybrid);
+  std::size_t gemms = 0, memory = 0;
+  for (OpId i = 0; i < t.ops.size(); ++i) {
+    const Op& o = t.ops[i];
+    if (o.kind != OpKind::Kernel || o.duration() < 50'000) continue;
+    const KernelWork& w = m.work()[i];
+    KernelEstimate e = model_kernel(t, i, w, m.target());
+    double ratio = static_cast<double>(m.device_time(i)) / static_cast<double>(o.duration());
+    if (w.cls == KernelClass::Gemm && e.bound == Bound::Compute) {
+      CHECK(ratio == Approx(1.0).epsilon(1e-3));
+      ++gemms;
+    } else if (e.bound == Bound::Memory && w.flops == 0) {
+      double tail = 700, d = static_cast<double>(o.duration());
+      CHECK(ratio == Approx(((d - tail) * 4.8 / 3.35 + tail) / d).epsilon(2e-3));
+      ++memory;
+    }
+  }
+  CHECK(gemms > 50);
+  CHECK(memory > 10);
+}
+
+TEST_CASE("model-mode replay of the block traces stays within 15 % of measured", "[models][e2e][shared]") {
+  for (const char* f : {"block_fp32.sqlite", "block_bf16.sqlite"}) {
+    INFO(f);
+    Trace t = load_trace(h200(f));
+    ReplayOptions opt;
+    opt.range_regex = "step.*";
+    opt.durations = "model";
+    opt.durations_explicit = true;
+    ReplayReport rep = run_replay(t, opt);
+    REQUIRE(rep.ranges.size() == 5);
+    for (const auto& r : rep.ranges) {
+      double e = std::fabs(static_cast<double>(r.simulated_span_ns - r.measured_span_ns)) / static_cast<double>(r.measured_span_ns);
+      INFO(r.name << " measured " << r.measured_span_ns << " model " << r.simulated_span_ns);
+      CHECK(e <= 0.15);
+    }
+  }
+}
