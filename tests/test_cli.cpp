@@ -165,3 +165,60 @@ TEST_CASE("replay writes a loadable Chrome trace atomically, info and ops work",
   REQUIRE(ops.code == 0);
   CHECK(nlohmann::json::parse(ops.out)["matched"] == 12);
 }
+
+TEST_CASE("calculators answer the text's worked examples with the documented JSON keys", "[cli][models]") {
+  auto js = [](const std::string& args) {
+    Run r = run(args + " --json -");
+    INFO(args << "\n" << r.err);
+    REQUIRE(r.code == 0);
+    return nlohmann::json::parse(r.out);
+  };
+  auto roof = js("roofline --hw hypothetical-120tf-2tbs --dtype fp32 --flops 1e9 --bytes 12e9");
+  CHECK(roof["ridge_flop_per_byte"].get<double>() == Approx(60));
+  CHECK(roof["attainable_flop_per_s"].get<double>() == Approx(0.16667e12).epsilon(1e-4));
+  CHECK(roof["bound"] == "memory");
+  CHECK(roof.contains("time_ns"));
+  auto occ = js("occupancy --hw h200-sxm --threads 256 --regs 64 --smem '48 KiB'");
+  CHECK(occ["blocks_per_sm"] == 4);
+  CHECK(occ["warps_per_sm"] == 32);
+  CHECK(occ["occupancy"].get<double>() == Approx(0.5));
+  CHECK(occ.contains("limiter"));
+  auto c1 = js("coalesce --elem-bytes 4 --stride 1");
+  CHECK(c1["sectors_per_request"] == 4);
+  auto c8 = js("coalesce --elem-bytes 4 --stride 8");
+  CHECK(c8["sectors_per_request"] == 32);
+  CHECK(c8["bytes_moved"] == 1024);
+  CHECK(c8["efficiency"].get<double>() == Approx(0.125));
+  CHECK(js("tile --width 64 --dtype fp32")["flop_per_byte"].get<double>() == Approx(16));
+  auto am = js("amdahl --fraction 0.05 --factor 3 --total '100 ms'");
+  CHECK(am["speedup"].get<double>() == Approx(100.0 / 96.6667).epsilon(1e-5));
+  CHECK(am["saved_ns"].get<TimeNs>() == Approx(3'333'333).margin(1));
+  CHECK(js("amdahl --fraction 0.05 --factor inf --total '100 ms'")["predicted_ns"] == 95'000'000);
+  auto list = js("hw list");
+  CHECK(list.size() >= 10);
+  auto show = js("hw show h200-sxm");
+  CHECK(show["unsourced"].empty());
+  CHECK(run("occupancy --hw nope --threads 1 --regs 1").code == 2);
+  CHECK(run("roofline --dtype fp7 --flops 1 --bytes 1").code == 2);
+}
+
+TEST_CASE("replay --hw retargets and writes a roofline table; roofline TRACE draws an SVG", "[cli][models]") {
+  Run r = run("replay '" + demo_trace() + "' --hw h100-sxm --json -");
+  REQUIRE(r.code == 0);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["model"] == "hybrid");
+  CHECK(j["source_hw"] == "h200-sxm");
+  CHECK(j["target_hw"] == "h100-sxm");
+  REQUIRE(j["roofline"].size() > 0);
+  for (const char* k : {"class", "ops", "measured_ns", "model_source_ns", "predicted_ns", "bound", "achieved_fraction_of_peak"})
+    CHECK(j["roofline"][0].contains(k));
+  // A slower-memory GPU makes this memory- and copy-heavy pipeline no faster.
+  CHECK(j["makespan_ns"].get<TimeNs>() >= j["measured_makespan_ns"].get<TimeNs>());
+  fs::path svg = tmp_dir() / "roofline.svg";
+  Run s = run("roofline '" + demo_trace() + "' --svg '" + svg.string() + "'");
+  REQUIRE(s.code == 0);
+  std::string text = slurp(svg);
+  CHECK(text.rfind("<svg", 0) == 0);
+  CHECK(text.find("<circle") != std::string::npos);
+  CHECK(run("replay '" + demo_trace() + "' --durations fast").code == 2);
+}
