@@ -179,7 +179,7 @@ KernelEstimate model_kernel(const Trace& t, OpId k, const KernelWork& w, const H
   RooflineResult r = roofline(g, in);
   double compute_s = r.compute_time_s, memory_s = r.memory_time_s;
   if (const LaunchConfig* lc = t.launch(t.ops[k])) {
-    std::uint64_t blocks = std::uint64_t{lc->grid[0]} * lc->grid[1] * lc->grid[2];
+    std::uint64_t blocks = std::uint64_t{lc->grid(0)} * lc->grid(1) * lc->grid(2);
     std::uint32_t threads = std::uint32_t{lc->block[0]} * lc->block[1] * lc->block[2];
     OccupancyResult occ = occupancy(g, {threads, lc->registers, Bytes{lc->static_smem} + lc->dynamic_smem});
     Waves wv = wave_quantization(blocks, std::max<std::uint32_t>(1, occ.blocks_per_sm), g.sm_count);

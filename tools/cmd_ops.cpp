@@ -48,7 +48,7 @@ void add_ops(CLI::App& sub, Action& action) {
             oj["duration_ns"] = op.duration();
             if (op.link != kNone) oj["launched_by"] = op.link;
             if (const LaunchConfig* lc = t.launch(op)) {
-              oj["grid"] = {lc->grid[0], lc->grid[1], lc->grid[2]};
+              oj["grid"] = {lc->grid(0), lc->grid(1), lc->grid(2)};
               oj["block"] = {lc->block[0], lc->block[1], lc->block[2]};
               oj["registers_per_thread"] = lc->registers;
               oj["shared_bytes"] = lc->static_smem + lc->dynamic_smem;
@@ -74,7 +74,7 @@ void add_ops(CLI::App& sub, Action& action) {
           std::string stream = ln.kind == LaneKind::Stream ? std::to_string(ln.native_id) : "t" + std::to_string(ln.native_id);
           std::string details;
           if (const LaunchConfig* lc = t.launch(op))
-            details = "  grid " + std::to_string(lc->grid[0]) + "x" + std::to_string(lc->grid[1]) + "x" + std::to_string(lc->grid[2]) +
+            details = "  grid " + std::to_string(lc->grid(0)) + "x" + std::to_string(lc->grid(1)) + "x" + std::to_string(lc->grid(2)) +
                       " block " + std::to_string(lc->block[0]) + "x" + std::to_string(lc->block[1]) + "x" + std::to_string(lc->block[2]) +
                       " regs " + std::to_string(lc->registers);
           if (const CopyInfo* ci = t.copy(op)) details = "  " + format_bytes(ci->bytes);

@@ -94,13 +94,20 @@ struct Op {
 };
 static_assert(sizeof(Op) == 32, "Op must stay compact");
 
-struct LaunchConfig {          // 28 bytes
-  std::uint32_t grid[3] = {1, 1, 1};
+struct LaunchConfig {          // 24 bytes; grid y and z are at most 65535 in CUDA
+  std::uint32_t grid_x = 1;
+  std::uint16_t grid_yz[2] = {1, 1};
+  std::uint32_t grid(int i) const { return i == 0 ? grid_x : grid_yz[i - 1]; }
+  void set_grid(int i, std::uint64_t v) {
+    if (i == 0) grid_x = static_cast<std::uint32_t>(std::min<std::uint64_t>(v, 0xFFFFFFFFu));
+    else grid_yz[i - 1] = static_cast<std::uint16_t>(std::min<std::uint64_t>(v, 0xFFFFu));
+  }
   std::uint16_t block[3] = {1, 1, 1};
   std::uint16_t registers = 0;           // per thread
   std::uint32_t static_smem = 0;         // bytes per block
   std::uint32_t dynamic_smem = 0;        // bytes per block
 };
+static_assert(sizeof(LaunchConfig) == 24, "LaunchConfig must stay compact");
 
 struct CopyInfo {              // memcpy and memset
   Bytes bytes = 0;

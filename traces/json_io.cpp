@@ -71,7 +71,7 @@ void write_trace_json(const Trace& t, std::ostream& out) {
         if (a->has_event) oj["event"] = a->event;
       }
     } else if (const LaunchConfig* lc = t.launch(o)) {
-      oj["grid"] = {lc->grid[0], lc->grid[1], lc->grid[2]};
+      oj["grid"] = {lc->grid(0), lc->grid(1), lc->grid(2)};
       oj["block"] = {lc->block[0], lc->block[1], lc->block[2]};
       oj["registers_per_thread"] = lc->registers;
       oj["static_shared_bytes"] = lc->static_smem;
@@ -291,7 +291,7 @@ class JsonReader {
           for (int k = 0; k < 3; ++k) {
             if (!g[static_cast<std::size_t>(k)].is_number_unsigned()) fail(rec, std::string("\"") + key + "\" entries must be positive integers");
             auto v = g[static_cast<std::size_t>(k)].get<std::uint64_t>();
-            if (key[0] == 'g') lc.grid[k] = static_cast<std::uint32_t>(std::min<std::uint64_t>(v, 0xFFFFFFFFu));
+            if (key[0] == 'g') lc.set_grid(k, v);
             else lc.block[k] = static_cast<std::uint16_t>(std::min<std::uint64_t>(v, 0xFFFFu));
           }
         }

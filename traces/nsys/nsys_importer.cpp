@@ -377,7 +377,7 @@ class Reader {
       if (!st.null(18) && st.i64(18) != 0) op.flags |= Op::kFlagGraphNode;
       LaunchConfig lc;
       for (int i = 0; i < 3; ++i) {
-        lc.grid[i] = static_cast<std::uint32_t>(std::max<std::int64_t>(1, st.i64(9 + i)));
+        lc.set_grid(i, static_cast<std::uint64_t>(std::max<std::int64_t>(1, st.i64(9 + i))));
         lc.block[i] = static_cast<std::uint16_t>(std::clamp<std::int64_t>(st.i64(12 + i), 1, 65535));
       }
       lc.registers = static_cast<std::uint16_t>(std::clamp<std::int64_t>(st.i64(15), 0, 65535));
