@@ -180,6 +180,20 @@ HwSpec parse_hw(const json& j, const std::string& origin) {
   g.compute_efficiency = f.number("gpu", "compute_efficiency", 1.0);
   if (g.memory_efficiency <= 0 || g.memory_efficiency > 1 || g.compute_efficiency <= 0 || g.compute_efficiency > 1)
     f.fail("gpu", "efficiencies must be in (0, 1]");
+  if (const json* acc = f.get("gpu", "access_efficiency")) {
+    if (!acc->is_object()) f.fail("gpu.access_efficiency", "must map access widths (\"4 B\") to efficiencies");
+    for (auto it = acc->begin(); it != acc->end(); ++it) {
+      std::string path = "gpu.access_efficiency." + it.key();
+      Bytes w = 0;
+      try {
+        w = parse_bytes(it.key());
+      } catch (const InputError& e) {
+        f.fail(path, e.what());
+      }
+      if (!it.value().is_number() || it.value().get<double>() <= 0 || it.value().get<double>() > 1) f.fail(path, "must be in (0, 1]");
+      g.access_efficiency[w] = it.value().get<double>();
+    }
+  }
   if (const json* peak = f.get("gpu", "peak")) {
     if (!peak->is_object()) f.fail("gpu.peak", "must be an object {dtype: {simt|tensor: rate}}");
     for (auto it = peak->begin(); it != peak->end(); ++it) {

@@ -41,6 +41,15 @@ struct GpuSpec {
   TimeNs graph_launch_overhead = 0;  // CPU time of one cudaGraphLaunch
   TimeNs kernel_tail = 0;            // fixed per-kernel cost besides the roofline (ramp, drain)
   double memory_efficiency = 1;      // achievable fraction of memory_bandwidth (streaming)
+  // Achievable fraction of memory_bandwidth by the bytes one thread accesses at once (2, 4, 8, 16);
+  // empty: memory_efficiency for every width.
+  std::map<Bytes, double> access_efficiency;
+  double access_efficiency_for(Bytes width) const {
+    if (access_efficiency.empty()) return memory_efficiency;
+    auto it = access_efficiency.lower_bound(width);
+    if (it == access_efficiency.end()) return std::prev(it)->second;
+    return it->second;
+  }
   double compute_efficiency = 1;     // achievable fraction of a peak rate
   double peak_of(Dtype d, ComputeUnit u) const { return peak[static_cast<int>(d)][static_cast<int>(u)]; }
   // The best unit for a dtype (tensor cores where they support it).

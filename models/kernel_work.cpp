@@ -129,6 +129,7 @@ bool op_work(const std::string& op, const std::vector<std::vector<std::int64_t>>
     double m = static_cast<double>(sz[1][0]), k = static_cast<double>(sz[1][1]), n = static_cast<double>(sz[2][1]);
     w.flops = 2 * m * n * k;
     w.bytes = (m * k + k * n + m * n + n) * elem;
+    w.weight_elems = k * n;
     return true;
   }
   if (is("aten::mm") && sz.size() >= 2 && sz[0].size() == 2 && sz[1].size() == 2) {
@@ -249,6 +250,7 @@ std::vector<KernelWork> estimate_work(const Trace& t, const HwSpec& source) {
       w.bytes = total.bytes / static_cast<double>(ks.size());
       w.from_shapes = true;
       w.op = op;
+      w.weight_elems = gets_math ? total.weight_elems / static_cast<double>(compute ? compute : ks.size()) : 0;
     }
   }
   // Inference from the measured duration for the rest: the model is linear in the work beyond the

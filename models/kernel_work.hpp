@@ -40,6 +40,7 @@ struct KernelWork {
   ComputeUnit unit = ComputeUnit::Simt;
   double flops = 0, bytes = 0;
   bool from_shapes = false;   // false: inferred from the measured duration
+  double weight_elems = 0;    // GEMM forward (addmm): elements of the weight operand (autocast casts it)
   std::string op;             // the aten op it came from, if any
 };
 

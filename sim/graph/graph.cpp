@@ -1,6 +1,7 @@
 #include "sim/graph/graph.hpp"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -10,7 +11,7 @@
 namespace bneck {
 
 const char* to_string(EdgeType t) {
-  static const char* const names[] = {"host_order", "launch", "graph_launch", "stream_order", "event", "host_sync", "explicit"};
+  static const char* const names[] = {"host_order", "launch", "graph_launch", "stream_order", "event", "host_sync", "explicit", "thread_wake"};
   return names[static_cast<int>(t)];
 }
 
@@ -103,6 +104,7 @@ class Builder {
       prev_on_lane[o.lane] = i;
       if (o.kind == OpKind::Api) {
         if (prev != kNone) in.push_back({prev, EdgeType::HostOrder, DepType::EndToStart, 0});
+        if (calibrate_) wake_edge(i, o, prev, in);
         host_edges(i, o, in);
       } else {
         if (o.link != kNone) {
@@ -192,6 +194,30 @@ class Builder {
       if (it != launched_.end())
         for (OpId d : it->second) sync_from(d);
     }
+  }
+
+  // See EdgeType::ThreadWake. Ops arrive in start order; per thread the last two API calls are
+  // kept, the latest of them that ended before `o` started is that thread's candidate.
+  static constexpr TimeNs kWakeGap = 20 * kNsPerUs;
+  void wake_edge(OpId i, const Op& o, OpId prev, std::vector<PendingEdge>& in) {
+    std::uint32_t proc = t_.lanes[o.lane].process;
+    auto& threads = recent_[proc];
+    TimeNs idle_from = prev == kNone ? std::numeric_limits<TimeNs>::min() : t_.ops[prev].end();
+    if (prev == kNone || o.start - idle_from > kWakeGap) {
+      OpId best = kNone;
+      for (auto& [lane, last2] : threads) {
+        if (lane == o.lane) continue;
+        for (OpId c : {last2.older, last2.newer}) {
+          if (c == kNone) continue;
+          TimeNs e = t_.ops[c].end();
+          if (e <= o.start && e > idle_from && (best == kNone || e > t_.ops[best].end())) best = c;
+        }
+      }
+      if (best != kNone) in.push_back({best, EdgeType::ThreadWake, DepType::EndToStart, 0});
+    }
+    auto& mine = threads[o.lane];
+    mine.older = mine.newer;
+    mine.newer = i;
   }
 
   // Event ids are per process.
@@ -307,8 +333,9 @@ class Builder {
       case EdgeType::HostSync: return 3;
       case EdgeType::Launch: case EdgeType::GraphLaunch: return 4;
       case EdgeType::HostOrder: return 5;
+      case EdgeType::ThreadWake: return 6;
     }
-    return 6;
+    return 7;
   }
   void calibrate(OpId i, const Op& o, const std::vector<PendingEdge>& in, EdgeProps* props, Graph& g) {
     int bind_start = -1, bind_end = -1;
@@ -417,6 +444,10 @@ class Builder {
   std::vector<TimeNs> stream_gap_;
   std::vector<TimeNs> obs_;
   std::map<std::string, Anomaly> anomalies_;
+  struct LastTwo {
+    OpId older = kNone, newer = kNone;
+  };
+  std::unordered_map<std::uint32_t, std::map<LaneId, LastTwo>> recent_;  // per process, per thread
 };
 
 }  // namespace

@@ -32,8 +32,11 @@ enum class EdgeType : std::uint8_t {
   Event = 4,        // op before cudaEventRecord ends -> first op after cudaStreamWaitEvent starts
   HostSync = 5,     // awaited device op ends -> blocking call returns (end -> end)
   Explicit = 6,     // workload dependency
+  ThreadWake = 7,   // inferred: a host thread's burst of calls after an idle gap follows the latest
+                    // call another thread of its process finished during that gap (the trace has no
+                    // CPU-side synchronization; this is the cross-thread causality replay needs)
 };
-inline constexpr int kEdgeTypeCount = 7;
+inline constexpr int kEdgeTypeCount = 8;
 const char* to_string(EdgeType t);
 
 // 8 bytes: a 56-bit signed delay and the edge's type and attachment packed together.

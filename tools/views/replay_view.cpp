@@ -231,10 +231,12 @@ ReplayReport run_replay(const Trace& t, const ReplayOptions& opt) {
         }
         rr.measured_span_ns = mend - mb;
         rr.simulated_span_ns = se - sb;
-        std::unordered_set<OpId> member(ops.begin(), ops.end());
+        // The range's critical path: back from its last device op through anything (other
+        // threads and streams included) that ended after the range's first call started.
         auto [lo, hi] = idx.api_span(ri);
-        for (std::size_t p = lo; p < hi; ++p) member.insert(idx.api_at(p));
-        rr.critical_path = critical_path(t, rep.sim, last, [&](OpId o) { return member.count(o) > 0; });
+        TimeNs from = sb;
+        for (std::size_t p = lo; p < hi; ++p) from = std::min(from, rep.sim.start[idx.api_at(p)]);
+        rr.critical_path = critical_path(t, rep.sim, last, [&](OpId o) { return rep.sim.end[o] > from; });
         for (OpId o : ops) rr.slack.emplace_back(o, 0);
       }
       rep.ranges.push_back(std::move(rr));
