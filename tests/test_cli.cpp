@@ -222,3 +222,33 @@ TEST_CASE("replay --hw retargets and writes a roofline table; roofline TRACE dra
   CHECK(text.find("<circle") != std::string::npos);
   CHECK(run("replay '" + demo_trace() + "' --durations fast").code == 2);
 }
+
+TEST_CASE("whatif and sweep from the command line", "[cli][whatif]") {
+  Run w = run("whatif '" + demo_trace() + "' --range 'iter.*' --scale '2:name~spin' --remove kind=memset --json -");
+  INFO(w.err);
+  REQUIRE(w.code == 0);
+  auto j = nlohmann::json::parse(w.out);
+  for (const char* k : {"baseline_ns", "predicted_ns", "speedup", "ranges", "amdahl"}) CHECK(j.contains(k));
+  for (const char* k : {"fraction", "factor", "predicted_ns"}) CHECK(j["amdahl"].contains(k));
+  REQUIRE(j["ranges"].size() == 6);
+  for (const char* k : {"name", "measured_span_ns", "baseline_ns", "predicted_ns"}) CHECK(j["ranges"][0].contains(k));
+  CHECK(j["predicted_ns"].get<TimeNs>() <= j["baseline_ns"].get<TimeNs>());
+  CHECK(j["transforms"].size() == 2);
+  CHECK(run("whatif '" + demo_trace() + "'").code == 2);                         // no transform
+  CHECK(run("whatif '" + demo_trace() + "' --scale fast:name~x").code == 2);     // bad factor
+  CHECK(run("whatif '" + demo_trace() + "' --frobnicate").code == 2);            // unknown option
+  fs::path csv = tmp_dir() / "sweep.csv";
+  fs::path sc = tmp_dir() / "scenario.json";
+  std::ofstream(sc.string()) << R"({"name": "fast-spin", "transforms": [{"scale": "4:name~spin"}]})";
+  Run s = run("sweep '" + demo_trace() + "' --hw h200-sxm,h100-sxm,a100-sxm-80gb --scenario '" + sc.string() + "' --jobs 2 --csv '" + csv.string() + "'");
+  INFO(s.err);
+  REQUIRE(s.code == 0);
+  std::string text = slurp(csv);
+  CHECK(lines(text) == 1 + 3 * 2);  // header + 3 specs x (baseline, fast-spin)
+  CHECK(text.find("fast-spin") != std::string::npos);
+  fs::path svg = tmp_dir() / "vary.svg";
+  Run v = run("sweep '" + demo_trace() + "' --hw h200-sxm --vary hbm_bandwidth=2TB/s..8TB/s:4 --svg '" + svg.string() + "'");
+  REQUIRE(v.code == 0);
+  CHECK(slurp(svg).find("<polyline") != std::string::npos);
+  CHECK(run("sweep '" + demo_trace() + "' --hw h200-sxm --vary bogus=1..2:3").code == 2);
+}

@@ -24,6 +24,7 @@ void add_coalesce(CLI::App& sub, Action& action);
 void add_tile(CLI::App& sub, Action& action);
 void add_amdahl(CLI::App& sub, Action& action);
 void add_whatif(CLI::App& sub, Action& action);
+void add_sweep(CLI::App& sub, Action& action);
 
 const std::vector<Subtool>& subtools();
 

@@ -15,6 +15,7 @@ const std::vector<Subtool>& subtools() {
       {"ops", "List the ops of a trace (ids, kinds, names, streams, times), optionally selected", add_ops},
       {"replay", "Replay a trace as a discrete-event simulation: critical path, slack, overlap, range spans", add_replay},
       {"whatif", "Forecast a change (--scale, --remove, --fuse, --precision, --cuda-graph, --hw) beside Amdahl", add_whatif},
+      {"sweep", "The cross product of hardware specs and scenarios (or a spec field's range), in parallel, as CSV/SVG", add_sweep},
       {"hw", "Hardware presets: list, show (every number with its source)", add_hw},
       {"roofline", "Roofline calculator, or a trace's kernels on the roofline (--svg)", add_roofline},
       {"occupancy", "Occupancy calculator: blocks and warps per SM and the limiter", add_occupancy},

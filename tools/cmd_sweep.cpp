@@ -1,0 +1,251 @@
+// bneck sweep TRACE --hw A,B,... [--scenario F ...] [--range REGEX] [--jobs N] [--csv FILE]
+//                   [--vary FIELD=LO..HI:N] [--svg FILE]
+// The cross product of hardware specs and scenarios (plus "baseline": no transform), each case a
+// what-if run in its own thread over one shared graph; one CSV row per case.
+#include <atomic>
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "models/kernel_work.hpp"
+#include "sim/base/error.hpp"
+#include "tools/commands.hpp"
+#include "tools/output.hpp"
+#include "tools/views/whatif_view.hpp"
+#include "traces/importer.hpp"
+
+namespace bneck {
+using nlohmann::json;
+
+namespace {
+
+struct Case {
+  std::string hw, scenario, vary_value;
+  std::vector<Transform> transforms;
+  // results
+  TimeNs baseline = 0, predicted = 0;
+  TimeNs by_bound[4] = {0, 0, 0, 0};  // predicted device time by bound on the target
+  std::string error;
+};
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string x;
+  while (std::getline(ss, x, ','))
+    if (!x.empty()) out.push_back(x);
+  return out;
+}
+
+// FIELD=LO..HI:N over gpu fields with units; writes spec overlays into `dir`.
+struct Vary {
+  std::string field, unit_kind;
+  std::vector<std::string> values;
+};
+
+Vary parse_vary(const std::string& s) {
+  static const std::map<std::string, std::string> fields = {
+      {"hbm_bandwidth", "memory_bandwidth"}, {"memory_bandwidth", "memory_bandwidth"}, {"l2_bandwidth", "l2_bandwidth"},
+      {"sm_count", "sm_count"}, {"clock", "clock"}, {"launch_latency", "launch_latency"}, {"kernel_tail", "kernel_tail"}};
+  auto eq = s.find('='), dots = s.find(".."), colon = s.rfind(':');
+  if (eq == std::string::npos || dots == std::string::npos || colon == std::string::npos || colon < dots)
+    throw InputError("--vary " + s + ": expected FIELD=LO..HI:N, e.g. hbm_bandwidth=2TB/s..8TB/s:7");
+  Vary v;
+  std::string key = s.substr(0, eq);
+  auto it = fields.find(key);
+  if (it == fields.end()) throw InputError("--vary " + s + ": FIELD is one of hbm_bandwidth, l2_bandwidth, sm_count, clock, launch_latency, kernel_tail");
+  v.field = it->second;
+  std::string lo = s.substr(eq + 1, dots - eq - 1), hi = s.substr(dots + 2, colon - dots - 2);
+  int n = 0;
+  try {
+    n = std::stoi(s.substr(colon + 1));
+  } catch (...) {
+    n = 0;
+  }
+  if (n < 2 || n > 1000) throw InputError("--vary " + s + ": N must be 2..1000");
+  auto parse = [&](const std::string& x) -> std::pair<double, std::string> {
+    if (v.field == "sm_count") return {std::stod(x), ""};
+    if (v.field == "clock") return {parse_frequency(x), "Hz"};
+    if (v.field == "launch_latency" || v.field == "kernel_tail") return {static_cast<double>(parse_duration(x)), "ns"};
+    return {parse_bandwidth(x), "B/s"};
+  };
+  auto [a, unit] = parse(lo);
+  double b = parse(hi).first;
+  for (int k = 0; k < n; ++k) {
+    double x = a + (b - a) * k / (n - 1);
+    if (v.field == "sm_count") v.values.push_back(std::to_string(std::llround(x)));
+    else if (unit == "Hz") v.values.push_back(format_frequency(x));
+    else if (unit == "ns") v.values.push_back(std::to_string(std::llround(x)) + " ns");
+    else v.values.push_back(format_bandwidth(x));
+  }
+  return v;
+}
+
+}  // namespace
+
+void add_sweep(CLI::App& sub, Action& action) {
+  static std::string trace, hw_list, range, csv, svg, vary, source_hw;
+  static std::vector<std::string> scenarios;
+  static unsigned jobs = 0;
+  sub.add_option("TRACE", trace, "trace file")->required();
+  sub.add_option("--hw", hw_list, "comma-separated presets or spec files")->required();
+  sub.add_option("--scenario", scenarios, "scenario JSON files (each a list of transforms); 'baseline' always runs");
+  sub.add_option("--range", range, "medians over the NVTX ranges matching REGEX (default: GPU span)");
+  sub.add_option("--jobs", jobs, "threads (default: hardware concurrency)");
+  sub.add_option("--csv", csv, "write the table as CSV to FILE ('-' for stdout)");
+  sub.add_option("--vary", vary, "sweep a spec field of each --hw: FIELD=LO..HI:N (e.g. hbm_bandwidth=2TB/s..8TB/s:7)");
+  sub.add_option("--svg", svg, "with --vary: plot predicted time over the field to FILE");
+  sub.add_option("--source-hw", source_hw, "the trace's GPU, if its device name does not tell");
+  sub.callback([&action] {
+    action = [] {
+      Trace t = load_trace(trace);
+      std::vector<Scenario> scs{{"baseline", {}}};
+      for (const auto& f : scenarios) scs.push_back(load_scenario(f));
+      std::vector<std::string> hws = split_list(hw_list);
+      if (hws.empty()) throw InputError("--hw: give at least one spec");
+      std::optional<Vary> vy;
+      if (!vary.empty()) vy = parse_vary(vary);
+      else if (!svg.empty()) throw InputError("--svg needs --vary");
+      // Specs: presets, files, or derived overlays written next to nothing (kept in memory as JSON files in a temp dir).
+      std::vector<Case> cases;
+      std::vector<std::string> temp_files;
+      for (const auto& h : hws) {
+        (void)load_hw(h);  // fail early with the preset list
+        std::vector<std::pair<std::string, std::string>> specs;  // (spec to load, vary value)
+        if (!vy) specs.push_back({h, ""});
+        else
+          for (const auto& val : vy->values) {
+            json overlay = {{"name", h + " " + vy->field + "=" + val}, {"extends", h}, {"gpu", json::object()},
+                            {"sources", {{"gpu." + vy->field, "bneck sweep --vary"}}}};
+            overlay["gpu"][vy->field] = vy->field == "sm_count" ? json(std::stoul(val)) : json(val);
+            std::string path = "/tmp/bneck_sweep_" + std::to_string(::getpid()) + "_" + std::to_string(temp_files.size()) + ".json";
+            std::ofstream(path) << overlay.dump();
+            temp_files.push_back(path);
+            specs.push_back({path, val});
+          }
+        for (const auto& [spec, val] : specs)
+          for (const auto& sc : scs) {
+            Case c;
+            c.hw = h;
+            c.scenario = sc.name;
+            c.vary_value = val;
+            c.transforms = sc.transforms;
+            c.transforms.push_back(parse_transform("hw", spec));
+            cases.push_back(std::move(c));
+          }
+      }
+      // One graph, shared by every case.
+      auto graph = std::make_shared<const Graph>(build_graph(t));
+      HwSpec source = source_spec(t, source_hw);
+      WhatIfEngine engine(t, graph, source);
+      WhatIfCase base = engine.baseline();
+      SimResult base_sim = simulate(*base.graph, VectorCostModel(base.durations));
+      std::optional<std::regex> re;
+      if (!range.empty()) re = std::regex(range);
+      RangeIndex idx(t);
+      std::vector<std::vector<OpId>> range_ops;
+      if (re)
+        for (std::size_t ri : idx.match(*re)) {
+          std::vector<OpId> ops;
+          idx.device_ops(ri, ops);
+          if (!ops.empty()) range_ops.push_back(std::move(ops));
+        }
+      auto measure = [&](const SimResult& r) -> TimeNs {
+        if (!re) return device_span(t, sim_schedule(r)).length();
+        std::vector<double> v;
+        for (const auto& ops : range_ops) {
+          TimeNs b = r.start[ops[0]], e = r.end[ops[0]];
+          for (OpId o : ops) { b = std::min(b, r.start[o]); e = std::max(e, r.end[o]); }
+          v.push_back(static_cast<double>(e - b));
+        }
+        return static_cast<TimeNs>(median(v));
+      };
+      TimeNs baseline = measure(base_sim);
+      std::atomic<std::size_t> next{0};
+      unsigned n = jobs ? jobs : std::max(1u, std::thread::hardware_concurrency());
+      std::vector<std::thread> pool;
+      for (unsigned k = 0; k < n; ++k)
+        pool.emplace_back([&] {
+          for (std::size_t i; (i = next++) < cases.size();) {
+            Case& c = cases[i];
+            try {
+              WhatIfCase wc = engine.apply(c.transforms);
+              SimResult r = simulate(*wc.graph, VectorCostModel(wc.durations));
+              c.baseline = baseline;
+              c.predicted = measure(r);
+              for (OpId o = 0; o < t.ops.size(); ++o) {
+                if (t.ops[o].kind != OpKind::Kernel) continue;
+                Bound b = (t.ops[o].flags & Op::kFlagNccl) ? Bound::Latency : model_kernel(t, o, engine.work()[o], wc.spec).bound;
+                c.by_bound[static_cast<int>(b)] += wc.durations[o];
+              }
+            } catch (const std::exception& e) {
+              c.error = e.what();
+            }
+          }
+        });
+      for (auto& th : pool) th.join();
+      for (const auto& f : temp_files) std::remove(f.c_str());
+      for (const auto& c : cases)
+        if (!c.error.empty()) throw InputError("sweep case " + c.hw + " / " + c.scenario + ": " + c.error);
+      auto write_csv = [&](std::ostream& o) {
+        o << "trace,hw," << (vy ? vy->field + "," : "") << "scenario,baseline_ns,predicted_ns,speedup,compute_bound_ns,memory_bound_ns,latency_bound_ns\n";
+        for (const auto& c : cases) {
+          o << '"' << t.source << "\"," << c.hw << ",";
+          if (vy) o << '"' << c.vary_value << "\",";
+          o << c.scenario << "," << c.baseline << "," << c.predicted << ","
+            << (c.predicted ? static_cast<double>(c.baseline) / static_cast<double>(c.predicted) : 0.0) << "," << c.by_bound[0] << ","
+            << c.by_bound[1] << "," << c.by_bound[2] << "\n";
+        }
+      };
+      if (!csv.empty()) write_output(csv, write_csv);
+      if (!svg.empty()) {
+        write_output(svg, [&](std::ostream& o) {
+          const double W = 800, H = 500, L = 90, R = 160, T = 40, B = 60;
+          double ymax = 0;
+          for (const auto& c : cases) ymax = std::max(ymax, static_cast<double>(c.predicted));
+          ymax *= 1.1;
+          std::size_t nv = vy->values.size();
+          auto X = [&](std::size_t k) { return L + (W - L - R) * static_cast<double>(k) / static_cast<double>(nv - 1); };
+          auto Y = [&](double v) { return H - B - (H - T - B) * v / ymax; };
+          o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
+            << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"" << L << "\" y=\"24\" font-size=\"15\">" << t.source
+            << ": predicted time over " << vy->field << "</text>\n";
+          for (std::size_t k = 0; k < nv; ++k)
+            o << "<text x=\"" << X(k) << "\" y=\"" << H - B + 18 << "\" text-anchor=\"middle\">" << vy->values[k] << "</text>\n";
+          for (int g = 0; g <= 5; ++g) {
+            double v = ymax * g / 5;
+            o << "<line x1=\"" << L << "\" x2=\"" << W - R << "\" y1=\"" << Y(v) << "\" y2=\"" << Y(v) << "\" stroke=\"#eee\"/><text x=\""
+              << L - 6 << "\" y=\"" << Y(v) + 4 << "\" text-anchor=\"end\">" << format_duration(static_cast<TimeNs>(v)) << "</text>\n";
+          }
+          const char* colors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"};
+          std::size_t line = 0;
+          for (const auto& h : hws)
+            for (const auto& sc : scs) {
+              o << "<polyline fill=\"none\" stroke=\"" << colors[line % 6] << "\" stroke-width=\"2\" points=\"";
+              std::size_t k = 0;
+              for (const auto& c : cases)
+                if (c.hw == h && c.scenario == sc.name) o << X(k++) << "," << Y(static_cast<double>(c.predicted)) << " ";
+              o << "\"/>\n<text x=\"" << W - R + 8 << "\" y=\"" << T + 16 * static_cast<double>(line) << "\" fill=\"" << colors[line % 6] << "\">"
+                << h << " / " << sc.name << "</text>\n";
+              ++line;
+            }
+          o << "</svg>\n";
+        });
+      }
+      if (csv != "-") {
+        std::printf("%-26s %-18s %-16s %14s %14s %9s\n", "hw", vy ? vy->field.c_str() : "", "scenario", "baseline", "predicted", "speedup");
+        for (const auto& c : cases)
+          std::printf("%-26s %-18s %-16s %14s %14s %8.3fx\n", c.hw.c_str(), c.vary_value.c_str(), c.scenario.c_str(),
+                      format_duration(c.baseline).c_str(), format_duration(c.predicted).c_str(),
+                      c.predicted ? static_cast<double>(c.baseline) / static_cast<double>(c.predicted) : 0.0);
+      }
+      return 0;
+    };
+  });
+}
+
+}  // namespace bneck
