@@ -1,0 +1,320 @@
+// bneck_validate: CUDA microbenchmarks that measure what bneck's models need on this GPU.
+// Families: stream (copy/scale/add/triad at 2/4/8/16-byte accesses), l2 (L2-resident copy),
+// strided (stride 1..32 reads: the coalescing model), fused (a 4-op elementwise chain, unfused vs
+// fused, fp32 and bf16), reduction (sum), gemm (cuBLAS FP32, TF32, BF16, FP16), launch (empty
+// kernels, eager vs CUDA graph), memcpy (H2D/D2H pinned and pageable, D2D, 4 KiB..1 GiB).
+// Timing: warm-up, CUDA events, median of repeats, buffers rotated past the L2 where the family
+// streams from HBM, inputs filled with non-zero data, every CUDA call checked.
+// Output: one JSON document (device properties, driver, clocks, git commit, measurements).
+// Usage: bneck_validate [--quick] [--commit SHA] > measurements.json
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
+  std::fprintf(stderr, "CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__); std::exit(1); } } while (0)
+#define CB(x) do { cublasStatus_t s_ = (x); if (s_ != CUBLAS_STATUS_SUCCESS) { \
+  std::fprintf(stderr, "cuBLAS error %d at %s:%d\n", (int)s_, __FILE__, __LINE__); std::exit(1); } } while (0)
+#define KCHECK() CK(cudaGetLastError())
+
+namespace {
+
+bool g_first = true;
+void record(const char* family, const std::string& name, const std::string& params, double bytes, double flops, double ns, int reps) {
+  std::printf("%s    {\"family\": \"%s\", \"name\": \"%s\", %s%s\"bytes\": %.0f, \"flops\": %.0f, \"time_ns\": %.1f, \"repeats\": %d}",
+              g_first ? "" : ",\n", family, name.c_str(), params.c_str(), params.empty() ? "" : ", ", bytes, flops, ns, reps);
+  g_first = false;
+  std::fflush(stdout);
+}
+
+std::string kv(const char* k, double v) {
+  char b[96];
+  std::snprintf(b, sizeof b, "\"%s\": %.0f", k, v);
+  return b;
+}
+std::string ks(const char* k, const char* v) { return std::string("\"") + k + "\": \"" + v + "\""; }
+
+template <typename F>
+double median_ms(F&& body, int reps, cudaStream_t s = 0) {
+  cudaEvent_t a, b;
+  CK(cudaEventCreate(&a));
+  CK(cudaEventCreate(&b));
+  body(0);  // warm-up
+  body(1);
+  CK(cudaStreamSynchronize(s));
+  std::vector<float> t;
+  for (int r = 0; r < reps; ++r) {
+    CK(cudaEventRecord(a, s));
+    body(r + 2);
+    CK(cudaEventRecord(b, s));
+    CK(cudaEventSynchronize(b));
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, a, b));
+    t.push_back(ms);
+  }
+  CK(cudaEventDestroy(a));
+  CK(cudaEventDestroy(b));
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+__global__ void fill_kernel(float* p, size_t n, float seed) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+    p[i] = 0.5f + 0.25f * __sinf((float)(i % 4093) * 0.37f + seed);
+}
+void fill(void* p, size_t bytes, float seed = 1.f) {
+  fill_kernel<<<1024, 256>>>((float*)p, bytes / 4, seed);
+  KCHECK();
+}
+
+// ---- stream kernels: one element of T per thread ---------------------------------------------
+template <typename T> __device__ __forceinline__ T mul(T a, float s) { return a * s; }
+template <> __device__ __forceinline__ float2 mul(float2 a, float s) { return make_float2(a.x * s, a.y * s); }
+template <> __device__ __forceinline__ float4 mul(float4 a, float s) { return make_float4(a.x * s, a.y * s, a.z * s, a.w * s); }
+template <> __device__ __forceinline__ __nv_bfloat16 mul(__nv_bfloat16 a, float s) { return __float2bfloat16(__bfloat162float(a) * s); }
+template <typename T> __device__ __forceinline__ T add(T a, T b) { return a + b; }
+template <> __device__ __forceinline__ float2 add(float2 a, float2 b) { return make_float2(a.x + b.x, a.y + b.y); }
+template <> __device__ __forceinline__ float4 add(float4 a, float4 b) { return make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w); }
+template <> __device__ __forceinline__ __nv_bfloat16 add(__nv_bfloat16 a, __nv_bfloat16 b) { return __float2bfloat16(__bfloat162float(a) + __bfloat162float(b)); }
+
+template <typename T> __global__ void k_copy(T* a, const T* b, size_t n) { size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; if (i < n) a[i] = b[i]; }
+template <typename T> __global__ void k_scale(T* a, const T* b, size_t n, float s) { size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; if (i < n) a[i] = mul(b[i], s); }
+template <typename T> __global__ void k_add(T* a, const T* b, const T* c, size_t n) { size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; if (i < n) a[i] = add(b[i], c[i]); }
+template <typename T> __global__ void k_triad(T* a, const T* b, const T* c, size_t n, float s) { size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; if (i < n) a[i] = add(b[i], mul(c[i], s)); }
+
+template <typename T>
+void stream_family(const char* tname, const std::vector<size_t>& sizes, char* pool, size_t pool_bytes, int reps, const char* family) {
+  for (size_t bytes : sizes) {
+    size_t n = bytes / sizeof(T);
+    unsigned blocks = (unsigned)((n + 255) / 256);
+    // Rotate among as many (a, b, c) sets as fit in the pool so that repeats do not hit the L2.
+    size_t sets = std::max<size_t>(1, std::min<size_t>(8, pool_bytes / (3 * bytes)));
+    auto ptr = [&](int r, int k) { return (T*)(pool + ((size_t)r % sets) * 3 * bytes + (size_t)k * bytes); };
+    struct Op { const char* name; int arrays; };
+    for (Op op : {Op{"copy", 2}, Op{"scale", 2}, Op{"add", 3}, Op{"triad", 3}}) {
+      double ms = median_ms([&](int r) {
+        T *a = ptr(r, 0), *b = ptr(r, 1), *c = ptr(r, 2);
+        if (!std::strcmp(op.name, "copy")) k_copy<T><<<blocks, 256>>>(a, b, n);
+        else if (!std::strcmp(op.name, "scale")) k_scale<T><<<blocks, 256>>>(a, b, n, 1.0001f);
+        else if (!std::strcmp(op.name, "add")) k_add<T><<<blocks, 256>>>(a, b, c, n);
+        else k_triad<T><<<blocks, 256>>>(a, b, c, n, 1.0001f);
+        KCHECK();
+      }, reps);
+      record(family, std::string(op.name) + "_" + tname,
+             ks("op", op.name) + ", " + kv("width_bytes", sizeof(T)) + ", " + kv("array_bytes", (double)bytes) + ", " + kv("blocks", blocks) +
+                 ", " + kv("threads", 256),
+             (double)op.arrays * bytes, op.arrays == 3 && op.name[0] == 't' ? 2.0 * n : (double)n, ms * 1e6, reps);
+    }
+  }
+}
+
+__global__ void k_strided(float* out, const float* in, size_t n, int stride, size_t span) {
+  size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+  if (i < n) out[i] = in[(i * stride) % span] * 1.5f;
+}
+
+// ---- fused chain (as ../shared/capture/chain.cu) ----------------------------------------------
+template <class T> __device__ float ld(const T* p, size_t i) { return (float)p[i]; }
+template <> __device__ float ld(const __nv_bfloat16* p, size_t i) { return __bfloat162float(p[i]); }
+template <class T> __device__ void st(T* p, size_t i, float v) { p[i] = (T)v; }
+template <> __device__ void st(__nv_bfloat16* p, size_t i, float v) { p[i] = __float2bfloat16(v); }
+template <class T> __global__ void op_mul(const T* x, T* y, size_t n) { size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; if (i < n) st(y, i, ld(x, i) * 1.01f); }
+template <class T> __global__ void op_add(const T* x, T* y, size_t n) { size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; if (i < n) st(y, i, ld(x, i) + 0.5f); }
+template <class T> __global__ void op_relu(const T* x, T* y, size_t n) { size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; if (i < n) st(y, i, fmaxf(ld(x, i), 0.f)); }
+template <class T> __global__ void op_sq(const T* x, T* y, size_t n) { size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; if (i < n) { float v = ld(x, i); st(y, i, v * v); } }
+template <class T> __global__ void fused4(const T* x, T* y, size_t n) { size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; if (i < n) { float v = fmaxf(ld(x, i) * 1.01f + 0.5f, 0.f); st(y, i, v * v); } }
+
+template <class T>
+void fused_family(const char* tname, const std::vector<size_t>& elems, char* pool, int reps) {
+  for (size_t n : elems) {
+    T *x = (T*)pool, *a = x + n, *b = a + n;
+    unsigned nb = (unsigned)((n + 255) / 256);
+    double un = median_ms([&](int) { op_mul<<<nb, 256>>>(x, a, n); op_add<<<nb, 256>>>(a, b, n); op_relu<<<nb, 256>>>(b, a, n); op_sq<<<nb, 256>>>(a, b, n); KCHECK(); }, reps);
+    record("fused", std::string("chain4_") + tname, kv("elems", (double)n) + ", " + kv("width_bytes", sizeof(T)) + ", " + kv("kernels", 4),
+           8.0 * n * sizeof(T), 5.0 * n, un * 1e6, reps);
+    double fu = median_ms([&](int) { fused4<<<nb, 256>>>(x, b, n); KCHECK(); }, reps);
+    record("fused", std::string("fused4_") + tname, kv("elems", (double)n) + ", " + kv("width_bytes", sizeof(T)) + ", " + kv("kernels", 1),
+           2.0 * n * sizeof(T), 5.0 * n, fu * 1e6, reps);
+  }
+}
+
+__global__ void k_reduce(const float4* in, float* out, size_t n4) {
+  __shared__ float s[256];
+  float acc = 0;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n4; i += (size_t)gridDim.x * blockDim.x) {
+    float4 v = in[i];
+    acc += v.x + v.y + v.z + v.w;
+  }
+  s[threadIdx.x] = acc;
+  __syncthreads();
+  for (int k = 128; k > 0; k >>= 1) {
+    if (threadIdx.x < k) s[threadIdx.x] += s[threadIdx.x + k];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) atomicAdd(out, s[0]);
+}
+
+__global__ void k_empty() {}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool quick = false;
+  const char* commit = "unknown";
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--quick")) quick = true;
+    else if (!std::strcmp(argv[i], "--commit") && i + 1 < argc) commit = argv[++i];
+  }
+  int reps = quick ? 5 : 15;
+  int dev = 0;
+  CK(cudaSetDevice(dev));
+  cudaDeviceProp p;
+  CK(cudaGetDeviceProperties(&p, dev));
+  int driver = 0, runtime = 0, clock_khz = 0, mem_clock_khz = 0;
+  CK(cudaDriverGetVersion(&driver));
+  CK(cudaRuntimeGetVersion(&runtime));
+  CK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, dev));
+  CK(cudaDeviceGetAttribute(&mem_clock_khz, cudaDevAttrMemoryClockRate, dev));
+  std::printf("{\n  \"format\": \"bneck-measurements\", \"version\": 1, \"git_commit\": \"%s\",\n", commit);
+  std::printf("  \"device\": {\"name\": \"%s\", \"cc\": \"%d.%d\", \"sm_count\": %d, \"clock_khz\": %d, \"memory_clock_khz\": %d, "
+              "\"memory_bytes\": %zu, \"l2_bytes\": %d, \"driver\": %d, \"runtime\": %d},\n  \"measurements\": [\n",
+              p.name, p.major, p.minor, p.multiProcessorCount, clock_khz, mem_clock_khz, p.totalGlobalMem, p.l2CacheSize, driver, runtime);
+  const size_t MiB = 1ull << 20;
+  size_t pool_bytes = (quick ? 3ull : 6ull) << 30;
+  char* pool;
+  CK(cudaMalloc(&pool, pool_bytes));
+  fill(pool, pool_bytes);
+  CK(cudaDeviceSynchronize());
+
+  // stream: 64 MiB .. 1 GiB per array (L2 is 50-60 MB); 2/4/8/16-byte accesses.
+  std::vector<size_t> ssz = quick ? std::vector<size_t>{64 * MiB, 256 * MiB} : std::vector<size_t>{64 * MiB, 128 * MiB, 256 * MiB, 512 * MiB, 1024 * MiB};
+  stream_family<__nv_bfloat16>("bf16", ssz, pool, pool_bytes, reps, "stream");
+  stream_family<float>("f32", ssz, pool, pool_bytes, reps, "stream");
+  stream_family<float2>("f32x2", ssz, pool, pool_bytes, reps, "stream");
+  stream_family<float4>("f32x4", ssz, pool, pool_bytes, reps, "stream");
+  // l2: arrays small enough to stay in the L2 between repeats.
+  std::vector<size_t> lsz = {1 * MiB, 2 * MiB, 4 * MiB, 8 * MiB, 12 * MiB};
+  for (size_t bytes : lsz) {
+    size_t n = bytes / 16;
+    unsigned blocks = (unsigned)((n + 255) / 256);
+    float4 *a = (float4*)pool, *b = (float4*)(pool + bytes);
+    double ms = median_ms([&](int) { for (int k = 0; k < 20; ++k) k_copy<float4><<<blocks, 256>>>(a, b, n); KCHECK(); }, reps);
+    record("l2", "copy_f32x4_l2", kv("width_bytes", 16) + ", " + kv("array_bytes", (double)bytes) + ", " + kv("blocks", blocks) + ", " + kv("threads", 256),
+           2.0 * bytes, 0, ms * 1e6 / 20, reps);
+  }
+  // strided reads: 2^26 threads, stride 1..32 floats over a 1 GiB region.
+  for (int stride : {1, 2, 4, 8, 16, 32}) {
+    size_t n = 1ull << 26, span = (1ull << 30) / 4;
+    float *out = (float*)(pool + (2ull << 30) - n * 4 - 4096), *in = (float*)pool;
+    double ms = median_ms([&](int) { k_strided<<<(unsigned)(n / 256), 256>>>(out, in, n, stride, span); KCHECK(); }, reps);
+    record("strided", "strided_read_f32", kv("stride", stride) + ", " + kv("width_bytes", 4) + ", " + kv("elems", (double)n) + ", " +
+           kv("blocks", (double)(n / 256)) + ", " + kv("threads", 256), 8.0 * n, (double)n, ms * 1e6, reps);
+  }
+  // fused chains.
+  std::vector<size_t> fel = quick ? std::vector<size_t>{1ull << 26} : std::vector<size_t>{1ull << 25, 1ull << 26, 1ull << 27};
+  fused_family<float>("f32", fel, pool, reps);
+  fused_family<__nv_bfloat16>("bf16", fel, pool, reps);
+  // reductions.
+  for (size_t bytes : ssz) {
+    float* out = (float*)(pool + pool_bytes - 4096);
+    double ms = median_ms([&](int) { k_reduce<<<p.multiProcessorCount * 8, 256>>>((const float4*)pool, out, bytes / 16); KCHECK(); }, reps);
+    record("reduction", "sum_f32", kv("array_bytes", (double)bytes) + ", " + kv("width_bytes", 16) + ", " + kv("blocks", p.multiProcessorCount * 8.0) + ", " +
+           kv("threads", 256), (double)bytes, bytes / 4.0, ms * 1e6, reps);
+  }
+  // gemm: cuBLAS, square m = n = k.
+  {
+    cublasHandle_t h;
+    CB(cublasCreate(&h));
+    struct G { const char* name; cudaDataType_t t; cublasComputeType_t c; int bytes; };
+    G gs[] = {{"fp32", CUDA_R_32F, CUBLAS_COMPUTE_32F, 4}, {"tf32", CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, 4},
+              {"bf16", CUDA_R_16BF, CUBLAS_COMPUTE_32F, 2}, {"fp16", CUDA_R_16F, CUBLAS_COMPUTE_32F, 2}};
+    std::vector<int> dims = quick ? std::vector<int>{1024, 4096} : std::vector<int>{512, 1024, 2048, 3072, 4096, 6144, 8192};
+    for (const G& g : gs)
+      for (int d : dims) {
+        size_t mat = (size_t)d * d * g.bytes;
+        char *A = pool, *B = pool + mat, *C = pool + 2 * mat;
+        // Random-ish data in the operand type (not zeros).
+        if (g.bytes == 2) {
+          std::vector<__nv_bfloat16> hb((size_t)d * d);
+          for (size_t i = 0; i < hb.size(); ++i) hb[i] = __float2bfloat16(0.01f * (float)((i * 2654435761u) % 199) - 1.0f);
+          CK(cudaMemcpy(A, hb.data(), mat, cudaMemcpyHostToDevice));
+          CK(cudaMemcpy(B, hb.data(), mat, cudaMemcpyHostToDevice));
+        }
+        float alpha = 1.f, beta = 0.f;
+        int r = d >= 4096 ? std::max(3, reps / 3) : reps;
+        double ms = median_ms([&](int) {
+          CB(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, d, d, d, &alpha, A, g.t, d, B, g.t, d, &beta, C, g.t, d, g.c, CUBLAS_GEMM_DEFAULT));
+        }, r);
+        record("gemm", std::string("gemm_") + g.name, ks("dtype", g.name) + ", " + kv("m", d) + ", " + kv("n", d) + ", " + kv("k", d),
+               3.0 * mat, 2.0 * d * (double)d * d, ms * 1e6, r);
+      }
+    CB(cublasDestroy(h));
+  }
+  // launch: empty kernels, eager vs a CUDA graph of the same kernels.
+  for (int count : {100, 1000}) {
+    cudaStream_t s;
+    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    double gpu_ms = median_ms([&](int) { for (int k = 0; k < count; ++k) k_empty<<<1, 32, 0, s>>>(); KCHECK(); }, reps, s);
+    // host submission cost: wall time of the launch loop alone
+    std::vector<double> host;
+    for (int r = 0; r < reps; ++r) {
+      auto t0 = std::chrono::steady_clock::now();
+      for (int k = 0; k < count; ++k) k_empty<<<1, 32, 0, s>>>();
+      auto t1 = std::chrono::steady_clock::now();
+      CK(cudaStreamSynchronize(s));
+      host.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count());
+    }
+    std::sort(host.begin(), host.end());
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    for (int k = 0; k < count; ++k) k_empty<<<1, 32, 0, s>>>();
+    CK(cudaStreamEndCapture(s, &g));
+    CK(cudaGraphInstantiate(&ge, g, 0));
+    double graph_ms = median_ms([&](int) { CK(cudaGraphLaunch(ge, s)); }, reps, s);
+    record("launch", "eager_gpu", kv("kernels", count), 0, 0, gpu_ms * 1e6, reps);
+    record("launch", "eager_host", kv("kernels", count), 0, 0, host[host.size() / 2], reps);
+    record("launch", "graph_gpu", kv("kernels", count), 0, 0, graph_ms * 1e6, reps);
+    CK(cudaGraphExecDestroy(ge));
+    CK(cudaGraphDestroy(g));
+    CK(cudaStreamDestroy(s));
+  }
+  // memcpy: H2D/D2H pinned and pageable, D2D.
+  {
+    size_t maxb = quick ? 256 * MiB : 1024 * MiB;
+    void* hp;
+    CK(cudaMallocHost(&hp, maxb));
+    std::vector<char> hv(maxb, 1);
+    std::memset(hp, 1, maxb);
+    std::vector<size_t> msz = {4 << 10, 64 << 10, 1 * MiB, 16 * MiB, 256 * MiB};
+    if (!quick) msz.push_back(1024 * MiB);
+    for (size_t b : msz) {
+      int r = b >= 256 * MiB ? std::max(3, reps / 3) : reps;
+      struct C { const char* name; void* dst; const void* src; cudaMemcpyKind k; bool sync; };
+      C cs[] = {{"h2d_pinned", pool, hp, cudaMemcpyHostToDevice, false}, {"d2h_pinned", hp, pool, cudaMemcpyDeviceToHost, false},
+                {"h2d_pageable", pool, hv.data(), cudaMemcpyHostToDevice, true}, {"d2h_pageable", hv.data(), pool, cudaMemcpyDeviceToHost, true},
+                {"d2d", pool + (2ull << 30), pool, cudaMemcpyDeviceToDevice, false}};
+      for (const C& c : cs) {
+        double ms = median_ms([&](int) {
+          if (c.sync) CK(cudaMemcpy(c.dst, c.src, b, c.k));
+          else CK(cudaMemcpyAsync(c.dst, c.src, b, c.k));
+        }, r);
+        record("memcpy", c.name, ks("path", c.name) + ", " + kv("size", (double)b), c.name[0] == 'd' && c.name[1] == '2' && c.name[2] == 'd' ? 2.0 * b : (double)b,
+               0, ms * 1e6, r);
+      }
+    }
+    CK(cudaFreeHost(hp));
+  }
+  CK(cudaFree(pool));
+  CK(cudaDeviceSynchronize());
+  std::printf("\n  ]\n}\n");
+  return 0;
+}
