@@ -180,18 +180,42 @@ HwSpec parse_hw(const json& j, const std::string& origin) {
   g.compute_efficiency = f.number("gpu", "compute_efficiency", 1.0);
   if (g.memory_efficiency <= 0 || g.memory_efficiency > 1 || g.compute_efficiency <= 0 || g.compute_efficiency > 1)
     f.fail("gpu", "efficiencies must be in (0, 1]");
-  if (const json* acc = f.get("gpu", "access_efficiency")) {
-    if (!acc->is_object()) f.fail("gpu.access_efficiency", "must map access widths (\"4 B\") to efficiencies");
+  for (const char* key : {"access_efficiency", "write_efficiency"}) {
+    const json* acc = f.get("gpu", key);
+    if (!acc) continue;
+    auto& table = std::string(key) == "access_efficiency" ? g.access_efficiency : g.write_efficiency;
+    if (!acc->is_object()) f.fail(std::string("gpu.") + key, "must map access widths (\"4 B\") to efficiencies");
     for (auto it = acc->begin(); it != acc->end(); ++it) {
-      std::string path = "gpu.access_efficiency." + it.key();
+      std::string path = std::string("gpu.") + key + "." + it.key();
       Bytes w = 0;
       try {
         w = parse_bytes(it.key());
       } catch (const InputError& e) {
         f.fail(path, e.what());
       }
-      if (!it.value().is_number() || it.value().get<double>() <= 0 || it.value().get<double>() > 1) f.fail(path, "must be in (0, 1]");
-      g.access_efficiency[w] = it.value().get<double>();
+      double cap = std::string(key) == "access_efficiency" ? 4.0 : 1.0;
+      if (!it.value().is_number() || it.value().get<double>() <= 0 || it.value().get<double>() > cap)
+        f.fail(path, cap > 1 ? "must be in (0, 4]" : "must be in (0, 1]");
+      table[w] = it.value().get<double>();
+    }
+  }
+  if (const json* gf = f.get("gpu", "gemm_fit")) {
+    if (!gf->is_object()) f.fail("gpu.gemm_fit", "must map dtypes to {\"overhead\": \"9 us\", \"efficiency\": 0.8}");
+    for (auto it = gf->begin(); it != gf->end(); ++it) {
+      std::string path = "gpu.gemm_fit." + it.key();
+      auto d = dtype_from_string(it.key());
+      if (!d || !it.value().is_object() || !it.value().contains("overhead") || !it.value().contains("efficiency") ||
+          !it.value()["overhead"].is_string() || !it.value()["efficiency"].is_number())
+        f.fail(path, "expected {\"overhead\": duration, \"efficiency\": number} for a known dtype");
+      GpuSpec::GemmFit fit;
+      try {
+        fit.overhead = parse_duration(it.value()["overhead"].get<std::string>());
+      } catch (const InputError& e) {
+        f.fail(path, e.what());
+      }
+      fit.efficiency = it.value()["efficiency"].get<double>();
+      if (fit.efficiency <= 0 || fit.efficiency > 1) f.fail(path, "efficiency must be in (0, 1]");
+      g.gemm_fit[*d] = fit;
     }
   }
   if (const json* peak = f.get("gpu", "peak")) {
@@ -225,6 +249,23 @@ HwSpec parse_hw(const json& j, const std::string& origin) {
   n.pageable_bandwidth = f.unit("node", "pageable_bandwidth", bw, 0.0);
   n.pageable_chunk = f.unit("node", "pageable_chunk", bytes, Bytes{0});
   if (j.contains("node") && j["node"].contains("host")) n.host = j["node"]["host"].get<std::string>();
+  if (const json* cp = f.get("node", "copy_paths")) {
+    if (!cp->is_object()) f.fail("node.copy_paths", "must map paths to {\"latency\": \"5 us\", \"bandwidth\": \"55 GB/s\"}");
+    for (auto it = cp->begin(); it != cp->end(); ++it) {
+      std::string path = "node.copy_paths." + it.key();
+      const json& v = it.value();
+      if (!v.is_object() || !v.contains("latency") || !v.contains("bandwidth") || !v["latency"].is_string() || !v["bandwidth"].is_string())
+        f.fail(path, "expected {\"latency\": duration, \"bandwidth\": rate}");
+      NodeSpec::CopyPath c;
+      try {
+        c.latency = parse_duration(v["latency"].get<std::string>());
+        c.bandwidth = parse_bandwidth(v["bandwidth"].get<std::string>());
+      } catch (const InputError& e) {
+        f.fail(path, e.what());
+      }
+      n.copy_paths[it.key()] = c;
+    }
+  }
   ClusterSpec& c = h.cluster;
   c.nodes = f.count("cluster", "nodes", 1);
   c.nic_bandwidth = f.unit("cluster", "nic_bandwidth", bw, 0.0);

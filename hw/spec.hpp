@@ -44,6 +44,22 @@ struct GpuSpec {
   // Achievable fraction of memory_bandwidth by the bytes one thread accesses at once (2, 4, 8, 16);
   // empty: memory_efficiency for every width.
   std::map<Bytes, double> access_efficiency;
+  // Calibrated, optional: the same for the bytes written; where empty, writes use
+  // access_efficiency. With it, access_efficiency is the effective rate of reads, which can exceed
+  // 1 where narrow loads overlap the store stream (effective, not physical; up to 4).
+  std::map<Bytes, double> write_efficiency;
+  double write_efficiency_for(Bytes width) const {
+    if (write_efficiency.empty()) return access_efficiency_for(width);
+    auto it = write_efficiency.lower_bound(width);
+    if (it == write_efficiency.end()) return std::prev(it)->second;
+    return it->second;
+  }
+  // For a kernel's total bytes when only the total is known: a kernel that reads as much as it
+  // writes (harmonic mean of the read and write efficiencies).
+  double streaming_efficiency_for(Bytes width) const {
+    if (write_efficiency.empty()) return access_efficiency_for(width);
+    return 2.0 / (1.0 / access_efficiency_for(width) + 1.0 / write_efficiency_for(width));
+  }
   double access_efficiency_for(Bytes width) const {
     if (access_efficiency.empty()) return memory_efficiency;
     auto it = access_efficiency.lower_bound(width);
@@ -51,6 +67,12 @@ struct GpuSpec {
     return it->second;
   }
   double compute_efficiency = 1;     // achievable fraction of a peak rate
+  // Calibrated GEMM fits per precision: time = overhead + FLOPs / (peak x efficiency).
+  struct GemmFit {
+    TimeNs overhead = 0;
+    double efficiency = 0;
+  };
+  std::map<Dtype, GemmFit> gemm_fit;
   double peak_of(Dtype d, ComputeUnit u) const { return peak[static_cast<int>(d)][static_cast<int>(u)]; }
   // The best unit for a dtype (tensor cores where they support it).
   ComputeUnit best_unit(Dtype d) const { return peak_of(d, ComputeUnit::Tensor) > 0 ? ComputeUnit::Tensor : ComputeUnit::Simt; }
@@ -66,6 +88,13 @@ struct NodeSpec {
   double pageable_bandwidth = 0;     // bytes/s host<->device through a pageable staging buffer
   Bytes pageable_chunk = 0;          // pageable copies up to this size go at the pinned rate
   std::string host;
+  // Calibrated copy paths ("h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable", "d2d"):
+  // time = latency + bytes / bandwidth (d2d: bytes read plus written). Overrides the link fields.
+  struct CopyPath {
+    TimeNs latency = 0;
+    double bandwidth = 0;
+  };
+  std::map<std::string, CopyPath> copy_paths;
 };
 
 struct ClusterSpec {

@@ -177,6 +177,14 @@ KernelEstimate model_kernel(const Trace& t, OpId k, const KernelWork& w, const H
   KernelEstimate e;
   const GpuSpec& g = hw.gpu;
   RooflineInput in{w.dtype, w.unit, w.flops, w.bytes, MemLevel::Hbm, true, -1, -1};
+  TimeNs tail = g.kernel_tail;
+  if (w.cls == KernelClass::Gemm) {  // calibrated GEMM fit of this precision, where there is one
+    auto it = g.gemm_fit.find(w.dtype);
+    if (it != g.gemm_fit.end()) {
+      in.compute_efficiency = it->second.efficiency;
+      tail = std::max(tail, it->second.overhead);
+    }
+  }
   RooflineResult r = roofline(g, in);
   double compute_s = r.compute_time_s, memory_s = r.memory_time_s;
   if (const LaunchConfig* lc = t.launch(t.ops[k])) {
@@ -196,8 +204,8 @@ KernelEstimate model_kernel(const Trace& t, OpId k, const KernelWork& w, const H
   }
   double s = std::max(compute_s, memory_s);
   e.bound = compute_s >= memory_s ? Bound::Compute : Bound::Memory;
-  e.time_ns = static_cast<TimeNs>(std::llround(s * 1e9)) + g.kernel_tail;
-  if (static_cast<double>(g.kernel_tail) > s * 1e9) e.bound = Bound::Latency;
+  e.time_ns = static_cast<TimeNs>(std::llround(s * 1e9)) + tail;
+  if (static_cast<double>(tail) > s * 1e9) e.bound = Bound::Latency;
   return e;
 }
 
@@ -261,11 +269,13 @@ std::vector<KernelWork> estimate_work(const Trace& t, const HwSpec& source) {
     KernelWork& w = work[i];
     if (o.kind != OpKind::Kernel || w.from_shapes) continue;
     bool math = is_compute_class(w.cls);
-    KernelWork unit = w;
+    KernelWork unit = w, none = w;
     unit.flops = math ? kUnit : 0;
     unit.bytes = math ? 0 : kUnit;
-    double per_unit = static_cast<double>(model_kernel(t, i, unit, source).time_ns - source.gpu.kernel_tail);
-    double d = static_cast<double>(std::max<TimeNs>(0, o.duration() - source.gpu.kernel_tail));
+    none.flops = none.bytes = 0;
+    TimeNs fixed = model_kernel(t, i, none, source).time_ns;  // the tail (or a GEMM fit's overhead)
+    double per_unit = static_cast<double>(model_kernel(t, i, unit, source).time_ns - fixed);
+    double d = static_cast<double>(std::max<TimeNs>(0, o.duration() - fixed));
     double amount = per_unit > 0 ? d / per_unit * kUnit : 0;
     (math ? w.flops : w.bytes) = amount;
   }

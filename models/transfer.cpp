@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 namespace bneck {
 
@@ -13,6 +14,20 @@ TimeNs transfer_time(const HwSpec& hw, MemcpyKind kind, MemKind src, MemKind dst
   const auto b = static_cast<double>(bytes);
   const NodeSpec& n = hw.node;
   bool pageable = src == MemKind::Pageable || dst == MemKind::Pageable;
+  if (!n.copy_paths.empty()) {  // calibrated paths
+    const char* path = nullptr;
+    switch (kind) {
+      case MemcpyKind::HtoD: case MemcpyKind::HtoA: case MemcpyKind::UvmHtoD: path = pageable ? "h2d_pageable" : "h2d_pinned"; break;
+      case MemcpyKind::DtoH: case MemcpyKind::AtoH: case MemcpyKind::UvmDtoH: path = pageable ? "d2h_pageable" : "d2h_pinned"; break;
+      case MemcpyKind::DtoD: case MemcpyKind::AtoA: case MemcpyKind::AtoD: case MemcpyKind::DtoA: case MemcpyKind::UvmDtoD: path = "d2d"; break;
+      default: break;
+    }
+    if (path) {
+      auto it = n.copy_paths.find(path);
+      if (it != n.copy_paths.end())
+        return it->second.latency + over(std::string(path) == "d2d" ? 2 * b : b, it->second.bandwidth);
+    }
+  }
   switch (kind) {
     case MemcpyKind::HtoD: case MemcpyKind::DtoH: case MemcpyKind::HtoA: case MemcpyKind::AtoH:
     case MemcpyKind::UvmHtoD: case MemcpyKind::UvmDtoH:

@@ -239,7 +239,7 @@ void WhatIfEngine::precision(WhatIfCase& c, const Transform& tr) const {
       nd = old_t > 0 ? static_cast<TimeNs>(std::llround(static_cast<double>(d) * new_t / old_t)) : d;
       if (w.weight_elems > 0) {  // autocast's cast of the weight, folded into its GEMM
         double cast_bytes = w.weight_elems * (dtype_bytes(w.dtype) + new_b);
-        nd += static_cast<TimeNs>(std::llround(cast_bytes / (g.memory_bandwidth * g.access_efficiency_for(16)) * 1e9)) + g.kernel_tail;
+        nd += static_cast<TimeNs>(std::llround(cast_bytes / (g.memory_bandwidth * g.streaming_efficiency_for(16)) * 1e9)) + g.kernel_tail;
       }
       ++compute;
     } else if ((w.cls == KernelClass::Elementwise || w.cls == KernelClass::Copy) && name.find("multi_tensor_apply") == std::string::npos) {
@@ -247,7 +247,7 @@ void WhatIfEngine::precision(WhatIfCase& c, const Transform& tr) const {
       bool vectorized = name.find("vectorized") != std::string::npos;
       Bytes old_w = vectorized ? 16 : static_cast<Bytes>(dtype_bytes(w.dtype));
       Bytes new_w = vectorized ? 16 : static_cast<Bytes>(new_b);
-      double eff = g.access_efficiency_for(old_w) / g.access_efficiency_for(new_w);
+      double eff = g.streaming_efficiency_for(old_w) / g.streaming_efficiency_for(new_w);
       double body = static_cast<double>(std::max<TimeNs>(0, d - g.kernel_tail));
       nd = static_cast<TimeNs>(std::llround(body * ratio * eff)) + std::min(d, g.kernel_tail);
       ++memory;

@@ -25,6 +25,8 @@ void add_tile(CLI::App& sub, Action& action);
 void add_amdahl(CLI::App& sub, Action& action);
 void add_whatif(CLI::App& sub, Action& action);
 void add_sweep(CLI::App& sub, Action& action);
+void add_calibrate(CLI::App& sub, Action& action);
+void add_validate_report(CLI::App& sub, Action& action);
 
 const std::vector<Subtool>& subtools();
 

@@ -16,6 +16,8 @@ const std::vector<Subtool>& subtools() {
       {"replay", "Replay a trace as a discrete-event simulation: critical path, slack, overlap, range spans", add_replay},
       {"whatif", "Forecast a change (--scale, --remove, --fuse, --precision, --cuda-graph, --hw) beside Amdahl", add_whatif},
       {"sweep", "The cross product of hardware specs and scenarios (or a spec field's range), in parallel, as CSV/SVG", add_sweep},
+      {"calibrate", "Fit the hardware model to microbenchmark measurements (validate/) and write a spec overlay", add_calibrate},
+      {"validate-report", "Predicted vs measured microbenchmarks for a spec: error per family, held-out half", add_validate_report},
       {"hw", "Hardware presets: list, show (every number with its source)", add_hw},
       {"roofline", "Roofline calculator, or a trace's kernels on the roofline (--svg)", add_roofline},
       {"occupancy", "Occupancy calculator: blocks and warps per SM and the limiter", add_occupancy},

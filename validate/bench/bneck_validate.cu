@@ -210,9 +210,10 @@ int main(int argc, char** argv) {
     record("l2", "copy_f32x4_l2", kv("width_bytes", 16) + ", " + kv("array_bytes", (double)bytes) + ", " + kv("blocks", blocks) + ", " + kv("threads", 256),
            2.0 * bytes, 0, ms * 1e6 / 20, reps);
   }
-  // strided reads: 2^26 threads, stride 1..32 floats over a 1 GiB region.
+  // strided reads: stride 1..32 floats within a 1 GiB region, each element read at most once
+  // (2^28 / stride threads, at most 2^26).
   for (int stride : {1, 2, 4, 8, 16, 32}) {
-    size_t n = 1ull << 26, span = (1ull << 30) / 4;
+    size_t span = (1ull << 30) / 4, n = std::min<size_t>(1ull << 26, span / stride);
     float *out = (float*)(pool + (2ull << 30) - n * 4 - 4096), *in = (float*)pool;
     double ms = median_ms([&](int) { k_strided<<<(unsigned)(n / 256), 256>>>(out, in, n, stride, span); KCHECK(); }, reps);
     record("strided", "strided_read_f32", kv("stride", stride) + ", " + kv("width_bytes", 4) + ", " + kv("elems", (double)n) + ", " +
@@ -259,7 +260,7 @@ int main(int argc, char** argv) {
     CB(cublasDestroy(h));
   }
   // launch: empty kernels, eager vs a CUDA graph of the same kernels.
-  for (int count : {100, 1000}) {
+  for (int count : {10, 30, 100, 300, 1000, 3000}) {
     cudaStream_t s;
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     double gpu_ms = median_ms([&](int) { for (int k = 0; k < count; ++k) k_empty<<<1, 32, 0, s>>>(); KCHECK(); }, reps, s);

@@ -1,0 +1,316 @@
+#include "validate/calibrate.hpp"
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+
+#include "models/access.hpp"
+#include "models/transfer.hpp"
+#include "sim/base/error.hpp"
+
+namespace bneck {
+using nlohmann::json;
+
+namespace {
+
+
+// Weighted least squares: rows A x ~ b with weights 1/b (relative residuals).
+Eigen::VectorXd relative_lsq(const std::vector<std::vector<double>>& rows, const std::vector<double>& y) {
+  Eigen::MatrixXd A(static_cast<Eigen::Index>(rows.size()), static_cast<Eigen::Index>(rows.front().size()));
+  Eigen::VectorXd b(static_cast<Eigen::Index>(rows.size()));
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    double w = 1.0 / y[i];
+    for (std::size_t j = 0; j < rows[i].size(); ++j) A(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) = rows[i][j] * w;
+    b(static_cast<Eigen::Index>(i)) = y[i] * w;
+  }
+  return A.colPivHouseholderQr().solve(b);
+}
+
+std::string ns_str(double ns) { return std::to_string(std::llround(std::max(0.0, ns))) + " ns"; }
+std::string bw_str(double bps) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.6g GB/s", bps / 1e9);
+  return b;
+}
+
+// cuBLAS's launch configuration is not recorded: assume 128 x 128 output tiles, one per SM at a
+// time, so that a GEMM occupies whole waves of tiles (wave quantization).
+double gemm_waves_factor(const Measurement& m, const GpuSpec& g) {
+  double M = m.params.value("m", 0.0), N = m.params.value("n", 0.0);
+  if (M <= 0 || N <= 0 || g.sm_count == 0) return 1.0;
+  double tiles = std::ceil(M / 128) * std::ceil(N / 128);
+  double waves = std::ceil(tiles / g.sm_count);
+  return waves * g.sm_count / tiles;
+}
+
+Dtype gemm_dtype(const Measurement& m) {
+  auto d = dtype_from_string(m.params.value("dtype", "fp32"));
+  return d ? *d : Dtype::FP32;
+}
+
+}  // namespace
+
+double measurement_size(const Measurement& m) {
+  for (const char* k : {"array_bytes", "size", "elems", "m", "kernels", "stride"})
+    if (m.params.contains(k) && m.params[k].is_number()) return m.params[k].get<double>();
+  return m.bytes;
+}
+
+Measurements load_measurements(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path, "cannot open measurements");
+  json j;
+  try {
+    j = json::parse(in);
+  } catch (const json::parse_error& e) {
+    throw InputError(path, std::string("malformed JSON: ") + e.what());
+  }
+  if (!j.is_object() || j.value("format", "") != "bneck-measurements" || !j.contains("measurements") || !j["measurements"].is_array())
+    throw InputError(path, "not a bneck-measurements file (validate/bench/bneck_validate output)");
+  Measurements m;
+  m.source = path;
+  m.device = j.value("device", json::object());
+  for (std::size_t i = 0; i < j["measurements"].size(); ++i) {
+    const json& r = j["measurements"][i];
+    std::string rec = "measurements[" + std::to_string(i) + "]";
+    if (!r.is_object() || !r.contains("family") || !r.contains("name") || !r.contains("time_ns") || !r["time_ns"].is_number() ||
+        r["time_ns"].get<double>() <= 0)
+      throw InputError(path, rec + ": needs family, name and a positive time_ns");
+    Measurement x;
+    x.family = r["family"].get<std::string>();
+    x.name = r["name"].get<std::string>();
+    x.params = r;
+    x.bytes = r.value("bytes", 0.0);
+    x.flops = r.value("flops", 0.0);
+    x.time_ns = r["time_ns"].get<double>();
+    m.items.push_back(std::move(x));
+  }
+  // Training half: even positions of each (family, name) group sorted by size.
+  std::map<std::string, std::vector<std::size_t>> groups;
+  for (std::size_t i = 0; i < m.items.size(); ++i) groups[m.items[i].family + "/" + m.items[i].name].push_back(i);
+  for (auto& [k, v] : groups) {
+    std::stable_sort(v.begin(), v.end(), [&](std::size_t a, std::size_t b) { return measurement_size(m.items[a]) < measurement_size(m.items[b]); });
+    for (std::size_t p = 0; p < v.size(); ++p) m.items[v[p]].train = p % 2 == 0;
+  }
+  return m;
+}
+
+Calibration calibrate(const Measurements& ms, const std::string& base_preset, const std::string& overlay_name) {
+  HwSpec base = load_hw(base_preset);
+  const double bw = base.gpu.memory_bandwidth;
+  Calibration c;
+  json gpu = json::object(), node = json::object(), sources = json::object();
+  const std::string src = "calibrated by `bneck calibrate` from " + ms.source + " (training half)";
+  // stream: t = tail + read bytes * r_w + written bytes * w_w, per access width (copy and scale
+  // read one array and write one; add and triad read two).
+  {
+    std::vector<double> widths;
+    for (const auto& m : ms.items)
+      if (m.family == "stream" && m.train) {
+        double w = m.params.value("width_bytes", 4.0);
+        if (std::find(widths.begin(), widths.end(), w) == widths.end()) widths.push_back(w);
+      }
+    std::sort(widths.begin(), widths.end());
+    std::vector<std::vector<double>> rows;
+    std::vector<double> y;
+    for (const auto& m : ms.items) {
+      if (m.family != "stream" || !m.train) continue;
+      std::vector<double> r(2 * widths.size() + 1, 0.0);
+      r[0] = 1;
+      auto k = static_cast<std::size_t>(std::find(widths.begin(), widths.end(), m.params.value("width_bytes", 4.0)) - widths.begin());
+      double array = m.params.value("array_bytes", m.bytes / 2);
+      r[1 + 2 * k] = m.bytes - array;  // read
+      r[2 + 2 * k] = array;            // written
+      rows.push_back(r);
+      y.push_back(m.time_ns);
+    }
+    if (!rows.empty()) {
+      Eigen::VectorXd x = relative_lsq(rows, y);
+      gpu["kernel_tail"] = ns_str(x(0));
+      json rd = json::object(), wr = json::object();
+      for (std::size_t k = 0; k < widths.size(); ++k) {
+        double er = std::clamp(1e9 / (x(static_cast<Eigen::Index>(1 + 2 * k)) * bw), 0.01, 4.0);
+        double ew = std::clamp(1e9 / (x(static_cast<Eigen::Index>(2 + 2 * k)) * bw), 0.01, 1.0);
+        std::string key = std::to_string(static_cast<int>(widths[k])) + " B";
+        rd[key] = std::round(er * 1000) / 1000;
+        wr[key] = std::round(ew * 1000) / 1000;
+        c.log.push_back("stream: " + key + " accesses: reads at " + bw_str(er * bw) + ", writes at " + bw_str(ew * bw));
+      }
+      gpu["access_efficiency"] = rd;
+      gpu["write_efficiency"] = wr;
+      gpu["memory_efficiency"] = std::round(2.0 / (1.0 / rd.back().get<double>() + 1.0 / wr.back().get<double>()) * 1000) / 1000;
+      sources["gpu.memory_efficiency"] = src + ", stream family (16-byte accesses, as many bytes read as written)";
+      c.log.push_back("stream: kernel tail " + ns_str(x(0)));
+      sources["gpu.kernel_tail"] = src + ", stream family";
+      sources["gpu.access_efficiency"] = src + ", stream family (reads)";
+      sources["gpu.write_efficiency"] = src + ", stream family (writes)";
+    }
+  }
+  // l2: back-to-back copies of L2-resident arrays are launch-bound until the L2's bandwidth binds:
+  // t = max(launch gap, bytes / l2bw); the bandwidth from the largest training size.
+  {
+    const Measurement* big = nullptr;
+    for (const auto& m : ms.items)
+      if (m.family == "l2" && m.train && (!big || m.bytes > big->bytes)) big = &m;
+    if (big) {
+      gpu["l2_bandwidth"] = bw_str(big->bytes / big->time_ns * 1e9);
+      sources["gpu.l2_bandwidth"] = src + ", l2 family (largest L2-resident copy)";
+      c.log.push_back("l2: " + bw_str(big->bytes / big->time_ns * 1e9));
+    }
+  }
+  // gemm: per dtype t = overhead + flops * inv.
+  {
+    std::map<std::string, std::pair<std::vector<std::vector<double>>, std::vector<double>>> per;
+    for (const auto& m : ms.items)
+      if (m.family == "gemm" && m.train) {
+        per[m.params.value("dtype", "fp32")].first.push_back({1.0, m.flops * gemm_waves_factor(m, base.gpu)});
+        per[m.params.value("dtype", "fp32")].second.push_back(m.time_ns);
+      }
+    json gf = json::object();
+    for (auto& [d, rows] : per) {
+      auto dt = dtype_from_string(d);
+      if (!dt || rows.first.size() < 2) continue;
+      Eigen::VectorXd x = relative_lsq(rows.first, rows.second);
+      double peak = base.gpu.peak_of(*dt, d == "fp32" ? ComputeUnit::Simt : base.gpu.best_unit(*dt));
+      double eff = std::clamp(1.0 / (x(1) * 1e-9 * peak), 0.01, 1.0);
+      gf[d] = {{"overhead", ns_str(x(0))}, {"efficiency", std::round(eff * 1000) / 1000}};
+      char b[160];
+      std::snprintf(b, sizeof b, "gemm %s: %.1f TFLOP/s at scale (%.0f %% of %.1f), overhead %s", d.c_str(), eff * peak / 1e12, eff * 100,
+                    peak / 1e12, ns_str(x(0)).c_str());
+      c.log.push_back(b);
+    }
+    if (!gf.empty()) {
+      gpu["gemm_fit"] = gf;
+      sources["gpu.gemm_fit"] = src + ", gemm family (cuBLAS)";
+    }
+  }
+  // launch: per-kernel cost, a relative least-squares slope through the origin over the counts.
+  for (const char* name : {"eager_host", "graph_gpu"}) {
+    double num = 0, den = 0;
+    for (const auto& m : ms.items)
+      if (m.family == "launch" && m.train && m.name == name) {
+        double n = m.params.value("kernels", 1.0);
+        num += n / m.time_ns;
+        den += n * n / (m.time_ns * m.time_ns);
+      }
+    if (den <= 0) continue;
+    double per = num / den;
+    std::string field = std::string(name) == "eager_host" ? "host_launch_overhead" : "graph_node_latency";
+    gpu[field] = ns_str(per);
+    sources["gpu." + field] = src + ", launch family" + (field == "host_launch_overhead" ? " (without a profiler)" : "");
+    c.log.push_back("launch: " + field + " " + ns_str(per) + " per kernel");
+  }
+  // memcpy paths.
+  {
+    std::map<std::string, std::pair<std::vector<std::vector<double>>, std::vector<double>>> per;
+    for (const auto& m : ms.items)
+      if (m.family == "memcpy" && m.train) {
+        per[m.name].first.push_back({1.0, m.bytes});
+        per[m.name].second.push_back(m.time_ns);
+      }
+    json cp = json::object();
+    for (auto& [path, rows] : per) {
+      if (rows.first.size() < 2) continue;
+      Eigen::VectorXd x = relative_lsq(rows.first, rows.second);
+      double b = x(1) > 0 ? 1.0 / (x(1) * 1e-9) : 1e12;
+      cp[path] = {{"latency", ns_str(x(0))}, {"bandwidth", bw_str(b)}};
+      c.log.push_back("memcpy " + path + ": " + ns_str(x(0)) + " + bytes / " + bw_str(b));
+    }
+    if (!cp.empty()) {
+      node["copy_paths"] = cp;
+      sources["node.copy_paths"] = src + ", memcpy family";
+    }
+  }
+  c.overlay = {{"name", overlay_name}, {"extends", base_preset},
+               {"description", base.description + ", calibrated from " + ms.source}, {"gpu", gpu}, {"node", node}, {"sources", sources},
+               {"calibration", {{"measurements", ms.source}, {"device", ms.device}, {"log", c.log}}}};
+  return c;
+}
+
+double predict(const Measurement& m, const HwSpec& hw) {
+  const GpuSpec& g = hw.gpu;
+  const double tail = static_cast<double>(g.kernel_tail);
+  auto bw_of = [&](double width) { return g.memory_bandwidth * g.access_efficiency_for(static_cast<Bytes>(width)); };
+  auto wbw_of = [&](double width) { return g.memory_bandwidth * g.write_efficiency_for(static_cast<Bytes>(width)); };
+  if (m.family == "stream") {
+    double w = m.params.value("width_bytes", 4.0), array = m.params.value("array_bytes", m.bytes / 2);
+    return tail + (m.bytes - array) / bw_of(w) * 1e9 + array / wbw_of(w) * 1e9;
+  }
+  if (m.family == "reduction") return tail + m.bytes / bw_of(m.params.value("width_bytes", 16.0)) * 1e9;
+  if (m.family == "l2")
+    return std::max(static_cast<double>(g.host_launch_overhead), m.bytes / (g.l2_bandwidth > 0 ? g.l2_bandwidth : g.memory_bandwidth) * 1e9);
+  if (m.family == "strided") {
+    // The coalescing model: each warp of 32 threads reads `sectors` 32-byte sectors; writes are dense.
+    double n = m.params.value("elems", 0.0), stride = m.params.value("stride", 1.0);
+    Coalescing co = coalesce(4, static_cast<std::uint32_t>(stride));
+    double reads = n / 32.0 * static_cast<double>(co.bytes_moved);
+    return tail + reads / bw_of(4) * 1e9 + 4.0 * n / wbw_of(4) * 1e9;
+  }
+  if (m.family == "fused") {  // each kernel reads one array and writes one
+    double w = m.params.value("width_bytes", 4.0);
+    return m.params.value("kernels", 1.0) * tail + m.bytes / 2 / bw_of(w) * 1e9 + m.bytes / 2 / wbw_of(w) * 1e9;
+  }
+  if (m.family == "gemm") {
+    Dtype d = gemm_dtype(m);
+    ComputeUnit u = m.params.value("dtype", "fp32") == "fp32" ? ComputeUnit::Simt : g.best_unit(d);
+    double peak = g.peak_of(d, u);
+    auto it = g.gemm_fit.find(d);
+    double eff = it != g.gemm_fit.end() ? it->second.efficiency : g.compute_efficiency;
+    double over = it != g.gemm_fit.end() ? static_cast<double>(it->second.overhead) : tail;
+    return over + std::max(m.flops * gemm_waves_factor(m, g) / (peak * eff), m.bytes / bw_of(16)) * 1e9;
+  }
+  if (m.family == "launch") {
+    double n = m.params.value("kernels", 1.0);
+    if (m.name == "graph_gpu") return n * static_cast<double>(g.graph_node_latency);
+    return n * static_cast<double>(g.host_launch_overhead);  // eager: launch-bound on the host
+  }
+  if (m.family == "memcpy") {
+    std::string p = m.params.value("path", m.name);
+    Bytes b = static_cast<Bytes>(m.params.value("size", m.bytes));
+    MemcpyKind k = p.rfind("h2d", 0) == 0 ? MemcpyKind::HtoD : p.rfind("d2h", 0) == 0 ? MemcpyKind::DtoH : MemcpyKind::DtoD;
+    MemKind host = p.find("pageable") != std::string::npos ? MemKind::Pageable : MemKind::Pinned;
+    return static_cast<double>(transfer_time(hw, k, k == MemcpyKind::HtoD ? host : MemKind::Device, k == MemcpyKind::DtoH ? host : MemKind::Device, b));
+  }
+  return -1;
+}
+
+AccuracyReport accuracy(const Measurements& ms, const HwSpec& hw) {
+  AccuracyReport r;
+  std::map<std::string, std::vector<double>> fam;
+  std::map<std::string, std::size_t> count;
+  std::vector<double> all;
+  for (const auto& m : ms.items) {
+    double p = predict(m, hw);
+    r.predicted.push_back(p);
+    count[m.family]++;
+    if (p < 0 || m.train) continue;
+    double e = std::fabs(p - m.time_ns) / m.time_ns;
+    fam[m.family].push_back(e);
+    all.push_back(e);
+  }
+  auto quant = [](std::vector<double> v, double q) {
+    if (v.empty()) return 0.0;
+    std::sort(v.begin(), v.end());
+    return v[static_cast<std::size_t>(std::floor(q * static_cast<double>(v.size() - 1) + 0.5))];
+  };
+  for (auto& [f, v] : fam) {
+    FamilyStats s;
+    s.family = f;
+    s.n = count[f];
+    s.held_out = v.size();
+    double sum = 0;
+    for (double e : v) sum += e;
+    s.mape = v.empty() ? 0 : sum / static_cast<double>(v.size());
+    s.median = quant(v, 0.5);
+    s.p90 = quant(v, 0.9);
+    r.families.push_back(s);
+  }
+  r.held_out = all.size();
+  r.median_error = quant(all, 0.5);
+  r.p90_error = quant(all, 0.9);
+  return r;
+}
+
+}  // namespace bneck
