@@ -101,6 +101,13 @@ std::vector<std::vector<std::int64_t>> parse_nvtx_sizes(std::string_view text) {
 }
 
 std::string preset_for_device(const std::string& device_name) {
+  std::string p = preset_for_device_name(device_name);
+  // A calibrated overlay of that preset (hw/calibrated/, made by `bneck calibrate`) wins.
+  if (!p.empty() && hw_preset_text(p + "-calibrated")) return p + "-calibrated";
+  return p;
+}
+
+std::string preset_for_device_name(const std::string& device_name) {
   std::string n = lower(device_name);
   if (has(n, "h200")) return "h200-sxm";
   if (has(n, "h100") && has(n, "pcie")) return "h100-pcie";

@@ -59,7 +59,9 @@ KernelEstimate model_kernel(const Trace& t, OpId k, const KernelWork& w, const H
 // the spec of the GPU the trace was captured on (for inference).
 std::vector<KernelWork> estimate_work(const Trace& t, const HwSpec& source);
 
-// The preset that matches the trace's GPU name ("NVIDIA H200" -> "h200-sxm"), or "".
+// The preset that matches the trace's GPU name ("NVIDIA H200" -> "h200-sxm"), or "";
+// preset_for_device prefers its calibrated overlay ("h200-sxm-calibrated") where there is one.
+std::string preset_for_device_name(const std::string& device_name);
 std::string preset_for_device(const std::string& device_name);
 
 }  // namespace bneck

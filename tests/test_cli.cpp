@@ -207,7 +207,7 @@ TEST_CASE("replay --hw retargets and writes a roofline table; roofline TRACE dra
   REQUIRE(r.code == 0);
   auto j = nlohmann::json::parse(r.out);
   CHECK(j["model"] == "hybrid");
-  CHECK(j["source_hw"] == "h200-sxm");
+  CHECK(j["source_hw"] == "h200-sxm-calibrated");  // the calibrated overlay is the default for an H200
   CHECK(j["target_hw"] == "h100-sxm");
   REQUIRE(j["roofline"].size() > 0);
   for (const char* k : {"class", "ops", "measured_ns", "model_source_ns", "predicted_ns", "bound", "achieved_fraction_of_peak"})

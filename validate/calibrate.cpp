@@ -202,6 +202,29 @@ Calibration calibrate(const Measurements& ms, const std::string& base_preset, co
     sources["gpu." + field] = src + ", launch family" + (field == "host_launch_overhead" ? " (without a profiler)" : "");
     c.log.push_back("launch: " + field + " " + ns_str(per) + " per kernel");
   }
+  // Single-kernel timings include what events see around an empty kernel (submission, launch):
+  // that part is the GPU's launch latency; the rest of the stream intercept is the kernel tail as a
+  // trace records kernels; GEMM overheads likewise.
+  {
+    const Measurement* empty = nullptr;
+    for (const auto& m : ms.items)
+      if (m.family == "launch" && m.name == "empty_events") empty = &m;
+    if (empty && gpu.contains("kernel_tail")) {
+      double node_ns = gpu.contains("graph_node_latency") ? static_cast<double>(parse_duration(gpu["graph_node_latency"].get<std::string>())) : 0;
+      double launch = std::max(0.0, empty->time_ns - node_ns);
+      double intercept = static_cast<double>(parse_duration(gpu["kernel_tail"].get<std::string>()));
+      gpu["launch_latency"] = ns_str(launch);
+      gpu["kernel_tail"] = ns_str(std::max(node_ns, intercept - launch));
+      sources["gpu.launch_latency"] = src + ", launch family (events around an empty kernel, less a graph node)";
+      sources["gpu.kernel_tail"] = src + ", stream family intercept less the launch latency";
+      c.log.push_back("launch: latency " + ns_str(launch) + "; kernel tail " + gpu["kernel_tail"].get<std::string>());
+      if (gpu.contains("gemm_fit"))
+        for (auto it = gpu["gemm_fit"].begin(); it != gpu["gemm_fit"].end(); ++it) {
+          double o = static_cast<double>(parse_duration((*it)["overhead"].get<std::string>()));
+          (*it)["overhead"] = ns_str(std::max(node_ns, o - launch));
+        }
+    }
+  }
   // memcpy paths.
   {
     std::map<std::string, std::pair<std::vector<std::vector<double>>, std::vector<double>>> per;
@@ -231,7 +254,8 @@ Calibration calibrate(const Measurements& ms, const std::string& base_preset, co
 
 double predict(const Measurement& m, const HwSpec& hw) {
   const GpuSpec& g = hw.gpu;
-  const double tail = static_cast<double>(g.kernel_tail);
+  // A single kernel timed with events: the launch latency (submission to start) plus the kernel.
+  const double tail = static_cast<double>(g.launch_latency + g.kernel_tail);
   auto bw_of = [&](double width) { return g.memory_bandwidth * g.access_efficiency_for(static_cast<Bytes>(width)); };
   auto wbw_of = [&](double width) { return g.memory_bandwidth * g.write_efficiency_for(static_cast<Bytes>(width)); };
   if (m.family == "stream") {
@@ -258,12 +282,13 @@ double predict(const Measurement& m, const HwSpec& hw) {
     double peak = g.peak_of(d, u);
     auto it = g.gemm_fit.find(d);
     double eff = it != g.gemm_fit.end() ? it->second.efficiency : g.compute_efficiency;
-    double over = it != g.gemm_fit.end() ? static_cast<double>(it->second.overhead) : tail;
+    double over = static_cast<double>(g.launch_latency) + (it != g.gemm_fit.end() ? static_cast<double>(it->second.overhead) : static_cast<double>(g.kernel_tail));
     return over + std::max(m.flops * gemm_waves_factor(m, g) / (peak * eff), m.bytes / bw_of(16)) * 1e9;
   }
   if (m.family == "launch") {
     double n = m.params.value("kernels", 1.0);
     if (m.name == "graph_gpu") return n * static_cast<double>(g.graph_node_latency);
+    if (m.name == "empty_events") return static_cast<double>(g.launch_latency + g.graph_node_latency);
     return n * static_cast<double>(g.host_launch_overhead);  // eager: launch-bound on the host
   }
   if (m.family == "memcpy") {

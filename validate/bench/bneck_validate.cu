@@ -12,6 +12,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -171,7 +172,12 @@ int main(int argc, char** argv) {
   const char* commit = "unknown";
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--quick")) quick = true;
-    else if (!std::strcmp(argv[i], "--commit") && i + 1 < argc) commit = argv[++i];
+    else if (!std::strcmp(argv[i], "--commit") && i + 1 < argc) {
+      static std::string c;  // keep only characters that need no JSON escaping
+      for (const char* q = argv[++i]; *q; ++q)
+        if (std::isalnum(static_cast<unsigned char>(*q)) || *q == '.' || *q == '-' || *q == '_') c += *q;
+      commit = c.empty() ? "unknown" : c.c_str();
+    }
   }
   int reps = quick ? 5 : 15;
   int dev = 0;
@@ -258,6 +264,12 @@ int main(int argc, char** argv) {
                3.0 * mat, 2.0 * d * (double)d * d, ms * 1e6, r);
       }
     CB(cublasDestroy(h));
+  }
+  // launch: what CUDA events see around one empty kernel (submission + launch + the empty kernel),
+  // which the other families' single-kernel timings include.
+  {
+    double ms = median_ms([&](int) { k_empty<<<1, 32>>>(); KCHECK(); }, reps * 2);
+    record("launch", "empty_events", kv("kernels", 1), 0, 0, ms * 1e6, reps * 2);
   }
   // launch: empty kernels, eager vs a CUDA graph of the same kernels.
   for (int count : {10, 30, 100, 300, 1000, 3000}) {
