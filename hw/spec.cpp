@@ -214,6 +214,13 @@ HwSpec parse_hw(const json& j, const std::string& origin) {
         f.fail(path, e.what());
       }
       fit.efficiency = it.value()["efficiency"].get<double>();
+      if (it.value().contains("submit")) {
+        try {
+          fit.submit = parse_duration(it.value()["submit"].get<std::string>());
+        } catch (const std::exception& e) {
+          f.fail(path + ".submit", e.what());
+        }
+      }
       if (fit.efficiency <= 0 || fit.efficiency > 1) f.fail(path, "efficiency must be in (0, 1]");
       g.gemm_fit[*d] = fit;
     }
@@ -260,6 +267,7 @@ HwSpec parse_hw(const json& j, const std::string& origin) {
       try {
         c.latency = parse_duration(v["latency"].get<std::string>());
         c.bandwidth = parse_bandwidth(v["bandwidth"].get<std::string>());
+        if (v.contains("submit")) c.submit = parse_duration(v["submit"].get<std::string>());
       } catch (const InputError& e) {
         f.fail(path, e.what());
       }

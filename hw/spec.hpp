@@ -69,8 +69,9 @@ struct GpuSpec {
   double compute_efficiency = 1;     // achievable fraction of a peak rate
   // Calibrated GEMM fits per precision: time = overhead + FLOPs / (peak x efficiency).
   struct GemmFit {
-    TimeNs overhead = 0;
+    TimeNs overhead = 0;       // device-side fixed cost of one GEMM kernel, as traces record it
     double efficiency = 0;
+    TimeNs submit = 0;         // what a host-timed call adds (library and launch), microbenchmarks only
   };
   std::map<Dtype, GemmFit> gemm_fit;
   double peak_of(Dtype d, ComputeUnit u) const { return peak[static_cast<int>(d)][static_cast<int>(u)]; }
@@ -93,6 +94,7 @@ struct NodeSpec {
   struct CopyPath {
     TimeNs latency = 0;
     double bandwidth = 0;
+    TimeNs submit = 0;         // what a host-timed copy adds besides the device-side latency
   };
   std::map<std::string, CopyPath> copy_paths;
 };
