@@ -24,8 +24,17 @@ TimeNs transfer_time(const HwSpec& hw, MemcpyKind kind, MemKind src, MemKind dst
     }
     if (path) {
       auto it = n.copy_paths.find(path);
-      if (it != n.copy_paths.end())
-        return it->second.latency + over(std::string(path) == "d2d" ? 2 * b : b, it->second.bandwidth);
+      std::string ps(path);
+      if (it != n.copy_paths.end() && pageable && n.pageable_chunk > 0) {
+        // A trace's device op for a pageable copy: the first staging chunk moves like a pinned copy,
+        // the rest at the host's staging rate.
+        auto pinned = n.copy_paths.find(ps.substr(0, 4) + "pinned");
+        if (pinned != n.copy_paths.end()) {
+          double first = std::min(b, static_cast<double>(n.pageable_chunk));
+          return pinned->second.latency + over(first, pinned->second.bandwidth) + over(b - first, it->second.bandwidth);
+        }
+      }
+      if (it != n.copy_paths.end()) return it->second.latency + over(ps == "d2d" ? 2 * b : b, it->second.bandwidth);
     }
   }
   switch (kind) {

@@ -309,7 +309,11 @@ double predict(const Measurement& m, const HwSpec& hw) {
     MemcpyKind k = p.rfind("h2d", 0) == 0 ? MemcpyKind::HtoD : p.rfind("d2h", 0) == 0 ? MemcpyKind::DtoH : MemcpyKind::DtoD;
     MemKind host = p.find("pageable") != std::string::npos ? MemKind::Pageable : MemKind::Pinned;
     double submit = 0;
-    if (auto it = hw.node.copy_paths.find(p); it != hw.node.copy_paths.end()) submit = static_cast<double>(it->second.submit);
+    if (auto it = hw.node.copy_paths.find(p); it != hw.node.copy_paths.end()) {
+      submit = static_cast<double>(it->second.submit);
+      // Timed from the host, a pageable copy includes the staging: the path's own fit.
+      if (host == MemKind::Pageable) return static_cast<double>(it->second.latency) + static_cast<double>(b) / it->second.bandwidth * 1e9;
+    }
     return submit + static_cast<double>(transfer_time(hw, k, k == MemcpyKind::HtoD ? host : MemKind::Device, k == MemcpyKind::DtoH ? host : MemKind::Device, b));
   }
   return -1;
