@@ -47,7 +47,8 @@ void add_validate_report(CLI::App& sub, Action& action) {
       json j = {{"measurements", meas}, {"hw", h.name}, {"median_error", r.median_error}, {"p90_error", r.p90_error}, {"held_out", r.held_out}};
       json fam = json::object();
       for (const auto& f : r.families)
-        fam[f.family] = {{"n", f.n}, {"held_out", f.held_out}, {"mape", f.mape}, {"median_error", f.median}, {"p90_error", f.p90}};
+        fam[f.family] = f.modelled ? json{{"n", f.n}, {"held_out", f.held_out}, {"mape", f.mape}, {"median_error", f.median}, {"p90_error", f.p90}}
+                                   : json{{"n", f.n}, {"modelled", false}};
       j["families"] = fam;
       json rows = json::array();
       for (std::size_t i = 0; i < m.items.size(); ++i) {
@@ -94,9 +95,12 @@ void add_validate_report(CLI::App& sub, Action& action) {
       if (json_out != "-") {
         std::printf("%s on %s: %zu held-out measurements, median error %.1f %%, 90th percentile %.1f %%\n", h.name.c_str(), meas.c_str(),
                     r.held_out, r.median_error * 100, r.p90_error * 100);
-        std::printf("  %-10s %5s %9s %8s %8s %8s\n", "family", "n", "held-out", "MAPE", "median", "p90");
+        std::printf("  %-12s %5s %9s %8s %8s %8s\n", "family", "n", "held-out", "MAPE", "median", "p90");
         for (const auto& f : r.families)
-          std::printf("  %-10s %5zu %9zu %7.1f%% %7.1f%% %7.1f%%\n", f.family.c_str(), f.n, f.held_out, f.mape * 100, f.median * 100, f.p90 * 100);
+          if (f.modelled)
+            std::printf("  %-12s %5zu %9zu %7.1f%% %7.1f%% %7.1f%%\n", f.family.c_str(), f.n, f.held_out, f.mape * 100, f.median * 100, f.p90 * 100);
+          else
+            std::printf("  %-12s %5zu  (measured; no model predicts it yet)\n", f.family.c_str(), f.n);
       }
       return 0;
     };

@@ -283,6 +283,9 @@ double predict(const Measurement& m, const HwSpec& hw) {
     double reads = n / 32.0 * static_cast<double>(co.bytes_moved);
     return tail + reads / bw_of(4) * 1e9 + 4.0 * n / wbw_of(4) * 1e9;
   }
+  if (m.family == "softmax") {  // fused: each row read once and written once, 4-byte accesses
+    return tail + m.bytes / 2 / bw_of(4) * 1e9 + m.bytes / 2 / wbw_of(4) * 1e9;
+  }
   if (m.family == "fused") {  // each kernel reads one array and writes one
     double w = m.params.value("width_bytes", 4.0);
     return m.params.value("kernels", 1.0) * tail + m.bytes / 2 / bw_of(w) * 1e9 + m.bytes / 2 / wbw_of(w) * 1e9;
@@ -338,6 +341,14 @@ AccuracyReport accuracy(const Measurements& ms, const HwSpec& hw) {
     std::sort(v.begin(), v.end());
     return v[static_cast<std::size_t>(std::floor(q * static_cast<double>(v.size() - 1) + 0.5))];
   };
+  for (auto& [f, n] : count)  // measured families the models have nothing for yet
+    if (!fam.count(f)) {
+      FamilyStats s;
+      s.family = f;
+      s.n = n;
+      s.modelled = false;
+      r.families.push_back(s);
+    }
   for (auto& [f, v] : fam) {
     FamilyStats s;
     s.family = f;

@@ -51,6 +51,7 @@ struct FamilyStats {
   std::string family;
   std::size_t n = 0, held_out = 0;
   double mape = 0, median = 0, p90 = 0;   // over the held-out measurements, fractions
+  bool modelled = true;                   // false: measured, but no model predicts it yet
 };
 struct AccuracyReport {
   std::vector<double> predicted;          // per measurement

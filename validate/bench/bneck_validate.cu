@@ -1,8 +1,10 @@
 // bneck_validate: CUDA microbenchmarks that measure what bneck's models need on this GPU.
 // Families: stream (copy/scale/add/triad at 2/4/8/16-byte accesses), l2 (L2-resident copy),
 // strided (stride 1..32 reads: the coalescing model), fused (a 4-op elementwise chain, unfused vs
-// fused, fp32 and bf16), reduction (sum), gemm (cuBLAS FP32, TF32, BF16, FP16), launch (empty
-// kernels, eager vs CUDA graph), memcpy (H2D/D2H pinned and pageable, D2D, 4 KiB..1 GiB).
+// fused, fp32 and bf16), reduction (sum), softmax (fused row softmax), tiled_gemm (own shared-memory
+// SGEMM, tiles 8/16/32), occupancy (a copy with shared memory forced up), concurrency (kernels on
+// 1..8 streams), gemm (cuBLAS FP32, TF32, BF16, FP16), launch (empty kernels, eager vs CUDA graph),
+// memcpy (H2D/D2H pinned and pageable, D2D, 4 KiB..1 GiB).
 // Timing: warm-up, CUDA events, median of repeats, buffers rotated past the L2 where the family
 // streams from HBM, inputs filled with non-zero data, every CUDA call checked.
 // Output: one JSON document (device properties, driver, clocks, git commit, measurements).
@@ -165,6 +167,64 @@ __global__ void k_reduce(const float4* in, float* out, size_t n4) {
 
 __global__ void k_empty() {}
 
+// Row softmax, one block of 256 threads per row, the row held in registers: reads once, writes once.
+__global__ void k_softmax(const float* in, float* out, int cols) {
+  __shared__ float red[256];
+  const float* row = in + (size_t)blockIdx.x * cols;
+  float* orow = out + (size_t)blockIdx.x * cols;
+  float v[8];
+  float mx = -1e30f;
+  for (int k = 0; k < 8; ++k) {
+    int c = threadIdx.x + k * 256;
+    v[k] = c < cols ? row[c] : -1e30f;
+    mx = fmaxf(mx, v[k]);
+  }
+  red[threadIdx.x] = mx;
+  __syncthreads();
+  for (int s = 128; s > 0; s >>= 1) { if (threadIdx.x < s) red[threadIdx.x] = fmaxf(red[threadIdx.x], red[threadIdx.x + s]); __syncthreads(); }
+  mx = red[0];
+  __syncthreads();
+  float sum = 0;
+  for (int k = 0; k < 8; ++k) { v[k] = __expf(v[k] - mx); sum += (threadIdx.x + k * 256 < cols) ? v[k] : 0.f; }
+  red[threadIdx.x] = sum;
+  __syncthreads();
+  for (int s = 128; s > 0; s >>= 1) { if (threadIdx.x < s) red[threadIdx.x] += red[threadIdx.x + s]; __syncthreads(); }
+  float inv = 1.f / red[0];
+  for (int k = 0; k < 8; ++k) { int c = threadIdx.x + k * 256; if (c < cols) orow[c] = v[k] * inv; }
+}
+
+// Shared-memory tiled SGEMM, TILE x TILE tiles, one output element per thread.
+template <int TILE>
+__global__ void k_tiled_gemm(const float* A, const float* B, float* C, int n) {
+  __shared__ float As[TILE][TILE], Bs[TILE][TILE];
+  int row = blockIdx.y * TILE + threadIdx.y, col = blockIdx.x * TILE + threadIdx.x;
+  float acc = 0;
+  for (int t = 0; t < n; t += TILE) {
+    As[threadIdx.y][threadIdx.x] = A[(size_t)row * n + t + threadIdx.x];
+    Bs[threadIdx.y][threadIdx.x] = B[(size_t)(t + threadIdx.y) * n + col];
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < TILE; ++k) acc += As[threadIdx.y][k] * Bs[k][threadIdx.x];
+    __syncthreads();
+  }
+  C[(size_t)row * n + col] = acc;
+}
+
+// A streaming copy whose occupancy is forced down by dynamic shared memory.
+__global__ void k_copy_smem(float4* a, const float4* b, size_t n) {
+  extern __shared__ char pad[];
+  size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+  if (threadIdx.x == 0) pad[0] = 0;
+  if (i < n) a[i] = b[i];
+}
+
+// A fixed amount of arithmetic on a few blocks (for concurrency across streams).
+__global__ void k_spin(float* out, int iters) {
+  float x = threadIdx.x * 1e-3f;
+  for (int i = 0; i < iters; ++i) x = x * 1.0000001f + 1e-7f;
+  if (x == 42.f) out[0] = x;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -235,6 +295,71 @@ int main(int argc, char** argv) {
     double ms = median_ms([&](int) { k_reduce<<<p.multiProcessorCount * 8, 256>>>((const float4*)pool, out, bytes / 16); KCHECK(); }, reps);
     record("reduction", "sum_f32", kv("array_bytes", (double)bytes) + ", " + kv("width_bytes", 16) + ", " + kv("blocks", p.multiProcessorCount * 8.0) + ", " +
            kv("threads", 256), (double)bytes, bytes / 4.0, ms * 1e6, reps);
+  }
+  // softmax: rows of 2048 floats.
+  for (size_t rows : {8192ul, 32768ul, 131072ul}) {
+    int cols = 2048;
+    float *in = (float*)pool, *out = (float*)(pool + rows * cols * 4);
+    double ms = median_ms([&](int) { k_softmax<<<(unsigned)rows, 256>>>(in, out, cols); KCHECK(); }, reps);
+    record("softmax", "softmax_f32", kv("rows", (double)rows) + ", " + kv("cols", cols) + ", " + kv("width_bytes", 4),
+           2.0 * rows * cols * 4, 5.0 * rows * cols, ms * 1e6, reps);
+  }
+  // tiled sgemm (own kernels): tile widths 8, 16, 32 at n = 2048 and 4096.
+  for (int n : {2048, 4096}) {
+    float *A = (float*)pool, *B = A + (size_t)n * n, *C = B + (size_t)n * n;
+    auto run = [&](int tile) {
+      dim3 block(tile, tile), grid(n / tile, n / tile);
+      return median_ms([&](int) {
+        if (tile == 8) k_tiled_gemm<8><<<grid, block>>>(A, B, C, n);
+        else if (tile == 16) k_tiled_gemm<16><<<grid, block>>>(A, B, C, n);
+        else k_tiled_gemm<32><<<grid, block>>>(A, B, C, n);
+        KCHECK();
+      }, std::max(3, reps / 3));
+    };
+    for (int tile : {8, 16, 32}) {
+      double ms = run(tile);
+      // Global traffic of the tiling: each of the (n/tile)^2 blocks loads 2 * n * tile floats.
+      double bytes = 2.0 * n * (double)n * n / tile * 4 + (double)n * n * 4;
+      record("tiled_gemm", "tiled_sgemm", kv("tile", tile) + ", " + kv("m", n) + ", " + kv("n", n) + ", " + kv("k", n),
+             bytes, 2.0 * n * (double)n * n, ms * 1e6, std::max(3, reps / 3));
+    }
+  }
+  // occupancy: a 16-byte copy of 512 MiB with 0..200 KiB of dynamic shared memory per block.
+  {
+    size_t bytes = 512 * MiB, n = bytes / 16;
+    CK(cudaFuncSetAttribute(k_copy_smem, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
+    for (int kib : {0, 16, 48, 100, 200}) {
+      int blocks_per_sm = 0;
+      CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, k_copy_smem, 256, kib * 1024));
+      double ms = median_ms([&](int r) {
+        float4 *a = (float4*)(pool + (size_t)(r % 2) * 2 * bytes), *b = (float4*)(pool + (size_t)(r % 2) * 2 * bytes + bytes);
+        k_copy_smem<<<(unsigned)(n / 256), 256, kib * 1024>>>(a, b, n);
+        KCHECK();
+      }, reps);
+      record("occupancy", "copy_f32x4_smem", kv("smem_kib", kib) + ", " + kv("blocks_per_sm", blocks_per_sm) + ", " + kv("threads", 256) +
+             ", " + kv("width_bytes", 16) + ", " + kv("array_bytes", (double)bytes), 2.0 * bytes, 0, ms * 1e6, reps);
+    }
+  }
+  // concurrency: 8 small spin kernels (8 blocks each) on 1, 2, 4 and 8 streams.
+  {
+    cudaStream_t ss[8];
+    for (auto& x : ss) CK(cudaStreamCreateWithFlags(&x, cudaStreamNonBlocking));
+    cudaEvent_t done[8];
+    for (auto& e : done) CK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    for (int streams : {1, 2, 4, 8}) {
+      double ms = median_ms([&](int) {
+        for (int k = 0; k < 8; ++k) {
+          cudaStream_t st = ss[k % streams];
+          if (k < streams) { CK(cudaEventRecord(done[k], 0)); CK(cudaStreamWaitEvent(st, done[k])); }
+          k_spin<<<8, 64, 0, st>>>((float*)pool, 200000);
+        }
+        for (int k = 0; k < streams; ++k) { CK(cudaEventRecord(done[k], ss[k])); CK(cudaStreamWaitEvent(0, done[k])); }
+        KCHECK();
+      }, reps);
+      record("concurrency", "spin_8_kernels", kv("streams", streams) + ", " + kv("kernels", 8), 0, 0, ms * 1e6, reps);
+    }
+    for (auto& e : done) CK(cudaEventDestroy(e));
+    for (auto& x : ss) CK(cudaStreamDestroy(x));
   }
   // gemm: cuBLAS, square m = n = k.
   {
