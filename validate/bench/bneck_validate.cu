@@ -3,12 +3,14 @@
 // strided (stride 1..32 reads: the coalescing model), fused (a 4-op elementwise chain, unfused vs
 // fused, fp32 and bf16), reduction (sum), softmax (fused row softmax), tiled_gemm (own shared-memory
 // SGEMM, tiles 8/16/32), occupancy (a copy with shared memory forced up), concurrency (kernels on
-// 1..8 streams), gemm (cuBLAS FP32, TF32, BF16, FP16), launch (empty kernels, eager vs CUDA graph),
+// 1..8 streams), gemm (cuBLAS FP32, TF32, BF16, FP16; cuBLASLt FP8), launch (empty kernels, eager
+// vs CUDA graph),
 // memcpy (H2D/D2H pinned and pageable, D2D, 4 KiB..1 GiB).
 // Timing: warm-up, CUDA events, median of repeats, buffers rotated past the L2 where the family
 // streams from HBM, inputs filled with non-zero data, every CUDA call checked.
 // Output: one JSON document (device properties, driver, clocks, git commit, measurements).
 // Usage: bneck_validate [--quick] [--commit SHA] > measurements.json
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -166,6 +168,12 @@ __global__ void k_reduce(const float4* in, float* out, size_t n4) {
 }
 
 __global__ void k_empty() {}
+
+// Valid, varied e4m3 bytes (0.5 .. 1.0 and their negatives), never zero.
+__global__ void k_fill_fp8(unsigned char* p, size_t n) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+    p[i] = (unsigned char)(0x30 + (i * 7) % 16) | (unsigned char)((i & 64) << 1);
+}
 
 // Row softmax, one block of 256 threads per row, the row held in registers: reads once, writes once.
 __global__ void k_softmax(const float* in, float* out, int cols) {
@@ -389,6 +397,48 @@ int main(int argc, char** argv) {
                3.0 * mat, 2.0 * d * (double)d * d, ms * 1e6, r);
       }
     CB(cublasDestroy(h));
+    // FP8 (e4m3 inputs, bf16 output, fp32 accumulate) through cuBLASLt, TN as Hopper requires.
+    cublasLtHandle_t lt;
+    CB(cublasLtCreate(&lt));
+    size_t ws_bytes = 64 * MiB;
+    void* ws = pool + pool_bytes - ws_bytes;
+    for (int d : dims) {
+      size_t mat = (size_t)d * d;
+      unsigned char *A = (unsigned char*)pool, *B = A + mat;
+      __nv_bfloat16* C = (__nv_bfloat16*)(B + mat);
+      k_fill_fp8<<<1024, 256>>>(A, 2 * mat);
+      KCHECK();
+      cublasLtMatmulDesc_t op;
+      CB(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+      cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+      CB(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+      CB(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+      cublasLtMatrixLayout_t la, lb, lc;
+      CB(cublasLtMatrixLayoutCreate(&la, CUDA_R_8F_E4M3, d, d, d));
+      CB(cublasLtMatrixLayoutCreate(&lb, CUDA_R_8F_E4M3, d, d, d));
+      CB(cublasLtMatrixLayoutCreate(&lc, CUDA_R_16BF, d, d, d));
+      cublasLtMatmulPreference_t pref;
+      CB(cublasLtMatmulPreferenceCreate(&pref));
+      CB(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes));
+      cublasLtMatmulHeuristicResult_t heur;
+      int found = 0;
+      CB(cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, lc, lc, pref, 1, &heur, &found));
+      if (found > 0) {
+        float alpha = 1.f, beta = 0.f;
+        int r = d >= 4096 ? std::max(3, reps / 3) : reps;
+        double ms = median_ms([&](int) {
+          CB(cublasLtMatmul(lt, op, &alpha, A, la, B, lb, &beta, C, lc, C, lc, &heur.algo, ws, ws_bytes, 0));
+        }, r);
+        record("gemm", "gemm_fp8", ks("dtype", "fp8") + ", " + kv("m", d) + ", " + kv("n", d) + ", " + kv("k", d),
+               2.0 * mat + 2.0 * mat, 2.0 * d * (double)d * d, ms * 1e6, r);
+      }
+      cublasLtMatmulPreferenceDestroy(pref);
+      cublasLtMatrixLayoutDestroy(la);
+      cublasLtMatrixLayoutDestroy(lb);
+      cublasLtMatrixLayoutDestroy(lc);
+      cublasLtMatmulDescDestroy(op);
+    }
+    CB(cublasLtDestroy(lt));
   }
   // launch: what CUDA events see around one empty kernel (submission + launch + the empty kernel),
   // which the other families' single-kernel timings include.
