@@ -5,6 +5,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <unistd.h>
 
 #include "models/access.hpp"
 #include "models/transfer.hpp"
@@ -263,9 +264,30 @@ Calibration calibrate(const Measurements& ms, const std::string& base_preset, co
       sources["node.copy_paths"] = src + ", memcpy family";
     }
   }
+  // Fit residuals: the calibrated model on its own training half, per family.
+  json residuals = json::object();
+  {
+    std::string tmp = "/tmp/bneck_calib_" + std::to_string(::getpid()) + ".json";
+    {
+      std::ofstream o(tmp);
+      o << json{{"name", overlay_name}, {"extends", base_preset}, {"gpu", gpu}, {"node", node}}.dump();
+    }
+    HwSpec fitted = load_hw(tmp);
+    std::remove(tmp.c_str());
+    std::map<std::string, std::vector<double>> fam;
+    for (const auto& m : ms.items) {
+      if (!m.train) continue;
+      double p = predict(m, fitted);
+      if (p > 0) fam[m.family].push_back(std::fabs(p - m.time_ns) / m.time_ns);
+    }
+    for (auto& [f, v] : fam) {
+      std::sort(v.begin(), v.end());
+      residuals[f] = {{"n", v.size()}, {"median_error", v[v.size() / 2]}, {"max_error", v.back()}};
+    }
+  }
   c.overlay = {{"name", overlay_name}, {"extends", base_preset},
                {"description", base.description + ", calibrated from " + ms.source}, {"gpu", gpu}, {"node", node}, {"sources", sources},
-               {"calibration", {{"measurements", ms.source}, {"device", ms.device}, {"log", c.log}}}};
+               {"calibration", {{"measurements", ms.source}, {"device", ms.device}, {"log", c.log}, {"training_residuals", residuals}}}};
   return c;
 }
 
