@@ -27,16 +27,6 @@ Dtype parse_dtype(const std::string& s) {
   return *d;
 }
 
-double parse_count(const std::string& s, const char* what) {
-  try {
-    std::size_t pos = 0;
-    double v = std::stod(s, &pos);
-    if (pos != s.size() || !std::isfinite(v) || v < 0) throw std::invalid_argument(s);
-    return v;
-  } catch (const std::exception&) {
-    throw InputError(std::string(what) + " '" + s + "': expected a non-negative number (e.g. 2.4e12)");
-  }
-}
 
 }  // namespace
 
@@ -116,7 +106,7 @@ void add_amdahl(CLI::App& sub, Action& action) {
   sub.callback([&action] {
     action = [] {
       if (fraction < 0 || fraction > 1) throw InputError("--fraction must be in [0, 1]");
-      double s = factor == "inf" ? 0 : parse_count(factor, "--factor");
+      double s = factor == "inf" ? 0 : parse_amount(factor, "--factor");
       if (factor != "inf" && s <= 0) throw InputError("--factor must be positive (or 'inf')");
       double sp = amdahl_speedup(fraction, s);
       json j = {{"fraction", fraction}, {"factor", factor == "inf" ? json("inf") : json(s)}, {"speedup", sp}};

@@ -20,16 +20,6 @@ using nlohmann::json;
 
 namespace {
 
-double parse_amount(const std::string& s, const char* what) {
-  try {
-    std::size_t pos = 0;
-    double v = std::stod(s, &pos);
-    if (pos != s.size() || !std::isfinite(v) || v < 0) throw std::invalid_argument(s);
-    return v;
-  } catch (const std::exception&) {
-    throw InputError(std::string(what) + " '" + s + "': expected a non-negative number (e.g. 2.4e12)");
-  }
-}
 
 // Log-log roofline: attainable FLOP/s over arithmetic intensity, one dot per kernel name.
 void write_svg(std::ostream& out, const HwSpec& hw, Dtype roof_dtype, const std::vector<json>& points) {

@@ -145,7 +145,7 @@ void add_sweep(CLI::App& sub, Action& action) {
       WhatIfCase base = engine.baseline();
       SimResult base_sim = simulate(*base.graph, VectorCostModel(base.durations));
       std::optional<std::regex> re;
-      if (!range.empty()) re = std::regex(range);
+      if (!range.empty()) re = range_regex(range);
       RangeIndex idx(t);
       std::vector<std::vector<OpId>> range_ops;
       if (re)

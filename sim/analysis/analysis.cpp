@@ -1,5 +1,7 @@
 #include "sim/analysis/analysis.hpp"
 
+#include "sim/base/error.hpp"
+
 #include <algorithm>
 #include <numeric>
 
@@ -162,6 +164,14 @@ std::vector<TimeNs> compute_slack(const Graph& g, const SimResult& r) {
     slack[u] = std::max<TimeNs>(0, best);
   }
   return slack;
+}
+
+std::regex range_regex(const std::string& text) {
+  try {
+    return std::regex(text);
+  } catch (const std::regex_error& e) {
+    throw InputError("--range '" + text + "': bad regular expression (" + e.what() + ")");
+  }
 }
 
 RangeIndex::RangeIndex(const Trace& t) : t_(t) {

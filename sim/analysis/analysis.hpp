@@ -58,6 +58,9 @@ OpId last_device_op(const Trace& t, const Schedule& s, const std::function<bool(
 // through the graph's edges (resource contention not counted).
 std::vector<TimeNs> compute_slack(const Graph& g, const SimResult& r);
 
+// The --range regular expression; a malformed one is an InputError naming it.
+std::regex range_regex(const std::string& text);
+
 // NVTX ranges and the ops they launched (DESIGN.md: device ops launched by calls made on the
 // range's thread between its push and pop).
 class RangeIndex {

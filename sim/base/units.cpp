@@ -117,6 +117,18 @@ Bytes parse_bytes(std::string_view text) {
   return static_cast<Bytes>(std::llround(v * f));
 }
 
+double parse_amount(std::string_view text, const char* what) {
+  std::string s(text);
+  try {
+    std::size_t pos = 0;
+    double v = std::stod(s, &pos);
+    if (pos != s.size() || !std::isfinite(v) || v < 0) throw std::invalid_argument(s);
+    return v;
+  } catch (const std::exception&) {
+    throw InputError(std::string(what) + " '" + s + "': expected a non-negative number (e.g. 2.4e12)");
+  }
+}
+
 std::string format_duration(TimeNs ns) {
   double a = std::fabs(static_cast<double>(ns));
   char buf[64];

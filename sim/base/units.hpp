@@ -25,6 +25,10 @@ double parse_frequency(std::string_view text);
 // Parses "60 MB", "80 GiB", "4096 B" into bytes.
 Bytes parse_bytes(std::string_view text);
 
+// Parses a plain non-negative number ("2.4e12": FLOPs, bytes as counts); `what` names the option
+// in the InputError.
+double parse_amount(std::string_view text, const char* what);
+
 // Human formatting with units, e.g. "12.204 ms", "4.81 TB/s", "60 MiB".
 std::string format_duration(TimeNs ns);
 std::string format_bandwidth(double bytes_per_s);

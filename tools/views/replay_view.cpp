@@ -204,12 +204,7 @@ ReplayReport run_replay(const Trace& t, const ReplayOptions& opt) {
   rep.critical_path = critical_path(t, rep.sim, last_device_op(t, simulated),
                                     [&](OpId o) { return rep.sim.end[o] > gpu_begin; });
   if (opt.range_regex) {
-    std::regex re;
-    try {
-      re = std::regex(*opt.range_regex);
-    } catch (const std::regex_error& e) {
-      throw InputError("--range '" + *opt.range_regex + "': bad regular expression (" + e.what() + ")");
-    }
+    std::regex re = range_regex(*opt.range_regex);
     RangeIndex idx(t);
     std::vector<OpId> ops;
     for (std::size_t ri : idx.match(re)) {

@@ -100,12 +100,7 @@ WhatIfReport run_whatif(const Trace& t, const WhatIfOptions& opt) {
     if (is_device_op(t.ops[i].kind)) all_dev.push_back(i);
   std::vector<std::string> before_cp, after_cp;
   if (opt.range_regex) {
-    std::regex re;
-    try {
-      re = std::regex(*opt.range_regex);
-    } catch (const std::regex_error& e) {
-      throw InputError("--range '" + *opt.range_regex + "': bad regular expression (" + e.what() + ")");
-    }
+    std::regex re = range_regex(*opt.range_regex);
     RangeIndex idx(t);
     std::vector<OpId> ops;
     std::vector<double> meas, b, p, am;
