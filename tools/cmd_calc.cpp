@@ -68,7 +68,7 @@ void add_coalesce(CLI::App& sub, Action& action) {
       if (elem == 0) throw InputError("--elem-bytes must be positive");
       Coalescing c = coalesce(elem, stride);
       json j = {{"elem_bytes", elem}, {"stride", stride}, {"sectors_per_request", c.sectors_per_request},
-                {"bytes_moved", c.bytes_moved}, {"efficiency", c.efficiency}};
+                {"bytes_moved", c.bytes_moved}, {"efficiency", c.efficiency}, {"dram_bytes_moved", c.dram_bytes_moved}};
       emit(json_out, j, [&] {
         std::printf("a warp reading %u-byte elements %u apart: %u sectors of 32 B, %llu bytes moved for %u used (%.1f%%)\n",
                     elem, stride, c.sectors_per_request, static_cast<unsigned long long>(c.bytes_moved), 32 * elem,

@@ -308,8 +308,10 @@ double predict(const Measurement& m, const HwSpec& hw) {
     // The coalescing model: each warp of 32 threads reads `sectors` 32-byte sectors; writes are dense.
     double n = m.params.value("elems", 0.0), stride = m.params.value("stride", 1.0);
     Coalescing co = coalesce(4, static_cast<std::uint32_t>(stride));
-    double reads = n / 32.0 * static_cast<double>(co.bytes_moved);
-    return tail + reads / bw_of(4) * 1e9 + 4.0 * n / wbw_of(4) * 1e9;
+    // Reads are bound by the slower of the sectors through the caches (at the 4-byte load rate)
+    // and the 64-byte segments from DRAM (at the streaming rate of wide loads).
+    double sectors = n / 32.0 * static_cast<double>(co.bytes_moved), dram = n / 32.0 * static_cast<double>(co.dram_bytes_moved);
+    return tail + std::max(sectors / bw_of(4), dram / bw_of(16)) * 1e9 + 4.0 * n / wbw_of(4) * 1e9;
   }
   if (m.family == "softmax") {
     // Fused: each row read once and written once. What sets the achievable bandwidth is the bytes a
