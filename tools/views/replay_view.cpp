@@ -412,14 +412,8 @@ json replay_json(const ReplayReport& r, const ReplayOptions& opt) {
   json bd = json::object();
   for (auto& [k, v] : path_breakdown(t, r.sim, r.critical_path)) bd[k] = v;
   j["critical_path_breakdown_ns"] = bd;
-  auto ovj = [](const Overlap& o) {
-    return json{{"compute_ns", o.compute_ns}, {"communication_ns", o.communication_ns}, {"memcpy_ns", o.memcpy_ns},
-                {"compute_comm_overlap_ns", o.compute_comm_overlap_ns}, {"exposed_communication_ns", o.exposed_communication_ns},
-                {"compute_memcpy_overlap_ns", o.compute_memcpy_overlap_ns}, {"gpu_busy_ns", o.gpu_busy_ns},
-                {"gpu_idle_ns", o.gpu_idle_ns}, {"window_ns", o.window_ns}};
-  };
-  j["overlap"] = ovj(r.simulated_overlap);
-  j["measured_overlap"] = ovj(r.measured_overlap);
+  j["overlap"] = overlap_json(r.simulated_overlap);
+  j["measured_overlap"] = overlap_json(r.measured_overlap);
   if (opt.range_regex) {
     json ranges = json::array();
     for (const auto& rr : r.ranges) {
@@ -476,42 +470,52 @@ json replay_json(const ReplayReport& r, const ReplayOptions& opt) {
   return j;
 }
 
-void write_chrome_trace(const ReplayReport& r, std::ostream& out) {
-  const Trace& t = *r.trace;
-  TimeNs base = std::min(r.measured.begin, r.simulated.begin);
-  for (const Op& o : t.ops) base = std::min(base, o.start);
+json overlap_json(const Overlap& o) {
+  return json{{"compute_ns", o.compute_ns}, {"communication_ns", o.communication_ns}, {"memcpy_ns", o.memcpy_ns},
+              {"compute_comm_overlap_ns", o.compute_comm_overlap_ns}, {"exposed_communication_ns", o.exposed_communication_ns},
+              {"compute_memcpy_overlap_ns", o.compute_memcpy_overlap_ns}, {"gpu_busy_ns", o.gpu_busy_ns},
+              {"gpu_idle_ns", o.gpu_idle_ns}, {"window_ns", o.window_ns}};
+}
+
+void write_two_timelines(std::ostream& out, const Trace& t, const Schedule& a, const std::string& name_a, const Schedule& b,
+                         const std::string& name_b, const std::function<std::string(OpId)>& extra_args) {
+  TimeNs base = 0;
+  for (OpId i = 0; i < t.ops.size(); ++i) {
+    TimeNs m = std::min({t.ops[i].start, a.start(i), b.start(i)});
+    base = i == 0 ? m : std::min(base, m);
+  }
   auto us = [&](TimeNs ns) {
-    char b[40];
-    std::snprintf(b, sizeof b, "%.3f", static_cast<double>(ns - base) / 1e3);
-    return std::string(b);
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%.3f", static_cast<double>(ns) / 1e3);
+    return std::string(buf);
   };
   out << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
-  bool first = true;
-  auto emit = [&](const json& ev) {
-    out << (first ? "" : ",\n") << ev.dump();
-    first = false;
-  };
-  // pid 1: measured, pid 2: simulated; tid: lane id.
-  emit({{"ph", "M"}, {"name", "process_name"}, {"pid", 1}, {"args", {{"name", "measured (trace)"}}}});
-  emit({{"ph", "M"}, {"name", "process_name"}, {"pid", 2}, {"args", {{"name", "simulated (bneck, " + r.model + ")"}}}});
+  out << json({{"ph", "M"}, {"name", "process_name"}, {"pid", 1}, {"args", {{"name", name_a}}}}).dump();
+  out << ",\n" << json({{"ph", "M"}, {"name", "process_name"}, {"pid", 2}, {"args", {{"name", name_b}}}}).dump();
   for (std::size_t l = 0; l < t.lanes.size(); ++l)
     for (int pid : {1, 2})
-      emit({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", l}, {"args", {{"name", t.lane_label(static_cast<LaneId>(l))}}}});
-  std::vector<bool> on_cp(t.ops.size(), false);
-  for (OpId n : r.critical_path) on_cp[n] = true;
+      out << ",\n" << json({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", l}, {"args", {{"name", t.lane_label(static_cast<LaneId>(l))}}}}).dump();
   for (OpId i = 0; i < t.ops.size(); ++i) {
     const Op& o = t.ops[i];
     std::string nm = json(t.name(o)).dump();
-    std::string cat = to_string(o.kind);
-    out << (first ? "" : ",\n");
-    first = false;
-    out << "{\"ph\":\"X\",\"pid\":1,\"tid\":" << o.lane << ",\"name\":" << nm << ",\"cat\":\"" << cat << "\",\"ts\":" << us(o.start)
-        << ",\"dur\":" << us(o.duration() + base) << ",\"args\":{\"id\":" << i << "}}";
-    out << ",\n{\"ph\":\"X\",\"pid\":2,\"tid\":" << o.lane << ",\"name\":" << nm << ",\"cat\":\"" << cat << "\",\"ts\":" << us(r.sim.start[i])
-        << ",\"dur\":" << us(r.sim.end[i] - r.sim.start[i] + base) << ",\"args\":{\"id\":" << i << ",\"slack_ns\":" << r.slack[i]
-        << ",\"critical\":" << (on_cp[i] ? "true" : "false") << "}}";
+    for (int pid : {1, 2}) {
+      const Schedule& s = pid == 1 ? a : b;
+      out << ",\n{\"ph\":\"X\",\"pid\":" << pid << ",\"tid\":" << o.lane << ",\"name\":" << nm << ",\"cat\":\"" << to_string(o.kind)
+          << "\",\"ts\":" << us(s.start(i) - base) << ",\"dur\":" << us(s.end(i) - s.start(i)) << ",\"args\":{\"id\":" << i
+          << (pid == 2 && extra_args ? extra_args(i) : std::string()) << "}}";
+    }
   }
   out << "\n]}\n";
+}
+
+void write_chrome_trace(const ReplayReport& r, std::ostream& out) {
+  const Trace& t = *r.trace;
+  std::vector<bool> on_cp(t.ops.size(), false);
+  for (OpId n : r.critical_path) on_cp[n] = true;
+  write_two_timelines(out, t, measured_schedule(t), "measured (trace)", sim_schedule(r.sim), "simulated (bneck, " + r.model + ")",
+                      [&](OpId i) {
+                        return ",\"slack_ns\":" + std::to_string(r.slack[i]) + ",\"critical\":" + (on_cp[i] ? "true" : "false");
+                      });
 }
 
 }  // namespace bneck

@@ -1,6 +1,7 @@
 // The replay view: replays a trace with a cost model and reports makespan, critical path, slack,
 // overlap and per-range spans, as text, JSON (DESIGN.md's contract) and a Chrome trace.
 #pragma once
+#include <functional>
 #include <iosfwd>
 #include <memory>
 #include <nlohmann/json_fwd.hpp>
@@ -78,6 +79,11 @@ void write_chrome_trace(const ReplayReport& r, std::ostream& out);
 double peak_rss_mb();
 
 // Shared helpers for views.
+nlohmann::json overlap_json(const Overlap& o);
+// Two schedules of the same trace side by side in the Chrome trace event format (pid 1 and 2,
+// one thread per lane), streamed; `extra_args(op)` may add ",\"key\":value" to pid 2's events.
+void write_two_timelines(std::ostream& out, const Trace& t, const Schedule& a, const std::string& name_a, const Schedule& b,
+                         const std::string& name_b, const std::function<std::string(OpId)>& extra_args = {});
 nlohmann::json op_json(const Trace& t, OpId id, TimeNs start, TimeNs end);
 std::string short_name(const std::string& name, std::size_t max = 60);
 double median(std::vector<double> v);

@@ -264,41 +264,13 @@ json whatif_json(const WhatIfReport& r) {
   json sc = json::array();
   for (const auto& s : r.slack_changes) sc.push_back({{"id", s.id}, {"name", s.name}, {"before_ns", s.before}, {"after_ns", s.after}});
   j["slack_changes"] = sc;
-  auto ovj = [](const Overlap& o) {
-    return json{{"compute_ns", o.compute_ns}, {"communication_ns", o.communication_ns}, {"memcpy_ns", o.memcpy_ns},
-                {"compute_comm_overlap_ns", o.compute_comm_overlap_ns}, {"exposed_communication_ns", o.exposed_communication_ns},
-                {"gpu_idle_ns", o.gpu_idle_ns}};
-  };
-  j["baseline_overlap"] = ovj(r.baseline_overlap);
-  j["predicted_overlap"] = ovj(r.predicted_overlap);
+  j["baseline_overlap"] = overlap_json(r.baseline_overlap);
+  j["predicted_overlap"] = overlap_json(r.predicted_overlap);
   return j;
 }
 
 void write_whatif_chrome_trace(const WhatIfReport& r, std::ostream& out) {
-  const Trace& t = *r.trace;
-  TimeNs base = std::min(r.baseline.begin, r.predicted.begin);
-  for (const Op& o : t.ops) base = std::min(base, o.start);
-  auto us = [&](TimeNs ns) {
-    char b[40];
-    std::snprintf(b, sizeof b, "%.3f", static_cast<double>(ns) / 1e3);
-    return std::string(b);
-  };
-  out << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
-  out << json({{"ph", "M"}, {"name", "process_name"}, {"pid", 1}, {"args", {{"name", "baseline (replay)"}}}}).dump();
-  out << ",\n" << json({{"ph", "M"}, {"name", "process_name"}, {"pid", 2}, {"args", {{"name", "predicted (what-if)"}}}}).dump();
-  for (std::size_t l = 0; l < t.lanes.size(); ++l)
-    for (int pid : {1, 2})
-      out << ",\n" << json({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", l}, {"args", {{"name", t.lane_label(static_cast<LaneId>(l))}}}}).dump();
-  for (OpId i = 0; i < t.ops.size(); ++i) {
-    const Op& o = t.ops[i];
-    std::string nm = json(t.name(o)).dump();
-    for (int pid : {1, 2}) {
-      const SimResult& s = pid == 1 ? r.base_sim : r.pred_sim;
-      out << ",\n{\"ph\":\"X\",\"pid\":" << pid << ",\"tid\":" << o.lane << ",\"name\":" << nm << ",\"cat\":\"" << to_string(o.kind)
-          << "\",\"ts\":" << us(s.start[i] - base) << ",\"dur\":" << us(s.end[i] - s.start[i]) << ",\"args\":{\"id\":" << i << "}}";
-    }
-  }
-  out << "\n]}\n";
+  write_two_timelines(out, *r.trace, sim_schedule(r.base_sim), "baseline (replay)", sim_schedule(r.pred_sim), "predicted (what-if)");
 }
 
 }  // namespace bneck
