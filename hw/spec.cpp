@@ -271,6 +271,21 @@ HwSpec parse_hw(const json& j, const std::string& origin) {
       } catch (const InputError& e) {
         f.fail(path, e.what());
       }
+      if (v.contains("curve")) {
+        if (!v["curve"].is_array()) f.fail(path + ".curve", "must be a list of [\"size\", \"time\"] pairs");
+        for (std::size_t i = 0; i < v["curve"].size(); ++i) {
+          const json& pt = v["curve"][i];
+          std::string where = path + ".curve[" + std::to_string(i) + "]";
+          if (!pt.is_array() || pt.size() != 2 || !pt[0].is_string() || !pt[1].is_string())
+            f.fail(where, "expected [\"4 KiB\", \"2.1 us\"]");
+          try {
+            c.curve.emplace_back(parse_bytes(pt[0].get<std::string>()), parse_duration(pt[1].get<std::string>()));
+          } catch (const InputError& e) {
+            f.fail(where, e.what());
+          }
+          if (i > 0 && c.curve[i].first <= c.curve[i - 1].first) f.fail(where, "sizes must ascend");
+        }
+      }
       n.copy_paths[it.key()] = c;
     }
   }
@@ -292,6 +307,11 @@ HwSpec load_hw(const std::string& name_or_path) {
   HwSpec h = parse_hw(j, name_or_path);
   h.chain = chain;
   return h;
+}
+
+HwSpec load_target_hw(const std::string& name_or_path) {
+  if (hw_preset_text(name_or_path) && hw_preset_text(name_or_path + "-calibrated")) return load_hw(name_or_path + "-calibrated");
+  return load_hw(name_or_path);
 }
 
 std::vector<std::string> unsourced_fields(const HwSpec& h) {

@@ -90,11 +90,14 @@ struct NodeSpec {
   Bytes pageable_chunk = 0;          // pageable copies up to this size go at the pinned rate
   std::string host;
   // Calibrated copy paths ("h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable", "d2d"):
-  // time = latency + bytes / bandwidth (d2d: bytes read plus written). Overrides the link fields.
+  // time = latency + bytes / bandwidth (d2d: bytes read plus written), or, where a measured curve
+  // is given, piecewise linear between its points (each segment its own latency and bandwidth;
+  // past the last point at the last segment's bandwidth). Overrides the link fields.
   struct CopyPath {
     TimeNs latency = 0;
     double bandwidth = 0;
     TimeNs submit = 0;         // what a host-timed copy adds besides the device-side latency
+    std::vector<std::pair<Bytes, TimeNs>> curve;  // (copy size, device time), sizes ascending
   };
   std::map<std::string, CopyPath> copy_paths;
 };
@@ -117,6 +120,11 @@ struct HwSpec {
 
 // A preset name ("h200-sxm") or a path to a JSON file. Throws InputError naming the file/field.
 HwSpec load_hw(const std::string& name_or_path);
+// The GPU to forecast on: a preset name with a calibrated overlay ("h200-sxm" ->
+// "h200-sxm-calibrated", made by `bneck calibrate` on that GPU) loads the overlay, since measured
+// figures beat the datasheet's; files and other presets load as they are. (For the datasheet alone,
+// pass a file that says {"extends": "h200-sxm"}.)
+HwSpec load_target_hw(const std::string& name_or_path);
 HwSpec parse_hw(const nlohmann::json& j, const std::string& origin);
 std::vector<std::string> hw_preset_names();
 const char* hw_preset_text(const std::string& name);  // nullptr if none

@@ -8,6 +8,21 @@ namespace bneck {
 
 namespace {
 TimeNs over(double bytes, double bw) { return bw > 0 ? static_cast<TimeNs>(std::llround(bytes / bw * 1e9)) : 0; }
+
+// A measured curve, piecewise linear in bytes: between two points the segment's own latency and
+// bandwidth; below the first, the first segment's line (never under half the first point's time);
+// past the last, the last segment's bandwidth.
+TimeNs on_curve(const std::vector<std::pair<Bytes, TimeNs>>& c, double b) {
+  if (c.size() == 1) return c[0].second;
+  std::size_t i = 1;
+  while (i + 1 < c.size() && static_cast<double>(c[i].first) < b) ++i;
+  const double x0 = static_cast<double>(c[i - 1].first), x1 = static_cast<double>(c[i].first);
+  const double y0 = static_cast<double>(c[i - 1].second), y1 = static_cast<double>(c[i].second);
+  double slope = std::max(0.0, (y1 - y0) / (x1 - x0));
+  double t = y0 + (b - x0) * slope;
+  if (b < x0) t = std::max(t, 0.5 * y0);
+  return static_cast<TimeNs>(std::llround(std::max(t, 0.0)));
+}
 }  // namespace
 
 TimeNs transfer_time(const HwSpec& hw, MemcpyKind kind, MemKind src, MemKind dst, Bytes bytes) {
@@ -25,6 +40,7 @@ TimeNs transfer_time(const HwSpec& hw, MemcpyKind kind, MemKind src, MemKind dst
     if (path) {
       auto it = n.copy_paths.find(path);
       std::string ps(path);
+      if (it != n.copy_paths.end() && !it->second.curve.empty()) return on_curve(it->second.curve, b);
       if (it != n.copy_paths.end() && pageable && n.pageable_chunk > 0) {
         // A trace's device op for a pageable copy: the first staging chunk moves like a pinned copy,
         // the rest at the host's staging rate.

@@ -5,7 +5,8 @@
 //   and write), peer over NVLink (PCIe without). A kernel launch costs the host its submission
 //   time and the GPU a launch latency; a CUDA graph launch submits once and its nodes follow each
 //   other after the graph-node latency.
-// Equation: t = latency + bytes / bw; D2D: t = 2 * bytes / (HBM * e_m);
+// Equation: t = latency + bytes / bw; D2D: t = 2 * bytes / (HBM * e_m); a calibrated path with a
+//   measured curve (device-side copy times per size, CUPTI) interpolates it piecewise linearly;
 //   eager launch of n kernels: host n * host_overhead, GPU gaps launch_latency;
 //   graph: host graph_launch_overhead, GPU gaps graph_node_latency.
 // Valid: copies large enough to reach the link's rate and small ones dominated by latency;

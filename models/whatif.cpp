@@ -328,7 +328,7 @@ void WhatIfEngine::cuda_graph(WhatIfCase& c, const Transform& tr) const {
 }
 
 void WhatIfEngine::retarget(WhatIfCase& c, const Transform& tr) const {
-  HwSpec target = load_hw(tr.hw);
+  HwSpec target = load_target_hw(tr.hw);
   RetargetCostModel m(t_, c.spec, target, DurationMode::Hybrid);
   TimeNs before = 0, after = 0;
   for (OpId i = 0; i < t_.ops.size(); ++i) {

@@ -122,6 +122,27 @@ TEST_CASE("transfers: latency plus bytes over the path's bandwidth", "[models][t
   CHECK(transfer_time(h, MemcpyKind::DtoD, MemKind::Device, MemKind::Device, 256ull << 20) == Approx(124'976).epsilon(1e-4));
 }
 
+TEST_CASE("transfers: a calibrated curve is piecewise linear between its measured sizes", "[models][transfer]") {
+  nlohmann::json j = nlohmann::json::parse(R"({"name": "c", "gpu": {"sm_count": 1, "memory_bandwidth": "1 TB/s", "peak": {"fp32": {"simt": "1 TFLOP/s"}}},
+    "node": {"copy_paths": {"h2d_pageable": {"latency": "1 us", "bandwidth": "1 GB/s",
+      "curve": [["64 KiB", "8 us"], ["1 MiB", "88 us"], ["16 MiB", "1288 us"], ["256 MiB", "41 ms"]]}}}})");
+  HwSpec h = parse_hw(j, "c.json");
+  auto t = [&](Bytes b) { return transfer_time(h, MemcpyKind::HtoD, MemKind::Pageable, MemKind::Device, b); };
+  CHECK(t(1ull << 20) == 88'000);   // on a point
+  // Between 1 MiB (88 us) and 16 MiB (1288 us): 1200 us per 15 MiB = 80 us per MiB; 4 MiB -> 88 + 3 x 80 = 328 us.
+  CHECK(t(4ull << 20) == 328'000);
+  // Past the last point, the last segment's rate: (41 ms - 1.288 ms) / 240 MiB = 165.47 us per MiB;
+  // 1 GiB -> 41 ms + 768 x 165.4667 us = 168.078 ms.
+  CHECK(t(1ull << 30) == Approx(168'078'000).epsilon(1e-5));
+  // Below the first point, the first segment's line: 80 us per 960 KiB = 83.33 ns per KiB;
+  // 32 KiB -> 8 us - 32 x 83.33 ns = 5.333 us, above half of 8 us.
+  CHECK(t(32ull << 10) == 5'333);
+  CHECK(t(0) == 4'000);  // the line would give 2.667 us; never under half the first point
+  nlohmann::json bad = j;
+  bad["node"]["copy_paths"]["h2d_pageable"]["curve"][2][0] = "512 KiB";
+  CHECK_THROWS_WITH(parse_hw(bad, "c.json"), Catch::Contains("c.json") && Catch::Contains("curve[2]") && Catch::Contains("ascend"));
+}
+
 TEST_CASE("hardware presets: every number sourced, extends resolved, errors named", "[hw]") {
   auto names = hw_preset_names();
   for (const char* want : {"h200-sxm", "h100-sxm", "h100-pcie", "a100-sxm-80gb", "b200", "l40s", "rtx3090", "rtx2080ti",

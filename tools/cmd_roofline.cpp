@@ -106,7 +106,7 @@ void add_roofline(CLI::App& sub, Action& action) {
       }
       Trace t = load_trace(trace);
       HwSpec src = source_spec(t, source_hw);
-      HwSpec h = hw.empty() ? src : load_hw(hw);
+      HwSpec h = hw.empty() ? src : load_target_hw(hw);
       auto work = estimate_work(t, src);
       // One point per kernel name: summed work over summed measured time.
       std::map<StrId, json> agg;

@@ -236,28 +236,59 @@ Calibration calibrate(const Measurements& ms, const std::string& base_preset, co
         }
     }
   }
-  // memcpy paths.
+  // memcpy paths: an alpha-beta fit (latency + bytes / bandwidth) for the record, and, where the
+  // copies were timed on the device (CUPTI; `event_ns` present), the training sizes as a measured
+  // curve that the transfer model interpolates: host-side staging makes pageable copies
+  // non-linear in size (12 GB/s at 16 MiB, 6.5 GB/s at 256 MiB on the H200 host), which no single
+  // bandwidth fits.
   {
-    std::map<std::string, std::pair<std::vector<std::vector<double>>, std::vector<double>>> per;
+    struct Rows {
+      std::vector<std::vector<double>> a;
+      std::vector<double> t;
+      std::map<double, double> curve;
+      bool device = true;
+    };
+    std::map<std::string, Rows> per;
     for (const auto& m : ms.items)
       if (m.family == "memcpy" && m.train) {
-        per[m.name].first.push_back({1.0, m.bytes});
-        per[m.name].second.push_back(m.time_ns);
+        Rows& r = per[m.name];
+        r.a.push_back({1.0, m.bytes});
+        r.t.push_back(m.time_ns);
+        r.curve[m.params.value("size", m.bytes)] = m.time_ns;
+        r.device = r.device && m.params.contains("event_ns");
       }
     json cp = json::object();
     for (auto& [path, rows] : per) {
-      if (rows.first.size() < 2) continue;
-      Eigen::VectorXd x = relative_lsq(rows.first, rows.second);
+      if (rows.a.size() < 2) continue;
+      Eigen::VectorXd x = relative_lsq(rows.a, rows.t);
       double b = x(1) > 0 ? 1.0 / (x(1) * 1e-9) : 1e12;
+      if (rows.device && rows.curve.size() >= 3) {
+        // Device-timed: the curve carries the model; the summary figures are the rate between the
+        // two largest sizes and the smallest copy's time.
+        auto last = std::prev(rows.curve.end()), before = std::prev(last);
+        double dt = last->second - before->second;
+        double per_byte = path == "d2d" ? 2.0 : 1.0;
+        b = dt > 0 ? per_byte * (last->first - before->first) / (dt * 1e-9) : b;
+        x(0) = rows.curve.begin()->second;
+      }
       cp[path] = {{"latency", ns_str(x(0))}, {"bandwidth", bw_str(b)}};
-      // Device-to-device copies run like a kernel: events also see its launch.
-      if (path == "d2d" && gpu.contains("launch_latency")) {
+      if (rows.device) {
+        json curve = json::array();
+        double prev = 0;
+        for (auto [size, t] : rows.curve) {  // times must not fall with size (noise at the small end)
+          prev = std::max(prev, t);
+          curve.push_back({std::to_string(std::llround(size)) + " B", ns_str(prev)});
+        }
+        cp[path]["curve"] = curve;
+      } else if (path == "d2d" && gpu.contains("launch_latency")) {
+        // Event-timed device-to-device copies run like a kernel: events also see its launch.
         double launch = static_cast<double>(parse_duration(gpu["launch_latency"].get<std::string>()));
         double device = std::max(static_cast<double>(parse_duration(gpu["kernel_tail"].get<std::string>())), x(0) - launch);
         cp[path]["latency"] = ns_str(device);
         cp[path]["submit"] = ns_str(std::max(0.0, x(0) - device));
       }
-      c.log.push_back("memcpy " + path + ": " + ns_str(x(0)) + " + bytes / " + bw_str(b));
+      c.log.push_back("memcpy " + path + ": " + ns_str(x(0)) + " + bytes / " + bw_str(b) +
+                      (rows.device ? " (device-timed; curve of " + std::to_string(rows.curve.size()) + " sizes)" : ""));
     }
     if (!cp.empty()) {
       node["copy_paths"] = cp;
@@ -345,9 +376,10 @@ double predict(const Measurement& m, const HwSpec& hw) {
     MemcpyKind k = p.rfind("h2d", 0) == 0 ? MemcpyKind::HtoD : p.rfind("d2h", 0) == 0 ? MemcpyKind::DtoH : MemcpyKind::DtoD;
     MemKind host = p.find("pageable") != std::string::npos ? MemKind::Pageable : MemKind::Pinned;
     double submit = 0;
-    if (auto it = hw.node.copy_paths.find(p); it != hw.node.copy_paths.end()) {
+    if (auto it = hw.node.copy_paths.find(p); it != hw.node.copy_paths.end() && !m.params.contains("event_ns")) {
+      // Timed from the host with events (older measurement files): the submission counts, and a
+      // pageable copy includes the staging: the path's own fit.
       submit = static_cast<double>(it->second.submit);
-      // Timed from the host, a pageable copy includes the staging: the path's own fit.
       if (host == MemKind::Pageable) return static_cast<double>(it->second.latency) + static_cast<double>(b) / it->second.bandwidth * 1e9;
     }
     return submit + static_cast<double>(transfer_time(hw, k, k == MemcpyKind::HtoD ? host : MemKind::Device, k == MemcpyKind::DtoH ? host : MemKind::Device, b));

@@ -180,7 +180,7 @@ ReplayReport run_replay(const Trace& t, const ReplayOptions& opt) {
     rep.model_impl = std::make_unique<MeasuredCostModel>();
   } else {
     HwSpec src = source_spec(t, opt.source_hw);
-    HwSpec tgt = opt.hw.empty() ? src : load_hw(opt.hw);
+    HwSpec tgt = opt.hw.empty() ? src : load_target_hw(opt.hw);
     rep.source_hw = src.name;
     rep.target_hw = tgt.name;
     rep.model_impl = std::make_unique<RetargetCostModel>(t, std::move(src), std::move(tgt), mode);
