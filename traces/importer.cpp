@@ -5,6 +5,7 @@
 
 #include "sim/base/error.hpp"
 #include "traces/json_io.hpp"
+#include "traces/kineto/kineto_importer.hpp"
 #include "traces/nsys/nsys_importer.hpp"
 
 namespace bneck {
@@ -14,6 +15,7 @@ const std::vector<std::unique_ptr<Importer>>& importers() {
     std::vector<std::unique_ptr<Importer>> v;
     v.push_back(std::make_unique<NsysSqliteImporter>());
     v.push_back(std::make_unique<BneckJsonImporter>());
+    v.push_back(std::make_unique<KinetoImporter>());
     return v;
   }();
   return list;

@@ -1,0 +1,746 @@
+#include "traces/kineto/kineto_importer.hpp"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <unordered_map>
+
+#include "sim/base/error.hpp"
+#include "traces/nsys/nsys_importer.hpp"
+#include "traces/progress.hpp"
+
+namespace bneck {
+
+TimeNs kineto_us_to_ns(std::string_view s) {
+  std::string_view t = s;
+  bool neg = !t.empty() && t[0] == '-';
+  if (neg) t.remove_prefix(1);
+  if (t.find_first_of("eE") != std::string_view::npos) {  // exponent: rare, fall back to double
+    try {
+      return static_cast<TimeNs>(std::llround(std::stod(std::string(s)) * 1000.0));
+    } catch (const std::exception&) {
+      throw InputError("timestamp '" + std::string(s) + "' is not a number");
+    }
+  }
+  TimeNs whole = 0, frac = 0;
+  int digits = 0;
+  bool dot = false, any = false, round_up = false;
+  for (char c : t) {
+    if (c == '.') {
+      if (dot) throw InputError("timestamp '" + std::string(s) + "' is not a number");
+      dot = true;
+      continue;
+    }
+    if (c < '0' || c > '9') throw InputError("timestamp '" + std::string(s) + "' is not a number");
+    any = true;
+    if (!dot) {
+      if (whole > (std::numeric_limits<TimeNs>::max() - 9) / 10 / 1000) throw InputError("timestamp '" + std::string(s) + "' out of range");
+      whole = whole * 10 + (c - '0');
+    } else if (digits < 3) {
+      frac = frac * 10 + (c - '0');
+      ++digits;
+    } else if (digits == 3) {
+      round_up = c >= '5';
+      ++digits;
+    }
+  }
+  if (!any) throw InputError("timestamp '" + std::string(s) + "' is not a number");
+  while (digits < 3) { frac *= 10; ++digits; }
+  TimeNs ns = whole * 1000 + frac + (round_up ? 1 : 0);
+  return neg ? -ns : ns;
+}
+
+namespace {
+
+// A streambuf over zlib's gzread: reads gzip and, transparently, plain files.
+class GzBuf : public std::streambuf {
+ public:
+  explicit GzBuf(const std::string& path) : path_(path) {
+    f_ = gzopen(path.c_str(), "rb");
+    if (!f_) throw InputError(path, "cannot open for reading");
+    gzbuffer(f_, 1 << 20);
+  }
+  ~GzBuf() override {
+    if (f_) gzclose(f_);
+  }
+  GzBuf(const GzBuf&) = delete;
+  GzBuf& operator=(const GzBuf&) = delete;
+  std::uint64_t consumed() const { return total_ - static_cast<std::uint64_t>(egptr() - gptr()); }
+
+ protected:
+  int_type underflow() override {
+    if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
+    int n = gzread(f_, buf_, sizeof buf_);
+    if (n < 0) {
+      int err = 0;
+      const char* m = gzerror(f_, &err);
+      throw InputError(path_, std::string("corrupt gzip stream: ") + (m ? m : "?"));
+    }
+    if (n == 0) {
+      // gzread returns 0 at a truncated gzip member's end too; zlib reports it as Z_BUF_ERROR.
+      int err = 0;
+      gzerror(f_, &err);
+      if (err == Z_BUF_ERROR) throw InputError(path_, "truncated gzip stream");
+      return traits_type::eof();
+    }
+    total_ += static_cast<std::uint64_t>(n);
+    setg(buf_, buf_, buf_ + n);
+    return traits_type::to_int_type(*gptr());
+  }
+
+ private:
+  std::string path_;
+  gzFile f_ = nullptr;
+  char buf_[1 << 16];
+  std::uint64_t total_ = 0;
+};
+
+enum class Cat : std::uint8_t { Other, CpuOp, Runtime, Driver, Kernel, Memcpy, Memset, Sync, UserAnno, GpuAnno, Meta };
+
+Cat cat_of(std::string_view c) {
+  if (c == "cpu_op" || c == "Operator" || c == "operator") return Cat::CpuOp;
+  if (c == "cuda_runtime" || c == "Runtime" || c == "runtime") return Cat::Runtime;
+  if (c == "cuda_driver" || c == "Driver") return Cat::Driver;
+  if (c == "kernel" || c == "Kernel") return Cat::Kernel;
+  if (c == "gpu_memcpy" || c == "Memcpy") return Cat::Memcpy;
+  if (c == "gpu_memset" || c == "Memset") return Cat::Memset;
+  if (c == "cuda_sync") return Cat::Sync;
+  if (c == "user_annotation") return Cat::UserAnno;
+  if (c == "gpu_user_annotation") return Cat::GpuAnno;
+  return Cat::Other;
+}
+
+// One event as read; reset between events. Only the fields bneck uses are kept.
+struct Ev {
+  char ph = 0;
+  Cat cat = Cat::Other;
+  bool has_cat = false;
+  std::string name;
+  std::int64_t pid = 0, tid = 0;
+  bool pid_num = false, tid_num = false;
+  TimeNs ts = 0, dur = 0;
+  bool has_ts = false, has_dur = false;
+  // args
+  std::int64_t correlation = -1, stream = -1, device = -1, bytes = -1;
+  std::int64_t wait_on_stream = -1, wait_record_corr = -1, wait_event_id = -1;
+  std::int64_t regs = -1, smem = -1;
+  std::int64_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
+  std::string sync_kind, arg_name, memkind, in_type, coll_name, dtype, pg_name, pg_ranks;
+  std::int64_t in_nelems = -1, out_nelems = -1, group_size = -1;
+  std::vector<std::vector<std::int64_t>> dims;
+  bool has_dims = false;
+  void reset() { *this = Ev{}; }
+};
+
+// Which field a scalar goes to.
+enum class Field : std::uint8_t {
+  None, Ph, Cat, Name, Pid, Tid, Ts, Dur,
+  Corr, Stream, Device, Bytes, WaitStream, WaitRecord, WaitEvent, Regs, Smem, Grid, Block,
+  SyncKind, ArgName, Kind, InType, CollName, Dtype, PgName, PgRanks, InNelems, OutNelems, GroupSize, Dims,
+  // top level
+  DevId, DevName, DevSms, DevMem, DevMajor, DevMinor, DevMaxThreads, DevRegs, DevSmem, DevThreadsPerSm,
+  Rank, WorldSize,
+};
+
+Field event_field(std::string_view k) {
+  if (k == "ph") return Field::Ph;
+  if (k == "cat") return Field::Cat;
+  if (k == "name") return Field::Name;
+  if (k == "pid") return Field::Pid;
+  if (k == "tid") return Field::Tid;
+  if (k == "ts") return Field::Ts;
+  if (k == "dur") return Field::Dur;
+  return Field::None;
+}
+Field arg_field(std::string_view k) {
+  switch (k.empty() ? 0 : k[0]) {
+    case 'c':
+      if (k == "correlation") return Field::Corr;
+      if (k == "cuda_sync_kind") return Field::SyncKind;
+      break;
+    case 's':
+      if (k == "stream") return Field::Stream;
+      if (k == "shared memory") return Field::Smem;
+      if (k == "size") return Field::Bytes;  // ROCm runtime args
+      break;
+    case 'd':
+      if (k == "device") return Field::Device;
+      if (k == "dtype") return Field::Dtype;
+      break;
+    case 'b':
+      if (k == "bytes") return Field::Bytes;
+      if (k == "block") return Field::Block;
+      break;
+    case 'w':
+      if (k == "wait_on_stream") return Field::WaitStream;
+      if (k == "wait_on_cuda_event_record_corr_id") return Field::WaitRecord;
+      if (k == "wait_on_cuda_event_id") return Field::WaitEvent;
+      break;
+    case 'r':
+      if (k == "registers per thread") return Field::Regs;
+      break;
+    case 'g':
+      if (k == "grid") return Field::Grid;
+      break;
+    case 'n':
+      if (k == "name") return Field::ArgName;
+      break;
+    case 'k':
+      if (k == "kind") return Field::Kind;
+      break;
+    case 'I':
+      if (k == "Input Dims") return Field::Dims;
+      if (k == "Input type") return Field::InType;
+      if (k == "In msg nelems") return Field::InNelems;
+      break;
+    case 'O':
+      if (k == "Out msg nelems") return Field::OutNelems;
+      break;
+    case 'C':
+      if (k == "Collective name") return Field::CollName;
+      break;
+    case 'P':
+      if (k == "Process Group Name") return Field::PgName;
+      if (k == "Process Group Ranks") return Field::PgRanks;
+      break;
+    case 'G':
+      if (k == "Group size") return Field::GroupSize;
+      break;
+    default: break;
+  }
+  return Field::None;
+}
+Field device_field(std::string_view k) {
+  if (k == "id") return Field::DevId;
+  if (k == "name") return Field::DevName;
+  if (k == "numSms") return Field::DevSms;
+  if (k == "totalGlobalMem") return Field::DevMem;
+  if (k == "computeMajor") return Field::DevMajor;
+  if (k == "computeMinor") return Field::DevMinor;
+  if (k == "maxThreadsPerBlock") return Field::DevMaxThreads;
+  if (k == "regsPerMultiprocessor") return Field::DevRegs;
+  if (k == "sharedMemPerMultiprocessor") return Field::DevSmem;
+  if (k == "maxThreadsPerMultiprocessor") return Field::DevThreadsPerSm;
+  return Field::None;
+}
+
+std::string dims_text(const std::vector<std::vector<std::int64_t>>& d) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < d.size(); ++i) {
+    if (i) s += ", ";
+    s += "[";
+    for (std::size_t j = 0; j < d[i].size(); ++j) s += (j ? ", " : "") + std::to_string(d[i][j]);
+    s += "]";
+  }
+  return s + "]";
+}
+
+class Reader : public nlohmann::json::json_sax_t {
+ public:
+  Reader(const std::string& path, const ImportOptions& opt) : path_(path), progress_("importing " + path, opt.progress) {
+    t_.source = path;
+    t_.format = "kineto-json";
+  }
+
+  Trace run() {
+    GzBuf buf(path_);
+    buf_ = &buf;
+    std::istream in(&buf);
+    bool ok = false;
+    try {
+      ok = nlohmann::json::sax_parse(in, this, nlohmann::json::input_format_t::json, true);
+    } catch (const InputError&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw InputError(path_, std::string("malformed JSON: ") + e.what());
+    }
+    if (!ok) throw InputError(path_, error_.empty() ? "malformed JSON" : error_);
+    if (!saw_events_) throw InputError(path_, "no \"traceEvents\" array: not a PyTorch profiler (Kineto) trace");
+    progress_.phase("joining device ops to their launches", t_.ops.size());
+    finish();
+    t_.finalize();
+    return std::move(t_);
+  }
+
+  // ---- SAX -----------------------------------------------------------------------------------
+  bool null() override { field_ = Field::None; return true; }
+  bool boolean(bool) override { field_ = Field::None; return true; }
+  bool number_integer(std::int64_t v) override { return integer(v, nullptr); }
+  bool number_unsigned(std::uint64_t v) override {
+    return integer(v > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) ? -1 : static_cast<std::int64_t>(v), nullptr);
+  }
+  bool number_float(double v, const std::string& s) override {
+    if (field_ == Field::Ts || field_ == Field::Dur) return integer(0, &s);
+    return integer(static_cast<std::int64_t>(std::llround(v)), nullptr);
+  }
+  bool string(std::string& v) override {
+    switch (field_) {
+      case Field::Ph: ev_.ph = v.empty() ? 0 : v[0]; break;
+      case Field::Cat: ev_.cat = cat_of(v); ev_.has_cat = true; break;
+      case Field::Name: ev_.name = std::move(v); break;
+      case Field::Pid: ev_.pid_num = false; break;  // "Spans", "Traces": not an activity
+      case Field::Tid: ev_.tid = static_cast<std::int64_t>(std::hash<std::string>{}(v) & 0x7FFFFFFF); ev_.tid_num = true; break;
+      case Field::Ts: case Field::Dur: return integer(0, &v);
+      case Field::SyncKind: ev_.sync_kind = std::move(v); break;
+      case Field::ArgName: ev_.arg_name = std::move(v); break;
+      case Field::Kind: ev_.memkind = std::move(v); break;
+      case Field::InType: if (ev_.in_type.empty()) ev_.in_type = std::move(v); break;
+      case Field::CollName: ev_.coll_name = std::move(v); break;
+      case Field::Dtype: ev_.dtype = std::move(v); break;
+      case Field::PgName: ev_.pg_name = std::move(v); break;
+      case Field::PgRanks:
+        if (list_field_) ev_.pg_ranks += (ev_.pg_ranks.empty() ? "" : ",") + v;
+        else ev_.pg_ranks = std::move(v);
+        break;
+      case Field::Stream: ev_.stream = parse_int_text(v); break;  // ROCm: "0x0"
+      case Field::Bytes: ev_.bytes = parse_int_text(v); break;
+      case Field::DevName: dev_.name = std::move(v); break;
+      default: break;
+    }
+    if (!list_field_) field_ = Field::None;
+    return true;
+  }
+  bool binary(nlohmann::json::binary_t&) override { return true; }
+
+  // Depths: the root object is 1, traceEvents/deviceProperties arrays and distributedInfo 2,
+  // an event or a device 3, an event's args 4, arrays inside args 5 (Input Dims' inner lists 6).
+  bool start_object(std::size_t) override {
+    ++depth_;
+    if (depth_ == 3 && top_ == Top::Events) { ev_.reset(); in_event_ = true; }
+    else if (depth_ == 3 && top_ == Top::Devices) { dev_ = Device{}; in_device_ = true; }
+    else if (depth_ == 4 && in_event_ && key_ == "args") in_args_ = true;
+    field_ = Field::None;
+    return true;
+  }
+  bool end_object() override {
+    if (depth_ == 3 && in_event_) { in_event_ = false; event(); }
+    else if (depth_ == 3 && in_device_) { in_device_ = false; devices_.push_back(dev_); }
+    else if (depth_ == 4 && in_args_) in_args_ = false;
+    --depth_;
+    field_ = Field::None;
+    return true;
+  }
+  bool start_array(std::size_t) override {
+    ++depth_;
+    if (depth_ == 2 && key_depth1_ == "traceEvents") { top_ = Top::Events; saw_events_ = true; }
+    else if (depth_ == 2 && key_depth1_ == "deviceProperties") top_ = Top::Devices;
+    else if (in_args_ && depth_ == 5) {
+      if (field_ == Field::Grid || field_ == Field::Block) { list_field_ = true; list_pos_ = 0; }
+      else if (field_ == Field::Dims) { ev_.has_dims = true; list_field_ = true; }
+      else if (field_ == Field::InType) list_field_ = true;
+      else if (field_ == Field::PgRanks) { ev_.pg_ranks.clear(); list_field_ = true; }
+      else field_ = Field::None;
+    } else if (in_args_ && depth_ == 6 && field_ == Field::Dims) {
+      ev_.dims.emplace_back();
+    }
+    return true;
+  }
+  bool end_array() override {
+    if (depth_ == 2) top_ = Top::None;
+    if (in_args_ && depth_ == 5) { list_field_ = false; field_ = Field::None; }
+    --depth_;
+    return true;
+  }
+  bool key(std::string& k) override {
+    if (depth_ == 1) { key_depth1_ = k; field_ = Field::None; top_ = Top::None; }
+    else if (depth_ == 2 && key_depth1_ == "distributedInfo") field_ = k == "rank" ? Field::Rank : k == "world_size" ? Field::WorldSize : Field::None;
+    else if (depth_ == 3 && in_event_) { key_ = k; field_ = event_field(k); }
+    else if (depth_ == 3 && in_device_) field_ = device_field(k);
+    else if (depth_ == 4 && in_args_) field_ = arg_field(k);
+    else field_ = Field::None;
+    return true;
+  }
+  bool parse_error(std::size_t pos, const std::string&, const nlohmann::json::exception& e) override {
+    std::string what = e.what();
+    auto p = what.find("] ");
+    error_ = "malformed JSON at byte " + std::to_string(pos) + (events_ ? " (after event " + std::to_string(events_) + ")" : "") + ": " +
+             (p == std::string::npos ? what : what.substr(p + 2));
+    return false;
+  }
+
+ private:
+  enum class Top : std::uint8_t { None, Events, Devices };
+
+  static std::int64_t parse_int_text(const std::string& v) {
+    try {
+      std::size_t pos = 0;
+      long long x = std::stoll(v, &pos, 0);
+      return x;
+    } catch (const std::exception&) {
+      return -1;
+    }
+  }
+
+  bool integer(std::int64_t v, const std::string* text) {
+    try {
+      switch (field_) {
+        case Field::Ts: ev_.ts = text ? kineto_us_to_ns(*text) : v * 1000; ev_.has_ts = true; break;
+        case Field::Dur: ev_.dur = text ? kineto_us_to_ns(*text) : v * 1000; ev_.has_dur = true; break;
+        default: break;
+      }
+    } catch (const InputError& e) {
+      throw InputError(path_, "event " + std::to_string(events_ + 1) + ": " + e.what());
+    }
+    switch (field_) {
+      case Field::Pid: ev_.pid = v; ev_.pid_num = true; break;
+      case Field::Tid: ev_.tid = v; ev_.tid_num = true; break;
+      case Field::Corr: ev_.correlation = v; break;
+      case Field::Stream: ev_.stream = v; break;
+      case Field::Device: ev_.device = v; break;
+      case Field::Bytes: ev_.bytes = v; break;
+      case Field::WaitStream: ev_.wait_on_stream = v; break;
+      case Field::WaitRecord: ev_.wait_record_corr = v; break;
+      case Field::WaitEvent: ev_.wait_event_id = v; break;
+      case Field::Regs: ev_.regs = v; break;
+      case Field::Smem: ev_.smem = v; break;
+      case Field::Grid: if (list_pos_ < 3) ev_.grid[list_pos_++] = v; return true;
+      case Field::Block: if (list_pos_ < 3) ev_.block[list_pos_++] = v; return true;
+      case Field::Dims: if (!ev_.dims.empty()) ev_.dims.back().push_back(v); return true;
+      case Field::PgRanks: ev_.pg_ranks += (ev_.pg_ranks.empty() ? "" : ",") + std::to_string(v); return true;
+      case Field::InNelems: ev_.in_nelems = v; break;
+      case Field::OutNelems: ev_.out_nelems = v; break;
+      case Field::GroupSize: ev_.group_size = v; break;
+      case Field::DevId: dev_.id = static_cast<std::uint32_t>(v); break;
+      case Field::DevSms: dev_.sm_count = static_cast<std::uint32_t>(v); break;
+      case Field::DevMem: dev_.memory_bytes = static_cast<Bytes>(v); break;
+      case Field::DevMajor: dev_.cc_major = static_cast<std::uint32_t>(v); break;
+      case Field::DevMinor: dev_.cc_minor = static_cast<std::uint32_t>(v); break;
+      case Field::DevMaxThreads: dev_.max_threads_per_block = static_cast<std::uint32_t>(v); break;
+      case Field::DevRegs: dev_.regs_per_sm = static_cast<std::uint32_t>(v); break;
+      case Field::DevSmem: dev_.smem_per_sm = static_cast<Bytes>(v); break;
+      case Field::DevThreadsPerSm: dev_.max_warps_per_sm = static_cast<std::uint32_t>(v / 32); break;
+      case Field::Rank: rank_ = static_cast<std::uint32_t>(v); break;
+      default: break;
+    }
+    if (!list_field_) field_ = Field::None;
+    return true;
+  }
+
+  // ---- lanes -----------------------------------------------------------------------------
+  std::uint32_t process_index(std::int64_t pid) {
+    auto it = process_.find(pid);
+    if (it != process_.end()) return it->second;
+    Process p;
+    p.pid = static_cast<std::uint64_t>(pid);
+    auto idx = static_cast<std::uint32_t>(t_.processes.size());
+    t_.processes.push_back(p);
+    process_.emplace(pid, idx);
+    return idx;
+  }
+  LaneId thread_lane(std::int64_t pid, std::int64_t tid) {
+    auto key = std::make_pair(pid, tid);
+    auto it = thread_lane_.find(key);
+    if (it != thread_lane_.end()) return it->second;
+    Lane l;
+    l.kind = LaneKind::Thread;
+    l.process = process_index(pid);
+    l.native_id = static_cast<std::uint64_t>(tid);
+    auto id = static_cast<LaneId>(t_.lanes.size());
+    t_.lanes.push_back(l);
+    thread_lane_.emplace(key, id);
+    return id;
+  }
+  std::uint32_t device_index(std::int64_t dev) {
+    auto it = device_.find(dev);
+    if (it != device_.end()) return it->second;
+    Device d;
+    d.id = static_cast<std::uint32_t>(std::max<std::int64_t>(0, dev));
+    auto idx = static_cast<std::uint32_t>(t_.devices.size());
+    t_.devices.push_back(d);
+    device_.emplace(dev, idx);
+    return idx;
+  }
+  LaneId stream_lane(std::int64_t dev, std::int64_t stream) {
+    auto key = std::make_pair(dev, stream);
+    auto it = stream_lane_.find(key);
+    if (it != stream_lane_.end()) return it->second;
+    Lane l;
+    l.kind = LaneKind::Stream;
+    l.process = host_process_;
+    l.device = device_index(dev);
+    l.native_id = static_cast<std::uint64_t>(stream);
+    auto id = static_cast<LaneId>(t_.lanes.size());
+    t_.lanes.push_back(l);
+    stream_lane_.emplace(key, id);
+    return id;
+  }
+
+  // ---- events ----------------------------------------------------------------------------
+  void event() {
+    ++events_;
+    if ((events_ & 0xFFFFF) == 0) progress_.phase("reading events", events_);
+    if (ev_.ph == 'M') {
+      if (ev_.name == "process_name" && ev_.pid_num) names_.emplace_back(ev_.pid, ev_.arg_name);
+      return;
+    }
+    if (ev_.ph != 'X' || !ev_.has_cat || !ev_.pid_num || !ev_.has_ts) return;
+    if (!ev_.has_dur) ev_.dur = 0;
+    if (ev_.dur < 0) {
+      t_.note("kineto: event with a negative duration", Severity::Warning, "event " + std::to_string(events_) + " (" + ev_.name + ")");
+      return;
+    }
+    switch (ev_.cat) {
+      case Cat::Runtime: case Cat::Driver: api(); break;
+      case Cat::Kernel: case Cat::Memcpy: case Cat::Memset: device_op(); break;
+      case Cat::Sync: if (ev_.correlation >= 0) syncs_.push_back(Sync{ev_.correlation, ev_.sync_kind, ev_.device, ev_.stream, ev_.wait_on_stream, ev_.wait_record_corr}); break;
+      case Cat::UserAnno: case Cat::CpuOp: range(); break;
+      default: break;
+    }
+  }
+
+  void api() {
+    if (host_process_ == kNone) host_process_ = process_index(ev_.pid);
+    Op op;
+    op.kind = OpKind::Api;
+    op.start = ev_.ts;
+    op.set_duration(ev_.dur);
+    op.lane = thread_lane(ev_.pid, ev_.tid);
+    auto it = api_names_.find(ev_.name);
+    if (it == api_names_.end()) {
+      std::string n = ev_.name;
+      std::string c = n.rfind("hip", 0) == 0 ? "cuda" + n.substr(3) : n;  // ROCm: hipLaunchKernel -> cudaLaunchKernel
+      ApiClass cls = classify_cuda_api(strip_api_suffix(c));
+      if (cls == ApiClass::Other && c.find("LaunchKernel") != std::string::npos) cls = ApiClass::Launch;
+      it = api_names_.emplace(n, std::make_pair(t_.strings.intern(n), cls)).first;
+    }
+    op.name = it->second.first;
+    op.set_api_class(it->second.second);
+    auto id = static_cast<OpId>(t_.ops.size());
+    t_.ops.push_back(op);
+    if (ev_.correlation >= 0 && !api_by_corr_.emplace(ev_.correlation, id).second)
+      t_.note("kineto: duplicate correlation id among API calls", Severity::Warning, "correlation " + std::to_string(ev_.correlation));
+  }
+
+  void device_op() {
+    Op op;
+    op.start = ev_.ts;
+    op.set_duration(ev_.dur);
+    std::int64_t dev = ev_.device >= 0 ? ev_.device : ev_.pid;
+    std::int64_t stream = ev_.stream >= 0 ? ev_.stream : ev_.tid;
+    op.lane = stream_lane(dev, stream);
+    op.name = t_.strings.intern(ev_.name);
+    if (ev_.cat == Cat::Kernel) {
+      op.kind = OpKind::Kernel;
+      LaunchConfig lc;
+      for (int i = 0; i < 3; ++i) lc.set_grid(i, static_cast<std::uint64_t>(std::max<std::int64_t>(1, ev_.grid[i])));
+      for (int i = 0; i < 3; ++i) lc.block[i] = static_cast<std::uint16_t>(std::clamp<std::int64_t>(ev_.block[i], 1, 0xFFFF));
+      lc.registers = static_cast<std::uint16_t>(std::clamp<std::int64_t>(ev_.regs, 0, 0xFFFF));
+      lc.dynamic_smem = static_cast<std::uint32_t>(std::clamp<std::int64_t>(ev_.smem, 0, 0xFFFFFFFF));
+      op.extra = static_cast<std::uint32_t>(t_.kernels.size());
+      t_.kernels.push_back(lc);
+      if (is_comm_kernel_name(ev_.name)) op.flags |= Op::kFlagNccl;
+    } else {
+      op.kind = ev_.cat == Cat::Memcpy ? OpKind::Memcpy : OpKind::Memset;
+      CopyInfo ci;
+      ci.bytes = static_cast<Bytes>(std::max<std::int64_t>(0, ev_.bytes));
+      // "Memcpy HtoD (Pinned -> Device)"; ROCm: "Memcpy HtoD (Host -> Device)" with args.kind.
+      const std::string& n = ev_.name;
+      auto has = [&](const char* s) { return n.find(s) != std::string::npos; };
+      if (op.kind == OpKind::Memcpy) {
+        ci.copy_kind = has("HtoD") ? MemcpyKind::HtoD : has("DtoH") ? MemcpyKind::DtoH : has("DtoD") ? MemcpyKind::DtoD
+                     : has("PtoP") ? MemcpyKind::PtoP : has("HtoH") ? MemcpyKind::HtoH : MemcpyKind::Unknown;
+        auto side = [&](std::string_view s) {
+          return s.find("Pageable") != std::string_view::npos ? MemKind::Pageable
+               : s.find("Pinned") != std::string_view::npos ? MemKind::Pinned
+               : s.find("Device") != std::string_view::npos ? MemKind::Device
+               : s.find("Managed") != std::string_view::npos ? MemKind::Managed : MemKind::Unknown;
+        };
+        auto p = n.find('('), a = n.find("->");
+        if (p != std::string::npos && a != std::string::npos && a > p) {
+          ci.src = side(std::string_view(n).substr(p, a - p));
+          ci.dst = side(std::string_view(n).substr(a));
+        }
+      } else {
+        ci.dst = MemKind::Device;
+      }
+      op.extra = static_cast<std::uint32_t>(t_.copies.size());
+      t_.copies.push_back(ci);
+    }
+    auto id = static_cast<OpId>(t_.ops.size());
+    t_.ops.push_back(op);
+    if (ev_.correlation >= 0) pending_.emplace_back(id, ev_.correlation);
+    else t_.note("kineto: device op without a correlation id", Severity::Info, "event " + std::to_string(events_) + " (" + ev_.name + ")");
+  }
+
+  void range() {
+    std::string name;
+    if (ev_.cat == Cat::UserAnno) {
+      name = ev_.name;
+      if (ev_.name.rfind("nccl:", 0) == 0 && ev_.has_dims) {
+        name += ", sizes = " + dims_text(ev_.dims);
+        if (!ev_.in_type.empty()) name += ", dtype = " + ev_.in_type;
+      }
+    } else if (ev_.name == "record_param_comms" || !ev_.coll_name.empty()) {
+      name = "record_param_comms, collective = " + ev_.coll_name + ", in_nelems = " + std::to_string(ev_.in_nelems) +
+             ", out_nelems = " + std::to_string(ev_.out_nelems) + ", dtype = " + ev_.dtype + ", group = " + ev_.pg_name +
+             ", group_ranks = [" + ev_.pg_ranks + "], group_size = " + std::to_string(ev_.group_size);
+    } else if (ev_.has_dims && !ev_.dims.empty()) {
+      name = ev_.name + ", sizes = " + dims_text(ev_.dims);
+    } else {
+      return;  // a cpu_op without shapes: nothing the models use
+    }
+    Range r;
+    r.start = ev_.ts;
+    r.end = ev_.ts + ev_.dur;
+    r.lane = thread_lane(ev_.pid, ev_.tid);
+    r.name = t_.strings.intern(name);
+    t_.ranges.push_back(r);
+  }
+
+  void finish() {
+    if (host_process_ == kNone && !t_.processes.empty()) host_process_ = 0;
+    for (auto& l : t_.lanes)
+      if (l.kind == LaneKind::Stream && l.process == kNone) l.process = host_process_ == kNone ? 0 : host_process_;
+    if (t_.processes.empty()) process_index(0);
+    for (auto& [pid, n] : names_) {
+      auto it = process_.find(pid);
+      if (it != process_.end()) t_.processes[it->second].name = n;
+    }
+    if (rank_ != kNone && host_process_ != kNone) t_.processes[host_process_].rank = rank_;
+    // Device properties by id.
+    for (auto& d : t_.devices)
+      for (const auto& p : devices_)
+        if (p.id == d.id) {
+          std::uint32_t id = d.id;
+          d = p;
+          d.id = id;
+        }
+    if (t_.devices.empty() && !devices_.empty()) t_.devices.push_back(devices_[0]);
+    std::uint64_t unlinked = 0;
+    for (auto [op_id, corr] : pending_) {
+      auto it = api_by_corr_.find(corr);
+      if (it == api_by_corr_.end()) {
+        if (unlinked++ == 0)
+          t_.note("kineto: device op without a launching API call", Severity::Info,
+                  t_.strings.str(t_.ops[op_id].name) + " (correlation " + std::to_string(corr) + ")");
+        else
+          t_.anomalies["kineto: device op without a launching API call"].count++;
+        continue;
+      }
+      t_.ops[op_id].link = it->second;
+      Op& api = t_.ops[it->second];
+      if (api.api_class() == ApiClass::GraphLaunch) t_.ops[op_id].flags |= Op::kFlagGraphNode;
+      // A cudaMemcpyAsync touching pageable host memory returns only when the copy is done.
+      const CopyInfo* ci = t_.copy(t_.ops[op_id]);
+      if (ci && t_.ops[op_id].kind == OpKind::Memcpy && api.api_class() == ApiClass::MemcpyAsync &&
+          (ci->src == MemKind::Pageable || ci->dst == MemKind::Pageable))
+        api.set_api_class(ApiClass::MemcpySync);
+    }
+    // Synchronizations: the cuda_sync record of an API call says what it waited on.
+    for (const Sync& s : syncs_) {
+      auto it = api_by_corr_.find(s.corr);
+      if (it == api_by_corr_.end()) {
+        t_.note("kineto: synchronization without its API call", Severity::Info, "correlation " + std::to_string(s.corr));
+        continue;
+      }
+      Op& op = t_.ops[it->second];
+      ApiInfo& info = info_for(it->second);
+      std::int64_t dev = s.device >= 0 ? s.device : 0;
+      auto record = [&](std::int64_t corr, std::int64_t stream) {
+        auto r = api_by_corr_.find(corr);
+        if (r == api_by_corr_.end() || stream < 0) return false;
+        ApiInfo& ri = info_for(r->second);
+        ri.stream = stream_lane(dev, stream);
+        ri.event = static_cast<std::uint64_t>(corr);
+        ri.has_event = true;
+        t_.ops[r->second].set_api_class(ApiClass::EventRecord);
+        return true;
+      };
+      if (s.kind == "Stream Wait Event") {
+        if (s.stream >= 0 && s.record_corr >= 0 && record(s.record_corr, s.wait_stream)) {
+          op.set_api_class(ApiClass::StreamWait);
+          info.stream = stream_lane(dev, s.stream);
+          info.event = static_cast<std::uint64_t>(s.record_corr);
+          info.has_event = true;
+        } else {
+          t_.note("kineto: stream wait whose event record is unknown", Severity::Info, "correlation " + std::to_string(s.corr));
+        }
+      } else if (s.kind == "Event Sync") {
+        if (s.record_corr >= 0 && record(s.record_corr, s.wait_stream)) {
+          op.set_api_class(ApiClass::EventSync);
+          info.event = static_cast<std::uint64_t>(s.record_corr);
+          info.has_event = true;
+        }
+      } else if (s.kind == "Stream Sync") {
+        op.set_api_class(ApiClass::StreamSync);
+        if (s.stream >= 0 && s.stream != 4294967295LL) info.stream = stream_lane(dev, s.stream);
+      } else if (s.kind == "Context Sync" || s.kind == "Device Sync") {
+        op.set_api_class(ApiClass::DeviceSync);
+        info.device = device_index(dev);
+      }
+    }
+  }
+
+  ApiInfo& info_for(OpId api) {
+    Op& op = t_.ops[api];
+    if (op.extra == kNone) {
+      op.extra = static_cast<std::uint32_t>(t_.apis.size());
+      t_.apis.emplace_back();
+    }
+    return t_.apis[op.extra];
+  }
+
+  struct Sync {
+    std::int64_t corr;
+    std::string kind;
+    std::int64_t device, stream, wait_stream, record_corr;
+  };
+  struct PairHash {
+    std::size_t operator()(const std::pair<std::int64_t, std::int64_t>& p) const {
+      return std::hash<std::int64_t>{}(p.first * 0x9E3779B97F4A7C15LL ^ p.second);
+    }
+  };
+
+  std::string path_;
+  Progress progress_;
+  GzBuf* buf_ = nullptr;
+  Trace t_;
+  Ev ev_;
+  Device dev_;
+  std::vector<Device> devices_;
+  std::string key_depth1_, key_, error_;
+  Field field_ = Field::None;
+  Top top_ = Top::None;
+  int depth_ = 0, list_pos_ = 0;
+  bool in_event_ = false, in_args_ = false, in_device_ = false, list_field_ = false, saw_events_ = false;
+  std::uint64_t events_ = 0;
+  std::uint32_t rank_ = kNone, host_process_ = kNone;
+  std::unordered_map<std::int64_t, std::uint32_t> process_, device_;
+  std::unordered_map<std::pair<std::int64_t, std::int64_t>, LaneId, PairHash> thread_lane_, stream_lane_;
+  std::unordered_map<std::string, std::pair<StrId, ApiClass>> api_names_;
+  std::unordered_map<std::int64_t, OpId> api_by_corr_;
+  std::vector<std::pair<OpId, std::int64_t>> pending_;
+  std::vector<Sync> syncs_;
+  std::vector<std::pair<std::int64_t, std::string>> names_;
+};
+
+}  // namespace
+
+int KinetoImporter::sniff(std::string_view head, const std::string& path) const {
+  if (head.size() >= 2 && static_cast<unsigned char>(head[0]) == 0x1f && static_cast<unsigned char>(head[1]) == 0x8b) {
+    // gzip: look inside.
+    gzFile f = gzopen(path.c_str(), "rb");
+    if (!f) return 0;
+    char buf[4096];
+    int n = gzread(f, buf, sizeof buf);
+    gzclose(f);
+    if (n <= 0) return 10;  // a gzip file we cannot read: let the importer say why
+    std::string_view h(buf, static_cast<std::size_t>(n));
+    return h.find("traceEvents") != std::string_view::npos || h.find("schemaVersion") != std::string_view::npos ||
+                   h.find("deviceProperties") != std::string_view::npos
+               ? 80
+               : 10;
+  }
+  auto p = head.find_first_not_of(" \t\r\n");
+  if (p == std::string_view::npos || head[p] != '{') return 0;
+  if (head.find("\"traceEvents\"") != std::string_view::npos || head.find("\"schemaVersion\"") != std::string_view::npos ||
+      head.find("\"deviceProperties\"") != std::string_view::npos)
+    return 80;
+  return 0;
+}
+
+Trace KinetoImporter::import(const std::string& path, const ImportOptions& opt) const { return Reader(path, opt).run(); }
+
+}  // namespace bneck
