@@ -48,7 +48,7 @@ RetargetCostModel::RetargetCostModel(const Trace& t, HwSpec source, HwSpec targe
 
 TimeNs RetargetCostModel::duration(OpId n, const Graph& g) const {
   const Op& o = g.trace->ops[n];
-  if (is_device_op(o.kind)) return times_[n];
+  if (is_device_op(o.kind) && !(o.flags & Op::kFlagNccl)) return times_[n];
   if (!g.intrinsic.empty()) {
     auto it = g.intrinsic.find(n);
     if (it != g.intrinsic.end()) return it->second;

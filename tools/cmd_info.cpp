@@ -87,12 +87,13 @@ void info_text(const Trace& t, const json& j, std::ostream& out) {
 }  // namespace
 
 void add_info(CLI::App& sub, Action& action) {
-  static std::string trace, json_out;
-  sub.add_option("TRACE", trace, "trace file (.sqlite nsys export, bneck JSON)")->required();
+  static std::vector<std::string> trace;
+  static std::string json_out;
+  sub.add_option("TRACE", trace, "trace file(s): nsys .sqlite, Kineto .json[.gz], bneck JSON; several files (or a directory) = one trace per rank")->required();
   sub.add_option("--json", json_out, "write JSON to FILE ('-' for stdout)");
   sub.callback([&action] {
     action = [] {
-      Trace t = load_trace(trace);
+      Trace t = load_traces(trace);
       json j = info_json(t);
       if (!json_out.empty()) write_output(json_out, [&](std::ostream& o) { o << j.dump(2) << "\n"; });
       if (json_out != "-") info_text(t, j, std::cout);

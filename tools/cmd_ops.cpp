@@ -12,10 +12,11 @@ namespace bneck {
 using nlohmann::json;
 
 void add_ops(CLI::App& sub, Action& action) {
-  static std::string trace, json_out, select;
+  static std::vector<std::string> trace;
+  static std::string json_out, select;
   static std::size_t limit = 200;
   static bool all_ops = false;
-  sub.add_option("TRACE", trace, "trace file")->required();
+  sub.add_option("TRACE", trace, "trace file(s): nsys .sqlite, Kineto .json[.gz], bneck JSON; several files (or a directory) = one trace per rank")->required();
   sub.add_option("--select", select, "selector, e.g. 'kind=kernel&name~gemm&dur>10us' (see DESIGN.md)");
   sub.add_option("--json", json_out, "write JSON to FILE ('-' for stdout)");
   sub.add_option("--limit", limit, "list at most N ops (0: all)")->capture_default_str();
@@ -24,7 +25,7 @@ void add_ops(CLI::App& sub, Action& action) {
     action = [] {
       std::optional<Selector> sel;
       if (!select.empty()) sel = Selector::parse(select);
-      Trace t = load_trace(trace);
+      Trace t = load_traces(trace);
       if (sel) sel->bind(t);
       bool want_api = all_ops || select.find("kind=api") != std::string::npos;
       std::vector<OpId> hits;

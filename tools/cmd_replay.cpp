@@ -12,9 +12,10 @@
 namespace bneck {
 
 void add_replay(CLI::App& sub, Action& action) {
-  static std::string trace, json_out, chrome_out, range, hw, source_hw, durations;
+  static std::vector<std::string> trace;
+  static std::string json_out, chrome_out, range, hw, source_hw, durations;
   static std::size_t top = 15;
-  sub.add_option("TRACE", trace, "trace file (.sqlite nsys export, bneck JSON workload)")->required();
+  sub.add_option("TRACE", trace, "trace file(s): nsys .sqlite, Kineto .json[.gz], bneck JSON; several files (or a directory) = one trace per rank")->required();
   sub.add_option("--range", range, "report the NVTX ranges whose name matches REGEX in full");
   sub.add_option("--hw", hw, "retarget to this GPU: a preset (bneck hw list) or a spec file");
   sub.add_option("--durations", durations, "measured | model | hybrid (default: measured; hybrid with --hw)");
@@ -31,7 +32,7 @@ void add_replay(CLI::App& sub, Action& action) {
       opt.top = top;
       if (!range.empty()) opt.range_regex = range;
       auto t0 = std::chrono::steady_clock::now();
-      Trace t = load_trace(trace);
+      Trace t = load_traces(trace);
       double import_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       double import_rss = peak_rss_mb();
       ReplayReport rep = run_replay(t, opt);

@@ -88,10 +88,11 @@ Vary parse_vary(const std::string& s) {
 }  // namespace
 
 void add_sweep(CLI::App& sub, Action& action) {
-  static std::string trace, hw_list, range, csv, svg, vary, source_hw;
+  static std::vector<std::string> trace;
+  static std::string hw_list, range, csv, svg, vary, source_hw;
   static std::vector<std::string> scenarios;
   static unsigned jobs = 0;
-  sub.add_option("TRACE", trace, "trace file")->required();
+  sub.add_option("TRACE", trace, "trace file(s): several files (or a directory) = one trace per rank")->required();
   sub.add_option("--hw", hw_list, "comma-separated presets or spec files")->required();
   sub.add_option("--scenario", scenarios, "scenario JSON files (each a list of transforms); 'baseline' always runs");
   sub.add_option("--range", range, "medians over the NVTX ranges matching REGEX (default: GPU span)");
@@ -102,7 +103,7 @@ void add_sweep(CLI::App& sub, Action& action) {
   sub.add_option("--source-hw", source_hw, "the trace's GPU, if its device name does not tell");
   sub.callback([&action] {
     action = [] {
-      Trace t = load_trace(trace);
+      Trace t = load_traces(trace);
       std::vector<Scenario> scs{{"baseline", {}}};
       for (const auto& f : scenarios) scs.push_back(load_scenario(f));
       std::vector<std::string> hws = split_list(hw_list);

@@ -1,9 +1,12 @@
 #include "traces/importer.hpp"
 
+#include <algorithm>
+#include <dirent.h>
 #include <fstream>
 #include <sys/stat.h>
 
 #include "sim/base/error.hpp"
+#include "traces/collectives.hpp"
 #include "traces/json_io.hpp"
 #include "traces/kineto/kineto_importer.hpp"
 #include "traces/nsys/nsys_importer.hpp"
@@ -43,6 +46,34 @@ Trace load_trace(const std::string& path, const ImportOptions& opt) {
     throw InputError(path, "unrecognised trace format (supported: " + names + ")");
   }
   return best->import(path, opt);
+}
+
+Trace load_traces(const std::vector<std::string>& paths, const ImportOptions& opt) {
+  std::vector<std::string> files;
+  for (const auto& p : paths) {
+    struct stat sb {};
+    if (::stat(p.c_str(), &sb) == 0 && S_ISDIR(sb.st_mode)) {
+      std::vector<std::string> in_dir;
+      if (DIR* d = ::opendir(p.c_str())) {
+        while (dirent* e = ::readdir(d)) {
+          std::string n = e->d_name;
+          auto ends = [&](const std::string& suf) { return n.size() > suf.size() && n.compare(n.size() - suf.size(), suf.size(), suf) == 0; };
+          if (n[0] != '.' && (ends(".json") || ends(".json.gz") || ends(".sqlite"))) in_dir.push_back(p + "/" + n);
+        }
+        ::closedir(d);
+      }
+      std::sort(in_dir.begin(), in_dir.end());
+      if (in_dir.empty()) throw InputError(p, "directory holds no trace files (.json, .json.gz, .sqlite)");
+      files.insert(files.end(), in_dir.begin(), in_dir.end());
+    } else {
+      files.push_back(p);
+    }
+  }
+  if (files.empty()) throw InputError("no trace given");
+  std::vector<Trace> parts;
+  parts.reserve(files.size());
+  for (const auto& f : files) parts.push_back(load_trace(f, opt));
+  return merge_traces(std::move(parts));
 }
 
 }  // namespace bneck

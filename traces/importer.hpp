@@ -27,5 +27,9 @@ const std::vector<std::unique_ptr<Importer>>& importers();
 // Opens the file read-only, checks that it exists and is not empty, sniffs and imports.
 // Throws InputError naming the file for a missing, empty, unrecognised or malformed input.
 Trace load_trace(const std::string& path, const ImportOptions& opt = {});
+// One trace per rank: files, or directories whose trace files (.json, .json.gz, .sqlite, sorted by
+// name) are taken. One file loads as load_trace does; several are merged into one multi-rank trace
+// (traces/collectives.hpp), their communication kernels matched into collectives.
+Trace load_traces(const std::vector<std::string>& paths, const ImportOptions& opt = {});
 
 }  // namespace bneck

@@ -162,11 +162,25 @@ struct Range {                    // an NVTX push/pop (or start/end) range on a 
   std::uint32_t parent = kNone;   // index of the enclosing range on the same thread
 };
 
-enum class DepType : std::uint8_t { EndToStart = 0, StartToStart = 1, EndToEnd = 2 };
+// StartToEnd: the target cannot end before the source started plus the delay plus the target's
+// own duration (a collective: no member finishes before the last one arrived and did its part).
+enum class DepType : std::uint8_t { EndToStart = 0, StartToStart = 1, EndToEnd = 2, StartToEnd = 3 };
 struct ExplicitDep {              // workload files: explicit dependencies
   OpId from = 0, to = 0;
   DepType type = DepType::EndToStart;
   TimeNs delay = 0;
+};
+
+// A collective operation matched across ranks: one communication kernel per participating rank.
+enum class CollKind : std::uint8_t { Unknown = 0, AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, AllToAll, SendRecv };
+const char* to_string(CollKind k);
+struct Collective {
+  CollKind kind = CollKind::Unknown;
+  Bytes bytes = 0;                // message size per rank (the input buffer), 0 if unknown
+  std::uint32_t group_size = 0;   // ranks in the process group (may exceed the traced ranks)
+  std::string group;              // process group name, or "world"
+  std::uint32_t seq = 0;          // position in the group's sequence
+  std::vector<OpId> members;      // one communication kernel per traced rank, by rank order
 };
 
 enum class Severity : std::uint8_t { Info = 0, Warning = 1, Error = 2 };
@@ -190,6 +204,7 @@ struct Trace {
   std::vector<ApiInfo> apis;
   std::vector<Range> ranges;
   std::vector<ExplicitDep> deps;
+  std::vector<Collective> collectives;  // after finalize(): match_collectives() (traces/collectives.hpp)
   std::map<std::string, Anomaly> anomalies;
 
   void note(const std::string& key, Severity sev, const std::string& example, std::uint64_t n = 1);
@@ -197,6 +212,10 @@ struct Trace {
   const ApiInfo* api(const Op& op) const { return op.kind == OpKind::Api && op.extra != kNone ? &apis[op.extra] : nullptr; }
   const CopyInfo* copy(const Op& op) const {
     return (op.kind == OpKind::Memcpy || op.kind == OpKind::Memset) && op.extra != kNone ? &copies[op.extra] : nullptr;
+  }
+  std::uint32_t rank_of(const Op& op) const {  // the op's process's rank (its index if none)
+    std::uint32_t p = op.lane < lanes.size() ? lanes[op.lane].process : 0;
+    return p < processes.size() && processes[p].rank != kNone ? processes[p].rank : p;
   }
   const LaunchConfig* launch(const Op& op) const {
     return op.kind == OpKind::Kernel && op.extra != kNone ? &kernels[op.extra] : nullptr;

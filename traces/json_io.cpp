@@ -15,6 +15,7 @@ const char* dep_type_name(DepType t) {
     case DepType::EndToStart: return "end_to_start";
     case DepType::StartToStart: return "start_to_start";
     case DepType::EndToEnd: return "end_to_end";
+    case DepType::StartToEnd: return "start_to_end";
   }
   return "end_to_start";
 }
@@ -357,6 +358,7 @@ class JsonReader {
       if (ty == "end_to_start") dep.type = DepType::EndToStart;
       else if (ty == "start_to_start") dep.type = DepType::StartToStart;
       else if (ty == "end_to_end") dep.type = DepType::EndToEnd;
+      else if (ty == "start_to_end") dep.type = DepType::StartToEnd;
       else fail(rec, "unknown \"type\"");
       dep.delay = time_field(d, "delay_ns", "delay", rec, 0);
       t_.deps.push_back(dep);

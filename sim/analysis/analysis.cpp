@@ -3,6 +3,7 @@
 #include "sim/base/error.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 namespace bneck {
@@ -87,17 +88,77 @@ Overlap compute_overlap(const Trace& t, const Schedule& s, const std::function<b
   return ov;
 }
 
-Span device_span(const Trace& t, const Schedule& s) {
+Span device_span(const Trace& t, const Schedule& s, const std::function<bool(OpId)>& include) {
   Span sp;
   bool any = false;
   for (int pass = 0; pass < 2 && !any; ++pass)
     for (OpId i = 0; i < t.ops.size(); ++i) {
       if (pass == 0 && !is_device_op(t.ops[i].kind)) continue;
+      if (include && !include(i)) continue;
       if (!any) { sp.begin = s.start(i); sp.end = s.end(i); any = true; }
       sp.begin = std::min(sp.begin, s.start(i));
       sp.end = std::max(sp.end, s.end(i));
     }
   return sp;
+}
+
+std::vector<CollectiveWait> collective_waits(const Trace& t, const Schedule& s) {
+  std::vector<CollectiveWait> out;
+  for (std::size_t c = 0; c < t.collectives.size(); ++c) {
+    const Collective& col = t.collectives[c];
+    if (col.members.size() < 2) continue;
+    CollectiveWait w;
+    w.index = c;
+    TimeNs first = std::numeric_limits<TimeNs>::max(), last = std::numeric_limits<TimeNs>::min();
+    for (OpId m : col.members) {
+      first = std::min(first, s.start(m));
+      if (s.start(m) > last) { last = s.start(m); w.straggler = t.rank_of(t.ops[m]); }
+      w.end_ns = std::max(w.end_ns, s.end(m));
+    }
+    w.start_ns = first;
+    w.arrival_spread_ns = last - first;
+    out.push_back(w);
+  }
+  return out;
+}
+
+std::vector<RankStats> rank_stats(const Trace& t, const Schedule& s) {
+  std::vector<RankStats> out;
+  std::vector<std::uint32_t> proc_of_op_lane(t.lanes.size());
+  for (LaneId l = 0; l < t.lanes.size(); ++l) proc_of_op_lane[l] = t.lanes[l].process;
+  for (std::uint32_t p = 0; p < t.processes.size(); ++p) {
+    auto mine = [&](OpId i) { return proc_of_op_lane[t.ops[i].lane] == p; };
+    bool any = false;
+    for (OpId i = 0; i < t.ops.size() && !any; ++i) any = is_device_op(t.ops[i].kind) && mine(i);
+    if (!any) continue;
+    RankStats r;
+    r.process = p;
+    r.rank = t.processes[p].rank != kNone ? t.processes[p].rank : p;
+    r.span = device_span(t, s, mine);
+    r.overlap = compute_overlap(t, s, mine);
+    out.push_back(r);
+  }
+  auto by_rank = [&](std::uint32_t rank) -> RankStats* {
+    for (auto& r : out)
+      if (r.rank == rank) return &r;
+    return nullptr;
+  };
+  for (const CollectiveWait& w : collective_waits(t, s)) {
+    const Collective& col = t.collectives[w.index];
+    TimeNs last = w.start_ns + w.arrival_spread_ns;
+    for (OpId m : col.members) {
+      RankStats* r = by_rank(t.rank_of(t.ops[m]));
+      if (!r) continue;
+      r->collectives++;
+      r->waited_ns += last - s.start(m);
+    }
+    if (RankStats* st = by_rank(w.straggler)) {
+      st->last_arrivals++;
+      for (OpId m : col.members) st->made_wait_ns += last - s.start(m);
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const RankStats& a, const RankStats& b) { return a.rank < b.rank; });
+  return out;
 }
 
 OpId last_device_op(const Trace& t, const Schedule& s, const std::function<bool(OpId)>& include) {
@@ -120,7 +181,11 @@ std::vector<OpId> critical_path(const Trace&, const SimResult& r, OpId last, con
     if (path.empty() || path.back() != cur) path.push_back(cur);
     if (at_end) {
       auto it = r.end_src.find(cur);
-      if (it != r.end_src.end()) { cur = it->second; at_end = true; continue; }
+      if (it != r.end_src.end()) {
+        cur = it->second & SimResult::kSrcMask;
+        at_end = !(it->second & SimResult::kViaStart);
+        continue;
+      }
     }
     std::uint32_t src = r.start_src[cur];
     if (src == kNone) break;
@@ -135,8 +200,12 @@ std::vector<TimeNs> compute_slack(const Graph& g, const SimResult& r) {
   const std::size_t n = g.num_nodes();
   // Kahn topological order over all edges.
   std::vector<std::uint32_t> indeg(n, 0);
+  // Start->end edges (collectives) join members both ways: they are left out of the order and of
+  // the slack (a member's slack comes from its own rank's successors).
+  auto ordered = [&](const EdgeProps& p) { return p.attach() != DepType::StartToEnd; };
   for (OpId u = 0; u < n; ++u)
-    for (auto e : boost::make_iterator_range(boost::out_edges(u, g.csr))) indeg[boost::target(e, g.csr)]++;
+    for (auto e : boost::make_iterator_range(boost::out_edges(u, g.csr)))
+      if (ordered(g.csr[e])) indeg[boost::target(e, g.csr)]++;
   std::vector<OpId> order;
   order.reserve(n);
   for (OpId u = 0; u < n; ++u)
@@ -144,7 +213,7 @@ std::vector<TimeNs> compute_slack(const Graph& g, const SimResult& r) {
   for (std::size_t k = 0; k < order.size(); ++k) {
     OpId u = order[k];
     for (auto e : boost::make_iterator_range(boost::out_edges(u, g.csr)))
-      if (--indeg[boost::target(e, g.csr)] == 0) order.push_back(boost::target(e, g.csr));
+      if (ordered(g.csr[e]) && --indeg[boost::target(e, g.csr)] == 0) order.push_back(boost::target(e, g.csr));
   }
   indeg.clear();
   indeg.shrink_to_fit();
@@ -156,6 +225,7 @@ std::vector<TimeNs> compute_slack(const Graph& g, const SimResult& r) {
     TimeNs best = horizon - r.end[u];
     for (auto e : boost::make_iterator_range(boost::out_edges(u, g.csr))) {
       const EdgeProps& p = g.csr[e];
+      if (!ordered(p)) continue;
       OpId v = boost::target(e, g.csr);
       TimeNs src_t = p.attach() == DepType::StartToStart ? r.start[u] : r.end[u];
       TimeNs dst_t = p.attach() == DepType::EndToEnd ? r.end[v] : r.start[v];

@@ -44,7 +44,28 @@ struct Span {
   TimeNs begin = 0, end = 0;
   TimeNs length() const { return end - begin; }
 };
-Span device_span(const Trace& t, const Schedule& s);
+Span device_span(const Trace& t, const Schedule& s, const std::function<bool(OpId)>& include = {});
+
+// Per rank of a multi-rank trace (one rank per process): its GPU span, its overlap, and how its
+// collectives went in schedule `s`: every member of a collective waits inside its kernel for the
+// last member to arrive; that last one is the collective's straggler.
+struct RankStats {
+  std::uint32_t rank = 0, process = 0;
+  Span span;
+  Overlap overlap;
+  std::size_t collectives = 0;     // matched collectives (2+ traced members) it took part in
+  std::size_t last_arrivals = 0;   // of those, the ones it arrived at last
+  TimeNs waited_ns = 0;            // its members' time between their start and the last arrival
+  TimeNs made_wait_ns = 0;         // the other members' waiting at the collectives it arrived last at
+};
+std::vector<RankStats> rank_stats(const Trace& t, const Schedule& s);
+struct CollectiveWait {
+  std::size_t index = 0;           // into t.collectives
+  std::uint32_t straggler = 0;     // rank that arrived last
+  TimeNs arrival_spread_ns = 0;    // last arrival minus first arrival
+  TimeNs start_ns = 0, end_ns = 0; // first arrival, last member end
+};
+std::vector<CollectiveWait> collective_waits(const Trace& t, const Schedule& s);
 
 // Critical path: from `last` walking back along the bindings the engine recorded (start edges,
 // end edges and resource waits), in time order. `keep` may stop the walk at the first op it

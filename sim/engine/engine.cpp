@@ -44,7 +44,8 @@ class Engine {
     for (OpId u = 0; u < n; ++u) {
       for (auto e : boost::make_iterator_range(boost::out_edges(u, g_.csr))) {
         OpId v = boost::target(e, g_.csr);
-        if (g_.csr[e].attach() == DepType::EndToEnd) pending_end_[v]++;
+        DepType at = g_.csr[e].attach();
+        if (at == DepType::EndToEnd || at == DepType::StartToEnd) pending_end_[v]++;
         else pending_start_[v]++;
       }
     }
@@ -94,11 +95,28 @@ class Engine {
     r.start[u] = now_;
     TimeNs d = std::max<TimeNs>(0, m_.duration(u, g_));
     push(now_ + d, u, EvType::WorkDone, r);
-    // start->start edges fire now
+    // start->start and start->end edges fire now
     for (auto e : boost::make_iterator_range(boost::out_edges(u, g_.csr))) {
       const EdgeProps& p = g_.csr[e];
-      if (p.attach() != DepType::StartToStart) continue;
-      relax_start(boost::target(e, g_.csr), now_ + p.delay(), u | SimResult::kViaStart, r);
+      OpId v = boost::target(e, g_.csr);
+      if (p.attach() == DepType::StartToStart) relax_start(v, now_ + p.delay(), u | SimResult::kViaStart, r);
+      else if (p.attach() == DepType::StartToEnd)
+        relax_end(v, now_ + p.delay() + std::max<TimeNs>(0, m_.duration(v, g_)), u | SimResult::kViaStart, r);
+    }
+  }
+
+  // An end dependency of v fired: v completes no earlier than t (once its own work is done).
+  void relax_end(OpId v, TimeNs t, std::uint32_t src, SimResult& r) {
+    if (t > r.end[v]) { r.end[v] = t; r.end_src[v] = src; }
+    auto& pe = pending_end_[v];
+    if (--pe == 0) {
+      auto w = work_done_at_.find(v);
+      if (w != work_done_at_.end()) {
+        TimeNs at = std::max(w->second, r.end[v]);
+        if (r.end[v] <= w->second) r.end_src.erase(v);
+        work_done_at_.erase(w);
+        push(std::max(at, now_), v, EvType::Complete, r);
+      }
     }
   }
 
@@ -141,17 +159,7 @@ class Engine {
       if (p.attach() == DepType::EndToStart) {
         relax_start(v, t, u, r);
       } else if (p.attach() == DepType::EndToEnd) {
-        if (t > r.end[v]) { r.end[v] = t; r.end_src[v] = u; }
-        auto& pe = pending_end_[v];
-        if (--pe == 0) {
-          auto w = work_done_at_.find(v);
-          if (w != work_done_at_.end()) {
-            TimeNs at = std::max(w->second, r.end[v]);
-            if (r.end[v] <= w->second) r.end_src.erase(v);
-            work_done_at_.erase(w);
-            push(std::max(at, now_), v, EvType::Complete, r);
-          }
-        }
+        relax_end(v, t, u, r);
       }
     }
   }

@@ -24,7 +24,8 @@ struct SimResult {
   // with kViaStart set when the edge left the source's start (start->start) and kViaResource
   // when the node waited for a lane or resource that the source released.
   std::vector<std::uint32_t> start_src;
-  std::unordered_map<OpId, OpId> end_src;  // nodes whose end an end->end edge determined
+  std::unordered_map<OpId, std::uint32_t> end_src;  // nodes whose end an end->end (or, with kViaStart,
+                                                   // a start->end) edge determined
   std::vector<TimeNs> resource_busy;       // per Graph::resources entry, ns busy (summed over capacity)
   std::uint64_t events = 0;
   static constexpr std::uint32_t kViaStart = 0x80000000u;

@@ -11,7 +11,7 @@
 namespace bneck {
 
 const char* to_string(EdgeType t) {
-  static const char* const names[] = {"host_order", "launch", "graph_launch", "stream_order", "event", "host_sync", "explicit", "thread_wake"};
+  static const char* const names[] = {"host_order", "launch", "graph_launch", "stream_order", "event", "host_sync", "explicit", "thread_wake", "collective"};
   return names[static_cast<int>(t)];
 }
 
@@ -40,6 +40,16 @@ struct LaneIndex {
     // Submission times within a lane should be non-decreasing; make them so for the search.
     for (std::size_t l = 0; l + 1 < offset.size(); ++l)
       for (auto p = offset[l] + 1; p < offset[l + 1]; ++p) submit[p] = std::max(submit[p], submit[p - 1]);
+  }
+  // Last op on `lane` that ended at or before `t` (ops of a stream end in order), or kNone.
+  OpId last_ended_by(const Trace& tr, LaneId lane, TimeNs t) const {
+    auto b = ops.begin() + offset[lane], e = ops.begin() + offset[lane + 1];
+    auto it = std::upper_bound(b, e, t, [&](TimeNs v, OpId o) { return v < tr.ops[o].start; });
+    for (int k = 0; it != b && k < 8; ++k) {
+      --it;
+      if (tr.ops[*it].end() <= t) return *it;
+    }
+    return kNone;
   }
   // Last op on `lane` submitted strictly before `t`, or kNone.
   OpId last_before(LaneId lane, TimeNs t) const {
@@ -84,6 +94,33 @@ class Builder {
     Graph g;
     g.trace = &t_;
     lanes_.build(t_);
+    // Processes with cudaStreamWaitEvent calls whose event the trace does not say (older Kineto
+    // traces): their cross-stream waits are inferred (see infer_wait).
+    for (const Op& o : t_.ops)
+      if (o.api_class() == ApiClass::StreamWait && !(t_.api(o) && t_.api(o)->has_event && t_.api(o)->stream != kNone)) {
+        if (infer_waits_.empty()) infer_waits_.assign(t_.processes.size() + 1, 0);
+        infer_waits_[t_.lanes[o.lane].process] = 1;
+      }
+    if (!infer_waits_.empty()) {
+      device_streams_.resize(t_.devices.size() + 1);
+      for (LaneId l = 0; l < t_.lanes.size(); ++l)
+        if (t_.lanes[l].kind == LaneKind::Stream) device_streams_[std::min<std::size_t>(t_.lanes[l].device, t_.devices.size())].push_back(l);
+    }
+    for (std::uint32_t c = 0; c < t_.collectives.size(); ++c) {
+      const Collective& col = t_.collectives[c];
+      if (col.members.size() < 2) continue;
+      TimeNs last_start = 0, first_end = std::numeric_limits<TimeNs>::max();
+      for (OpId m : col.members) {
+        last_start = std::max(last_start, t_.ops[m].start);
+        first_end = std::min(first_end, t_.ops[m].end());
+      }
+      if (t_.measured && last_start > first_end) {  // some member ended before another began
+        auto& a = anomalies_["graph: collective whose members do not overlap in time (clock skew or a mismatch): not joined"];
+        if (a.count++ == 0) { a.severity = Severity::Warning; a.example = t_.name(t_.ops[col.members[0]]) + " #" + std::to_string(col.seq); }
+        continue;
+      }
+      for (OpId m : col.members) member_of_[m] = c;
+    }
     build_resources(g);
     for (const auto& d : t_.deps) explicit_in_[d.to].push_back(d);
     for (OpId i = 0; i < t_.ops.size(); ++i) {
@@ -113,6 +150,8 @@ class Builder {
         }
         if (prev != kNone) in.push_back({prev, EdgeType::StreamOrder, DepType::EndToStart, 0});
         attach_waits(i, o, in);
+        if (calibrate_ && !infer_waits_.empty() && infer_waits_[t_.lanes[o.lane].process]) infer_wait(o, prev, in, g);
+        collective_edges(i, o, in, g);
       }
       if (auto it = explicit_in_.find(i); it != explicit_in_.end())
         for (const auto& d : it->second) in.push_back({d.from, EdgeType::Explicit, d.type, d.delay});
@@ -233,6 +272,43 @@ class Builder {
     }
   }
 
+  // An unresolved stream wait left a device op that started well after its launch and its stream
+  // predecessor allowed: if an op on another stream of its device ended within kInferWindow before
+  // it started, later than those two, it is taken as the event the stream waited for.
+  static constexpr TimeNs kInferWindow = 20 * kNsPerUs;
+  void infer_wait(const Op& o, OpId prev, std::vector<PendingEdge>& in, Graph& g) {
+    TimeNs allowed = o.link != kNone ? t_.ops[o.link].start : std::numeric_limits<TimeNs>::min();
+    if (prev != kNone) allowed = std::max(allowed, t_.ops[prev].end());
+    for (const auto& e : in)
+      if (e.type == EdgeType::Event) allowed = std::max(allowed, t_.ops[e.src].end());
+    std::uint32_t dev = std::min<std::size_t>(t_.lanes[o.lane].device, t_.devices.size());
+    OpId best = kNone;
+    for (LaneId l : device_streams_[dev]) {
+      if (l == o.lane) continue;
+      OpId c = lanes_.last_ended_by(t_, l, o.start);
+      if (c != kNone && (best == kNone || t_.ops[c].end() > t_.ops[best].end())) best = c;
+    }
+    if (best == kNone) return;
+    TimeNs e = t_.ops[best].end();
+    if (e <= allowed || o.start - e > kInferWindow) return;
+    in.push_back({best, EdgeType::Event, DepType::EndToStart, 0});
+    g.stats.inferred_waits++;
+  }
+
+  // A collective member ends only after every other member arrived (started) and then ran its own
+  // part: start->end edges from the other members. Its intrinsic duration is the part after the
+  // last arrival (measured: its end minus the latest member start); the wait before is the engine's.
+  void collective_edges(OpId i, const Op& o, std::vector<PendingEdge>& in, Graph& g) {
+    auto it = member_of_.find(i);
+    if (it == member_of_.end()) return;
+    const Collective& c = t_.collectives[it->second];
+    TimeNs last = 0;
+    for (OpId m : c.members) last = std::max(last, t_.ops[m].start);
+    if (t_.measured) g.intrinsic[i] = std::clamp<TimeNs>(o.end() - last, 0, o.duration());
+    for (OpId m : c.members)
+      if (m != i) in.push_back({m, EdgeType::Collective, DepType::StartToEnd, 0});
+  }
+
   // Waits registered on the op's stream before the op was submitted become event edges.
   void attach_waits(OpId i, const Op& o, std::vector<PendingEdge>& in) {
     auto it = waits_.find(o.lane);
@@ -276,7 +352,7 @@ class Builder {
 
   int launch_category(const Op& o) const {
     if (o.kind != OpKind::Kernel) return 2;
-    return t_.ops[o.link].api_class() == ApiClass::GraphLaunch ? 1 : 0;
+    return o.link != kNone && t_.ops[o.link].api_class() == ApiClass::GraphLaunch ? 1 : 0;
   }
 
   TimeNs nominal(const Op& dst, EdgeType ty, TimeNs explicit_delay) const {
@@ -334,6 +410,7 @@ class Builder {
       case EdgeType::Launch: case EdgeType::GraphLaunch: return 4;
       case EdgeType::HostOrder: return 5;
       case EdgeType::ThreadWake: return 6;
+      case EdgeType::Collective: return 7;
     }
     return 7;
   }
@@ -342,6 +419,7 @@ class Builder {
     TimeNs best_start = 0, best_end = 0;
     for (std::size_t k = 0; k < in.size(); ++k) {
       const PendingEdge& e = in[k];
+      if (e.type == EdgeType::Collective) continue;  // delay 0: see collective_edges
       const Op& s = t_.ops[e.src];
       bool to_end = e.attach == DepType::EndToEnd;
       TimeNs src_t = endpoint(s, e.attach != DepType::StartToStart);
@@ -430,6 +508,9 @@ class Builder {
     }
   }
 
+  std::vector<std::uint8_t> infer_waits_;              // per process: its stream waits lack their events
+  std::vector<std::vector<LaneId>> device_streams_;   // per device: its stream lanes
+  std::unordered_map<OpId, std::uint32_t> member_of_;
   const Trace& t_;
   bool calibrate_;
   LaneIndex lanes_;

@@ -35,8 +35,10 @@ enum class EdgeType : std::uint8_t {
   ThreadWake = 7,   // inferred: a host thread's burst of calls after an idle gap follows the latest
                     // call another thread of its process finished during that gap (the trace has no
                     // CPU-side synchronization; this is the cross-thread causality replay needs)
+  Collective = 8,   // another member of the same collective starts -> this member can end
+                    // (start -> end; see DepType::StartToEnd)
 };
-inline constexpr int kEdgeTypeCount = 8;
+inline constexpr int kEdgeTypeCount = 9;
 const char* to_string(EdgeType t);
 
 // 8 bytes: a 56-bit signed delay and the edge's type and attachment packed together.
@@ -75,6 +77,7 @@ struct GraphStats {
   std::uint64_t edges_by_type[kEdgeTypeCount] = {};
   std::uint64_t bound_by_type[kEdgeTypeCount] = {};  // ops whose measured start an edge type bound
   std::uint64_t blocked_syncs = 0;
+  std::uint64_t inferred_waits = 0;  // event edges inferred for stream waits the trace left unresolved
   TimeNs nominal_stream_gap_ns = 0;
 };
 

@@ -198,6 +198,9 @@ ReplayReport run_replay(const Trace& t, const ReplayOptions& opt) {
   rep.simulated = device_span(t, simulated);
   rep.measured_overlap = compute_overlap(t, measured);
   rep.simulated_overlap = compute_overlap(t, simulated);
+  rep.measured_ranks = rank_stats(t, measured);
+  rep.simulated_ranks = rank_stats(t, simulated);
+  rep.waits = collective_waits(t, simulated);
   // The run's critical path over its GPU span: the walk stops at host work that ended before the
   // first device op started (process start-up, allocations).
   const TimeNs gpu_begin = rep.simulated.begin;
@@ -248,16 +251,61 @@ ReplayReport run_replay(const Trace& t, const ReplayOptions& opt) {
   return rep;
 }
 
+namespace {
+// Per-rank spans and overlap, and the collectives' stragglers.
+void print_ranks(const ReplayReport& r, std::ostream& out) {
+  const Trace& t = *r.trace;
+  out << "\nRanks (span: first to last GPU op of the rank)\n";
+  out << "  rank      measured     simulated     error       compute  communication  exposed comm      waiting  last at\n";
+  for (std::size_t i = 0; i < r.simulated_ranks.size() && i < r.measured_ranks.size(); ++i) {
+    const RankStats& s = r.simulated_ranks[i];
+    const RankStats& m = r.measured_ranks[i];
+    double err = m.span.length() ? static_cast<double>(s.span.length() - m.span.length()) / static_cast<double>(m.span.length()) : 0;
+    out << "  " << pad(std::to_string(s.rank), 4) << lpad(format_duration(m.span.length()), 14) << lpad(format_duration(s.span.length()), 14)
+        << lpad((err >= 0 ? "+" : "") + pct(err), 10) << lpad(format_duration(s.overlap.compute_ns), 14)
+        << lpad(format_duration(s.overlap.communication_ns), 15) << lpad(format_duration(s.overlap.exposed_communication_ns), 14)
+        << lpad(format_duration(s.waited_ns), 13) << lpad(std::to_string(s.last_arrivals) + "/" + std::to_string(s.collectives), 9) << "\n";
+  }
+  std::size_t members = 0, comm = 0;
+  std::map<std::string, std::size_t> kinds;
+  for (const auto& c : t.collectives)
+    if (c.members.size() > 1) {
+      members += c.members.size();
+      kinds[to_string(c.kind)]++;
+    }
+  for (const Op& o : t.ops) comm += o.kind == OpKind::Kernel && (o.flags & Op::kFlagNccl);
+  out << "  collectives matched across ranks: " << r.waits.size() << " (" << members << " of " << comm << " communication kernels)";
+  for (auto& [k, n] : kinds) out << ", " << n << " " << k;
+  out << "\n  ('waiting': inside collective kernels until the last member arrived; 'last at': collectives the rank\n"
+         "   arrived at last, i.e. the others waited for it)\n";
+  std::vector<CollectiveWait> w = r.waits;
+  std::sort(w.begin(), w.end(), [](const CollectiveWait& a, const CollectiveWait& b) {
+    return a.arrival_spread_ns != b.arrival_spread_ns ? a.arrival_spread_ns > b.arrival_spread_ns : a.index < b.index; });
+  if (!w.empty()) out << "  longest waits: ";
+  for (std::size_t i = 0; i < w.size() && i < 5; ++i) {
+    const Collective& c = t.collectives[w[i].index];
+    out << (i ? "; " : "") << to_string(c.kind) << " #" << c.seq << (c.bytes ? " (" + format_bytes(c.bytes) + ")" : "") << " waited "
+        << format_duration(w[i].arrival_spread_ns) << " for rank " << w[i].straggler;
+  }
+  if (!w.empty()) out << "\n";
+}
+}  // namespace
+
 void print_replay_text(const ReplayReport& r, const ReplayOptions& opt, std::ostream& out) {
   const Trace& t = *r.trace;
   std::size_t counts[4] = {};
   std::size_t threads = 0, streams = 0;
   for (const Op& o : t.ops) counts[static_cast<int>(o.kind)]++;
   for (const Lane& l : t.lanes) (l.kind == LaneKind::Thread ? threads : streams)++;
-  out << "bneck replay: " << t.source << "\n";
+  out << "bneck replay: " << (r.measured_ranks.size() > 1 ? std::to_string(r.measured_ranks.size()) + " ranks: " : "") << t.source << "\n";
   out << "  " << t.format << "; ";
-  for (std::size_t d = 0; d < t.devices.size(); ++d)
-    out << (d ? ", " : "") << t.devices[d].name << (t.devices[d].sm_count ? " (" + std::to_string(t.devices[d].sm_count) + " SMs)" : "");
+  for (std::size_t d = 0; d < t.devices.size(); ++d) {
+    std::size_t same = 1;
+    while (d + same < t.devices.size() && t.devices[d + same].name == t.devices[d].name) ++same;
+    out << (d ? ", " : "") << (same > 1 ? std::to_string(same) + " x " : "") << t.devices[d].name
+        << (t.devices[d].sm_count ? " (" + std::to_string(t.devices[d].sm_count) + " SMs)" : "");
+    d += same - 1;
+  }
   out << "; " << t.processes.size() << " process(es), " << threads << " thread(s), " << streams << " stream(s)\n";
   out << "  ops: " << counts[1] << " kernels, " << counts[2] << " memcpy, " << counts[3] << " memset, " << counts[0]
       << " API calls; graph: " << r.graph->num_edges() << " edges; model: " << r.model << "\n\n";
@@ -283,7 +331,8 @@ void print_replay_text(const ReplayReport& r, const ReplayOptions& opt, std::ost
   ov_row("compute || memcpy", s.compute_memcpy_overlap_ns, m.compute_memcpy_overlap_ns);
   ov_row("GPU busy", s.gpu_busy_ns, m.gpu_busy_ns);
   ov_row("GPU idle", s.gpu_idle_ns, m.gpu_idle_ns);
-  out << "\n";
+
+  if (r.measured_ranks.size() > 1 || !t.collectives.empty()) print_ranks(r, out);  out << "\n";
 
   const auto& cp = r.critical_path;
   if (!cp.empty()) {
@@ -414,6 +463,28 @@ json replay_json(const ReplayReport& r, const ReplayOptions& opt) {
   j["critical_path_breakdown_ns"] = bd;
   j["overlap"] = overlap_json(r.simulated_overlap);
   j["measured_overlap"] = overlap_json(r.measured_overlap);
+  // Ranks (one per process with device ops) and the collectives joining them.
+  json ranks = json::array();
+  for (std::size_t i = 0; i < r.simulated_ranks.size() && i < r.measured_ranks.size(); ++i) {
+    const RankStats& s = r.simulated_ranks[i];
+    const RankStats& m = r.measured_ranks[i];
+    ranks.push_back({{"rank", s.rank}, {"measured_span_ns", m.span.length()}, {"simulated_span_ns", s.span.length()},
+                     {"overlap", overlap_json(s.overlap)}, {"measured_overlap", overlap_json(m.overlap)},
+                     {"collectives", s.collectives}, {"collective_wait_ns", s.waited_ns}, {"last_arrivals", s.last_arrivals},
+                     {"made_others_wait_ns", s.made_wait_ns}});
+  }
+  j["ranks"] = std::move(ranks);
+  {
+    json cj = json::array();
+    for (const CollectiveWait& w : r.waits) {
+      const Collective& c = t.collectives[w.index];
+      json members = json::array();
+      for (OpId m : c.members) members.push_back({{"rank", t.rank_of(t.ops[m])}, {"id", m}, {"start_ns", r.sim.start[m]}, {"end_ns", r.sim.end[m]}});
+      cj.push_back({{"kind", to_string(c.kind)}, {"group", c.group}, {"seq", c.seq}, {"bytes", c.bytes}, {"group_size", c.group_size},
+                    {"straggler_rank", w.straggler}, {"arrival_spread_ns", w.arrival_spread_ns}, {"members", members}});
+    }
+    j["collectives"] = std::move(cj);
+  }
   if (opt.range_regex) {
     json ranges = json::array();
     for (const auto& rr : r.ranges) {
@@ -454,6 +525,7 @@ json replay_json(const ReplayReport& r, const ReplayOptions& opt) {
   g["edges_by_type"] = by;
   g["starts_bound_by_type"] = bound;
   g["blocked_syncs"] = r.graph->stats.blocked_syncs;
+  g["inferred_waits"] = r.graph->stats.inferred_waits;
   json res = json::array();
   for (std::size_t k = 0; k < r.graph->resources.size(); ++k)
     res.push_back({{"name", r.graph->resources[k].name}, {"capacity", r.graph->resources[k].capacity}, {"busy_ns", r.sim.resource_busy[k]}});

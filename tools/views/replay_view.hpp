@@ -64,6 +64,8 @@ struct ReplayReport {
   std::vector<OpId> critical_path;
   std::vector<TimeNs> slack;
   std::vector<RangeResult> ranges;
+  std::vector<RankStats> measured_ranks, simulated_ranks;  // one per process with device ops
+  std::vector<CollectiveWait> waits;                       // matched collectives, simulated
   double import_s = 0, graph_s = 0, replay_s = 0, analysis_s = 0;
   double import_rss_mb = 0, graph_rss_mb = 0, replay_rss_mb = 0, analysis_rss_mb = 0;  // peak RSS after each phase
 };
