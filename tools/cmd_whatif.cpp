@@ -46,10 +46,9 @@ std::vector<Transform> parse_transform_args(const std::vector<std::string>& args
 }
 
 void add_whatif(CLI::App& sub, Action& action) {
-  static std::vector<std::string> trace;
-  static std::string json_out, chrome_out, range, source_hw;
+  static std::string trace, json_out, chrome_out, range, source_hw;
   static std::size_t top = 12;
-  sub.add_option("TRACE", trace, "trace file(s): nsys .sqlite, Kineto .json[.gz], bneck JSON; several files (or a directory) = one trace per rank")->required();
+  sub.add_option("TRACE", trace, "trace file (first): nsys .sqlite, Kineto .json[.gz], bneck JSON, or a directory with one trace per rank")->required();
   sub.add_option("--range", range, "report the NVTX ranges whose name matches REGEX in full (top-level figures: medians)");
   sub.add_option("--json", json_out, "write JSON to FILE ('-' for stdout)");
   sub.add_option("--chrome-trace", chrome_out, "write the baseline and predicted timelines to FILE");
@@ -68,7 +67,7 @@ void add_whatif(CLI::App& sub, Action& action) {
       if (!range.empty()) opt.range_regex = range;
       opt.source_hw = source_hw;
       opt.top = top;
-      Trace t = load_traces(trace);
+      Trace t = load_traces({trace});
       WhatIfReport rep = run_whatif(t, opt);
       if (!json_out.empty()) write_output(json_out, [&](std::ostream& o) { o << whatif_json(rep).dump(1) << "\n"; });
       if (!chrome_out.empty()) write_output(chrome_out, [&](std::ostream& o) { write_whatif_chrome_trace(rep, o); });
