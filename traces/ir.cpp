@@ -1,6 +1,7 @@
 #include "traces/ir.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <numeric>
 
 #include "sim/base/error.hpp"
@@ -183,6 +184,34 @@ bool is_comm_kernel_name(std::string_view name) {
   auto starts = [&](std::string_view p) { return name.substr(0, p.size()) == p; };
   return starts("nccl") || starts("rccl") || starts("void nccl") || name.find("ncclDevKernel") != std::string_view::npos ||
          name.find("ncclKernel") != std::string_view::npos || starts("nvshmem");
+}
+
+std::string canonical_kernel_name(std::string_view name) {
+  std::string n(name);
+  auto lower_starts = [&](const char* p) {
+    for (std::size_t i = 0; p[i]; ++i)
+      if (i >= n.size() || std::tolower(static_cast<unsigned char>(n[i])) != p[i]) return false;
+    return true;
+  };
+  if (lower_starts("memset")) return "memset";
+  if (lower_starts("memcpy")) {
+    auto sp = n.find(' ');
+    std::string k = sp == std::string::npos ? "" : n.substr(sp + 1, n.find(' ', sp + 1) - sp - 1);
+    return "memcpy " + k;
+  }
+  auto replace_all = [&](const std::string& a, const std::string& b) {
+    for (std::size_t p = n.find(a); p != std::string::npos; p = n.find(a, p + b.size())) n.replace(p, a.size(), b);
+  };
+  replace_all("(anonymous namespace)", "anon");
+  replace_all("<unnamed>", "anon");
+  for (const char* cast : {"(int)", "(unsigned int)", "(long)", "(unsigned long)", "(char)", "(bool)", "(short)", "(unsigned char)"}) replace_all(cast, "");
+  replace_all("void ", "");
+  // Template arguments are spelled differently by the two demanglers (3ul / 3, false / 0, lambda
+  // names): keep the name up to its template or argument list.
+  for (std::size_t i = 1; i < n.size(); ++i)
+    if (n[i] == '<' || n[i] == '(') { n.resize(i); break; }
+  n.erase(std::remove_if(n.begin(), n.end(), [](char c) { return c == ' '; }), n.end());
+  return n;
 }
 
 }  // namespace bneck

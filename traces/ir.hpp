@@ -228,6 +228,13 @@ struct Trace {
   void validate() const;
 };
 
+// A kernel's name as both nsys and Kineto spell it, for matching across formats: their demanglers
+// differ inside template arguments ("(int)4" / "4", "3ul" / "3", "false" / "0", lambda names,
+// "<unnamed>" / "(anonymous namespace)"), so this keeps the qualified name up to its template or
+// argument list ("at::native::anon::vectorized_layer_norm_kernel"); copies and memsets become
+// "memcpy HtoD" / "memset".
+std::string canonical_kernel_name(std::string_view name);
+
 // True if a kernel name denotes a communication kernel (NCCL, RCCL, NVSHMEM collectives).
 bool is_comm_kernel_name(std::string_view name);
 

@@ -136,9 +136,15 @@ double peak_rss_mb() {
 
 std::string short_name(const std::string& name, std::size_t max) {
   std::string s = name;
-  // Drop a leading "void " and the argument list of demangled kernel names.
+  // Drop a leading "void " and the argument list of demangled kernel names (not the
+  // parentheses of "(anonymous namespace)" inside them).
   if (s.rfind("void ", 0) == 0) s = s.substr(5);
-  if (auto p = s.find('('); p != std::string::npos && p > 0) s = s.substr(0, p);
+  int depth = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '<') ++depth;
+    else if (s[i] == '>') --depth;
+    else if (s[i] == '(' && depth == 0 && i > 0 && s.compare(i, 21, "(anonymous namespace)") != 0) { s.resize(i); break; }
+  }
   if (s.size() > max) s = s.substr(0, max - 3) + "...";
   return s;
 }

@@ -1,0 +1,282 @@
+// PyTorch profiler (Kineto) import, multi-rank traces and collectives.
+#include <zlib.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <deque>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <unistd.h>
+
+#include "helpers.hpp"
+#include "sim/base/error.hpp"
+#include "traces/collectives.hpp"
+#include "traces/importer.hpp"
+#include "traces/kineto/kineto_importer.hpp"
+#include "tools/views/replay_view.hpp"
+#include "tools/views/whatif_view.hpp"
+
+using namespace bneck;
+using namespace bneck::test;
+
+namespace {
+
+std::string tmp(const std::string& name) { return "/tmp/bneck_kineto_" + std::to_string(::getpid()) + "_" + name; }
+
+// One rank of a data-parallel step: a GEMM of `gemm_us`, then an all-reduce on the same stream
+// that ends at `end_us` (when the last rank arrived plus 500 us of transfer).
+std::string rank_trace(int rank, double gemm_us, double end_us) {
+  const double k0 = 10, n0 = k0 + gemm_us;  // kernels start 10 us after their launch at 0 / 20 us
+  nlohmann::json ev = nlohmann::json::array();
+  auto api = [&](const char* name, double ts, double dur, int corr) {
+    ev.push_back({{"ph", "X"}, {"cat", "cuda_runtime"}, {"name", name}, {"pid", 100 + rank}, {"tid", 100 + rank}, {"ts", ts}, {"dur", dur},
+                  {"args", {{"correlation", corr}}}});
+  };
+  auto kernel = [&](const std::string& name, double ts, double dur, int corr) {
+    ev.push_back({{"ph", "X"}, {"cat", "kernel"}, {"name", name}, {"pid", 0}, {"tid", 7}, {"ts", ts}, {"dur", dur},
+                  {"args", {{"correlation", corr}, {"device", 0}, {"stream", 7}, {"grid", {132, 1, 1}}, {"block", {256, 1, 1}}}}});
+  };
+  ev.push_back({{"ph", "X"}, {"cat", "user_annotation"}, {"name", "ProfilerStep#1"}, {"pid", 100 + rank}, {"tid", 100 + rank}, {"ts", 0},
+                {"dur", end_us + 50}});
+  ev.push_back({{"ph", "X"}, {"cat", "cpu_op"}, {"name", "record_param_comms"}, {"pid", 100 + rank}, {"tid", 100 + rank}, {"ts", 19},
+                {"dur", 15}, {"args", {{"Collective name", "allreduce"}, {"In msg nelems", 1048576}, {"Out msg nelems", 1048576},
+                                       {"dtype", "Float"}, {"Process Group Name", "0"}, {"Process Group Ranks", "[0, 1]"}, {"Group size", 2}}}});
+  api("cudaLaunchKernel", 0, 5, 1);
+  api("cudaLaunchKernel", 20, 5, 2);
+  api("cudaDeviceSynchronize", 30, end_us + 10 - 30, 3);
+  kernel("gemm_rank" + std::to_string(rank), k0, gemm_us, 1);
+  kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", n0, end_us - n0, 2);
+  nlohmann::json j = {{"schemaVersion", 1},
+                      {"deviceProperties", {{{"id", 0}, {"name", "NVIDIA H200"}, {"numSms", 132}}}},
+                      {"distributedInfo", {{"backend", "nccl"}, {"rank", rank}, {"world_size", 2}}},
+                      {"traceEvents", ev}};
+  std::string path = tmp("rank" + std::to_string(rank) + ".json");
+  std::ofstream(path) << j.dump();
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("Kineto timestamps: float microseconds to integer nanoseconds from the text", "[kineto]") {
+  CHECK(kineto_us_to_ns("1694128201427784") == 1'694'128'201'427'784'000);
+  // 16 significant digits: a double would round the last one.
+  CHECK(kineto_us_to_ns("5080223672997.205") == 5'080'223'672'997'205);
+  CHECK(kineto_us_to_ns("0.5") == 500);
+  CHECK(kineto_us_to_ns("12.0004") == 12'000);  // below a nanosecond: rounded
+  CHECK(kineto_us_to_ns("12.0005") == 12'001);
+  CHECK(kineto_us_to_ns("1.5e3") == 1'500'000);
+  CHECK_THROWS_AS(kineto_us_to_ns("12a"), InputError);
+}
+
+TEST_CASE("two ranks joined by an all-reduce: the collective ends when the last rank arrived", "[kineto][collectives]") {
+  // Rank 0 computes 1 ms, rank 1 3 ms; the all-reduce moves data for 0.5 ms after rank 1 arrives at
+  // 3.010 ms, so both end at 3.510 ms and rank 0 waits 2 ms inside its NCCL kernel.
+  std::string r0 = rank_trace(0, 1000, 3510), r1 = rank_trace(1, 3000, 3510);
+  Trace t = load_traces({r0, r1});
+  REQUIRE(t.processes.size() == 2);
+  REQUIRE(t.collectives.size() == 1);
+  const Collective& c = t.collectives[0];
+  CHECK(c.kind == CollKind::AllReduce);
+  CHECK(c.bytes == 4 * 1048576);  // In msg nelems x 4-byte Float
+  CHECK(c.group_size == 2);
+  CHECK(c.members.size() == 2);
+  ReplayReport rep = run_replay(t, ReplayOptions{});
+  REQUIRE(rep.simulated_ranks.size() == 2);
+  for (int r = 0; r < 2; ++r) {
+    CHECK(rep.measured_ranks[r].span.length() == 3'500'000);  // 10 us .. 3.510 ms
+    CHECK(rep.simulated_ranks[r].span.length() == 3'500'000);
+  }
+  CHECK(rep.simulated_ranks[0].waited_ns == 2'000'000);  // arrived at 1.010 ms, the last at 3.010 ms
+  CHECK(rep.simulated_ranks[1].last_arrivals == 1);
+  REQUIRE(rep.waits.size() == 1);
+  CHECK(rep.waits[0].straggler == 1);
+  // The critical path crosses from rank 0's all-reduce to rank 1's GEMM.
+  std::set<std::uint32_t> ranks;
+  for (OpId o : rep.critical_path) ranks.insert(t.rank_of(t.ops[o]));
+  CHECK(ranks.size() == 2);
+  // What if rank 1's GEMM ran 3x faster (1 ms)? Both arrive at 1.010 ms and end at 1.510 ms; rank 0's
+  // 2 ms of waiting disappears. Amdahl on summed device time would promise less.
+  WhatIfOptions wo;
+  wo.transforms = {parse_transform("scale", "3:name~gemm_rank1")};
+  WhatIfReport w = run_whatif(t, wo);
+  CHECK(w.baseline.length() == 3'500'000);
+  CHECK(w.predicted.length() == 1'500'000);
+  std::remove(r0.c_str());
+  std::remove(r1.c_str());
+}
+
+TEST_CASE("Kineto input errors name the file and the place", "[kineto][errors]") {
+  std::string good = rank_trace(0, 100, 700);
+  std::ifstream in(good);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string cut = tmp("cut.json");
+  std::ofstream(cut) << text.substr(0, text.size() / 2);
+  CHECK_THROWS_WITH(load_trace(cut), Catch::Contains(cut) && Catch::Contains("malformed JSON at byte"));
+  // A gzip file cut short.
+  std::string gz = tmp("t.json.gz");
+  {
+    gzFile f = gzopen(gz.c_str(), "wb");
+    gzwrite(f, text.data(), static_cast<unsigned>(text.size()));
+    gzclose(f);
+  }
+  std::ifstream gin(gz, std::ios::binary);
+  std::string gtext((std::istreambuf_iterator<char>(gin)), std::istreambuf_iterator<char>());
+  Trace ok = load_trace(gz);  // the whole gzip file imports as the plain one does
+  CHECK(ok.ops.size() == load_trace(good).ops.size());
+  std::string gcut = tmp("cut.json.gz");
+  std::ofstream(gcut, std::ios::binary) << gtext.substr(0, gtext.size() * 2 / 3);
+  CHECK_THROWS_WITH(load_trace(gcut), Catch::Contains(gcut));
+  // Valid JSON that is no Kineto trace.
+  std::string other = tmp("other.json");
+  std::ofstream(other) << R"({"schemaVersion": 1, "something": []})";
+  CHECK_THROWS_WITH(load_trace(other), Catch::Contains(other) && Catch::Contains("traceEvents"));
+  // A timestamp that is not a number.
+  std::string badts = tmp("badts.json");
+  std::ofstream(badts) << R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": "soon", "dur": 1}]})";
+  CHECK_THROWS_WITH(load_trace(badts), Catch::Contains(badts) && Catch::Contains("event 1"));
+  for (const auto& f : {good, cut, gz, gcut, other, badts}) std::remove(f.c_str());
+}
+
+TEST_CASE("canonical kernel names agree across nsys and Kineto spellings", "[kineto]") {
+  CHECK(canonical_kernel_name("void at::native::vectorized_elementwise_kernel<(int)4, at::native::<unnamed>::f>(int, float)") ==
+        canonical_kernel_name("void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::f>(int, float)"));
+  CHECK(canonical_kernel_name("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float, float, false>(int)") ==
+        "at::native::anon::vectorized_layer_norm_kernel");
+  CHECK(canonical_kernel_name("Memset (Device)") == "memset");
+  CHECK(canonical_kernel_name("memset") == "memset");
+  CHECK(canonical_kernel_name("Memcpy DtoD (Device -> Device)") == "memcpy DtoD");
+}
+
+TEST_CASE("every Kineto and Chakra trace in ../shared imports", "[kineto][shared]") {
+  const std::string k = shared_dir() + "/traces/kineto/";
+  for (const char* f : {"hta/trace_filter/sampled_rank-0.json.gz", "hta/trace_filter/sampled_rank-1.json.gz",
+                        "hta/nccl_parser_config/nccl_data.json.gz", "hta/df_index_resolver/df_index_resolver.json.gz",
+                        "hta/negative_queue_length_values_check/rank0.json.gz", "hta/trace_diff/control/control.json.gz",
+                        "hta/trace_diff/test/test.json.gz", "hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz",
+                        "hta/critical_path/simple_add/benchmark_result_493459_1694039959_trace.json.gz",
+                        "hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz",
+                        "hta/critical_path/cuda_event_sync/event_sync_trace.json.gz",
+                        "hta/critical_path/cuda_event_sync_multi_stream/event_sync_trace.json.gz",
+                        "hta/execution_trace/benchmark_simple_add_trace.json.gz", "hta/triton_example/triton_example.json.gz",
+                        "hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz", "param_single_gpu_rtx2080ti/linear_kineto.json.gz",
+                        "param_single_gpu_rtx2080ti/resnet_kineto.json.gz"}) {
+    INFO(f);
+    Trace t;
+    REQUIRE_NOTHROW(t = load_trace(k + f));
+    CHECK(t.device_op_count() > 0);
+    ReplayReport rep = run_replay(t, ReplayOptions{});
+    double e = std::fabs(static_cast<double>(rep.simulated.length() - rep.measured.length())) / static_cast<double>(std::max<TimeNs>(1, rep.measured.length()));
+    CHECK(e <= 0.02);
+  }
+}
+
+TEST_CASE("the 8-rank DLRM step: every rank's span within 2 %, all collectives matched", "[kineto][shared][collectives]") {
+  Trace t = load_traces({shared_dir() + "/traces/kineto/param_dlrm_8rank_v100/dlrm_kineto"});
+  REQUIRE(t.processes.size() == 8);
+  // Per rank 5 all_to_all (SendRecv kernels) and 3 all_reduce: 8 collectives of 8 members.
+  REQUIRE(t.collectives.size() == 8);
+  std::map<CollKind, int> kinds;
+  for (const auto& c : t.collectives) {
+    CHECK(c.members.size() == 8);
+    kinds[c.kind]++;
+    CHECK(c.bytes > 0);
+  }
+  CHECK(kinds[CollKind::AllToAll] == 5);
+  CHECK(kinds[CollKind::AllReduce] == 3);
+  ReplayReport rep = run_replay(t, ReplayOptions{});
+  REQUIRE(rep.simulated_ranks.size() == 8);
+  for (std::size_t r = 0; r < 8; ++r) {
+    INFO("rank " << r);
+    const auto& m = rep.measured_ranks[r];
+    const auto& s = rep.simulated_ranks[r];
+    CHECK(m.rank == r);
+    CHECK(std::fabs(static_cast<double>(s.span.length() - m.span.length())) <= 0.02 * static_cast<double>(m.span.length()));
+    CHECK(s.collectives == 8);
+    CHECK(s.overlap.communication_ns > 0);
+    CHECK(s.overlap.compute_ns > 0);
+    CHECK(s.overlap.exposed_communication_ns <= s.overlap.communication_ns);
+  }
+  // The spans the README lists: 13-20 ms per rank.
+  CHECK(rep.measured_ranks[0].span.length() == 13'009'000);
+  // The critical path runs through a collective into the rank everyone waited for.
+  std::set<std::uint32_t> ranks;
+  for (OpId o : rep.critical_path) ranks.insert(t.rank_of(t.ops[o]));
+  CHECK(ranks.size() >= 2);
+}
+
+TEST_CASE("block_fp32 from Kineto: step spans within 1 %, the same critical path as its nsys export", "[kineto][shared]") {
+  Trace k = load_trace(h200("block_fp32.kineto.json.gz"));
+  ReplayOptions opt;
+  opt.range_regex = "step.*";
+  ReplayReport rk = run_replay(k, opt);
+  // Measured step spans (../shared/traces/h200/README.md): 109.64 / 109.52 / 109.56 ms.
+  const double want[] = {109.64e6, 109.52e6, 109.56e6};
+  REQUIRE(rk.ranges.size() == 3);
+  for (std::size_t i = 0; i < 3; ++i) {
+    INFO(rk.ranges[i].name);
+    CHECK(std::fabs(static_cast<double>(rk.ranges[i].measured_span_ns) - want[i]) <= 0.0005 * want[i]);
+    CHECK(std::fabs(static_cast<double>(rk.ranges[i].simulated_span_ns) - want[i]) <= 0.01 * want[i]);
+  }
+  // The nsys export of the same workload (a separate run): its step1's critical path has the same
+  // device ops in the same order, once names are spelled alike.
+  Trace n = load_trace(h200("block_fp32.sqlite"));
+  opt.range_regex = "step1";
+  ReplayReport rn = run_replay(n, opt);
+  opt.range_regex = "step1";
+  ReplayReport rk1 = run_replay(k, opt);
+  auto device_path = [](const Trace& t, const std::vector<OpId>& p) {
+    std::vector<std::string> v;
+    for (OpId o : p)
+      if (is_device_op(t.ops[o].kind)) v.push_back(canonical_kernel_name(t.name(t.ops[o])));
+    return v;
+  };
+  REQUIRE(rn.ranges.size() == 1);
+  REQUIRE(rk1.ranges.size() == 1);
+  auto a = device_path(n, rn.ranges[0].critical_path), b = device_path(k, rk1.ranges[0].critical_path);
+  CHECK(a.size() > 100);
+  CHECK(a == b);
+}
+
+TEST_CASE("HTA's critical-path golden test: the same GPU ops, and the runtime calls explained", "[kineto][shared][critical]") {
+  const std::string dir = shared_dir() + "/traces/kineto/hta/critical_path/end_to_end/simple_add";
+  Trace t = load_trace(dir + "/input/trace.json.gz");
+  ReplayReport rep = run_replay(t, ReplayOptions{});
+  // HTA's expected output marks its critical events with args.critical.
+  gzFile f = gzopen((dir + "/output/overlaid_critical_path_trace.json.gz").c_str(), "rb");
+  REQUIRE(f);
+  std::string text;
+  char buf[1 << 16];
+  for (int n; (n = gzread(f, buf, sizeof buf)) > 0;) text.append(buf, static_cast<std::size_t>(n));
+  gzclose(f);
+  auto j = nlohmann::json::parse(text);
+  std::set<std::pair<std::string, TimeNs>> hta_dev, hta_api, ours_dev, ours_api;
+  for (const auto& e : j["traceEvents"]) {
+    if (!e.contains("args") || !e["args"].contains("critical") || e.value("ph", "") != "X") continue;
+    std::string cat = e.value("cat", "");
+    auto key = std::make_pair(e["name"].get<std::string>(), static_cast<TimeNs>(std::llround(e["ts"].get<double>())));
+    if (cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset") hta_dev.insert(key);
+    if (cat == "cuda_runtime" || cat == "cuda_driver") hta_api.insert(key);
+  }
+  TimeNs first_gpu = rep.measured.begin, last_gpu = rep.measured.end;
+  for (OpId o : rep.critical_path) {
+    auto key = std::make_pair(t.name(t.ops[o]), t.ops[o].start / 1000);
+    (is_device_op(t.ops[o].kind) ? ours_dev : ours_api).insert(key);
+  }
+  // GPU ops: identical (22: 16 copies, 5 kernels, 1 memset).
+  CHECK(hta_dev.size() == 22);
+  CHECK(ours_dev == hta_dev);
+  // Runtime calls: every one of HTA's inside bneck's window (first to last GPU op; HTA's path also
+  // covers the host work before and after it) is on bneck's path too. bneck's path has more: HTA's
+  // graph walks cpu_op nodes and drops runtime calls that neither launch nor synchronize
+  // (cudaDeviceGetAttribute, cudaStreamWaitEvent ...), which bneck keeps in host order.
+  std::size_t inside = 0, common = 0;
+  for (const auto& k : hta_api) {
+    if (k.second * 1000 < first_gpu - 1000 || k.second * 1000 > last_gpu) continue;
+    ++inside;
+    common += ours_api.count(k);
+  }
+  CHECK(inside >= 230);
+  CHECK(common == inside);
+}
