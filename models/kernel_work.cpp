@@ -164,6 +164,10 @@ bool op_work(const std::string& op, const std::vector<std::vector<std::int64_t>>
     w.bytes = (bwd ? 8.0 : 4.0) * b * h * t * d * elem;
     return true;
   }
+  // Lookups read only the rows they index, not the table their shapes describe: no estimate from
+  // shapes (inferred from the duration instead).
+  for (const char* gather : {"embedding", "index", "gather", "lookup", "scatter", "sparse"})
+    if (op.find(gather) != std::string::npos) return false;
   // Memory-bound ops: inputs read once, an output the size of the largest input written.
   double in = 0, largest = 0;
   for (const auto& s : sz) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "models/collective.hpp"
 #include "models/occupancy.hpp"
 #include "models/transfer.hpp"
 #include "sim/base/error.hpp"
@@ -28,10 +29,27 @@ RetargetCostModel::RetargetCostModel(const Trace& t, HwSpec source, HwSpec targe
     : t_(t), source_(std::move(source)), target_(std::move(target)), mode_(mode) {
   work_ = estimate_work(t, source_);
   times_.assign(t.ops.size(), 0);
+  if (mode_ != DurationMode::Measured)
+    for (const Collective& c : t.collectives) {
+      std::uint32_t n = std::max<std::uint32_t>(c.group_size, static_cast<std::uint32_t>(c.members.size()));
+      TimeNs tgt = collective_time(target_, c.kind, c.bytes, n).time_ns;
+      TimeNs src = collective_time(source_, c.kind, c.bytes, n).time_ns;
+      for (OpId m : c.members) {
+        coll_model_[m] = tgt;
+        coll_ratio_[m] = src > 0 ? static_cast<double>(tgt) / static_cast<double>(src) : 1.0;
+      }
+    }
   for (OpId i = 0; i < t.ops.size(); ++i) {
     const Op& o = t.ops[i];
     if (!is_device_op(o.kind)) continue;
-    if (mode_ == DurationMode::Measured || (o.flags & Op::kFlagNccl)) {
+    if (o.flags & Op::kFlagNccl) {
+      auto r = coll_ratio_.find(i);
+      times_[i] = mode_ == DurationMode::Hybrid && r != coll_ratio_.end()
+                      ? static_cast<TimeNs>(std::llround(static_cast<double>(o.duration()) * r->second))
+                      : o.duration();
+      continue;
+    }
+    if (mode_ == DurationMode::Measured) {
       times_[i] = o.duration();
       continue;
     }
@@ -49,6 +67,20 @@ RetargetCostModel::RetargetCostModel(const Trace& t, HwSpec source, HwSpec targe
 TimeNs RetargetCostModel::duration(OpId n, const Graph& g) const {
   const Op& o = g.trace->ops[n];
   if (is_device_op(o.kind) && !(o.flags & Op::kFlagNccl)) return times_[n];
+  if (o.flags & Op::kFlagNccl) {
+    // The part after the last member arrived (measured), or the collective model's.
+    TimeNs base = o.duration();
+    if (auto it = g.intrinsic.find(n); it != g.intrinsic.end()) base = it->second;
+    if (mode_ == DurationMode::Model) {
+      auto m = coll_model_.find(n);
+      return m != coll_model_.end() ? m->second : base;
+    }
+    if (mode_ == DurationMode::Hybrid) {
+      auto r = coll_ratio_.find(n);
+      if (r != coll_ratio_.end()) return static_cast<TimeNs>(std::llround(static_cast<double>(base) * r->second));
+    }
+    return base;
+  }
   if (!g.intrinsic.empty()) {
     auto it = g.intrinsic.find(n);
     if (it != g.intrinsic.end()) return it->second;

@@ -13,6 +13,7 @@
 // Valid: as the roofline and kernel_work models; precision changes are the what-if engine's.
 // Source: Yu et al., "Habitat", USENIX ATC 2021 (scaling measured kernels across GPUs).
 #pragma once
+#include <unordered_map>
 #include <vector>
 
 #include "hw/spec.hpp"
@@ -46,6 +47,10 @@ class RetargetCostModel : public CostModel {
   DurationMode mode_;
   std::vector<KernelWork> work_;
   std::vector<TimeNs> times_;
+  // Communication kernels: the collective model's time on the target (model mode) and the ratio
+  // target/source (hybrid), applied to the measured part after the last member arrived.
+  std::unordered_map<OpId, TimeNs> coll_model_;
+  std::unordered_map<OpId, double> coll_ratio_;
 };
 
 // The spec of the GPU the trace was captured on: `override_spec` if given, else the preset that

@@ -1,15 +1,17 @@
-// Calculators: bneck roofline | occupancy | coalesce | tile | amdahl, each with --json.
+// Calculators: bneck roofline | occupancy | coalesce | tile | amdahl | collective, each with --json.
 #include <cmath>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "hw/spec.hpp"
 #include "models/access.hpp"
+#include "models/collective.hpp"
 #include "models/occupancy.hpp"
 #include "models/roofline.hpp"
 #include "sim/base/error.hpp"
 #include "tools/commands.hpp"
 #include "tools/output.hpp"
+#include "traces/collectives.hpp"
 
 namespace bneck {
 using nlohmann::json;
@@ -123,6 +125,39 @@ void add_amdahl(CLI::App& sub, Action& action) {
           std::printf(", %s -> %s (saves %s)", format_duration(j["total_ns"]).c_str(), format_duration(j["predicted_ns"]).c_str(),
                       format_duration(j["saved_ns"]).c_str());
         std::printf("\n");
+      });
+      return 0;
+    };
+  });
+}
+
+void add_collective(CLI::App& sub, Action& action) {
+  static std::string hw = "h200-sxm", kind = "allreduce", bytes = "1 GiB", json_out;
+  static std::uint32_t ranks = 8;
+  sub.add_option("--hw", hw, "hardware preset or spec file (its node and cluster links)")->capture_default_str();
+  sub.add_option("--kind", kind, "allreduce | allgather | reducescatter | broadcast | reduce | alltoall | sendrecv")->capture_default_str();
+  sub.add_option("--bytes", bytes, "message size per rank, with a unit (e.g. '256 MiB')")->capture_default_str();
+  sub.add_option("--ranks", ranks, "ranks taking part")->capture_default_str();
+  sub.add_option("--json", json_out, "write JSON to FILE ('-' for stdout)");
+  sub.callback([&action] {
+    action = [] {
+      CollKind k = collective_kind_from_name(kind);
+      if (k == CollKind::Unknown) throw InputError("--kind " + kind + ": expected allreduce, allgather, reducescatter, broadcast, reduce, alltoall or sendrecv");
+      if (ranks == 0) throw InputError("--ranks must be at least 1");
+      HwSpec h = load_target_hw(hw);
+      Bytes b = parse_bytes(bytes);
+      CollectiveEstimate e = collective_time(h, k, b, ranks);
+      double t = static_cast<double>(std::max<TimeNs>(1, e.time_ns)) * 1e-9;
+      double algbw = static_cast<double>(b) / t, busbw = algbw * bus_factor(k, ranks);
+      json j = {{"hw", h.name}, {"kind", to_string(k)}, {"bytes", b}, {"ranks", ranks}, {"time_ns", e.time_ns},
+                {"algorithm", e.algorithm}, {"link", e.link}, {"link_bandwidth_bytes_per_s", e.link_bandwidth},
+                {"latency_ns", e.latency_ns}, {"algbw_bytes_per_s", algbw}, {"busbw_bytes_per_s", busbw},
+                {"bus_factor", bus_factor(k, ranks)}};
+      emit(json_out, j, [&] {
+        std::printf("%s of %s on %u ranks of %s: %s (%s over %s at %s; latency part %s); algbw %s, busbw %s (x%.4g)\n",
+                    to_string(k), format_bytes(b).c_str(), ranks, h.name.c_str(), format_duration(e.time_ns).c_str(), e.algorithm.c_str(),
+                    e.link.c_str(), format_bandwidth(e.link_bandwidth).c_str(), format_duration(e.latency_ns).c_str(),
+                    format_bandwidth(algbw).c_str(), format_bandwidth(busbw).c_str(), bus_factor(k, ranks));
       });
       return 0;
     };

@@ -23,6 +23,7 @@ void add_occupancy(CLI::App& sub, Action& action);
 void add_coalesce(CLI::App& sub, Action& action);
 void add_tile(CLI::App& sub, Action& action);
 void add_amdahl(CLI::App& sub, Action& action);
+void add_collective(CLI::App& sub, Action& action);
 void add_whatif(CLI::App& sub, Action& action);
 void add_sweep(CLI::App& sub, Action& action);
 void add_calibrate(CLI::App& sub, Action& action);

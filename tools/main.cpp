@@ -24,6 +24,7 @@ const std::vector<Subtool>& subtools() {
       {"coalesce", "Coalescing calculator: 32-byte sectors a warp's strided access moves", add_coalesce},
       {"tile", "Tiling calculator: FLOPs per byte of a square tile", add_tile},
       {"amdahl", "Amdahl's law: speed-up of a run when a fraction of it gets faster", add_amdahl},
+      {"collective", "collective time, algbw and busbw (nccl-tests' definitions) on a spec's links", add_collective},
   };
   return list;
 }

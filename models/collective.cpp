@@ -1,0 +1,58 @@
+#include "models/collective.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace bneck {
+
+double bus_factor(CollKind k, std::uint32_t ranks) {
+  const double n = std::max<std::uint32_t>(1, ranks);
+  switch (k) {
+    case CollKind::AllReduce: return 2.0 * (n - 1) / n;
+    case CollKind::AllGather: case CollKind::ReduceScatter: case CollKind::AllToAll: return (n - 1) / n;
+    case CollKind::Broadcast: case CollKind::Reduce: case CollKind::SendRecv: return 1.0;
+    case CollKind::Unknown: break;
+  }
+  return 1.0;
+}
+
+CollectiveEstimate collective_time(const HwSpec& hw, CollKind kind, Bytes bytes, std::uint32_t ranks) {
+  CollectiveEstimate e;
+  if (ranks <= 1 && kind != CollKind::SendRecv) {
+    e.algorithm = "none";
+    e.time_ns = hw.gpu.kernel_tail;
+    return e;
+  }
+  const NodeSpec& node = hw.node;
+  const bool intra = ranks <= std::max<std::uint32_t>(1, node.gpus);
+  double bw = node.nvlink_bandwidth > 0 ? node.nvlink_bandwidth : node.pcie_bandwidth;
+  TimeNs lat = node.nvlink_bandwidth > 0 ? node.nvlink_latency : node.pcie_latency;
+  e.link = node.nvlink_bandwidth > 0 ? "nvlink" : "pcie";
+  if (!intra && hw.cluster.nic_bandwidth > 0) {
+    bw = std::min(bw > 0 ? bw : hw.cluster.nic_bandwidth, hw.cluster.nic_bandwidth);
+    lat = std::max(lat, hw.cluster.nic_latency);
+    e.link = "nic";
+  }
+  if (lat <= 0) lat = 2 * kNsPerUs;       // no figure in the spec: NCCL's per-step latency order
+  if (bw <= 0) bw = 10e9;
+  const double s = static_cast<double>(bytes), n = std::max<std::uint32_t>(1, ranks);
+  double steps = kind == CollKind::AllReduce ? 2 * (n - 1) : kind == CollKind::SendRecv ? 1 : n - 1;
+  double ring = steps * static_cast<double>(lat) + s * bus_factor(kind, ranks) / bw * 1e9;
+  e.algorithm = "ring";
+  e.time_ns = static_cast<TimeNs>(std::llround(ring));
+  e.latency_ns = static_cast<TimeNs>(std::llround(steps * static_cast<double>(lat)));
+  if (kind == CollKind::AllReduce && ranks > 2) {
+    double tsteps = 2 * std::ceil(std::log2(n));
+    double tree = tsteps * static_cast<double>(lat) + 2 * s / bw * 1e9;
+    if (tree < ring) {
+      e.algorithm = "tree";
+      e.time_ns = static_cast<TimeNs>(std::llround(tree));
+      e.latency_ns = static_cast<TimeNs>(std::llround(tsteps * static_cast<double>(lat)));
+    }
+  }
+  e.link_bandwidth = bw;
+  e.time_ns += hw.gpu.kernel_tail;
+  return e;
+}
+
+}  // namespace bneck
