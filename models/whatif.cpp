@@ -49,12 +49,15 @@ Transform parse_transform(const std::string& kind, const std::string& arg) {
   } else if (kind == "cuda-graph" || kind == "cuda_graph") {
     t.kind = Transform::CudaGraph;
     t.selector = check_sel(arg);
+  } else if (kind == "overlap-comm" || kind == "overlap_comm") {
+    t.kind = Transform::OverlapComm;
+    if (!arg.empty() && arg != "true") throw InputError("--overlap-comm takes no argument");
   } else if (kind == "hw") {
     t.kind = Transform::Hw;
     t.hw = arg;
     (void)load_hw(arg);  // fails early with the preset list
   } else {
-    throw InputError("unknown transform '" + kind + "' (scale, remove, fuse, precision, cuda_graph, hw)");
+    throw InputError("unknown transform '" + kind + "' (scale, remove, fuse, precision, cuda_graph, hw, overlap_comm)");
   }
   return t;
 }
@@ -111,6 +114,7 @@ WhatIfCase WhatIfEngine::apply(const std::vector<Transform>& transforms) const {
       case Transform::Precision: precision(c, tr); break;
       case Transform::CudaGraph: cuda_graph(c, tr); break;
       case Transform::Hw: retarget(c, tr); break;
+      case Transform::OverlapComm: overlap_comm(c, tr); break;
     }
   }
   return c;
@@ -325,6 +329,20 @@ void WhatIfEngine::cuda_graph(WhatIfCase& c, const Transform& tr) const {
   c.log.push_back(tr.text + ": " + std::to_string(regions.size()) + " regions replayed as CUDA graphs (" + std::to_string(launches) +
                   " launch calls -> " + std::to_string(regions.size()) + " graph launches of " + format_duration(spec.graph_launch_overhead) +
                   ", node gap " + format_duration(spec.graph_node_latency) + ")");
+}
+
+// Model card: overlapped communication. Each communication kernel starts as soon as its inputs are
+//   ready (the last non-communication op its device was given before it, and its stream
+//   predecessor) instead of where the host launched it, as DDP's gradient bucketing issues
+//   all-reduces while backward still runs; the host's own timeline is unchanged. The graph is
+//   rebuilt with GraphOptions::overlap_comm; durations carry over.
+void WhatIfEngine::overlap_comm(WhatIfCase& c, const Transform& tr) const {
+  GraphOptions opt;
+  opt.overlap_comm = true;
+  c.graph = std::make_shared<const Graph>(build_graph(t_, opt));
+  std::size_t comm = 0;
+  for (const Op& o : t_.ops) comm += o.kind == OpKind::Kernel && (o.flags & Op::kFlagNccl);
+  c.log.push_back(tr.text + ": " + std::to_string(comm) + " communication kernels start when their inputs are ready");
 }
 
 void WhatIfEngine::retarget(WhatIfCase& c, const Transform& tr) const {

@@ -15,6 +15,7 @@
 #include "traces/collectives.hpp"
 #include "traces/importer.hpp"
 #include "traces/kineto/kineto_importer.hpp"
+#include "models/collective.hpp"
 #include "tools/views/replay_view.hpp"
 #include "tools/views/whatif_view.hpp"
 
@@ -27,27 +28,29 @@ std::string tmp(const std::string& name) { return "/tmp/bneck_kineto_" + std::to
 
 // One rank of a data-parallel step: a GEMM of `gemm_us`, then an all-reduce on the same stream
 // that ends at `end_us` (when the last rank arrived plus 500 us of transfer).
-std::string rank_trace(int rank, double gemm_us, double end_us) {
-  const double k0 = 10, n0 = k0 + gemm_us;  // kernels start 10 us after their launch at 0 / 20 us
+// With `comm_stream` != 7 the all-reduce runs on its own stream, launched at `launch_us`.
+std::string rank_trace(int rank, double gemm_us, double end_us, int comm_stream = 7, double launch_us = 20) {
+  const double k0 = 10;  // kernels start 10 us after their launch
+  const double n0 = comm_stream == 7 ? k0 + gemm_us : launch_us + 10;
   nlohmann::json ev = nlohmann::json::array();
   auto api = [&](const char* name, double ts, double dur, int corr) {
     ev.push_back({{"ph", "X"}, {"cat", "cuda_runtime"}, {"name", name}, {"pid", 100 + rank}, {"tid", 100 + rank}, {"ts", ts}, {"dur", dur},
                   {"args", {{"correlation", corr}}}});
   };
-  auto kernel = [&](const std::string& name, double ts, double dur, int corr) {
-    ev.push_back({{"ph", "X"}, {"cat", "kernel"}, {"name", name}, {"pid", 0}, {"tid", 7}, {"ts", ts}, {"dur", dur},
-                  {"args", {{"correlation", corr}, {"device", 0}, {"stream", 7}, {"grid", {132, 1, 1}}, {"block", {256, 1, 1}}}}});
+  auto kernel = [&](const std::string& name, double ts, double dur, int corr, int stream) {
+    ev.push_back({{"ph", "X"}, {"cat", "kernel"}, {"name", name}, {"pid", 0}, {"tid", stream}, {"ts", ts}, {"dur", dur},
+                  {"args", {{"correlation", corr}, {"device", 0}, {"stream", stream}, {"grid", {132, 1, 1}}, {"block", {256, 1, 1}}}}});
   };
   ev.push_back({{"ph", "X"}, {"cat", "user_annotation"}, {"name", "ProfilerStep#1"}, {"pid", 100 + rank}, {"tid", 100 + rank}, {"ts", 0},
                 {"dur", end_us + 50}});
-  ev.push_back({{"ph", "X"}, {"cat", "cpu_op"}, {"name", "record_param_comms"}, {"pid", 100 + rank}, {"tid", 100 + rank}, {"ts", 19},
+  ev.push_back({{"ph", "X"}, {"cat", "cpu_op"}, {"name", "record_param_comms"}, {"pid", 100 + rank}, {"tid", 100 + rank}, {"ts", launch_us - 1},
                 {"dur", 15}, {"args", {{"Collective name", "allreduce"}, {"In msg nelems", 1048576}, {"Out msg nelems", 1048576},
                                        {"dtype", "Float"}, {"Process Group Name", "0"}, {"Process Group Ranks", "[0, 1]"}, {"Group size", 2}}}});
   api("cudaLaunchKernel", 0, 5, 1);
-  api("cudaLaunchKernel", 20, 5, 2);
-  api("cudaDeviceSynchronize", 30, end_us + 10 - 30, 3);
-  kernel("gemm_rank" + std::to_string(rank), k0, gemm_us, 1);
-  kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", n0, end_us - n0, 2);
+  api("cudaLaunchKernel", launch_us, 5, 2);
+  api("cudaDeviceSynchronize", launch_us + 10, end_us + 10 - (launch_us + 10), 3);
+  kernel("gemm_rank" + std::to_string(rank), k0, gemm_us, 1, 7);
+  kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", n0, end_us - n0, 2, comm_stream);
   nlohmann::json j = {{"schemaVersion", 1},
                       {"deviceProperties", {{{"id", 0}, {"name", "NVIDIA H200"}, {"numSms", 132}}}},
                       {"distributedInfo", {{"backend", "nccl"}, {"rank", rank}, {"world_size", 2}}},
@@ -105,6 +108,45 @@ TEST_CASE("two ranks joined by an all-reduce: the collective ends when the last 
   CHECK(w.predicted.length() == 1'500'000);
   std::remove(r0.c_str());
   std::remove(r1.c_str());
+}
+
+TEST_CASE("--overlap-comm: an all-reduce launched late starts when its input is ready", "[kineto][collectives][whatif]") {
+  // Both ranks: a 1 ms GEMM (10 us .. 1.010 ms), then the host launches the all-reduce on its own
+  // stream at 2 ms; it starts at 2.010 ms and moves data for 0.5 ms: 2.510 ms. Started when its
+  // input (the GEMM) is ready instead, it runs 1.010 .. 1.510 ms: the span drops from 2.5 to 1.5 ms.
+  std::string r0 = rank_trace(0, 1000, 2510, 20, 2000), r1 = rank_trace(1, 1000, 2510, 20, 2000);
+  Trace t = load_traces({r0, r1});
+  REQUIRE(t.collectives.size() == 1);
+  WhatIfOptions wo;
+  wo.transforms = {parse_transform("overlap-comm", "")};
+  WhatIfReport w = run_whatif(t, wo);
+  CHECK(w.baseline.length() == 2'500'000);
+  CHECK(w.predicted.length() == 1'500'000);
+  // A faster link (the collective model's hybrid ratio) only shortens the 0.5 ms after arrival.
+  std::remove(r0.c_str());
+  std::remove(r1.c_str());
+}
+
+TEST_CASE("collective model: nccl-tests' bus factors and the alpha-beta time", "[models][collectives]") {
+  // nccl-tests: busbw = algbw x 2(n-1)/n for AllReduce, (n-1)/n for AllGather, 1 for Broadcast.
+  CHECK(bus_factor(CollKind::AllReduce, 8) == Approx(1.75));
+  CHECK(bus_factor(CollKind::AllGather, 8) == Approx(0.875));
+  CHECK(bus_factor(CollKind::Broadcast, 8) == Approx(1.0));
+  HwSpec h = load_hw("h100-sxm");  // NVLink 450 GB/s per GPU and direction, 2 us per step, 8 GPUs a node
+  // 1 GiB AllReduce on 8 ranks, ring: 14 steps x 2 us = 28 us, + 1.75 x 1073741824 B / 450 GB/s =
+  // 4.175600 ms, + the kernel tail.
+  CollectiveEstimate e = collective_time(h, CollKind::AllReduce, 1ull << 30, 8);
+  CHECK(e.algorithm == "ring");
+  CHECK(e.link == "nvlink");
+  CHECK(e.time_ns == Approx(28'000 + 4'175'662 + h.gpu.kernel_tail).margin(2));
+  // 8 bytes: latency-bound; tree: 2 x log2(8) = 6 steps x 2 us = 12 us beats the ring's 28 us.
+  CollectiveEstimate s = collective_time(h, CollKind::AllReduce, 8, 8);
+  CHECK(s.algorithm == "tree");
+  CHECK(s.latency_ns == 12'000);
+  // 16 ranks do not fit in a node of 8: the NIC (50 GB/s, 5 us) bounds the ring.
+  CollectiveEstimate x = collective_time(h, CollKind::AllGather, 1ull << 30, 16);
+  CHECK(x.link == "nic");
+  CHECK(x.link_bandwidth == Approx(50e9));
 }
 
 TEST_CASE("Kineto input errors name the file and the place", "[kineto][errors]") {

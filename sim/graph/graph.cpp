@@ -88,7 +88,7 @@ struct PendingEdge {
 
 class Builder {
  public:
-  Builder(const Trace& t, const GraphOptions& opt) : t_(t), calibrate_(opt.calibrate && t.measured) {}
+  Builder(const Trace& t, const GraphOptions& opt) : t_(t), calibrate_(opt.calibrate && t.measured), overlap_comm_(opt.overlap_comm) {}
 
   Graph run() {
     Graph g;
@@ -137,12 +137,18 @@ class Builder {
     for (OpId i = 0; i < t_.ops.size(); ++i) {
       const Op& o = t_.ops[i];
       in.clear();
+      bool free_op = false;
       OpId prev = prev_on_lane[o.lane];
       prev_on_lane[o.lane] = i;
       if (o.kind == OpKind::Api) {
         if (prev != kNone) in.push_back({prev, EdgeType::HostOrder, DepType::EndToStart, 0});
         if (calibrate_) wake_edge(i, o, prev, in);
         host_edges(i, o, in);
+      } else if (overlap_comm_ && (o.flags & Op::kFlagNccl)) {
+        free_op = true;
+        if (prev != kNone) in.push_back({prev, EdgeType::StreamOrder, DepType::EndToStart, 0});
+        if (OpId p = producer(o); p != kNone && p != prev) in.push_back({p, EdgeType::Event, DepType::EndToStart, 0});
+        collective_edges(i, o, in, g);
       } else {
         if (o.link != kNone) {
           EdgeType lt = t_.ops[o.link].api_class() == ApiClass::GraphLaunch ? EdgeType::GraphLaunch : EdgeType::Launch;
@@ -155,7 +161,7 @@ class Builder {
       }
       if (auto it = explicit_in_.find(i); it != explicit_in_.end())
         for (const auto& d : it->second) in.push_back({d.from, EdgeType::Explicit, d.type, d.delay});
-      if (calibrate_) reconcile(o, in);
+      if (calibrate_ && !free_op) reconcile(o, in);
       std::size_t first = props.size();
       for (const auto& e : in) {
         sources.push_back(e.src);
@@ -163,7 +169,7 @@ class Builder {
         props.emplace_back(e.explicit_delay, e.type, e.attach);
         g.stats.edges_by_type[static_cast<int>(e.type)]++;
       }
-      if (calibrate_) calibrate(i, o, in, props.data() + first, g);
+      if (calibrate_ && !free_op) calibrate(i, o, in, props.data() + first, g);
       else nominal_only(in, props.data() + first);
     }
     if (calibrate_) {
@@ -281,7 +287,7 @@ class Builder {
     if (prev != kNone) allowed = std::max(allowed, t_.ops[prev].end());
     for (const auto& e : in)
       if (e.type == EdgeType::Event) allowed = std::max(allowed, t_.ops[e.src].end());
-    std::uint32_t dev = std::min<std::size_t>(t_.lanes[o.lane].device, t_.devices.size());
+    std::size_t dev = std::min<std::size_t>(t_.lanes[o.lane].device, t_.devices.size());
     OpId best = kNone;
     for (LaneId l : device_streams_[dev]) {
       if (l == o.lane) continue;
@@ -293,6 +299,24 @@ class Builder {
     if (e <= allowed || o.start - e > kInferWindow) return;
     in.push_back({best, EdgeType::Event, DepType::EndToStart, 0});
     g.stats.inferred_waits++;
+  }
+
+  // --overlap-comm: the last non-communication device op of o's device issued (launched) before o.
+  OpId producer(const Op& o) {
+    if (compute_by_launch_.empty()) {
+      compute_by_launch_.resize(t_.devices.size() + 1);
+      for (OpId k = 0; k < t_.ops.size(); ++k) {
+        const Op& d = t_.ops[k];
+        if (!is_device_op(d.kind) || (d.flags & Op::kFlagNccl)) continue;
+        compute_by_launch_[std::min<std::size_t>(t_.lanes[d.lane].device, t_.devices.size())].emplace_back(
+            d.link != kNone ? t_.ops[d.link].start : d.start, k);
+      }
+      for (auto& v : compute_by_launch_) std::sort(v.begin(), v.end());
+    }
+    const auto& v = compute_by_launch_[std::min<std::size_t>(t_.lanes[o.lane].device, t_.devices.size())];
+    TimeNs at = o.link != kNone ? t_.ops[o.link].start : o.start;
+    auto it = std::lower_bound(v.begin(), v.end(), std::make_pair(at, OpId{0}));
+    return it == v.begin() ? kNone : std::prev(it)->second;
   }
 
   // A collective member ends only after every other member arrived (started) and then ran its own
@@ -508,11 +532,13 @@ class Builder {
     }
   }
 
+  std::vector<std::vector<std::pair<TimeNs, OpId>>> compute_by_launch_;  // per device, by launch time
   std::vector<std::uint8_t> infer_waits_;              // per process: its stream waits lack their events
   std::vector<std::vector<LaneId>> device_streams_;   // per device: its stream lanes
   std::unordered_map<OpId, std::uint32_t> member_of_;
   const Trace& t_;
   bool calibrate_;
+  bool overlap_comm_ = false;
   LaneIndex lanes_;
   std::unordered_map<std::uint64_t, OpId> last_record_;
   std::unordered_map<LaneId, std::vector<std::pair<TimeNs, OpId>>> waits_;

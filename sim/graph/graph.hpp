@@ -100,6 +100,11 @@ struct Graph {
 
 struct GraphOptions {
   bool calibrate = true;  // measured traces: calibrate edge delays (see header comment)
+  // The --overlap-comm what-if: communication kernels no longer wait for where the trace launched
+  // them; each starts as soon as its inputs are ready: the end of the last non-communication device
+  // op of its device issued before it (program order), and its stream predecessor. Their in-edges
+  // take no calibrated delay.
+  bool overlap_comm = false;
 };
 
 // Builds the dependency graph of a finalized trace. Throws InputError if explicit dependencies

@@ -31,8 +31,6 @@ std::string pct(double x) {
   return b;
 }
 
-std::string pad(const std::string& s, std::size_t w) { return s.size() >= w ? s : s + std::string(w - s.size(), ' '); }
-std::string lpad(const std::string& s, std::size_t w) { return s.size() >= w ? s : std::string(w - s.size(), ' ') + s; }
 
 // Time each class contributes to a path in time order (overlaps counted once).
 std::map<std::string, TimeNs> path_breakdown(const Trace& t, const SimResult& r, const std::vector<OpId>& path) {
@@ -148,6 +146,9 @@ std::string short_name(const std::string& name, std::size_t max) {
   if (s.size() > max) s = s.substr(0, max - 3) + "...";
   return s;
 }
+
+std::string pad(const std::string& s, std::size_t w) { return s.size() >= w ? s : s + std::string(w - s.size(), ' '); }
+std::string lpad(const std::string& s, std::size_t w) { return s.size() >= w ? s : std::string(w - s.size(), ' ') + s; }
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -338,7 +339,8 @@ void print_replay_text(const ReplayReport& r, const ReplayOptions& opt, std::ost
   ov_row("GPU busy", s.gpu_busy_ns, m.gpu_busy_ns);
   ov_row("GPU idle", s.gpu_idle_ns, m.gpu_idle_ns);
 
-  if (r.measured_ranks.size() > 1 || !t.collectives.empty()) print_ranks(r, out);  out << "\n";
+  out << "\n";
+  if (r.measured_ranks.size() > 1 || !t.collectives.empty()) print_ranks(r, out);
 
   const auto& cp = r.critical_path;
   if (!cp.empty()) {

@@ -89,5 +89,8 @@ void write_two_timelines(std::ostream& out, const Trace& t, const Schedule& a, c
 nlohmann::json op_json(const Trace& t, OpId id, TimeNs start, TimeNs end);
 std::string short_name(const std::string& name, std::size_t max = 60);
 double median(std::vector<double> v);
+// Left-aligned / right-aligned to a width, for text tables.
+std::string pad(const std::string& s, std::size_t w);
+std::string lpad(const std::string& s, std::size_t w);
 
 }  // namespace bneck

@@ -215,6 +215,20 @@ void print_whatif_text(const WhatIfReport& r, const WhatIfOptions& opt, std::ost
     }
     out << "\n";
   }
+  {
+    auto base = rank_stats(t, sim_schedule(r.base_sim)), pred = rank_stats(t, sim_schedule(r.pred_sim));
+    if (base.size() > 1 && base.size() == pred.size()) {
+      out << "Ranks (GPU span)            baseline     predicted       change   exposed comm (baseline -> predicted)\n";
+      for (std::size_t i = 0; i < base.size(); ++i) {
+        double ch = static_cast<double>(pred[i].span.length() - base[i].span.length()) / static_cast<double>(std::max<TimeNs>(1, base[i].span.length()));
+        out << "  rank " << pad(std::to_string(base[i].rank), 18) << lpad(format_duration(base[i].span.length()), 12)
+            << lpad(format_duration(pred[i].span.length()), 14) << lpad(pct(ch), 12) << "   "
+            << format_duration(base[i].overlap.exposed_communication_ns) << " -> " << format_duration(pred[i].overlap.exposed_communication_ns)
+            << "\n";
+      }
+      out << "\n";
+    }
+  }
   auto join = [](const std::vector<std::string>& v) {
     std::string s;
     std::map<std::string, int> count;
@@ -250,6 +264,14 @@ json whatif_json(const WhatIfReport& r) {
   j["baseline_ns"] = r.baseline_ns;
   j["predicted_ns"] = r.predicted_ns;
   j["speedup"] = r.speedup;
+  {
+    auto base = rank_stats(*r.trace, sim_schedule(r.base_sim)), pred = rank_stats(*r.trace, sim_schedule(r.pred_sim));
+    json rk = json::array();
+    for (std::size_t i = 0; i < base.size() && i < pred.size(); ++i)
+      rk.push_back({{"rank", base[i].rank}, {"baseline_span_ns", base[i].span.length()}, {"predicted_span_ns", pred[i].span.length()},
+                    {"baseline_overlap", overlap_json(base[i].overlap)}, {"predicted_overlap", overlap_json(pred[i].overlap)}});
+    j["ranks"] = rk;
+  }
   json ranges = json::array();
   for (const auto& w : r.ranges) {
     json rj = {{"name", w.name}, {"start_ns", w.start_ns}, {"measured_span_ns", w.measured_span_ns}, {"baseline_ns", w.baseline_ns},
