@@ -110,7 +110,7 @@ TEST_CASE("two ranks joined by an all-reduce: the collective ends when the last 
   std::remove(r1.c_str());
 }
 
-TEST_CASE("--overlap-comm: an all-reduce launched late starts when its input is ready", "[kineto][collectives][whatif]") {
+TEST_CASE("overlap-comm what-if: an all-reduce launched late starts when its input is ready", "[kineto][collectives][whatif]") {
   // Both ranks: a 1 ms GEMM (10 us .. 1.010 ms), then the host launches the all-reduce on its own
   // stream at 2 ms; it starts at 2.010 ms and moves data for 0.5 ms: 2.510 ms. Started when its
   // input (the GEMM) is ready instead, it runs 1.010 .. 1.510 ms: the span drops from 2.5 to 1.5 ms.
