@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "sim/base/error.hpp"
+#include "traces/chakra/chakra_importer.hpp"
 #include "traces/collectives.hpp"
 #include "traces/json_io.hpp"
 #include "traces/kineto/kineto_importer.hpp"
@@ -19,6 +20,7 @@ const std::vector<std::unique_ptr<Importer>>& importers() {
     v.push_back(std::make_unique<NsysSqliteImporter>());
     v.push_back(std::make_unique<BneckJsonImporter>());
     v.push_back(std::make_unique<KinetoImporter>());
+    v.push_back(std::make_unique<ChakraImporter>());
     return v;
   }();
   return list;

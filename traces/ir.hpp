@@ -152,6 +152,10 @@ struct Lane {
   std::uint32_t device = kNone;   // index into devices (streams)
   std::uint64_t native_id = 0;    // tid or stream id as the trace shows it
   std::string name;
+  // Execution traces (Chakra): ops of an unordered lane follow only their dependencies, not the
+  // lane's op order, up to `capacity` at a time (0: the trace's own, normally 1; kNone: no limit).
+  bool fifo = true;
+  std::uint32_t capacity = 0;
 };
 
 struct Range {                    // an NVTX push/pop (or start/end) range on a host thread

@@ -138,7 +138,7 @@ class Builder {
       const Op& o = t_.ops[i];
       in.clear();
       bool free_op = false;
-      OpId prev = prev_on_lane[o.lane];
+      OpId prev = t_.lanes[o.lane].fifo ? prev_on_lane[o.lane] : kNone;
       prev_on_lane[o.lane] = i;
       if (o.kind == OpKind::Api) {
         if (prev != kNone) in.push_back({prev, EdgeType::HostOrder, DepType::EndToStart, 0});
@@ -503,6 +503,8 @@ class Builder {
         g.lane_capacity[o.lane] = std::max<std::uint32_t>(g.lane_capacity[o.lane], static_cast<std::uint32_t>(v.size()));
       }
     }
+    for (LaneId l = 0; l < t_.lanes.size(); ++l)
+      if (t_.lanes[l].capacity) g.lane_capacity[l] = t_.lanes[l].capacity == kNone ? std::numeric_limits<std::uint32_t>::max() / 2 : t_.lanes[l].capacity;
     std::map<std::pair<std::uint32_t, int>, std::vector<std::pair<TimeNs, int>>> sweeps;
     bool any = false;
     for (const Op& o : t_.ops) {

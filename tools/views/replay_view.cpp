@@ -319,8 +319,11 @@ void print_replay_text(const ReplayReport& r, const ReplayOptions& opt, std::ost
 
   double err = r.measured.length() ? static_cast<double>(r.simulated.length() - r.measured.length()) / static_cast<double>(r.measured.length()) : 0;
   out << "GPU span (first device op start to last end)\n";
-  out << "  simulated " << format_duration(r.simulated.length()) << "   measured " << format_duration(r.measured.length())
-      << "   error " << (err >= 0 ? "+" : "") << pct(err) << "\n\n";
+  if (!t.measured)
+    out << "  simulated " << format_duration(r.simulated.length()) << "   (a workload or execution trace: nothing measured to compare)\n\n";
+  else
+    out << "  simulated " << format_duration(r.simulated.length()) << "   measured " << format_duration(r.measured.length())
+        << "   error " << (err >= 0 ? "+" : "") << pct(err) << "\n\n";
 
   auto ov_row = [&](const char* name, TimeNs sim, TimeNs meas) {
     double span = static_cast<double>(std::max<TimeNs>(1, r.simulated_overlap.window_ns));
