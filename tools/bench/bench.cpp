@@ -1,6 +1,12 @@
 // bneck_bench: import, graph, replay and memory figures on a synthetic Nsight Systems export.
 //
 //   bneck_bench [--kernels N] [--streams S] [--file PATH] [--bneck PATH] [--regenerate]
+//   bneck_bench --kineto-mb MB [--file PATH] [--bneck PATH] [--regenerate]
+//
+// The second form writes a synthetic PyTorch-profiler (Kineto) trace of about MB megabytes, with
+// the event mix of real ones (cpu_op with shapes, cudaLaunchKernel, kernel, ac2g flow pairs) and
+// float-microsecond timestamps, and measures `bneck info FILE` (the streamed import alone): MB/s
+// and peak RSS.
 //
 // It writes (once) a synthetic nsys SQLite export in the real schema: one host thread launching N
 // kernels round-robin on S streams with cudaLaunchKernel, a cudaDeviceSynchronize every 10,000
@@ -134,8 +140,61 @@ double baseline_read(const std::string& path, long& rows) {
 
 }  // namespace
 
+// A synthetic Kineto trace of about `mb` MB.
+void generate_kineto(const std::string& path, double mb) {
+  std::ofstream o(path);
+  if (!o) die("cannot write " + path);
+  o << R"K({"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H200", "numSms": 132}], )K"
+    << R"K("distributedInfo": {"backend": "nccl", "rank": 0, "world_size": 1}, "traceEvents": [)K" << "\n";
+  const double target = mb * 1e6;
+  double t = 5080223668421.487;
+  long k = 0;
+  char buf[2048];
+  while (static_cast<double>(o.tellp()) < target) {
+    long corr = 2 * k + 100;
+    int n = std::snprintf(buf, sizeof buf,
+        R"K(  {"ph": "X", "cat": "cpu_op", "name": "aten::addmm", "pid": 474, "tid": 474, "ts": %.3f, "dur": 30.125, "args": {"External id": %ld, "Record function id": 0, "Sequence number": %ld, "Fwd thread id": 0, "Ev Idx": %ld, "Input Dims": [[2048], [8192, 2048], [2048, 2048], [], []], "Input type": ["float", "float", "float", "Scalar", "Scalar"]}},)K" "\n"
+        R"K(  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 474, "tid": 474, "ts": %.3f, "dur": 6.212, "args": {"External id": %ld, "cbid": 211, "correlation": %ld}},)K" "\n"
+        R"K(  {"ph": "s", "id": %ld, "pid": 474, "tid": 474, "ts": %.3f, "cat": "ac2g", "name": "ac2g"},)K" "\n"
+        R"K(  {"ph": "X", "cat": "kernel", "name": "sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas", "pid": 0, "tid": 7, "ts": %.3f, "dur": 21.504, "args": {"External id": %ld, "queued": 0, "device": 0, "context": 1, "stream": 7, "correlation": %ld, "registers per thread": 168, "shared memory": 213248, "blocks per SM": 0.969697, "warps per SM": 3.878788, "grid": [128, 1, 1], "block": [384, 1, 1], "est. achieved occupancy %%": 6}},)K" "\n"
+        R"K(  {"ph": "f", "id": %ld, "pid": 0, "tid": 7, "ts": %.3f, "cat": "ac2g", "name": "ac2g", "bp": "e"},)K" "\n",
+        t, k, k, k, t + 2.1, k, corr, corr, t + 2.1, t + 9.3, k, corr, corr, t + 9.3);
+    o.write(buf, n);
+    t += 25.0;
+    ++k;
+  }
+  o << R"K(  {"ph": "X", "cat": "Trace", "ts": 5080223667820.216, "dur": 1.0, "pid": "Spans", "tid": "PyTorch Profiler", "name": "PyTorch Profiler (0)", "args": {"Op count": 0}}]})K" << "\n";
+}
+
+int kineto_bench(const std::string& file, double mb, const std::string& bneck, bool regenerate) {
+  if (regenerate || !std::ifstream(file).good()) {
+    std::fprintf(stderr, "generating %s: about %.0f MB of Kineto events...\n", file.c_str(), mb);
+    generate_kineto(file, mb);
+  }
+  std::ifstream sz(file, std::ios::binary | std::ios::ate);
+  double bytes = static_cast<double>(sz.tellg());
+  auto t0 = std::chrono::steady_clock::now();
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (!freopen("/dev/null", "w", stdout)) _exit(1);
+    execl(bneck.c_str(), bneck.c_str(), "info", file.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  struct rusage ru {};
+  wait4(pid, &status, 0, &ru);
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) die("bneck info failed");
+  double rss_mb = static_cast<double>(ru.ru_maxrss) / 1024.0;
+  std::printf("synthetic Kineto trace: %.0f MB\n", bytes / 1e6);
+  std::printf("  bneck info (streamed import, IR built): %.2f s = %.0f MB/s, peak RSS %.0f MiB (%.2f x the file)\n", s,
+              bytes / 1e6 / s, rss_mb, rss_mb * 1048576.0 / bytes);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   long kernels = 10'000'000;
+  double kineto_mb = 0;
   int streams = 8;
   std::string file = "bench_nsys_10M.sqlite", bneck = BNECK_EXE;
   bool regenerate = false;
@@ -147,8 +206,10 @@ int main(int argc, char** argv) {
     else if (a == "--file") file = next();
     else if (a == "--bneck") bneck = next();
     else if (a == "--regenerate") regenerate = true;
+    else if (a == "--kineto-mb") kineto_mb = std::stod(next());
     else die("unknown argument " + a);
   }
+  if (kineto_mb > 0) return kineto_bench(file == "bench_nsys_10M.sqlite" ? "bench_kineto.json" : file, kineto_mb, bneck, regenerate);
   if (regenerate || !std::ifstream(file).good()) {
     std::fprintf(stderr, "generating %s: %ld kernels on %d streams...\n", file.c_str(), kernels, streams);
     auto t0 = std::chrono::steady_clock::now();
