@@ -289,6 +289,25 @@ HwSpec parse_hw(const json& j, const std::string& origin) {
       n.copy_paths[it.key()] = c;
     }
   }
+  if (const json* cc = f.get("node", "collectives")) {
+    if (!cc->is_object()) f.fail("node.collectives", "must map kinds to {\"latency\": \"10 us\", \"bus_bandwidth\": \"360 GB/s\", \"ranks\": 8}");
+    for (auto it = cc->begin(); it != cc->end(); ++it) {
+      std::string path = "node.collectives." + it.key();
+      const json& v = it.value();
+      if (!v.is_object() || !v.contains("latency") || !v.contains("bus_bandwidth") || !v["latency"].is_string() ||
+          !v["bus_bandwidth"].is_string() || !v.contains("ranks") || !v["ranks"].is_number_unsigned())
+        f.fail(path, "expected {\"latency\": duration, \"bus_bandwidth\": rate, \"ranks\": N}");
+      NodeSpec::CollectivePath c;
+      try {
+        c.latency = parse_duration(v["latency"].get<std::string>());
+        c.bus_bandwidth = parse_bandwidth(v["bus_bandwidth"].get<std::string>());
+      } catch (const InputError& e) {
+        f.fail(path, e.what());
+      }
+      c.ranks = v["ranks"].get<std::uint32_t>();
+      n.collectives[it.key()] = c;
+    }
+  }
   ClusterSpec& c = h.cluster;
   c.nodes = f.count("cluster", "nodes", 1);
   c.nic_bandwidth = f.unit("cluster", "nic_bandwidth", bw, 0.0);

@@ -100,6 +100,14 @@ struct NodeSpec {
     std::vector<std::pair<Bytes, TimeNs>> curve;  // (copy size, device time), sizes ascending
   };
   std::map<std::string, CopyPath> copy_paths;
+  // Calibrated collectives inside the node (validate/nccl): per kind ("all_reduce", ...), measured
+  // on `ranks` GPUs: t = latency x steps(n) / steps(ranks) + S x busfactor(n) / bus_bandwidth.
+  struct CollectivePath {
+    TimeNs latency = 0;
+    double bus_bandwidth = 0;
+    std::uint32_t ranks = 0;
+  };
+  std::map<std::string, CollectivePath> collectives;
 };
 
 struct ClusterSpec {

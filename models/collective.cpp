@@ -37,6 +37,22 @@ CollectiveEstimate collective_time(const HwSpec& hw, CollKind kind, Bytes bytes,
   if (bw <= 0) bw = 10e9;
   const double s = static_cast<double>(bytes), n = std::max<std::uint32_t>(1, ranks);
   double steps = kind == CollKind::AllReduce ? 2 * (n - 1) : kind == CollKind::SendRecv ? 1 : n - 1;
+  // Measured on this node (validate/nccl): the fitted latency (scaled by the ring's steps) and bus
+  // bandwidth of the kind.
+  if (intra) {
+    auto it = node.collectives.find(to_string(kind));
+    if (it != node.collectives.end() && it->second.bus_bandwidth > 0) {
+      const double rc = std::max<std::uint32_t>(2, it->second.ranks);
+      double steps_c = kind == CollKind::AllReduce ? 2 * (rc - 1) : kind == CollKind::SendRecv ? 1 : rc - 1;
+      double alpha = static_cast<double>(it->second.latency) * (steps_c > 0 ? steps / steps_c : 1.0);
+      e.algorithm = "calibrated";
+      e.link = "nvlink (measured)";
+      e.link_bandwidth = it->second.bus_bandwidth;
+      e.latency_ns = static_cast<TimeNs>(std::llround(alpha));
+      e.time_ns = static_cast<TimeNs>(std::llround(alpha + s * bus_factor(kind, ranks) / it->second.bus_bandwidth * 1e9));
+      return e;
+    }
+  }
   double ring = steps * static_cast<double>(lat) + s * bus_factor(kind, ranks) / bw * 1e9;
   e.algorithm = "ring";
   e.time_ns = static_cast<TimeNs>(std::llround(ring));

@@ -9,6 +9,8 @@
 //   Ring steps: AllReduce 2(n-1), the others n-1 (SendRecv 1). Tree (AllReduce, n > 2):
 //   2 ceil(log2 n) steps and S x 2 bytes through each rank's link; the faster of the two is taken,
 //   as NCCL's tuner does (tree for small messages across many ranks).
+// Calibrated: where the spec has node.collectives for the kind (fitted by `bneck calibrate` from
+//   validate/nccl/bneck_nccl_bench), t = latency x steps(n)/steps(ranks measured) + S x F / busbw.
 // Valid: one collective at a time per link, no contention with other traffic, steady-state link
 //   rate; the in-kernel reduction compute is ignored (memory-bound and overlapped in NCCL).
 // Source: nccl-tests doc/PERFORMANCE.md (algbw, busbw and the factors); the hw spec's links.

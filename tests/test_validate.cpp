@@ -1,10 +1,12 @@
 // Calibration on the committed H200 measurements (validate/reference/h200/measurements.json).
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <unistd.h>
 
 #include "helpers.hpp"
 #include "sim/base/error.hpp"
+#include "models/collective.hpp"
 #include "validate/calibrate.hpp"
 
 using namespace bneck;
@@ -62,4 +64,33 @@ TEST_CASE("malformed measurements are rejected naming the file", "[validate][err
   std::ofstream(path) << R"({"something": 1})";
   CHECK_THROWS_WITH(load_measurements(path), Catch::Contains("not a bneck-measurements file"));
   std::remove(path.c_str());
+}
+
+TEST_CASE("collective calibration recovers latency and bus bandwidth from NCCL measurements", "[validate][collectives]") {
+  // Synthetic all_reduce on 8 GPUs: t = 20 us + S x 1.75 / 360 GB/s, S = 8 B .. 1 GiB in x4 steps.
+  nlohmann::json ms = {{"format", "bneck-measurements"}, {"version", 1}, {"device", {{"name", "NVIDIA H200"}, {"gpus", 8}}}};
+  nlohmann::json items = nlohmann::json::array();
+  for (double s = 8; s <= 1073741824.0; s *= 4)
+    items.push_back({{"family", "collective"}, {"name", "all_reduce"}, {"kind", "all_reduce"}, {"ranks", 8}, {"size", s}, {"bytes", s},
+                     {"flops", 0}, {"time_ns", 20000.0 + s * 1.75 / 360e9 * 1e9}, {"repeats", 11}});
+  ms["measurements"] = items;
+  std::string path = "/tmp/bneck_test_coll_" + std::to_string(::getpid()) + ".json";
+  std::ofstream(path) << ms.dump();
+  Measurements m = load_measurements(path);
+  Calibration c = calibrate(m, "h200-sxm", "h200-sxm-calibrated");
+  REQUIRE(c.overlay["node"].contains("collectives"));
+  auto ar = c.overlay["node"]["collectives"]["all_reduce"];
+  CHECK(parse_duration(ar["latency"].get<std::string>()) == Approx(20000).margin(2));
+  CHECK(parse_bandwidth(ar["bus_bandwidth"].get<std::string>()) == Approx(360e9).epsilon(1e-3));
+  CHECK(ar["ranks"] == 8);
+  std::ofstream(path) << c.overlay.dump();
+  HwSpec cal = load_hw(path);
+  std::remove(path.c_str());
+  // 256 MiB on 8 GPUs: 20 us + 268435456 x 1.75 / 360 GB/s = 20 us + 1.304894 ms (held out: 4^k x 8 B
+  // sizes alternate between the halves).
+  CollectiveEstimate e = collective_time(cal, CollKind::AllReduce, 268435456, 8);
+  CHECK(e.algorithm == "calibrated");
+  CHECK(e.time_ns == Approx(20000 + 1304894).margin(3));
+  // On 4 GPUs the latency scales with the ring's steps (6 of 14): 8.571 us + S x 1.5 / 360 GB/s.
+  CHECK(collective_time(cal, CollKind::AllReduce, 268435456, 4).time_ns == Approx(8571 + 1118481).margin(3));
 }

@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include "models/access.hpp"
+#include "models/collective.hpp"
 #include "models/transfer.hpp"
+#include "traces/collectives.hpp"
 #include "sim/base/error.hpp"
 
 namespace bneck {
@@ -295,6 +297,33 @@ Calibration calibrate(const Measurements& ms, const std::string& base_preset, co
       sources["node.copy_paths"] = src + ", memcpy family";
     }
   }
+  // Collectives (validate/nccl): per kind, t = latency + S x busfactor(n) / busbw (relative least
+  // squares on the training half), measured on `ranks` GPUs of this node.
+  {
+    std::map<std::string, std::pair<std::vector<std::vector<double>>, std::vector<double>>> per;
+    std::map<std::string, std::uint32_t> ranks;
+    for (const auto& m : ms.items)
+      if (m.family == "collective" && m.train) {
+        auto n = static_cast<std::uint32_t>(m.params.value("ranks", 1));
+        if (n < 2) continue;  // one GPU: nothing crosses a link
+        CollKind k = collective_kind_from_name(m.name);
+        per[m.name].first.push_back({1.0, m.params.value("size", m.bytes) * bus_factor(k, n)});
+        per[m.name].second.push_back(m.time_ns);
+        ranks[m.name] = n;
+      }
+    json cc = json::object();
+    for (auto& [kind, rows] : per) {
+      if (rows.first.size() < 2) continue;
+      Eigen::VectorXd x = relative_lsq(rows.first, rows.second);
+      double bw = x(1) > 0 ? 1.0 / (x(1) * 1e-9) : 1e12;
+      cc[kind] = {{"latency", ns_str(x(0))}, {"bus_bandwidth", bw_str(bw)}, {"ranks", ranks[kind]}};
+      c.log.push_back("collective " + kind + " on " + std::to_string(ranks[kind]) + " GPUs: " + ns_str(x(0)) + " + S x busfactor / " + bw_str(bw));
+    }
+    if (!cc.empty()) {
+      node["collectives"] = cc;
+      sources["node.collectives"] = src + ", collective family (NCCL, NVLS off)";
+    }
+  }
   // Fit residuals: the calibrated model on its own training half, per family.
   json residuals = json::object();
   {
@@ -369,6 +398,11 @@ double predict(const Measurement& m, const HwSpec& hw) {
     if (m.name == "graph_gpu") return n * static_cast<double>(g.graph_node_latency);
     if (m.name == "empty_events") return static_cast<double>(g.launch_latency + g.graph_node_latency);
     return n * static_cast<double>(g.host_launch_overhead);  // eager: launch-bound on the host
+  }
+  if (m.family == "collective") {
+    auto n = static_cast<std::uint32_t>(m.params.value("ranks", 1));
+    if (n < 2) return -1;
+    return static_cast<double>(collective_time(hw, collective_kind_from_name(m.name), static_cast<Bytes>(m.params.value("size", m.bytes)), n).time_ns);
   }
   if (m.family == "memcpy") {
     std::string p = m.params.value("path", m.name);
