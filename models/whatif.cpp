@@ -7,6 +7,7 @@
 #include <regex>
 
 #include "sim/analysis/analysis.hpp"
+#include "models/collective.hpp"
 #include "sim/base/error.hpp"
 
 namespace bneck {
@@ -52,6 +53,16 @@ Transform parse_transform(const std::string& kind, const std::string& arg) {
   } else if (kind == "overlap-comm" || kind == "overlap_comm") {
     t.kind = Transform::OverlapComm;
     if (!arg.empty() && arg != "true") throw InputError("--overlap-comm takes no argument");
+  } else if (kind == "ranks") {
+    t.kind = Transform::Ranks;
+    try {
+      std::size_t pos = 0;
+      long v = std::stol(arg, &pos);
+      if (pos != arg.size() || v < 1 || v > 1'000'000) throw std::invalid_argument(arg);
+      t.ranks = static_cast<std::uint32_t>(v);
+    } catch (const std::exception&) {
+      throw InputError("--ranks " + arg + ": expected a number of ranks (1 .. 1000000)");
+    }
   } else if (kind == "hw") {
     t.kind = Transform::Hw;
     t.hw = arg;
@@ -115,6 +126,7 @@ WhatIfCase WhatIfEngine::apply(const std::vector<Transform>& transforms) const {
       case Transform::CudaGraph: cuda_graph(c, tr); break;
       case Transform::Hw: retarget(c, tr); break;
       case Transform::OverlapComm: overlap_comm(c, tr); break;
+      case Transform::Ranks: ranks(c, tr); break;
     }
   }
   return c;
@@ -343,6 +355,30 @@ void WhatIfEngine::overlap_comm(WhatIfCase& c, const Transform& tr) const {
   std::size_t comm = 0;
   for (const Op& o : t_.ops) comm += o.kind == OpKind::Kernel && (o.flags & Op::kFlagNccl);
   c.log.push_back(tr.text + ": " + std::to_string(comm) + " communication kernels start when their inputs are ready");
+}
+
+// Model card: data-parallel scaling. The same per-rank work on N ranks (weak scaling, as DDP with a
+//   fixed per-GPU batch): every collective's part after its last member arrived is scaled by the
+//   collective model's time for N ranks over its time for the group it had (same kind and message
+//   size, on the case's current GPU spec: node links within a node, the NIC beyond). Stragglers
+//   and arrival skew stay as traced.
+void WhatIfEngine::ranks(WhatIfCase& c, const Transform& tr) const {
+  TimeNs before = 0, after = 0;
+  std::size_t n = 0;
+  for (const Collective& col : t_.collectives) {
+    std::uint32_t had = std::max<std::uint32_t>(col.group_size, static_cast<std::uint32_t>(col.members.size()));
+    TimeNs a = collective_time(c.spec, col.kind, col.bytes, had).time_ns, b = collective_time(c.spec, col.kind, col.bytes, tr.ranks).time_ns;
+    double ratio = a > 0 ? static_cast<double>(b) / static_cast<double>(a) : 1.0;
+    for (OpId m : col.members) {
+      before += c.durations[m];
+      c.durations[m] = static_cast<TimeNs>(std::llround(static_cast<double>(c.durations[m]) * ratio));
+      after += c.durations[m];
+      ++n;
+    }
+  }
+  c.log.push_back(tr.text + ": " + std::to_string(t_.collectives.size()) + " collectives (" + std::to_string(n) + " kernels) re-timed for " +
+                  std::to_string(tr.ranks) + " ranks on " + c.spec.name + ": communication " + format_duration(before) + " -> " +
+                  format_duration(after));
 }
 
 void WhatIfEngine::retarget(WhatIfCase& c, const Transform& tr) const {

@@ -39,7 +39,8 @@
 namespace bneck {
 
 struct Transform {
-  enum Kind { Scale, Remove, Fuse, Precision, CudaGraph, Hw, OverlapComm } kind = Scale;
+  enum Kind { Scale, Remove, Fuse, Precision, CudaGraph, Hw, OverlapComm, Ranks } kind = Scale;
+  std::uint32_t ranks = 0;    // Ranks
   double factor = 1;          // Scale
   std::string selector;       // empty: everything the transform applies to
   Dtype dtype = Dtype::BF16;  // Precision
@@ -97,6 +98,7 @@ class WhatIfEngine {
   void cuda_graph(WhatIfCase& c, const Transform& tr) const;
   void retarget(WhatIfCase& c, const Transform& tr) const;
   void overlap_comm(WhatIfCase& c, const Transform& tr) const;
+  void ranks(WhatIfCase& c, const Transform& tr) const;
   std::vector<bool> select(const std::string& sel, bool device_only) const;
 
   const Trace& t_;

@@ -106,6 +106,16 @@ TEST_CASE("two ranks joined by an all-reduce: the collective ends when the last 
   WhatIfReport w = run_whatif(t, wo);
   CHECK(w.baseline.length() == 3'500'000);
   CHECK(w.predicted.length() == 1'500'000);
+  // What if the same step ran on 8 ranks (weak scaling)? Only the 0.5 ms after the last arrival
+  // scales, by the collective model's 8-rank over 2-rank time for the 4 MiB all-reduce: the span is
+  // 3.0 ms (to the arrival) + 0.5 ms x t8 / t2.
+  wo.transforms = {parse_transform("ranks", "8")};
+  WhatIfReport w8 = run_whatif(t, wo);
+  HwSpec h = load_target_hw("h200-sxm");
+  double t2 = static_cast<double>(collective_time(h, CollKind::AllReduce, 4 << 20, 2).time_ns);
+  double t8 = static_cast<double>(collective_time(h, CollKind::AllReduce, 4 << 20, 8).time_ns);
+  CHECK(t8 > t2);
+  CHECK(static_cast<double>(w8.predicted.length()) == Approx(3'000'000 + 500'000 * t8 / t2).margin(2));
   std::remove(r0.c_str());
   std::remove(r1.c_str());
 }

@@ -34,13 +34,14 @@ std::vector<Transform> parse_transform_args(const std::vector<std::string>& args
     else if (a == "--cuda-graph") out.push_back(parse_transform("cuda-graph", has_val ? val : ""));
     else if (a == "--hw") out.push_back(parse_transform("hw", next()));
     else if (a == "--overlap-comm") out.push_back(parse_transform("overlap-comm", has_val ? val : ""));
+    else if (a == "--ranks") out.push_back(parse_transform("ranks", next()));
     else if (a == "--scenario") {
       Scenario s = load_scenario(next());
       scenario_name += (scenario_name.empty() ? "" : "+") + s.name;
       out.insert(out.end(), s.transforms.begin(), s.transforms.end());
     } else {
       throw InputError("whatif: unknown option or stray argument '" + args[i] +
-                       "' (transforms: --scale F:SEL --remove SEL --fuse SEL --precision T[:SEL] --cuda-graph[=SEL] --hw SPEC --overlap-comm --scenario FILE; TRACE comes first)");
+                       "' (transforms: --scale F:SEL --remove SEL --fuse SEL --precision T[:SEL] --cuda-graph[=SEL] --hw SPEC --overlap-comm --ranks N --scenario FILE; TRACE comes first)");
     }
   }
   return out;

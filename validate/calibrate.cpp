@@ -315,9 +315,9 @@ Calibration calibrate(const Measurements& ms, const std::string& base_preset, co
     for (auto& [kind, rows] : per) {
       if (rows.first.size() < 2) continue;
       Eigen::VectorXd x = relative_lsq(rows.first, rows.second);
-      double bw = x(1) > 0 ? 1.0 / (x(1) * 1e-9) : 1e12;
-      cc[kind] = {{"latency", ns_str(x(0))}, {"bus_bandwidth", bw_str(bw)}, {"ranks", ranks[kind]}};
-      c.log.push_back("collective " + kind + " on " + std::to_string(ranks[kind]) + " GPUs: " + ns_str(x(0)) + " + S x busfactor / " + bw_str(bw));
+      double busbw = x(1) > 0 ? 1.0 / (x(1) * 1e-9) : 1e12;
+      cc[kind] = {{"latency", ns_str(x(0))}, {"bus_bandwidth", bw_str(busbw)}, {"ranks", ranks[kind]}};
+      c.log.push_back("collective " + kind + " on " + std::to_string(ranks[kind]) + " GPUs: " + ns_str(x(0)) + " + S x busfactor / " + bw_str(busbw));
     }
     if (!cc.empty()) {
       node["collectives"] = cc;
