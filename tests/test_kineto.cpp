@@ -159,6 +159,41 @@ TEST_CASE("collective model: nccl-tests' bus factors and the alpha-beta time", "
   CHECK(x.link_bandwidth == Approx(50e9));
 }
 
+TEST_CASE("ranks traced on different clocks are aligned on their collectives", "[kineto][collectives]") {
+  // Three all-reduces per rank; rank 1's clock runs 5 s ahead. Each all-reduce k: both ranks launch at
+  // 1000 k us, rank 0's starts at 1000 k + 10 us, rank 1's at 1000 k + 210 us (it computes longer),
+  // both end at 1000 k + 700 us on the true clock.
+  auto make = [&](int rank, double shift_us) {
+    nlohmann::json ev = nlohmann::json::array();
+    for (int k = 0; k < 3; ++k) {
+      double t0 = 1000.0 * k + shift_us, start = t0 + (rank ? 210 : 10), end = t0 + 700;
+      ev.push_back({{"ph", "X"}, {"cat", "cuda_runtime"}, {"name", "cudaLaunchKernel"}, {"pid", 1 + rank}, {"tid", 1}, {"ts", t0}, {"dur", 5},
+                    {"args", {{"correlation", k + 1}}}});
+      ev.push_back({{"ph", "X"}, {"cat", "kernel"}, {"name", "ncclKernel_AllReduce_RING_LL_Sum_float"}, {"pid", 0}, {"tid", 20},
+                    {"ts", start}, {"dur", end - start}, {"args", {{"correlation", k + 1}, {"device", 0}, {"stream", 20}}}});
+    }
+    nlohmann::json j = {{"distributedInfo", {{"rank", rank}, {"world_size", 2}}}, {"traceEvents", ev}};
+    std::string path = tmp("clock" + std::to_string(rank) + ".json");
+    std::ofstream(path) << j.dump();
+    return path;
+  };
+  std::string a = make(0, 0), b = make(1, 5e6);
+  Trace t = load_traces({a, b});
+  REQUIRE(t.collectives.size() == 3);
+  CHECK(t.anomalies.count("merge: rank clocks aligned on their collectives' ends") == 1);
+  ReplayReport rep = run_replay(t, ReplayOptions{});
+  // Aligned: every collective waited 200 us for rank 1, and the replay reproduces the spans.
+  REQUIRE(rep.waits.size() == 3);
+  for (const auto& w : rep.waits) {
+    CHECK(w.straggler == 1);
+    CHECK(w.arrival_spread_ns == 200'000);
+  }
+  CHECK(rep.simulated.length() == rep.measured.length());
+  CHECK(rep.measured.length() == 2'690'000);  // 10 us .. 2700 us
+  std::remove(a.c_str());
+  std::remove(b.c_str());
+}
+
 TEST_CASE("Kineto input errors name the file and the place", "[kineto][errors]") {
   std::string good = rank_trace(0, 100, 700);
   std::ifstream in(good);

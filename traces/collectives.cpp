@@ -110,7 +110,53 @@ Trace merge_traces(std::vector<Trace> parts) {
   parts.clear();
   m.finalize();
   match_collectives(m);
+  align_ranks(m);
   return m;
+}
+
+void align_ranks(Trace& t) {
+  // Per rank, the offsets (reference end - its end) of the collectives it shares with the first
+  // rank; point-to-point ones are left out (their peers may be ranks not traced).
+  std::map<std::uint32_t, std::vector<TimeNs>> off;
+  std::uint32_t ref = kNone;
+  for (const Collective& c : t.collectives) {
+    if (c.members.size() < 2 || c.kind == CollKind::SendRecv) continue;
+    if (ref == kNone) ref = t.rank_of(t.ops[c.members[0]]);
+    TimeNs ref_end = 0;
+    bool has_ref = false;
+    for (OpId m : c.members)
+      if (t.rank_of(t.ops[m]) == ref) { ref_end = t.ops[m].end(); has_ref = true; }
+    if (!has_ref) continue;
+    for (OpId m : c.members) off[t.rank_of(t.ops[m])].push_back(ref_end - t.ops[m].end());
+  }
+  std::map<std::uint32_t, TimeNs> shift;
+  for (auto& [rank, v] : off) {
+    if (rank == ref || v.size() < 3) continue;
+    std::sort(v.begin(), v.end());
+    TimeNs med = v[v.size() / 2];
+    std::vector<TimeNs> dev;
+    for (TimeNs x : v) dev.push_back(std::abs(x - med));
+    std::sort(dev.begin(), dev.end());
+    // Members of a collective end within microseconds of each other on one clock: a consistent
+    // offset beyond 50 us is clock skew between hosts.
+    if (std::abs(med) > 50 * kNsPerUs && dev[dev.size() / 2] < 10 * kNsPerUs) shift[rank] = med;
+  }
+  if (shift.empty()) return;
+  for (Op& o : t.ops) {
+    auto it = shift.find(t.rank_of(o));
+    if (it != shift.end()) o.start += it->second;
+  }
+  for (Range& r : t.ranges) {
+    auto it = shift.find(t.rank_of_lane(r.lane));
+    if (it != shift.end()) { r.start += it->second; r.end += it->second; }
+  }
+  for (auto& [rank, s] : shift)
+    t.note("merge: rank clocks aligned on their collectives' ends", Severity::Info,
+           "rank " + std::to_string(rank) + " shifted by " + std::to_string(s) + " ns");
+  // Shifting whole ranks keeps each rank's order; the global order is restored.
+  t.collectives.clear();
+  t.finalize();
+  match_collectives(t);
 }
 
 namespace {

@@ -24,6 +24,11 @@ Trace merge_traces(std::vector<Trace> parts);
 // Fills t.collectives (t must be finalized). Single-rank traces get one-member collectives.
 void match_collectives(Trace& t);
 
+// Ranks traced on different hosts have different clocks: where a rank's collectives (not
+// point-to-point) consistently end more than 50 us before or after the first rank's, the whole
+// rank is shifted by the median offset (counted as an anomaly), then re-sorted and re-matched.
+void align_ranks(Trace& t);
+
 CollKind collective_kind_from_name(std::string_view name);
 
 }  // namespace bneck

@@ -221,6 +221,10 @@ struct Trace {
     std::uint32_t p = op.lane < lanes.size() ? lanes[op.lane].process : 0;
     return p < processes.size() && processes[p].rank != kNone ? processes[p].rank : p;
   }
+  std::uint32_t rank_of_lane(LaneId l) const {
+    std::uint32_t p = l < lanes.size() ? lanes[l].process : 0;
+    return p < processes.size() && processes[p].rank != kNone ? processes[p].rank : p;
+  }
   const LaunchConfig* launch(const Op& op) const {
     return op.kind == OpKind::Kernel && op.extra != kNone ? &kernels[op.extra] : nullptr;
   }

@@ -309,7 +309,7 @@ void print_replay_text(const ReplayReport& r, const ReplayOptions& opt, std::ost
   for (std::size_t d = 0; d < t.devices.size(); ++d) {
     std::size_t same = 1;
     while (d + same < t.devices.size() && t.devices[d + same].name == t.devices[d].name) ++same;
-    out << (d ? ", " : "") << (same > 1 ? std::to_string(same) + " x " : "") << t.devices[d].name
+    out << (d ? ", " : "") << (same > 1 ? std::to_string(same) + " x " : "") << (t.devices[d].name.empty() ? "unnamed GPU" : t.devices[d].name)
         << (t.devices[d].sm_count ? " (" + std::to_string(t.devices[d].sm_count) + " SMs)" : "");
     d += same - 1;
   }
