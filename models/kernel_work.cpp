@@ -188,6 +188,7 @@ KernelEstimate model_kernel(const Trace& t, OpId k, const KernelWork& w, const H
   KernelEstimate e;
   const GpuSpec& g = hw.gpu;
   RooflineInput in{w.dtype, w.unit, w.flops, w.bytes, MemLevel::Hbm, true, -1, -1};
+  if (w.access_width > 0) in.memory_efficiency = g.streaming_efficiency_for(w.access_width);
   TimeNs tail = g.kernel_tail;
   if (w.cls == KernelClass::Gemm) {  // calibrated GEMM fit of this precision, where there is one
     auto it = g.gemm_fit.find(w.dtype);
@@ -272,13 +273,40 @@ std::vector<KernelWork> estimate_work(const Trace& t, const HwSpec& source) {
       w.weight_elems = gets_math ? total.weight_elems / static_cast<double>(compute ? compute : ks.size()) : 0;
     }
   }
+  // Launch geometry: one-element-per-thread elementwise kernels (see the model card).
+  for (OpId i = 0; i < t.ops.size(); ++i) {
+    const Op& o = t.ops[i];
+    KernelWork& w = work[i];
+    if (o.kind != OpKind::Kernel || w.from_shapes || w.cls != KernelClass::Elementwise) continue;
+    const LaunchConfig* lc = t.launch(o);
+    const std::string& name = t.name(o);
+    if (!lc || name.find('<') == std::string::npos) continue;
+    double threads = static_cast<double>(lc->grid(0)) * lc->grid(1) * lc->grid(2) * lc->block[0] * lc->block[1] * lc->block[2];
+    if (threads < static_cast<double>(1 << 20)) continue;
+    Dtype d = kernel_dtype(name, Dtype::FP64);
+    if (d != kernel_dtype(name, Dtype::INT8)) continue;  // the name does not say
+    auto elem = static_cast<Bytes>(dtype_bytes(d));
+    if (elem == 0) continue;
+    KernelWork one = w;
+    one.bytes = threads * static_cast<double>(elem);
+    one.access_width = elem;
+    TimeNs fixed = source.gpu.kernel_tail;
+    double per_array = static_cast<double>(model_kernel(t, i, one, source).time_ns - fixed);
+    if (per_array <= 0) continue;
+    double k = std::round(static_cast<double>(std::max<TimeNs>(0, o.duration() - fixed)) / per_array);
+    if (k < 1 || k > 8) continue;
+    w.bytes = k * one.bytes;
+    w.flops = threads;
+    w.access_width = elem;
+    w.from_geometry = true;
+  }
   // Inference from the measured duration for the rest: the model is linear in the work beyond the
   // tail, so one evaluation with a unit of work gives the work that takes the measured time.
   constexpr double kUnit = 1e9;
   for (OpId i = 0; i < t.ops.size(); ++i) {
     const Op& o = t.ops[i];
     KernelWork& w = work[i];
-    if (o.kind != OpKind::Kernel || w.from_shapes) continue;
+    if (o.kind != OpKind::Kernel || w.from_shapes || w.from_geometry) continue;
     bool math = is_compute_class(w.cls);
     KernelWork unit = w, none = w;
     unit.flops = math ? kUnit : 0;

@@ -5,6 +5,12 @@
 //   `sizes = [[...]]`), else inferred from the measured duration on the source GPU (a memory-class
 //   kernel moved duration x achievable bandwidth; a compute-class kernel did duration x peak x
 //   efficiency), so that retargeting scales it by the ratio of the two GPUs' rates.
+// Geometry (elementwise kernels without shapes, one element per thread: grid x block >= 2^20
+//   threads, element type from the name's template argument): bytes = k x threads x E, with k the
+//   whole number of arrays (reads + writes, 1..8) that explains the measured time at the
+//   calibrated bandwidth of E-byte accesses; the model then predicts from k, E and the width's
+//   efficiency (so a bf16 version or another GPU moves by the width's bandwidth, not by the
+//   measured time).
 // Equations: GEMM 2MNK FLOPs, bytes (MK + KN + MN) x E; attention forward 4 B H T S D FLOPs,
 //   backward 2.5x; elementwise/norm/reduction: bytes = (inputs + output) x E, a few FLOPs/element.
 //   An op's work is split evenly among the kernels it launched.
@@ -41,6 +47,9 @@ struct KernelWork {
   double flops = 0, bytes = 0;
   bool from_shapes = false;   // false: inferred from the measured duration
   double weight_elems = 0;    // GEMM forward (addmm): elements of the weight operand (autocast casts it)
+  Bytes access_width = 0;     // bytes one thread moves per access, where known (launch geometry):
+                              // the memory time uses the calibrated efficiency of that width
+  bool from_geometry = false; // bytes from the launch geometry (threads x element x arrays)
   std::string op;             // the aten op it came from, if any
 };
 

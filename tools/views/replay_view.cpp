@@ -73,7 +73,7 @@ void class_table(const Trace& t, const RetargetCostModel& m, ReplayReport& rep) 
     Bound b = Bound::Memory;
     if (o.kind == OpKind::Kernel) {
       const KernelWork& w = m.work()[i];
-      r.with_shapes += w.from_shapes;
+      r.with_shapes += w.from_shapes || w.from_geometry;
       r.flops += w.flops;
       r.bytes += w.bytes;
       KernelEstimate src = model_kernel(t, i, w, m.source());
@@ -432,7 +432,7 @@ void print_replay_text(const ReplayReport& r, const ReplayOptions& opt, std::ost
           << lpad(c.achieved_fraction > 0 ? pct(c.achieved_fraction) : "-", 9) << "\n";
     }
     out << "  ('model here': the models alone on the trace's GPU; 'of peak': the share of the binding resource's\n"
-           "   peak the measured kernels reached; 'shapes': kernels whose work came from recorded op shapes)\n";
+           "   peak the measured kernels reached; 'shapes': kernels whose work came from recorded op shapes or launch geometry)\n";
     out << "Kernels that moved most\n";
     for (std::size_t i = 0; i < r.moved.size() && i < opt.top; ++i) {
       const auto& mk = r.moved[i];
