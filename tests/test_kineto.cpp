@@ -106,6 +106,9 @@ TEST_CASE("two ranks joined by an all-reduce: the collective ends when the last 
   WhatIfReport w = run_whatif(t, wo);
   CHECK(w.baseline.length() == 3'500'000);
   CHECK(w.predicted.length() == 1'500'000);
+  // --scale on collectives halves the part after the last arrival: 3.010 + 0.25 ms.
+  wo.transforms = {parse_transform("scale", "2:kind=collective")};
+  CHECK(run_whatif(t, wo).predicted.length() == 3'250'000);
   // What if the same step ran on 8 ranks (weak scaling)? Only the 0.5 ms after the last arrival
   // scales, by the collective model's 8-rank over 2-rank time for the 4 MiB all-reduce: the span is
   // 3.0 ms (to the arrival) + 0.5 ms x t8 / t2.

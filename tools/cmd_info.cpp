@@ -62,7 +62,13 @@ void info_text(const Trace& t, const json& j, std::ostream& out) {
         << d["clock"].get<std::string>() << ", " << d["memory_bandwidth"].get<std::string>() << ", L2 "
         << d["l2"].get<std::string>() << ", " << d["memory"].get<std::string>() << ", cc "
         << d["compute_capability"].get<std::string>() << "\n";
-  for (const auto& p : t.processes) out << "process " << p.pid << (p.name.empty() ? "" : " " + p.name) << "\n";
+  for (const auto& p : t.processes)
+    out << "process " << p.pid << (p.name.empty() ? "" : " " + p.name) << (p.rank != kNone ? ", rank " + std::to_string(p.rank) : "") << "\n";
+  if (!t.collectives.empty()) {
+    std::size_t joined = 0;
+    for (const auto& c : t.collectives) joined += c.members.size() > 1;
+    out << "collectives " << t.collectives.size() << " (" << joined << " matched across ranks)\n";
+  }
   out << "lanes   " << j["threads"] << " host thread(s), " << j["streams"] << " stream(s)\n";
   out << "ops     " << t.ops.size() << ":";
   for (auto& [k, v] : j["ops"].items()) out << " " << v << " " << k;

@@ -263,7 +263,7 @@ namespace {
 void print_ranks(const ReplayReport& r, std::ostream& out) {
   const Trace& t = *r.trace;
   out << "\nRanks (span: first to last GPU op of the rank)\n";
-  out << "  rank      measured     simulated     error       compute  communication  exposed comm      waiting  last at\n";
+  out << "  rank      measured     simulated     error       compute  communication  exposed comm      waiting  last at      GPU idle\n";
   for (std::size_t i = 0; i < r.simulated_ranks.size() && i < r.measured_ranks.size(); ++i) {
     const RankStats& s = r.simulated_ranks[i];
     const RankStats& m = r.measured_ranks[i];
@@ -271,7 +271,8 @@ void print_ranks(const ReplayReport& r, std::ostream& out) {
     out << "  " << pad(std::to_string(s.rank), 4) << lpad(format_duration(m.span.length()), 14) << lpad(format_duration(s.span.length()), 14)
         << lpad((err >= 0 ? "+" : "") + pct(err), 10) << lpad(format_duration(s.overlap.compute_ns), 14)
         << lpad(format_duration(s.overlap.communication_ns), 15) << lpad(format_duration(s.overlap.exposed_communication_ns), 14)
-        << lpad(format_duration(s.waited_ns), 13) << lpad(std::to_string(s.last_arrivals) + "/" + std::to_string(s.collectives), 9) << "\n";
+        << lpad(format_duration(s.waited_ns), 13) << lpad(std::to_string(s.last_arrivals) + "/" + std::to_string(s.collectives), 9)
+        << lpad(format_duration(s.overlap.gpu_idle_ns), 14) << "\n";
   }
   std::size_t members = 0, comm = 0;
   std::map<std::string, std::size_t> kinds;

@@ -636,7 +636,9 @@ class Reader : public nlohmann::json::json_sax_t {
         continue;
       }
       Op& op = t_.ops[it->second];
-      ApiInfo& info = info_for(it->second);
+      const OpId self = it->second;
+      // Re-fetched at each use: record() may grow t_.apis.
+      auto info = [&]() -> ApiInfo& { return info_for(self); };
       std::int64_t dev = s.device >= 0 ? s.device : 0;
       auto record = [&](std::int64_t corr, std::int64_t stream) {
         auto r = api_by_corr_.find(corr);
@@ -651,24 +653,24 @@ class Reader : public nlohmann::json::json_sax_t {
       if (s.kind == "Stream Wait Event") {
         if (s.stream >= 0 && s.record_corr >= 0 && record(s.record_corr, s.wait_stream)) {
           op.set_api_class(ApiClass::StreamWait);
-          info.stream = stream_lane(dev, s.stream);
-          info.event = static_cast<std::uint64_t>(s.record_corr);
-          info.has_event = true;
+          info().stream = stream_lane(dev, s.stream);
+          info().event = static_cast<std::uint64_t>(s.record_corr);
+          info().has_event = true;
         } else {
           t_.note("kineto: stream wait whose event record is unknown", Severity::Info, "correlation " + std::to_string(s.corr));
         }
       } else if (s.kind == "Event Sync") {
         if (s.record_corr >= 0 && record(s.record_corr, s.wait_stream)) {
           op.set_api_class(ApiClass::EventSync);
-          info.event = static_cast<std::uint64_t>(s.record_corr);
-          info.has_event = true;
+          info().event = static_cast<std::uint64_t>(s.record_corr);
+          info().has_event = true;
         }
       } else if (s.kind == "Stream Sync") {
         op.set_api_class(ApiClass::StreamSync);
-        if (s.stream >= 0 && s.stream != 4294967295LL) info.stream = stream_lane(dev, s.stream);
+        if (s.stream >= 0 && s.stream != 4294967295LL) info().stream = stream_lane(dev, s.stream);
       } else if (s.kind == "Context Sync" || s.kind == "Device Sync") {
         op.set_api_class(ApiClass::DeviceSync);
-        info.device = device_index(dev);
+        info().device = device_index(dev);
       }
     }
   }
