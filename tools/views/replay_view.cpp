@@ -205,8 +205,19 @@ ReplayReport run_replay(const Trace& t, const ReplayOptions& opt) {
   rep.simulated = device_span(t, simulated);
   rep.measured_overlap = compute_overlap(t, measured);
   rep.simulated_overlap = compute_overlap(t, simulated);
-  rep.measured_ranks = rank_stats(t, measured);
-  rep.simulated_ranks = rank_stats(t, simulated);
+  if (t.processes.size() > 1) {
+    rep.measured_ranks = rank_stats(t, measured);
+    rep.simulated_ranks = rank_stats(t, simulated);
+  } else if (t.device_op_count() > 0) {  // one rank: its figures are the whole run's (no second pass)
+    RankStats m, sim;
+    m.rank = sim.rank = t.processes.empty() || t.processes[0].rank == kNone ? 0 : t.processes[0].rank;
+    m.span = rep.measured;
+    m.overlap = rep.measured_overlap;
+    sim.span = rep.simulated;
+    sim.overlap = rep.simulated_overlap;
+    rep.measured_ranks = {m};
+    rep.simulated_ranks = {sim};
+  }
   rep.waits = collective_waits(t, simulated);
   // The run's critical path over its GPU span: the walk stops at host work that ended before the
   // first device op started (process start-up, allocations).
