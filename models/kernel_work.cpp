@@ -156,9 +156,13 @@ bool op_work(const std::string& op, const std::vector<std::vector<std::int64_t>>
     }
   }
   if (op.find("attention") != std::string::npos && !sz.empty() && sz[0].size() == 4) {
-    double b = static_cast<double>(sz[0][0]), h = static_cast<double>(sz[0][1]), t = static_cast<double>(sz[0][2]),
-           d = static_cast<double>(sz[0][3]);
-    double s = sz.size() > 1 && sz[1].size() == 4 ? static_cast<double>(sz[1][2]) : t;
+    // scaled_dot_product_* take (B, H, T, D); the kernels' own ops (_efficient_attention_*,
+    // _flash_attention_*) take (B, T, H, D).
+    bool bthd = op.find("aten::_efficient_attention") == 0 || op.find("aten::_flash_attention") == 0;
+    int ti = bthd ? 1 : 2, hi = bthd ? 2 : 1;
+    double b = static_cast<double>(sz[0][0]), h = static_cast<double>(sz[0][static_cast<std::size_t>(hi)]),
+           t = static_cast<double>(sz[0][static_cast<std::size_t>(ti)]), d = static_cast<double>(sz[0][3]);
+    double s = sz.size() > 1 && sz[1].size() == 4 ? static_cast<double>(sz[1][static_cast<std::size_t>(ti)]) : t;
     bool bwd = op.find("backward") != std::string::npos;
     w.flops = (bwd ? 2.5 : 1.0) * 4 * b * h * t * s * d;
     w.bytes = (bwd ? 8.0 : 4.0) * b * h * t * d * elem;

@@ -332,7 +332,9 @@ class Reader : public nlohmann::json::json_sax_t {
       else if (field_ == Field::InType) list_field_ = true;
       else if (field_ == Field::PgRanks) { ev_.pg_ranks.clear(); list_field_ = true; }
       else field_ = Field::None;
-    } else if (in_args_ && depth_ == 6 && field_ == Field::Dims) {
+    } else if (in_args_ && depth_ >= 6 && field_ == Field::Dims) {
+      // One shape per input; a tensor list ([[[2048, 2048], [2048]], ...]) gives one per tensor.
+      if (depth_ > 6 && !ev_.dims.empty() && ev_.dims.back().empty()) ev_.dims.pop_back();
       ev_.dims.emplace_back();
     }
     return true;
