@@ -327,6 +327,33 @@ TEST_CASE("block_fp32 from Kineto: step spans within 1 %, the same critical path
   auto a = device_path(n, rn.ranges[0].critical_path), b = device_path(k, rk1.ranges[0].critical_path);
   CHECK(a.size() > 100);
   CHECK(a == b);
+  // Model mode from the profiler's Input Dims: within 15 % of the measured steps (3.97 % here).
+  ReplayOptions mo;
+  mo.range_regex = "step.*";
+  mo.hw = "h200-sxm";
+  mo.durations = "model";
+  mo.durations_explicit = true;
+  ReplayReport rm = run_replay(k, mo);
+  REQUIRE(rm.ranges.size() == 3);
+  for (const auto& r : rm.ranges)
+    CHECK(std::fabs(static_cast<double>(r.simulated_span_ns - r.measured_span_ns)) <= 0.15 * static_cast<double>(r.measured_span_ns));
+}
+
+TEST_CASE("Kineto Input Dims: a tensor list gives one shape per tensor", "[kineto]") {
+  std::string p = tmp("dims.json");
+  std::ofstream(p) << R"({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "aten::_foreach_add_", "pid": 1, "tid": 1, "ts": 0, "dur": 10,
+     "args": {"Input Dims": [[[2048, 2048], [2048]], [[2048, 2048], [2048]]], "Input type": ["TensorList", "TensorList"]}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 20, "dur": 10,
+     "args": {"Input Dims": [[64, 128], [128, 32]], "Input type": ["float", "float"]}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 21, "dur": 2, "args": {"correlation": 1}},
+    {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 25, "dur": 3, "args": {"correlation": 1, "stream": 7, "device": 0}}]})";
+  Trace t = load_trace(p);
+  std::vector<std::string> names;
+  for (const auto& r : t.ranges) names.push_back(t.strings.str(r.name));
+  CHECK(std::find(names.begin(), names.end(), "aten::_foreach_add_, sizes = [[2048, 2048], [2048], [2048, 2048], [2048]]") != names.end());
+  CHECK(std::find(names.begin(), names.end(), "aten::mm, sizes = [[64, 128], [128, 32]]") != names.end());
+  std::remove(p.c_str());
 }
 
 TEST_CASE("HTA's critical-path golden test: the same GPU ops, and the runtime calls explained", "[kineto][shared][critical]") {
