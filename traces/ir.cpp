@@ -49,10 +49,12 @@ void Trace::note(const std::string& key, Severity sev, const std::string& exampl
 std::string Trace::lane_label(LaneId l) const {
   if (l >= lanes.size()) return "?";
   const Lane& ln = lanes[l];
-  if (!ln.name.empty()) return ln.name;
-  if (ln.kind == LaneKind::Thread) return "thread " + std::to_string(ln.native_id);
+  // Several ranks: say whose lane it is.
+  std::string who = processes.size() > 1 ? "rank " + std::to_string(rank_of_lane(l)) + " " : "";
+  if (!ln.name.empty()) return who + ln.name;
+  if (ln.kind == LaneKind::Thread) return who + "thread " + std::to_string(ln.native_id);
   std::string d = ln.device < devices.size() ? std::to_string(devices[ln.device].id) : "?";
-  return "gpu" + d + " stream " + std::to_string(ln.native_id);
+  return who + "gpu" + d + " stream " + std::to_string(ln.native_id);
 }
 
 std::size_t Trace::device_op_count() const {
