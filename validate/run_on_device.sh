@@ -13,7 +13,9 @@ bneck=${2:-build-portable/tools/bneck}
 here=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$out"
 export NCCL_NVLS_ENABLE=0
-nvcc -O3 -arch=sm_90 -o /tmp/bneck_validate "$here/validate/bench/bneck_validate.cu" -lcublas -lcublasLt -lcupti
+cupti_dirs="-L/usr/local/cuda/lib64 -L/usr/local/cuda/extras/CUPTI/lib64"
+export LD_LIBRARY_PATH="/usr/local/cuda/extras/CUPTI/lib64:${LD_LIBRARY_PATH:-}"
+nvcc -O3 -arch=sm_90 -o /tmp/bneck_validate "$here/validate/bench/bneck_validate.cu" -lcublas -lcublasLt $cupti_dirs -lcupti
 commit=$(git -C "$here" rev-parse --verify -q HEAD 2>/dev/null | head -1 | tr -cd '0-9a-f' || true)
 /tmp/bneck_validate --commit "${commit:-unknown}" > "$out/measurements.json"
 "$bneck" calibrate "$out/measurements.json" -o "$out/h200-sxm-calibrated.json" --name h200-sxm-calibrated
