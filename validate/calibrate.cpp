@@ -90,12 +90,23 @@ Measurements load_measurements(const std::string& path) {
     x.time_ns = r["time_ns"].get<double>();
     m.items.push_back(std::move(x));
   }
-  // Training half: even positions of each (family, name) group sorted by size.
+  // Training half: even positions of each (family, name) group sorted by size; repeated runs of
+  // one configuration (several runs in one file) count as one position and fall in the same half.
   std::map<std::string, std::vector<std::size_t>> groups;
   for (std::size_t i = 0; i < m.items.size(); ++i) groups[m.items[i].family + "/" + m.items[i].name].push_back(i);
   for (auto& [k, v] : groups) {
     std::stable_sort(v.begin(), v.end(), [&](std::size_t a, std::size_t b) { return measurement_size(m.items[a]) < measurement_size(m.items[b]); });
-    for (std::size_t p = 0; p < v.size(); ++p) m.items[v[p]].train = p % 2 == 0;
+    // Repeated runs: the same parameters apart from the timing fields.
+    auto key = [&](std::size_t i) {
+      nlohmann::json k = m.items[i].params;
+      for (const char* f : {"time_ns", "repeats", "event_ns", "device_records", "algbw_gbps", "busbw_gbps"}) k.erase(f);
+      return k.dump();
+    };
+    std::size_t rank = 0;
+    for (std::size_t p = 0; p < v.size(); ++p) {
+      if (p > 0 && key(v[p]) != key(v[p - 1])) ++rank;
+      m.items[v[p]].train = rank % 2 == 0;
+    }
   }
   return m;
 }
@@ -247,7 +258,7 @@ Calibration calibrate(const Measurements& ms, const std::string& base_preset, co
     struct Rows {
       std::vector<std::vector<double>> a;
       std::vector<double> t;
-      std::map<double, double> curve;
+      std::map<double, std::vector<double>> curve;  // size -> times (one per run)
       bool device = true;
     };
     std::map<std::string, Rows> per;
@@ -256,7 +267,7 @@ Calibration calibrate(const Measurements& ms, const std::string& base_preset, co
         Rows& r = per[m.name];
         r.a.push_back({1.0, m.bytes});
         r.t.push_back(m.time_ns);
-        r.curve[m.params.value("size", m.bytes)] = m.time_ns;
+        r.curve[m.params.value("size", m.bytes)].push_back(m.time_ns);
         r.device = r.device && m.params.contains("event_ns");
       }
     json cp = json::object();
@@ -264,24 +275,30 @@ Calibration calibrate(const Measurements& ms, const std::string& base_preset, co
       if (rows.a.size() < 2) continue;
       Eigen::VectorXd x = relative_lsq(rows.a, rows.t);
       double b = x(1) > 0 ? 1.0 / (x(1) * 1e-9) : 1e12;
-      if (rows.device && rows.curve.size() >= 3) {
+      // Several runs of one size: their median.
+      std::map<double, double> curve;
+      for (auto& [size, ts] : rows.curve) {
+        std::sort(ts.begin(), ts.end());
+        curve[size] = ts.size() % 2 ? ts[ts.size() / 2] : 0.5 * (ts[ts.size() / 2 - 1] + ts[ts.size() / 2]);
+      }
+      if (rows.device && curve.size() >= 3) {
         // Device-timed: the curve carries the model; the summary figures are the rate between the
         // two largest sizes and the smallest copy's time.
-        auto last = std::prev(rows.curve.end()), before = std::prev(last);
+        auto last = std::prev(curve.end()), before = std::prev(last);
         double dt = last->second - before->second;
         double per_byte = path == "d2d" ? 2.0 : 1.0;
         b = dt > 0 ? per_byte * (last->first - before->first) / (dt * 1e-9) : b;
-        x(0) = rows.curve.begin()->second;
+        x(0) = curve.begin()->second;
       }
       cp[path] = {{"latency", ns_str(x(0))}, {"bandwidth", bw_str(b)}};
       if (rows.device) {
-        json curve = json::array();
+        json points = json::array();
         double prev = 0;
-        for (auto [size, t] : rows.curve) {  // times must not fall with size (noise at the small end)
+        for (auto [size, t] : curve) {  // times must not fall with size (noise at the small end)
           prev = std::max(prev, t);
-          curve.push_back({std::to_string(std::llround(size)) + " B", ns_str(prev)});
+          points.push_back({std::to_string(std::llround(size)) + " B", ns_str(prev)});
         }
-        cp[path]["curve"] = curve;
+        cp[path]["curve"] = points;
       } else if (path == "d2d" && gpu.contains("launch_latency")) {
         // Event-timed device-to-device copies run like a kernel: events also see its launch.
         double launch = static_cast<double>(parse_duration(gpu["launch_latency"].get<std::string>()));

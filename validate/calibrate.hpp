@@ -1,7 +1,7 @@
 // Calibration of the hardware model from measured microbenchmarks, and the accuracy report.
 //
 // Each (family, name) group is sorted by size; even positions are the training half, odd ones the
-// held-out half. calibrate() fits on the training half only (Eigen least squares, relative
+// held-out half (repeated runs of one configuration share a position; their median is fitted). calibrate() fits on the training half only (Eigen least squares, relative
 // residuals) and writes an overlay that `extends` the base preset:
 //   stream    -> gpu.kernel_tail and gpu.access_efficiency per access width (t = tail + bytes / (BW e_w))
 //   l2        -> gpu.l2_bandwidth
