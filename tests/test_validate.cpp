@@ -94,3 +94,30 @@ TEST_CASE("collective calibration recovers latency and bus bandwidth from NCCL m
   // On 4 GPUs the latency scales with the ring's steps (6 of 14): 8.571 us + S x 1.5 / 360 GB/s.
   CHECK(collective_time(cal, CollKind::AllReduce, 268435456, 4).time_ns == Approx(8571 + 1118481).margin(3));
 }
+
+TEST_CASE("repeated runs of one configuration share a half, and the copy curve takes their median", "[validate]") {
+  // h2d_pinned, device-timed, sizes 1, 4, 16, 64 MiB, two runs each: the training half is sizes 1 and
+  // 16 MiB (both runs), the held-out half 4 and 64 MiB. Curve points: the median (here the mean) of
+  // the two runs: 1 MiB (20 + 24) / 2 = 22 us, 16 MiB (300 + 310) / 2 = 305 us.
+  nlohmann::json items = nlohmann::json::array();
+  const double sizes[] = {1 << 20, 4 << 20, 16 << 20, 64 << 20};
+  const double run_a[] = {20000, 80000, 300000, 1200000}, run_b[] = {24000, 78000, 310000, 1220000};
+  for (int r = 0; r < 2; ++r)
+    for (int i = 0; i < 4; ++i)
+      items.push_back({{"family", "memcpy"}, {"name", "h2d_pinned"}, {"path", "h2d_pinned"}, {"size", sizes[i]}, {"bytes", sizes[i]},
+                       {"event_ns", 1e9}, {"device_records", 21}, {"flops", 0}, {"time_ns", r ? run_b[i] : run_a[i]}, {"repeats", 21}});
+  nlohmann::json ms = {{"format", "bneck-measurements"}, {"version", 1}, {"device", {{"name", "NVIDIA H200"}}}, {"measurements", items}};
+  std::string path = "/tmp/bneck_test_runs_" + std::to_string(::getpid()) + ".json";
+  std::ofstream(path) << ms.dump();
+  Measurements m = load_measurements(path);
+  std::remove(path.c_str());
+  for (const auto& x : m.items) {
+    double s = x.params["size"].get<double>();
+    CHECK(x.train == (s == (1 << 20) || s == (16 << 20)));
+  }
+  Calibration c = calibrate(m, "h200-sxm", "h200-sxm-calibrated");
+  auto curve = c.overlay["node"]["copy_paths"]["h2d_pinned"]["curve"];
+  REQUIRE(curve.size() == 2);
+  CHECK(curve[0][1] == "22000 ns");
+  CHECK(curve[1][1] == "305000 ns");
+}
