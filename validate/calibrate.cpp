@@ -94,13 +94,13 @@ Measurements load_measurements(const std::string& path) {
   // one configuration (several runs in one file) count as one position and fall in the same half.
   std::map<std::string, std::vector<std::size_t>> groups;
   for (std::size_t i = 0; i < m.items.size(); ++i) groups[m.items[i].family + "/" + m.items[i].name].push_back(i);
-  for (auto& [k, v] : groups) {
+  for (auto& [group, v] : groups) {
     std::stable_sort(v.begin(), v.end(), [&](std::size_t a, std::size_t b) { return measurement_size(m.items[a]) < measurement_size(m.items[b]); });
     // Repeated runs: the same parameters apart from the timing fields.
     auto key = [&](std::size_t i) {
-      nlohmann::json k = m.items[i].params;
-      for (const char* f : {"time_ns", "repeats", "event_ns", "device_records", "algbw_gbps", "busbw_gbps"}) k.erase(f);
-      return k.dump();
+      nlohmann::json p = m.items[i].params;
+      for (const char* f : {"time_ns", "repeats", "event_ns", "device_records", "algbw_gbps", "busbw_gbps"}) p.erase(f);
+      return p.dump();
     };
     std::size_t rank = 0;
     for (std::size_t p = 0; p < v.size(); ++p) {

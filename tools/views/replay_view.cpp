@@ -1,5 +1,7 @@
 #include "tools/views/replay_view.hpp"
 
+#include "models/collective.hpp"
+
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -58,6 +60,11 @@ void class_table(const Trace& t, const RetargetCostModel& m, ReplayReport& rep) 
   std::vector<std::array<TimeNs, 4>> bound_time(rows.size(), {0, 0, 0, 0});
   std::vector<double> achieved_num(rows.size(), 0);
   std::map<StrId, MovedKernel> moved;
+  // Communication kernels are compared by their part after the last member arrived (the wait before
+  // is the other ranks', not the kernel's).
+  std::unordered_map<OpId, const Collective*> coll;
+  for (const Collective& c : t.collectives)
+    for (OpId k : c.members) coll[k] = &c;
   for (OpId i = 0; i < t.ops.size(); ++i) {
     const Op& o = t.ops[i];
     if (!is_device_op(o.kind)) continue;
@@ -68,6 +75,11 @@ void class_table(const Trace& t, const RetargetCostModel& m, ReplayReport& rep) 
     r.cls = c < kKernelClassCount ? to_string(static_cast<KernelClass>(c)) : c == kKernelClassCount ? "memcpy" : "memset";
     r.kernels++;
     TimeNs meas = o.duration(), pred = m.device_time(i);
+    const bool comm = o.kind == OpKind::Kernel && (o.flags & Op::kFlagNccl);
+    if (comm) {
+      if (auto it = rep.graph->intrinsic.find(i); it != rep.graph->intrinsic.end()) meas = it->second;
+      pred = m.duration(i, *rep.graph);
+    }
     r.measured_ns += meas;
     r.predicted_ns += pred;
     Bound b = Bound::Memory;
@@ -78,6 +90,11 @@ void class_table(const Trace& t, const RetargetCostModel& m, ReplayReport& rep) 
       r.bytes += w.bytes;
       KernelEstimate src = model_kernel(t, i, w, m.source());
       KernelEstimate tgt = model_kernel(t, i, w, m.target());
+      if (auto it = coll.find(i); comm && it != coll.end()) {
+        const Collective& cc = *it->second;
+        src.time_ns = collective_time(m.source(), cc.kind, cc.bytes,
+                                      std::max<std::uint32_t>(cc.group_size, static_cast<std::uint32_t>(cc.members.size()))).time_ns;
+      }
       r.model_source_ns += src.time_ns;
       b = (o.flags & Op::kFlagNccl) ? Bound::Latency : tgt.bound;
       if (meas > 0) {
