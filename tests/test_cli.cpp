@@ -1,4 +1,6 @@
 // The CLI contract: exit codes, one clear error line naming the file, JSON on stdout.
+#include <zlib.h>
+
 #include <catch2/catch.hpp>
 #include <sqlite3.h>
 
@@ -94,6 +96,28 @@ TEST_CASE("bad input: one error line naming the file, exit code 2", "[cli][error
   SECTION("malformed JSON workload") {
     std::ofstream((d / "w.json").string()) << "{\"format\": \"bneck-workload\", \"ops\": [ {\"lane\": ";
     expect_bad_input((d / "w.json").string(), "malformed JSON");
+  }
+  SECTION("truncated Kineto trace, plain and gzip") {
+    std::string ev = R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1.5, "dur": 2, "args": {"correlation": 1}})";
+    std::string text = R"({"schemaVersion": 1, "traceEvents": [)" + ev;
+    for (int i = 0; i < 2000; ++i) text += ", " + ev;
+    std::ofstream((d / "cut.json").string()) << text;  // no closing brackets
+    expect_bad_input((d / "cut.json").string(), "malformed JSON at byte");
+    text += "]}";
+    gzFile f = gzopen((d / "cut.json.gz").string().c_str(), "wb");
+    gzwrite(f, text.data(), static_cast<unsigned>(text.size()));
+    gzclose(f);
+    std::string gz = slurp(d / "cut.json.gz");
+    std::ofstream((d / "cut.json.gz").string(), std::ios::binary) << gz.substr(0, gz.size() / 2);
+    expect_bad_input((d / "cut.json.gz").string(), "gzip");
+  }
+  SECTION("execution traces: a dependency cycle, a protobuf cut short") {
+    std::ofstream((d / "cycle.json").string()) << R"({"workload_graph": [
+      {"Id": 1, "Name": "a", "NodeType": 4, "runtime": 1, "data_deps": [2], "is_cpu_op": true},
+      {"Id": 2, "Name": "b", "NodeType": 4, "runtime": 1, "data_deps": [1], "is_cpu_op": true}]})";
+    expect_bad_input((d / "cycle.json").string(), "dependency cycle");
+    std::ofstream((d / "cut.et").string(), std::ios::binary) << std::string("\x05\x0a\x03", 3);  // a 5-byte message holding 2
+    expect_bad_input((d / "cut.et").string(), "protobuf");
   }
   SECTION("inputs are never modified") {
     fs::path p = d / "copy.sqlite";
