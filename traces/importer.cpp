@@ -1,6 +1,9 @@
 #include "traces/importer.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
+#include <thread>
 #include <dirent.h>
 #include <fstream>
 #include <sys/stat.h>
@@ -72,9 +75,27 @@ Trace load_traces(const std::vector<std::string>& paths, const ImportOptions& op
     }
   }
   if (files.empty()) throw InputError("no trace given");
-  std::vector<Trace> parts;
-  parts.reserve(files.size());
-  for (const auto& f : files) parts.push_back(load_trace(f, opt));
+  // One trace per rank: imported on as many threads as the machine has (results in file order, so
+  // the merge is deterministic); the first error, in file order, is the one reported.
+  std::vector<Trace> parts(files.size());
+  std::vector<std::exception_ptr> errors(files.size());
+  std::atomic<std::size_t> next{0};
+  auto work = [&] {
+    for (std::size_t i; (i = next.fetch_add(1)) < files.size();) {
+      try {
+        parts[i] = load_trace(files[i], opt);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    }
+  };
+  std::size_t threads = std::min<std::size_t>(files.size(), std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (std::size_t k = 1; k < threads; ++k) pool.emplace_back(work);
+  work();
+  for (auto& th : pool) th.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
   return merge_traces(std::move(parts));
 }
 
