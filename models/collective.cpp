@@ -16,6 +16,11 @@ double bus_factor(CollKind k, std::uint32_t ranks) {
   return 1.0;
 }
 
+namespace {
+// Latency steps of a ring: AllReduce 2(n-1), Send/Recv 1, the others n-1.
+double ring_steps(CollKind k, double n) { return k == CollKind::AllReduce ? 2 * (n - 1) : k == CollKind::SendRecv ? 1 : n - 1; }
+}  // namespace
+
 CollectiveEstimate collective_time(const HwSpec& hw, CollKind kind, Bytes bytes, std::uint32_t ranks) {
   CollectiveEstimate e;
   if (ranks <= 1 && kind != CollKind::SendRecv) {
@@ -36,14 +41,14 @@ CollectiveEstimate collective_time(const HwSpec& hw, CollKind kind, Bytes bytes,
   if (lat <= 0) lat = 2 * kNsPerUs;       // no figure in the spec: NCCL's per-step latency order
   if (bw <= 0) bw = 10e9;
   const double s = static_cast<double>(bytes), n = std::max<std::uint32_t>(1, ranks);
-  double steps = kind == CollKind::AllReduce ? 2 * (n - 1) : kind == CollKind::SendRecv ? 1 : n - 1;
+  double steps = ring_steps(kind, n);
   // Measured on this node (validate/nccl): the fitted latency (scaled by the ring's steps) and bus
   // bandwidth of the kind.
   if (intra) {
     auto it = node.collectives.find(to_string(kind));
     if (it != node.collectives.end() && it->second.bus_bandwidth > 0) {
       const double rc = std::max<std::uint32_t>(2, it->second.ranks);
-      double steps_c = kind == CollKind::AllReduce ? 2 * (rc - 1) : kind == CollKind::SendRecv ? 1 : rc - 1;
+      double steps_c = ring_steps(kind, rc);
       double alpha = static_cast<double>(it->second.latency) * (steps_c > 0 ? steps / steps_c : 1.0);
       e.algorithm = "calibrated";
       e.link = "nvlink (measured)";

@@ -31,9 +31,8 @@ RetargetCostModel::RetargetCostModel(const Trace& t, HwSpec source, HwSpec targe
   times_.assign(t.ops.size(), 0);
   if (mode_ != DurationMode::Measured)
     for (const Collective& c : t.collectives) {
-      std::uint32_t n = std::max<std::uint32_t>(c.group_size, static_cast<std::uint32_t>(c.members.size()));
-      TimeNs tgt = collective_time(target_, c.kind, c.bytes, n).time_ns;
-      TimeNs src = collective_time(source_, c.kind, c.bytes, n).time_ns;
+      TimeNs tgt = collective_time(target_, c.kind, c.bytes, c.ranks()).time_ns;
+      TimeNs src = collective_time(source_, c.kind, c.bytes, c.ranks()).time_ns;
       for (OpId m : c.members) {
         coll_model_[m] = tgt;
         coll_ratio_[m] = src > 0 ? static_cast<double>(tgt) / static_cast<double>(src) : 1.0;

@@ -366,8 +366,7 @@ void WhatIfEngine::ranks(WhatIfCase& c, const Transform& tr) const {
   TimeNs before = 0, after = 0;
   std::size_t n = 0;
   for (const Collective& col : t_.collectives) {
-    std::uint32_t had = std::max<std::uint32_t>(col.group_size, static_cast<std::uint32_t>(col.members.size()));
-    TimeNs a = collective_time(c.spec, col.kind, col.bytes, had).time_ns, b = collective_time(c.spec, col.kind, col.bytes, tr.ranks).time_ns;
+    TimeNs a = collective_time(c.spec, col.kind, col.bytes, col.ranks()).time_ns, b = collective_time(c.spec, col.kind, col.bytes, tr.ranks).time_ns;
     double ratio = a > 0 ? static_cast<double>(b) / static_cast<double>(a) : 1.0;
     for (OpId m : col.members) {
       before += c.durations[m];

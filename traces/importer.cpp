@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <fstream>
 #include <sys/stat.h>
+#include <zlib.h>
 
 #include "sim/base/error.hpp"
 #include "traces/chakra/chakra_importer.hpp"
@@ -39,6 +40,16 @@ Trace load_trace(const std::string& path, const ImportOptions& opt) {
   std::string head(4096, '\0');
   in.read(head.data(), static_cast<std::streamsize>(head.size()));
   head.resize(static_cast<std::size_t>(in.gcount()));
+  // Gzip: the sniffers see the first bytes inside (if they cannot be read, the compressed ones,
+  // and the importer that claims the file says why).
+  if (head.size() >= 2 && static_cast<unsigned char>(head[0]) == 0x1f && static_cast<unsigned char>(head[1]) == 0x8b) {
+    if (gzFile f = gzopen(path.c_str(), "rb")) {
+      std::string inner(4096, '\0');
+      int n = gzread(f, inner.data(), static_cast<unsigned>(inner.size()));
+      gzclose(f);
+      if (n > 0) head = inner.substr(0, static_cast<std::size_t>(n));
+    }
+  }
   const Importer* best = nullptr;
   int best_score = 0;
   for (const auto& imp : importers()) {

@@ -18,7 +18,8 @@ class Importer {
   virtual ~Importer() = default;
   virtual const char* name() const = 0;
   virtual const char* description() const = 0;
-  // Confidence 0..100 that the file is in this format, from its first bytes and its path.
+  // Confidence 0..100 that the file is in this format, from its first bytes (of a gzip file, the
+  // first decompressed bytes if they can be read) and its path.
   virtual int sniff(std::string_view head, const std::string& path) const = 0;
   virtual Trace import(const std::string& path, const ImportOptions& opt) const = 0;
 };

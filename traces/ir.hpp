@@ -185,6 +185,8 @@ struct Collective {
   std::string group;              // process group name, or "world"
   std::uint32_t seq = 0;          // position in the group's sequence
   std::vector<OpId> members;      // one communication kernel per traced rank, by rank order
+  // Ranks taking part: the group's size, or the traced members if more.
+  std::uint32_t ranks() const { return std::max<std::uint32_t>(group_size, static_cast<std::uint32_t>(members.size())); }
 };
 
 enum class Severity : std::uint8_t { Info = 0, Warning = 1, Error = 2 };
@@ -214,13 +216,21 @@ struct Trace {
   void note(const std::string& key, Severity sev, const std::string& example, std::uint64_t n = 1);
   const std::string& name(const Op& op) const { return strings.str(op.name); }
   const ApiInfo* api(const Op& op) const { return op.kind == OpKind::Api && op.extra != kNone ? &apis[op.extra] : nullptr; }
+  // Importers: the ApiInfo of API op `id`, created on first use. The reference is invalidated by
+  // the next call that creates one (apis may grow).
+  ApiInfo& api_info_for(OpId id) {
+    Op& op = ops[id];
+    if (op.extra == kNone) {
+      op.extra = static_cast<std::uint32_t>(apis.size());
+      apis.emplace_back();
+    }
+    return apis[op.extra];
+  }
   const CopyInfo* copy(const Op& op) const {
     return (op.kind == OpKind::Memcpy || op.kind == OpKind::Memset) && op.extra != kNone ? &copies[op.extra] : nullptr;
   }
-  std::uint32_t rank_of(const Op& op) const {  // the op's process's rank (its index if none)
-    std::uint32_t p = op.lane < lanes.size() ? lanes[op.lane].process : 0;
-    return p < processes.size() && processes[p].rank != kNone ? processes[p].rank : p;
-  }
+  std::uint32_t rank_of(const Op& op) const { return rank_of_lane(op.lane); }
+  // The rank of a lane's process (the process's index if it has none).
   std::uint32_t rank_of_lane(LaneId l) const {
     std::uint32_t p = l < lanes.size() ? lanes[l].process : 0;
     return p < processes.size() && processes[p].rank != kNone ? processes[p].rank : p;

@@ -92,8 +92,7 @@ void class_table(const Trace& t, const RetargetCostModel& m, ReplayReport& rep) 
       KernelEstimate tgt = model_kernel(t, i, w, m.target());
       if (auto it = coll.find(i); comm && it != coll.end()) {
         const Collective& cc = *it->second;
-        src.time_ns = collective_time(m.source(), cc.kind, cc.bytes,
-                                      std::max<std::uint32_t>(cc.group_size, static_cast<std::uint32_t>(cc.members.size()))).time_ns;
+        src.time_ns = collective_time(m.source(), cc.kind, cc.bytes, cc.ranks()).time_ns;
       }
       r.model_source_ns += src.time_ns;
       b = (o.flags & Op::kFlagNccl) ? Bound::Latency : tgt.bound;

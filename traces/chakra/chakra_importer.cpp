@@ -339,16 +339,7 @@ std::vector<Node> chakra_protobuf(const std::string& path, const std::string& da
 int ChakraImporter::sniff(std::string_view head, const std::string& path) const {
   auto ends = [&](const char* s) { std::string_view x(s); return path.size() >= x.size() && path.compare(path.size() - x.size(), x.size(), x) == 0; };
   if (ends(".et")) return 70;
-  std::string h(head);
-  if (head.size() >= 2 && static_cast<unsigned char>(head[0]) == 0x1f && static_cast<unsigned char>(head[1]) == 0x8b) {
-    gzFile f = gzopen(path.c_str(), "rb");
-    if (!f) return 0;
-    char buf[4096];
-    int n = gzread(f, buf, sizeof buf);
-    gzclose(f);
-    if (n <= 0) return 0;
-    h.assign(buf, static_cast<std::size_t>(n));
-  }
+  std::string_view h = head;
   auto p = h.find_first_not_of(" \t\r\n");
   if (p == std::string::npos || h[p] != '{') return 0;
   if (h.find("\"workload_graph\"") != std::string::npos) return 85;

@@ -640,12 +640,12 @@ class Reader : public nlohmann::json::json_sax_t {
       Op& op = t_.ops[it->second];
       const OpId self = it->second;
       // Re-fetched at each use: record() may grow t_.apis.
-      auto info = [&]() -> ApiInfo& { return info_for(self); };
+      auto info = [&]() -> ApiInfo& { return t_.api_info_for(self); };
       std::int64_t dev = s.device >= 0 ? s.device : 0;
       auto record = [&](std::int64_t corr, std::int64_t stream) {
         auto r = api_by_corr_.find(corr);
         if (r == api_by_corr_.end() || stream < 0) return false;
-        ApiInfo& ri = info_for(r->second);
+        ApiInfo& ri = t_.api_info_for(r->second);
         ri.stream = stream_lane(dev, stream);
         ri.event = static_cast<std::uint64_t>(corr);
         ri.has_event = true;
@@ -675,15 +675,6 @@ class Reader : public nlohmann::json::json_sax_t {
         info().device = device_index(dev);
       }
     }
-  }
-
-  ApiInfo& info_for(OpId api) {
-    Op& op = t_.ops[api];
-    if (op.extra == kNone) {
-      op.extra = static_cast<std::uint32_t>(t_.apis.size());
-      t_.apis.emplace_back();
-    }
-    return t_.apis[op.extra];
   }
 
   struct Sync {
@@ -722,21 +713,9 @@ class Reader : public nlohmann::json::json_sax_t {
 
 }  // namespace
 
-int KinetoImporter::sniff(std::string_view head, const std::string& path) const {
-  if (head.size() >= 2 && static_cast<unsigned char>(head[0]) == 0x1f && static_cast<unsigned char>(head[1]) == 0x8b) {
-    // gzip: look inside.
-    gzFile f = gzopen(path.c_str(), "rb");
-    if (!f) return 0;
-    char buf[4096];
-    int n = gzread(f, buf, sizeof buf);
-    gzclose(f);
-    if (n <= 0) return 10;  // a gzip file we cannot read: let the importer say why
-    std::string_view h(buf, static_cast<std::size_t>(n));
-    return h.find("traceEvents") != std::string_view::npos || h.find("schemaVersion") != std::string_view::npos ||
-                   h.find("deviceProperties") != std::string_view::npos
-               ? 80
-               : 10;
-  }
+int KinetoImporter::sniff(std::string_view head, const std::string&) const {
+  // Still compressed: a gzip file whose content could not be read; the importer says why.
+  if (head.size() >= 2 && static_cast<unsigned char>(head[0]) == 0x1f && static_cast<unsigned char>(head[1]) == 0x8b) return 10;
   auto p = head.find_first_not_of(" \t\r\n");
   if (p == std::string_view::npos || head[p] != '{') return 0;
   if (head.find("\"traceEvents\"") != std::string_view::npos || head.find("\"schemaVersion\"") != std::string_view::npos ||

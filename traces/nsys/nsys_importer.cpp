@@ -464,15 +464,6 @@ class Reader {
     pending_corr_.shrink_to_fit();
   }
 
-  ApiInfo& info_for(OpId api) {
-    Op& op = t_.ops[api];
-    if (op.extra == kNone) {
-      op.extra = static_cast<std::uint32_t>(t_.apis.size());
-      t_.apis.emplace_back();
-    }
-    return t_.apis[op.extra];
-  }
-
   void read_sync() {
     const std::string table = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION";
     if (!db_.has_table(table)) return;
@@ -489,7 +480,7 @@ class Reader {
         t_.note("nsys: synchronization without its API call", Severity::Info, table + " record " + std::to_string(st.rows()));
         continue;
       }
-      ApiInfo& info = info_for(api);
+      ApiInfo& info = t_.api_info_for(api);
       auto stream = static_cast<std::uint64_t>(st.i64(4));
       auto dev = static_cast<std::uint64_t>(st.i64(2));
       if (!st.null(4) && stream != kU32Sentinel)
@@ -520,7 +511,7 @@ class Reader {
         t_.note("nsys: event record without its API call", Severity::Info, table + " record " + std::to_string(st.rows()));
         continue;
       }
-      ApiInfo& info = info_for(api);
+      ApiInfo& info = t_.api_info_for(api);
       info.stream = stream_lane(pid, static_cast<std::uint64_t>(st.i64(2)), static_cast<std::uint64_t>(st.i64(3)),
                                 static_cast<std::uint64_t>(st.i64(4)));
       info.event = static_cast<std::uint64_t>(st.i64(5));
