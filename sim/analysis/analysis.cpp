@@ -50,10 +50,20 @@ TimeNs intersect(const Intervals& a, const Intervals& b) {
 
 }  // namespace
 
+namespace {
+Overlap overlap_of(const Trace& t, const Schedule& s, std::vector<OpId> idx);
+}  // namespace
+
 Overlap compute_overlap(const Trace& t, const Schedule& s, const std::function<bool(OpId)>& include) {
   std::vector<OpId> idx;
   for (OpId i = 0; i < t.ops.size(); ++i)
     if (is_device_op(t.ops[i].kind) && (!include || include(i))) idx.push_back(i);
+  return overlap_of(t, s, std::move(idx));
+}
+
+namespace {
+// The overlap of the device ops `idx` (any order).
+Overlap overlap_of(const Trace& t, const Schedule& s, std::vector<OpId> idx) {
   std::sort(idx.begin(), idx.end(), [&](OpId a, OpId b) { return s.start(a) != s.start(b) ? s.start(a) < s.start(b) : a < b; });
   Overlap ov;
   const std::size_t ndev = std::max<std::size_t>(1, t.devices.size());
@@ -87,14 +97,14 @@ Overlap compute_overlap(const Trace& t, const Schedule& s, const std::function<b
   }
   return ov;
 }
+}  // namespace
 
-Span device_span(const Trace& t, const Schedule& s, const std::function<bool(OpId)>& include) {
+Span device_span(const Trace& t, const Schedule& s) {
   Span sp;
   bool any = false;
   for (int pass = 0; pass < 2 && !any; ++pass)
     for (OpId i = 0; i < t.ops.size(); ++i) {
       if (pass == 0 && !is_device_op(t.ops[i].kind)) continue;
-      if (include && !include(i)) continue;
       if (!any) { sp.begin = s.start(i); sp.end = s.end(i); any = true; }
       sp.begin = std::min(sp.begin, s.start(i));
       sp.end = std::max(sp.end, s.end(i));
@@ -124,18 +134,23 @@ std::vector<CollectiveWait> collective_waits(const Trace& t, const Schedule& s) 
 
 std::vector<RankStats> rank_stats(const Trace& t, const Schedule& s) {
   std::vector<RankStats> out;
-  std::vector<std::uint32_t> proc_of_op_lane(t.lanes.size());
-  for (LaneId l = 0; l < t.lanes.size(); ++l) proc_of_op_lane[l] = t.lanes[l].process;
+  // One pass over the ops: each process's device ops.
+  std::vector<std::vector<OpId>> ops_of(t.processes.size());
+  for (OpId i = 0; i < t.ops.size(); ++i) {
+    std::uint32_t p = t.lanes[t.ops[i].lane].process;
+    if (is_device_op(t.ops[i].kind) && p < ops_of.size()) ops_of[p].push_back(i);
+  }
   for (std::uint32_t p = 0; p < t.processes.size(); ++p) {
-    auto mine = [&](OpId i) { return proc_of_op_lane[t.ops[i].lane] == p; };
-    bool any = false;
-    for (OpId i = 0; i < t.ops.size() && !any; ++i) any = is_device_op(t.ops[i].kind) && mine(i);
-    if (!any) continue;
+    if (ops_of[p].empty()) continue;
     RankStats r;
     r.process = p;
     r.rank = t.processes[p].rank != kNone ? t.processes[p].rank : p;
-    r.span = device_span(t, s, mine);
-    r.overlap = compute_overlap(t, s, mine);
+    r.span = {s.start(ops_of[p][0]), s.end(ops_of[p][0])};
+    for (OpId i : ops_of[p]) {
+      r.span.begin = std::min(r.span.begin, s.start(i));
+      r.span.end = std::max(r.span.end, s.end(i));
+    }
+    r.overlap = overlap_of(t, s, std::move(ops_of[p]));
     out.push_back(r);
   }
   auto by_rank = [&](std::uint32_t rank) -> RankStats* {

@@ -44,7 +44,7 @@ struct Span {
   TimeNs begin = 0, end = 0;
   TimeNs length() const { return end - begin; }
 };
-Span device_span(const Trace& t, const Schedule& s, const std::function<bool(OpId)>& include = {});
+Span device_span(const Trace& t, const Schedule& s);
 
 // Per rank of a multi-rank trace (one rank per process): its GPU span, its overlap, and how its
 // collectives went in schedule `s`: every member of a collective waits inside its kernel for the
