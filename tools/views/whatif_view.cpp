@@ -90,6 +90,8 @@ WhatIfReport run_whatif(const Trace& t, const WhatIfOptions& opt) {
   rep.measured = device_span(t, measured_schedule(t));
   rep.baseline = device_span(t, sim_schedule(rep.base_sim));
   rep.predicted = device_span(t, sim_schedule(rep.pred_sim));
+  rep.baseline_ranks = rank_stats(t, sim_schedule(rep.base_sim));
+  rep.predicted_ranks = rank_stats(t, sim_schedule(rep.pred_sim));
   rep.baseline_overlap = compute_overlap(t, sim_schedule(rep.base_sim));
   rep.predicted_overlap = compute_overlap(t, sim_schedule(rep.pred_sim));
   rep.has_amdahl = pred.scale_factor > 0;
@@ -216,7 +218,8 @@ void print_whatif_text(const WhatIfReport& r, const WhatIfOptions& opt, std::ost
     out << "\n";
   }
   {
-    auto base = rank_stats(t, sim_schedule(r.base_sim)), pred = rank_stats(t, sim_schedule(r.pred_sim));
+    const auto& base = r.baseline_ranks;
+    const auto& pred = r.predicted_ranks;
     if (base.size() > 1 && base.size() == pred.size()) {
       out << "Ranks (GPU span)            baseline     predicted       change   exposed comm (baseline -> predicted)\n";
       for (std::size_t i = 0; i < base.size(); ++i) {
@@ -265,7 +268,8 @@ json whatif_json(const WhatIfReport& r) {
   j["predicted_ns"] = r.predicted_ns;
   j["speedup"] = r.speedup;
   {
-    auto base = rank_stats(*r.trace, sim_schedule(r.base_sim)), pred = rank_stats(*r.trace, sim_schedule(r.pred_sim));
+    const auto& base = r.baseline_ranks;
+    const auto& pred = r.predicted_ranks;
     json rk = json::array();
     for (std::size_t i = 0; i < base.size() && i < pred.size(); ++i)
       rk.push_back({{"rank", base[i].rank}, {"baseline_span_ns", base[i].span.length()}, {"predicted_span_ns", pred[i].span.length()},

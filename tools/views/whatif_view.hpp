@@ -42,6 +42,7 @@ struct WhatIfReport {
   struct SlackChange { std::string name; OpId id; TimeNs before, after; };
   std::vector<SlackChange> slack_changes;
   Overlap baseline_overlap, predicted_overlap;
+  std::vector<RankStats> baseline_ranks, predicted_ranks;  // one per process with device ops
   SimResult base_sim, pred_sim;
 };
 
