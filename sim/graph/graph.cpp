@@ -119,7 +119,7 @@ class Builder {
         if (a.count++ == 0) { a.severity = Severity::Warning; a.example = t_.name(t_.ops[col.members[0]]) + " #" + std::to_string(col.seq); }
         continue;
       }
-      for (OpId m : col.members) member_of_[m] = c;
+      for (OpId m : col.members) member_of_[m] = {c, last_start};
     }
     build_resources(g);
     for (const auto& d : t_.deps) explicit_in_[d.to].push_back(d);
@@ -325,9 +325,8 @@ class Builder {
   void collective_edges(OpId i, const Op& o, std::vector<PendingEdge>& in, Graph& g) {
     auto it = member_of_.find(i);
     if (it == member_of_.end()) return;
-    const Collective& c = t_.collectives[it->second];
-    TimeNs last = 0;
-    for (OpId m : c.members) last = std::max(last, t_.ops[m].start);
+    const Collective& c = t_.collectives[it->second.first];
+    const TimeNs last = it->second.second;  // the last member's arrival
     if (t_.measured) g.intrinsic[i] = std::clamp<TimeNs>(o.end() - last, 0, o.duration());
     for (OpId m : c.members)
       if (m != i) in.push_back({m, EdgeType::Collective, DepType::StartToEnd, 0});
@@ -537,7 +536,7 @@ class Builder {
   std::vector<std::vector<std::pair<TimeNs, OpId>>> compute_by_launch_;  // per device, by launch time
   std::vector<std::uint8_t> infer_waits_;              // per process: its stream waits lack their events
   std::vector<std::vector<LaneId>> device_streams_;   // per device: its stream lanes
-  std::unordered_map<OpId, std::uint32_t> member_of_;
+  std::unordered_map<OpId, std::pair<std::uint32_t, TimeNs>> member_of_;  // collective, its last arrival
   const Trace& t_;
   bool calibrate_;
   bool overlap_comm_ = false;
