@@ -19,9 +19,9 @@ TEST_CASE("the text's overlap example: 8 ms compute, 6 ms communication from 4 m
   auto r = replay(workload(std::string(kTwoStreams) + R"(
     {"kind": "kernel", "name": "gemm", "lane": 0, "duration": "8 ms"},
     {"kind": "kernel", "name": "ncclAllReduce", "lane": 1, "duration": "6 ms", "start": "4 ms"}]})"));
-  Span s = device_span(r.trace, sim_schedule(r.sim));
+  Span s = device_span(r.graph, sim_schedule(r.sim));
   CHECK(s.length() == 10 * kNsPerMs);
-  Overlap ov = compute_overlap(r.trace, sim_schedule(r.sim));
+  Overlap ov = compute_overlap(r.graph, sim_schedule(r.sim));
   CHECK(ov.compute_ns == 8 * kNsPerMs);
   CHECK(ov.communication_ns == 6 * kNsPerMs);
   CHECK(ov.compute_comm_overlap_ns == 4 * kNsPerMs);
@@ -33,8 +33,8 @@ TEST_CASE("serialized communication: 8 ms + 6 ms = 14 ms, all 6 ms exposed", "[e
   auto r = replay(workload(std::string(kTwoStreams) + R"(
     {"kind": "kernel", "name": "gemm", "lane": 0, "duration": "8 ms"},
     {"kind": "kernel", "name": "ncclAllReduce", "lane": 1, "duration": "6 ms", "after": [0]}]})"));
-  CHECK(device_span(r.trace, sim_schedule(r.sim)).length() == 14 * kNsPerMs);
-  Overlap ov = compute_overlap(r.trace, sim_schedule(r.sim));
+  CHECK(device_span(r.graph, sim_schedule(r.sim)).length() == 14 * kNsPerMs);
+  Overlap ov = compute_overlap(r.graph, sim_schedule(r.sim));
   CHECK(ov.exposed_communication_ns == 6 * kNsPerMs);
   CHECK(ov.compute_comm_overlap_ns == 0);
 }
@@ -62,7 +62,7 @@ TEST_CASE("fork-join: the critical path takes the longer branch; the other has s
     {"kind": "kernel", "name": "k_aux", "lane": 2, "duration": "3.5 ms", "after": [0]},
     {"kind": "kernel", "name": "k_reduce", "lane": 0, "duration": "1.5 ms", "after": [2, 3]}]})"));
   CHECK(r.sim.end[4] == 8'500'000);
-  auto path = critical_path(r.trace, r.sim, last_device_op(r.trace, sim_schedule(r.sim)));
+  auto path = critical_path(r.sim, last_device_op(r.graph, sim_schedule(r.sim)));
   std::vector<std::string> names;
   for (OpId n : path) names.push_back(r.trace.name(r.trace.ops[n]));
   CHECK(names == std::vector<std::string>{"k_load", "k_compute", "k_compute", "k_reduce"});
@@ -82,11 +82,11 @@ TEST_CASE("a copy engine serializes two host-to-device copies on different strea
     {"kind": "memcpy", "name": "h2d a", "lane": 0, "duration": "2 ms", "copy_kind": "HtoD", "size": "64 MiB"},
     {"kind": "memcpy", "name": "h2d b", "lane": 1, "duration": "3 ms", "copy_kind": "HtoD", "size": "96 MiB"},
     {"kind": "memcpy", "name": "d2h", "lane": 2, "duration": "4 ms", "copy_kind": "DtoH", "size": "128 MiB"}]})"));
-  CHECK(device_span(r.trace, sim_schedule(r.sim)).length() == 5 * kNsPerMs);
+  CHECK(device_span(r.graph, sim_schedule(r.sim)).length() == 5 * kNsPerMs);
   CHECK(r.sim.end[2] == 4 * kNsPerMs);
   REQUIRE(r.graph.resources.size() == 2);
   // The path of the last copy goes through the engine wait: h2d a, then h2d b.
-  auto path = critical_path(r.trace, r.sim, 1);
+  auto path = critical_path(r.sim, 1);
   CHECK(path == std::vector<OpId>{0, 1});
 }
 

@@ -458,7 +458,7 @@ TEST_CASE("Chakra execution traces: JSON and protobuf nodes replay by their depe
     CHECK(gpu_begin == 300'000);
     CHECK(gpu_end == 405'000);
     CHECK(end == 500'000);
-    Overlap ov = compute_overlap(r.trace, sim_schedule(r.sim));
+    Overlap ov = compute_overlap(r.graph, sim_schedule(r.sim));
     CHECK(ov.communication_ns == 25'000);
   }
   // A cut protobuf names the file and the byte.

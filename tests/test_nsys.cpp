@@ -78,7 +78,7 @@ TEST_CASE("the public nsys exports of three schema versions import", "[nsys][sha
     CHECK(count_kind(t, OpKind::Memcpy) == c.memcpys);
     CHECK(count_kind(t, OpKind::Memset) == c.memsets);
     auto r = replay(std::move(t));
-    Span m = device_span(r.trace, sim_schedule(r.sim));
+    Span m = device_span(r.graph, sim_schedule(r.sim));
     CHECK(m.length() > 0);
   }
   // TensorRT launches through both the runtime and the driver API (cudaLaunchKernel,

@@ -47,7 +47,7 @@ TEST_CASE("the text's examples: overlap and a 5 ms kernel 3x faster", "[whatif]"
   }
   CHECK(r.sim.end[serial] == 14 * kNsPerMs);
   CHECK(r.sim.end[over] == 10 * kNsPerMs);
-  Overlap ov = compute_overlap(r.trace, sim_schedule(r.sim), [&](OpId o) { return o != serial; });
+  Overlap ov = compute_overlap(r.graph, sim_schedule(r.sim), [&](OpId o) { return o != serial; });
   CHECK(ov.exposed_communication_ns == 2 * kNsPerMs);
   // 100 ms serial, the 5 ms kernel 3x faster: 100 - 5 + 5/3 = 96.667 ms, 3.33 ms saved; Amdahl agrees
   // on a serial run (fraction 0.05).
@@ -110,7 +110,7 @@ TEST_CASE("transforms parse, compose, and reject bad input", "[whatif]") {
   Scenario s = load_scenario(source_dir() + "/tests/data/scenario_fast_compute.json");
   CHECK(s.name == "fast-compute");
   REQUIRE(s.transforms.size() == 1);
-  CHECK(s.transforms[0].factor == 2);
+  CHECK(s.transforms[0]->text == "--scale 2:name~k_compute");
   // Scaling by 2 then by 0.5 is the baseline again.
   WhatIfReport w = whatif(demo_trace(), "iter.*", {parse_transform("scale", "2:kind=kernel"), parse_transform("scale", "0.5:kind=kernel")});
   CHECK(w.predicted_ns == Approx(static_cast<double>(w.baseline_ns)).epsilon(1e-4));

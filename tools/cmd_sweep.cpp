@@ -15,6 +15,7 @@
 #include "sim/base/error.hpp"
 #include "tools/commands.hpp"
 #include "tools/output.hpp"
+#include "models/whatif/sweep.hpp"
 #include "tools/views/whatif_view.hpp"
 #include "traces/importer.hpp"
 
@@ -23,14 +24,7 @@ using nlohmann::json;
 
 namespace {
 
-struct Case {
-  std::string hw, scenario, vary_value;
-  std::vector<Transform> transforms;
-  // results
-  TimeNs baseline = 0, predicted = 0;
-  TimeNs by_bound[4] = {0, 0, 0, 0};  // predicted device time by bound on the target
-  std::string error;
-};
+using Case = SweepCase;
 
 std::vector<std::string> split_list(const std::string& s) {
   std::vector<std::string> out;
@@ -139,56 +133,9 @@ void add_sweep(CLI::App& sub, Action& action) {
             cases.push_back(std::move(c));
           }
       }
-      // One graph, shared by every case.
-      auto graph = std::make_shared<const Graph>(build_graph(t));
-      HwSpec source = source_spec(t, source_hw);
-      WhatIfEngine engine(t, graph, source);
-      WhatIfCase base = engine.baseline();
-      SimResult base_sim = simulate(*base.graph, VectorCostModel(base.durations));
       std::optional<std::regex> re;
       if (!range.empty()) re = range_regex(range);
-      RangeIndex idx(t);
-      std::vector<std::vector<OpId>> range_ops;
-      if (re)
-        for (std::size_t ri : idx.match(*re)) {
-          std::vector<OpId> ops;
-          idx.device_ops(ri, ops);
-          if (!ops.empty()) range_ops.push_back(std::move(ops));
-        }
-      auto measure = [&](const SimResult& r) -> TimeNs {
-        if (!re) return device_span(t, sim_schedule(r)).length();
-        std::vector<double> v;
-        for (const auto& ops : range_ops) {
-          TimeNs b = r.start[ops[0]], e = r.end[ops[0]];
-          for (OpId o : ops) { b = std::min(b, r.start[o]); e = std::max(e, r.end[o]); }
-          v.push_back(static_cast<double>(e - b));
-        }
-        return static_cast<TimeNs>(median(v));
-      };
-      TimeNs baseline = measure(base_sim);
-      std::atomic<std::size_t> next{0};
-      unsigned n = jobs ? jobs : std::max(1u, std::thread::hardware_concurrency());
-      std::vector<std::thread> pool;
-      for (unsigned k = 0; k < n; ++k)
-        pool.emplace_back([&] {
-          for (std::size_t i; (i = next++) < cases.size();) {
-            Case& c = cases[i];
-            try {
-              WhatIfCase wc = engine.apply(c.transforms);
-              SimResult r = simulate(*wc.graph, VectorCostModel(wc.durations));
-              c.baseline = baseline;
-              c.predicted = measure(r);
-              for (OpId o = 0; o < t.ops.size(); ++o) {
-                if (t.ops[o].kind != OpKind::Kernel) continue;
-                Bound b = (t.ops[o].flags & Op::kFlagNccl) ? Bound::Latency : model_kernel(t, o, engine.work()[o], wc.spec).bound;
-                c.by_bound[static_cast<int>(b)] += wc.durations[o];
-              }
-            } catch (const std::exception& e) {
-              c.error = e.what();
-            }
-          }
-        });
-      for (auto& th : pool) th.join();
+      run_sweep(t, source_hw, re, jobs, cases);
       for (const auto& f : temp_files) std::remove(f.c_str());
       for (const auto& c : cases)
         if (!c.error.empty()) throw InputError("sweep case " + c.hw + " / " + c.scenario + ": " + c.error);

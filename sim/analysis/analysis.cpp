@@ -17,6 +17,15 @@ OpClass op_class(const Op& o) {
   return OpClass::Host;
 }
 
+OpClass node_class(const Graph& g, NodeId n) {
+  switch (g.kind(n)) {
+    case OpKind::Api: return OpClass::Host;
+    case OpKind::Memcpy: case OpKind::Memset: return OpClass::Memcpy;
+    case OpKind::Kernel: return g.nccl(n) ? OpClass::Communication : OpClass::Compute;
+  }
+  return OpClass::Host;
+}
+
 const char* to_string(OpClass c) {
   static const char* const names[] = {"compute", "memcpy", "communication", "host"};
   return names[static_cast<int>(c)];
@@ -51,34 +60,43 @@ TimeNs intersect(const Intervals& a, const Intervals& b) {
 }  // namespace
 
 namespace {
-Overlap overlap_of(const Trace& t, const Schedule& s, std::vector<OpId> idx);
+Overlap overlap_of(const Graph& g, const Schedule& s, std::vector<OpId> idx);
 }  // namespace
 
-Overlap compute_overlap(const Trace& t, const Schedule& s, const std::function<bool(OpId)>& include) {
+Overlap compute_overlap(const Graph& g, const Schedule& s, const std::function<bool(OpId)>& include) {
   std::vector<OpId> idx;
-  for (OpId i = 0; i < t.ops.size(); ++i)
-    if (is_device_op(t.ops[i].kind) && (!include || include(i))) idx.push_back(i);
-  return overlap_of(t, s, std::move(idx));
+  for (OpId i = 0; i < g.num_nodes(); ++i)
+    if (s.device_node(g, i) && (!include || include(i))) idx.push_back(i);
+  return overlap_of(g, s, std::move(idx));
 }
 
 namespace {
 // The overlap of the device ops `idx` (any order).
-Overlap overlap_of(const Trace& t, const Schedule& s, std::vector<OpId> idx) {
-  std::sort(idx.begin(), idx.end(), [&](OpId a, OpId b) { return s.start(a) != s.start(b) ? s.start(a) < s.start(b) : a < b; });
+Overlap overlap_of(const Graph& g, const Schedule& s, std::vector<OpId> idx) {
+  const std::uint32_t ndev = std::max<std::uint32_t>(1, g.num_devices);
+  auto dev_of = [&](OpId i) {
+    std::uint32_t d = g.device(i);
+    return d == kNone || d >= ndev ? 0u : d;
+  };
+  // By device, then start: one pass.
+  std::sort(idx.begin(), idx.end(), [&](OpId a, OpId b) {
+    std::uint32_t da = dev_of(a), db = dev_of(b);
+    if (da != db) return da < db;
+    return s.start(a) != s.start(b) ? s.start(a) < s.start(b) : a < b;
+  });
   Overlap ov;
-  const std::size_t ndev = std::max<std::size_t>(1, t.devices.size());
-  for (std::size_t d = 0; d < ndev; ++d) {
+  std::size_t k = 0;
+  while (k < idx.size()) {
+    const std::uint32_t d = dev_of(idx[k]);
     Intervals cls[3], all;
     TimeNs first = 0, last = 0;
     bool any = false;
-    for (OpId i : idx) {
-      const Op& o = t.ops[i];
-      std::uint32_t dev = t.lanes[o.lane].device;
-      if ((dev == kNone ? 0 : dev) != d) continue;
+    for (; k < idx.size() && dev_of(idx[k]) == d; ++k) {
+      OpId i = idx[k];
       TimeNs b = s.start(i), e = s.end(i);
       if (!any) { first = b; last = e; any = true; }
       last = std::max(last, e);
-      add_merged(cls[static_cast<int>(op_class(o))], b, e);
+      add_merged(cls[static_cast<int>(node_class(g, i))], b, e);
       add_merged(all, b, e);
     }
     if (!any) continue;
@@ -99,12 +117,13 @@ Overlap overlap_of(const Trace& t, const Schedule& s, std::vector<OpId> idx) {
 }
 }  // namespace
 
-Span device_span(const Trace& t, const Schedule& s) {
+Span device_span(const Graph& g, const Schedule& s) {
   Span sp;
   bool any = false;
   for (int pass = 0; pass < 2 && !any; ++pass)
-    for (OpId i = 0; i < t.ops.size(); ++i) {
-      if (pass == 0 && !is_device_op(t.ops[i].kind)) continue;
+    for (OpId i = 0; i < g.num_nodes(); ++i) {
+      if (s.measured() && !g.measured(i)) continue;
+      if (pass == 0 && !g.is_device(i)) continue;
       if (!any) { sp.begin = s.start(i); sp.end = s.end(i); any = true; }
       sp.begin = std::min(sp.begin, s.start(i));
       sp.end = std::max(sp.end, s.end(i));
@@ -112,8 +131,9 @@ Span device_span(const Trace& t, const Schedule& s) {
   return sp;
 }
 
-std::vector<CollectiveWait> collective_waits(const Trace& t, const Schedule& s) {
+std::vector<CollectiveWait> collective_waits(const Graph& g, const Schedule& s) {
   std::vector<CollectiveWait> out;
+  const Trace& t = *g.trace;
   for (std::size_t c = 0; c < t.collectives.size(); ++c) {
     const Collective& col = t.collectives[c];
     if (col.members.size() < 2) continue;
@@ -122,7 +142,7 @@ std::vector<CollectiveWait> collective_waits(const Trace& t, const Schedule& s) 
     TimeNs first = std::numeric_limits<TimeNs>::max(), last = std::numeric_limits<TimeNs>::min();
     for (OpId m : col.members) {
       first = std::min(first, s.start(m));
-      if (s.start(m) > last) { last = s.start(m); w.straggler = t.rank_of(t.ops[m]); }
+      if (s.start(m) > last) { last = s.start(m); w.straggler = g.rank(m); }
       w.end_ns = std::max(w.end_ns, s.end(m));
     }
     w.start_ns = first;
@@ -132,25 +152,26 @@ std::vector<CollectiveWait> collective_waits(const Trace& t, const Schedule& s) 
   return out;
 }
 
-std::vector<RankStats> rank_stats(const Trace& t, const Schedule& s) {
+std::vector<RankStats> rank_stats(const Graph& g, const Schedule& s) {
   std::vector<RankStats> out;
-  // One pass over the ops: each process's device ops.
-  std::vector<std::vector<OpId>> ops_of(t.processes.size());
-  for (OpId i = 0; i < t.ops.size(); ++i) {
-    std::uint32_t p = t.lanes[t.ops[i].lane].process;
-    if (is_device_op(t.ops[i].kind) && p < ops_of.size()) ops_of[p].push_back(i);
+  const Trace& t = *g.trace;
+  // One pass over the nodes: each process's device ops.
+  std::vector<std::vector<OpId>> ops_of(g.num_processes);
+  for (OpId i = 0; i < g.num_nodes(); ++i) {
+    std::uint32_t p = g.process(i);
+    if (s.device_node(g, i) && p < ops_of.size()) ops_of[p].push_back(i);
   }
-  for (std::uint32_t p = 0; p < t.processes.size(); ++p) {
+  for (std::uint32_t p = 0; p < g.num_processes; ++p) {
     if (ops_of[p].empty()) continue;
     RankStats r;
     r.process = p;
-    r.rank = t.processes[p].rank != kNone ? t.processes[p].rank : p;
+    r.rank = g.rank_of_process(p);
     r.span = {s.start(ops_of[p][0]), s.end(ops_of[p][0])};
     for (OpId i : ops_of[p]) {
       r.span.begin = std::min(r.span.begin, s.start(i));
       r.span.end = std::max(r.span.end, s.end(i));
     }
-    r.overlap = overlap_of(t, s, std::move(ops_of[p]));
+    r.overlap = overlap_of(g, s, std::move(ops_of[p]));
     out.push_back(r);
   }
   auto by_rank = [&](std::uint32_t rank) -> RankStats* {
@@ -158,11 +179,11 @@ std::vector<RankStats> rank_stats(const Trace& t, const Schedule& s) {
       if (r.rank == rank) return &r;
     return nullptr;
   };
-  for (const CollectiveWait& w : collective_waits(t, s)) {
+  for (const CollectiveWait& w : collective_waits(g, s)) {
     const Collective& col = t.collectives[w.index];
     TimeNs last = w.start_ns + w.arrival_spread_ns;
     for (OpId m : col.members) {
-      RankStats* r = by_rank(t.rank_of(t.ops[m]));
+      RankStats* r = by_rank(g.rank(m));
       if (!r) continue;
       r->collectives++;
       r->waited_ns += last - s.start(m);
@@ -176,16 +197,16 @@ std::vector<RankStats> rank_stats(const Trace& t, const Schedule& s) {
   return out;
 }
 
-OpId last_device_op(const Trace& t, const Schedule& s, const std::function<bool(OpId)>& include) {
+OpId last_device_op(const Graph& g, const Schedule& s, const std::function<bool(OpId)>& include) {
   OpId best = kNone;
-  for (OpId i = 0; i < t.ops.size(); ++i) {
-    if (!is_device_op(t.ops[i].kind) || (include && !include(i))) continue;
+  for (OpId i = 0; i < g.num_nodes(); ++i) {
+    if (!s.device_node(g, i) || (include && !include(i))) continue;
     if (best == kNone || s.end(i) > s.end(best)) best = i;
   }
   return best;
 }
 
-std::vector<OpId> critical_path(const Trace&, const SimResult& r, OpId last, const std::function<bool(OpId)>& keep) {
+std::vector<OpId> critical_path(const SimResult& r, OpId last, const std::function<bool(OpId)>& keep) {
   std::vector<OpId> path;
   if (last == kNone) return path;
   OpId cur = last;

@@ -10,19 +10,24 @@
 
 namespace bneck {
 
-// A schedule: start and end per op (the trace's measured times, or a SimResult's).
+// A schedule: start and end per graph node (the trace's measured times, or a SimResult's). A
+// measured schedule covers the trace's nodes only: analyses skip synthetic ones in it.
 struct Schedule {
   const Trace* trace = nullptr;              // measured times when the vectors are null
   const std::vector<TimeNs>* starts = nullptr;
   const std::vector<TimeNs>* ends = nullptr;
   TimeNs start(OpId i) const { return starts ? (*starts)[i] : trace->ops[i].start; }
   TimeNs end(OpId i) const { return ends ? (*ends)[i] : trace->ops[i].end(); }
+  bool measured() const { return starts == nullptr; }
+  // Whether node `i` of `g` has a time in this schedule and counts as a device op.
+  bool device_node(const Graph& g, OpId i) const { return g.is_device(i) && (!measured() || g.measured(i)); }
 };
 inline Schedule measured_schedule(const Trace& t) { return {&t, nullptr, nullptr}; }
 inline Schedule sim_schedule(const SimResult& r) { return {nullptr, &r.start, &r.end}; }
 
 enum class OpClass : std::uint8_t { Compute = 0, Memcpy = 1, Communication = 2, Host = 3 };
 OpClass op_class(const Op& o);
+OpClass node_class(const Graph& g, NodeId n);
 const char* to_string(OpClass c);
 
 // Busy time as the union of op intervals per class and device, summed over devices (DESIGN.md:
@@ -37,14 +42,14 @@ struct Overlap {
   TimeNs window_ns = 0;                  // sum over devices of first op start to last op end
 };
 // `include` selects ops (default: every device op).
-Overlap compute_overlap(const Trace& t, const Schedule& s, const std::function<bool(OpId)>& include = {});
+Overlap compute_overlap(const Graph& g, const Schedule& s, const std::function<bool(OpId)>& include = {});
 
 // First device-op start and last device-op end (or over all ops if there is no device op).
 struct Span {
   TimeNs begin = 0, end = 0;
   TimeNs length() const { return end - begin; }
 };
-Span device_span(const Trace& t, const Schedule& s);
+Span device_span(const Graph& g, const Schedule& s);
 
 // Per rank of a multi-rank trace (one rank per process): its GPU span, its overlap, and how its
 // collectives went in schedule `s`: every member of a collective waits inside its kernel for the
@@ -58,22 +63,21 @@ struct RankStats {
   TimeNs waited_ns = 0;            // its members' time between their start and the last arrival
   TimeNs made_wait_ns = 0;         // the other members' waiting at the collectives it arrived last at
 };
-std::vector<RankStats> rank_stats(const Trace& t, const Schedule& s);
+std::vector<RankStats> rank_stats(const Graph& g, const Schedule& s);
 struct CollectiveWait {
   std::size_t index = 0;           // into t.collectives
   std::uint32_t straggler = 0;     // rank that arrived last
   TimeNs arrival_spread_ns = 0;    // last arrival minus first arrival
   TimeNs start_ns = 0, end_ns = 0; // first arrival, last member end
 };
-std::vector<CollectiveWait> collective_waits(const Trace& t, const Schedule& s);
+std::vector<CollectiveWait> collective_waits(const Graph& g, const Schedule& s);
 
 // Critical path: from `last` walking back along the bindings the engine recorded (start edges,
 // end edges and resource waits), in time order. `keep` may stop the walk at the first op it
 // rejects (used for ranges).
-std::vector<OpId> critical_path(const Trace& t, const SimResult& r, OpId last,
-                                const std::function<bool(OpId)>& keep = {});
+std::vector<OpId> critical_path(const SimResult& r, OpId last, const std::function<bool(OpId)>& keep = {});
 // The device op that ends last (ties: lowest id), or kNone.
-OpId last_device_op(const Trace& t, const Schedule& s, const std::function<bool(OpId)>& include = {});
+OpId last_device_op(const Graph& g, const Schedule& s, const std::function<bool(OpId)>& include = {});
 
 // Total float of every op: how much later it could end without delaying the end of the run,
 // through the graph's edges (resource contention not counted).

@@ -1,6 +1,8 @@
 // The interface through which the engine obtains op durations. The engine never names a
-// concrete model; models/ implements this (measured replay first; roofline, retargeting later).
+// concrete model; models/ implements this (measured replay, roofline, retargeting).
 #pragma once
+#include <cmath>
+
 #include "sim/graph/graph.hpp"
 
 namespace bneck {
@@ -10,9 +12,28 @@ class CostModel {
   virtual ~CostModel() = default;
   virtual const char* name() const = 0;
   virtual const char* description() const = 0;
-  // Intrinsic duration of node `n`: how long it occupies its lane once started, before any
-  // end-to-end dependency (a blocking call waiting for the GPU) extends it.
+  // Intrinsic duration of trace op `n` (a node whose DurationSource is Op): how long it occupies
+  // its lane once started, before any end-to-end dependency (a blocking call waiting for the GPU)
+  // extends it.
   virtual TimeNs duration(OpId n, const Graph& g) const = 0;
 };
+
+// A node's intrinsic duration by its DurationSource: removed nodes take no time, fixed ones their
+// fixed time, clones and splits the model's time of their origin op times their work fraction,
+// trace nodes the model's time.
+inline TimeNs node_duration(const CostModel& m, const Graph& g, NodeId n) {
+  const Node& nd = g.nodes[n];
+  if (nd.flags & Node::kRemoved) return 0;
+  if (nd.side == kNone) return m.duration(n, g);
+  const SideInfo& s = g.side[nd.side];
+  switch (s.source) {
+    case DurationSource::Fixed: return s.fixed_ns;
+    case DurationSource::Origin:
+      if (nd.origin == kNone) return 0;
+      return static_cast<TimeNs>(std::llround(static_cast<double>(m.duration(nd.origin, g)) * s.work_fraction));
+    case DurationSource::Op: break;
+  }
+  return m.duration(n, g);
+}
 
 }  // namespace bneck

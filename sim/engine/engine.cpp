@@ -23,7 +23,7 @@ struct Event {
 
 class Engine {
  public:
-  Engine(const Graph& g, const CostModel& m) : g_(g), m_(m), t_(*g.trace) {}
+  Engine(const Graph& g, const CostModel& m) : g_(g), m_(m) {}
 
   SimResult run() {
     const std::size_t n = g_.num_nodes();
@@ -33,10 +33,10 @@ class Engine {
     r.start_src.assign(n, kNone);
     r.resource_busy.assign(g_.resources.size(), 0);
     pending_start_.assign(n, 0);
-    const std::size_t lanes = t_.lanes.size();
+    const std::size_t lanes = g_.lanes.size();
     in_use_.assign(lanes + g_.resources.size(), 0);
     capacity_.assign(lanes + g_.resources.size(), 1);
-    for (std::size_t l = 0; l < lanes && l < g_.lane_capacity.size(); ++l) capacity_[l] = g_.lane_capacity[l];
+    for (std::size_t l = 0; l < lanes; ++l) capacity_[l] = g_.lanes[l].capacity;
     for (std::size_t k = 0; k < g_.resources.size(); ++k) capacity_[lanes + k] = g_.resources[k].capacity;
     waiters_.resize(lanes + g_.resources.size());
     busy_since_.assign(g_.resources.size(), 0);
@@ -50,9 +50,8 @@ class Engine {
       }
     }
     for (OpId u = 0; u < n; ++u) {
-      const Op& o = t_.ops[u];
-      if (pending_start_[u] == 0) push(o.start, u, EvType::Ready, r);
-      else if (o.flags & Op::kFlagReleased) r.start[u] = o.start;
+      if (pending_start_[u] == 0) push(g_.release(u), u, EvType::Ready, r);
+      else if (g_.released(u)) r.start[u] = g_.release(u);
     }
     while (!q_.empty()) {
       Event ev = q_.top();
@@ -69,7 +68,7 @@ class Engine {
       OpId stuck = 0;
       for (OpId u = 0; u < n; ++u)
         if (pending_start_[u] != 0 || r.end[u] == kMinTime) { stuck = u; break; }
-      throw InputError(t_.source, "dependency cycle: op " + std::to_string(stuck) + " (" + t_.name(t_.ops[stuck]) +
+      throw InputError(g_.trace ? g_.trace->source : std::string("graph"), "dependency cycle: op " + std::to_string(stuck) + " (" + g_.name(stuck) +
                                       ") never becomes ready; " + std::to_string(n - completed_) + " ops cannot run");
     }
     return r;
@@ -78,11 +77,12 @@ class Engine {
  private:
   void push(TimeNs t, OpId u, EvType ty, SimResult&) { q_.push(Event{t, seq_++, u, ty}); }
 
-  std::size_t lane_res(OpId u) const { return t_.ops[u].lane; }
+  std::size_t lane_res(OpId u) const { return g_.lane(u); }
   std::size_t extra_res(OpId u) const {
     auto r = g_.resource_of(u);
-    return r == kNoResource ? kNone : t_.lanes.size() + r;
+    return r == kNoResource ? kNone : g_.lanes.size() + r;
   }
+  TimeNs duration(OpId u) const { return std::max<TimeNs>(0, node_duration(m_, g_, u)); }
 
   void try_start(OpId u, SimResult& r) {
     std::size_t lr = lane_res(u), er = extra_res(u);
@@ -90,10 +90,10 @@ class Engine {
     if (er != kNone && in_use_[er] >= capacity_[er]) { waiters_[er].push_back(u); return; }
     in_use_[lr]++;
     if (er != kNone) {
-      if (in_use_[er]++ == 0) busy_since_[er - t_.lanes.size()] = now_;
+      if (in_use_[er]++ == 0) busy_since_[er - g_.lanes.size()] = now_;
     }
     r.start[u] = now_;
-    TimeNs d = std::max<TimeNs>(0, m_.duration(u, g_));
+    TimeNs d = duration(u);
     push(now_ + d, u, EvType::WorkDone, r);
     // start->start and start->end edges fire now
     for (auto e : boost::make_iterator_range(boost::out_edges(u, g_.csr))) {
@@ -101,7 +101,7 @@ class Engine {
       OpId v = boost::target(e, g_.csr);
       if (p.attach() == DepType::StartToStart) relax_start(v, now_ + p.delay(), u | SimResult::kViaStart, r);
       else if (p.attach() == DepType::StartToEnd)
-        relax_end(v, now_ + p.delay() + std::max<TimeNs>(0, m_.duration(v, g_)), u | SimResult::kViaStart, r);
+        relax_end(v, now_ + p.delay() + duration(v), u | SimResult::kViaStart, r);
     }
   }
 
@@ -149,7 +149,7 @@ class Engine {
     in_use_[lr]--;
     wake(lr, u, r);
     if (auto er = extra_res(u); er != kNone) {
-      if (--in_use_[er] == 0) r.resource_busy[er - t_.lanes.size()] += now_ - busy_since_[er - t_.lanes.size()];
+      if (--in_use_[er] == 0) r.resource_busy[er - g_.lanes.size()] += now_ - busy_since_[er - g_.lanes.size()];
       wake(er, u, r);
     }
     for (auto e : boost::make_iterator_range(boost::out_edges(u, g_.csr))) {
@@ -176,7 +176,6 @@ class Engine {
 
   const Graph& g_;
   const CostModel& m_;
-  const Trace& t_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> q_;
   std::uint64_t seq_ = 0;
   TimeNs now_ = 0;

@@ -10,6 +10,32 @@
 
 namespace bneck {
 
+std::uint32_t Graph::rank_of_process(std::uint32_t p) const {
+  if (trace && p < trace->processes.size()) return trace->processes[p].rank != kNone ? trace->processes[p].rank : p;
+  // Synthetic ranks follow the trace's highest rank.
+  std::uint32_t top = 0;
+  if (trace)
+    for (std::uint32_t q = 0; q < trace->processes.size(); ++q) top = std::max(top, rank_of_process(q) + 1);
+  return top + (p - (trace ? static_cast<std::uint32_t>(trace->processes.size()) : 0));
+}
+
+TimeNs Graph::release(NodeId n) const {
+  if (const SideInfo* s = side_of(n); s && synthetic(n)) return s->release;
+  OpId o = nodes[n].origin;
+  return trace && o < trace->ops.size() ? trace->ops[o].start : 0;
+}
+
+std::string Graph::name(NodeId n) const {
+  if (const SideInfo* s = side_of(n); s && !s->name.empty()) return s->name;
+  OpId o = nodes[n].origin;
+  return trace && o < trace->ops.size() ? trace->name(trace->ops[o]) : "node " + std::to_string(n);
+}
+
+std::string Graph::lane_label(LaneId l) const {
+  if (l < lanes.size() && !lanes[l].name.empty()) return lanes[l].name;
+  return trace && l < trace->lanes.size() ? trace->lane_label(l) : "lane " + std::to_string(l);
+}
+
 const char* to_string(EdgeType t) {
   static const char* const names[] = {"host_order", "launch", "graph_launch", "stream_order", "event", "host_sync", "explicit", "thread_wake", "collective"};
   return names[static_cast<int>(t)];
@@ -88,11 +114,12 @@ struct PendingEdge {
 
 class Builder {
  public:
-  Builder(const Trace& t, const GraphOptions& opt) : t_(t), calibrate_(opt.calibrate && t.measured), overlap_comm_(opt.overlap_comm) {}
+  Builder(const Trace& t, const GraphOptions& opt) : t_(t), calibrate_(opt.calibrate && t.measured) {}
 
   Graph run() {
     Graph g;
     g.trace = &t_;
+    init_nodes(g);
     lanes_.build(t_);
     // Processes with cudaStreamWaitEvent calls whose event the trace does not say (older Kineto
     // traces): their cross-stream waits are inferred (see infer_wait).
@@ -137,18 +164,12 @@ class Builder {
     for (OpId i = 0; i < t_.ops.size(); ++i) {
       const Op& o = t_.ops[i];
       in.clear();
-      bool free_op = false;
       OpId prev = t_.lanes[o.lane].fifo ? prev_on_lane[o.lane] : kNone;
       prev_on_lane[o.lane] = i;
       if (o.kind == OpKind::Api) {
         if (prev != kNone) in.push_back({prev, EdgeType::HostOrder, DepType::EndToStart, 0});
         if (calibrate_) wake_edge(i, o, prev, in);
         host_edges(i, o, in);
-      } else if (overlap_comm_ && (o.flags & Op::kFlagNccl)) {
-        free_op = true;
-        if (prev != kNone) in.push_back({prev, EdgeType::StreamOrder, DepType::EndToStart, 0});
-        if (OpId p = producer(o); p != kNone && p != prev) in.push_back({p, EdgeType::Event, DepType::EndToStart, 0});
-        collective_edges(i, o, in, g);
       } else {
         if (o.link != kNone) {
           EdgeType lt = t_.ops[o.link].api_class() == ApiClass::GraphLaunch ? EdgeType::GraphLaunch : EdgeType::Launch;
@@ -161,7 +182,7 @@ class Builder {
       }
       if (auto it = explicit_in_.find(i); it != explicit_in_.end())
         for (const auto& d : it->second) in.push_back({d.from, EdgeType::Explicit, d.type, d.delay});
-      if (calibrate_ && !free_op) reconcile(o, in);
+      if (calibrate_) reconcile(o, in);
       std::size_t first = props.size();
       for (const auto& e : in) {
         sources.push_back(e.src);
@@ -169,7 +190,7 @@ class Builder {
         props.emplace_back(e.explicit_delay, e.type, e.attach);
         g.stats.edges_by_type[static_cast<int>(e.type)]++;
       }
-      if (calibrate_ && !free_op) calibrate(i, o, in, props.data() + first, g);
+      if (calibrate_) calibrate(i, o, in, props.data() + first, g);
       else nominal_only(in, props.data() + first);
     }
     if (calibrate_) {
@@ -184,6 +205,29 @@ class Builder {
   }
 
  private:
+  // The node table: node i is trace op i; lanes, devices and processes are the trace's.
+  void init_nodes(Graph& g) {
+    g.nodes.resize(t_.ops.size());
+    for (OpId i = 0; i < t_.ops.size(); ++i) {
+      const Op& o = t_.ops[i];
+      Node& n = g.nodes[i];
+      n.origin = i;
+      n.lane = o.lane;
+      n.kind = o.kind;
+      n.flags = static_cast<std::uint8_t>(((o.flags & Op::kFlagNccl) ? Node::kNccl : 0) | ((o.flags & Op::kFlagReleased) ? Node::kReleased : 0));
+    }
+    g.lanes.resize(t_.lanes.size());
+    for (LaneId l = 0; l < t_.lanes.size(); ++l) {
+      const Lane& ln = t_.lanes[l];
+      g.lanes[l].kind = ln.kind;
+      g.lanes[l].device = ln.device;
+      g.lanes[l].process = ln.process;
+      g.lanes[l].fifo = ln.fifo;
+    }
+    g.num_devices = static_cast<std::uint32_t>(t_.devices.size());
+    g.num_processes = static_cast<std::uint32_t>(t_.processes.size());
+  }
+
   // ---- edges into host calls -------------------------------------------------------------
   void host_edges(OpId i, const Op& o, std::vector<PendingEdge>& in) {
     const ApiInfo* info = t_.api(o);
@@ -299,24 +343,6 @@ class Builder {
     if (e <= allowed || o.start - e > kInferWindow) return;
     in.push_back({best, EdgeType::Event, DepType::EndToStart, 0});
     g.stats.inferred_waits++;
-  }
-
-  // --overlap-comm: the last non-communication device op of o's device issued (launched) before o.
-  OpId producer(const Op& o) {
-    if (compute_by_launch_.empty()) {
-      compute_by_launch_.resize(t_.devices.size() + 1);
-      for (OpId k = 0; k < t_.ops.size(); ++k) {
-        const Op& d = t_.ops[k];
-        if (!is_device_op(d.kind) || (d.flags & Op::kFlagNccl)) continue;
-        compute_by_launch_[std::min<std::size_t>(t_.lanes[d.lane].device, t_.devices.size())].emplace_back(
-            d.link != kNone ? t_.ops[d.link].start : d.start, k);
-      }
-      for (auto& v : compute_by_launch_) std::sort(v.begin(), v.end());
-    }
-    const auto& v = compute_by_launch_[std::min<std::size_t>(t_.lanes[o.lane].device, t_.devices.size())];
-    TimeNs at = o.link != kNone ? t_.ops[o.link].start : o.start;
-    auto it = std::lower_bound(v.begin(), v.end(), std::make_pair(at, OpId{0}));
-    return it == v.begin() ? kNone : std::prev(it)->second;
   }
 
   // A collective member ends only after every other member arrived (started) and then ran its own
@@ -486,7 +512,7 @@ class Builder {
 
   // ---- copy engines --------------------------------------------------------------------------
   void build_resources(Graph& g) {
-    g.lane_capacity.assign(t_.lanes.size(), 1);
+    std::vector<std::uint32_t> cap(t_.lanes.size(), 1);
     if (t_.measured) {
       // Peak overlap per lane (ops are sorted by start; a lane's ops overlap only through
       // measurement noise or graph branches reported on one stream).
@@ -499,11 +525,12 @@ class Builder {
         if (v.empty()) v.push_back(last_end[o.lane]);
         v.push_back(o.end());
         last_end[o.lane] = std::max(last_end[o.lane], o.end());
-        g.lane_capacity[o.lane] = std::max<std::uint32_t>(g.lane_capacity[o.lane], static_cast<std::uint32_t>(v.size()));
+        cap[o.lane] = std::max<std::uint32_t>(cap[o.lane], static_cast<std::uint32_t>(v.size()));
       }
     }
     for (LaneId l = 0; l < t_.lanes.size(); ++l)
-      if (t_.lanes[l].capacity) g.lane_capacity[l] = t_.lanes[l].capacity == kNone ? std::numeric_limits<std::uint32_t>::max() / 2 : t_.lanes[l].capacity;
+      if (t_.lanes[l].capacity) cap[l] = t_.lanes[l].capacity == kNone ? std::numeric_limits<std::uint32_t>::max() / 2 : t_.lanes[l].capacity;
+    for (LaneId l = 0; l < t_.lanes.size(); ++l) g.lanes[l].capacity = cap[l];
     std::map<std::pair<std::uint32_t, int>, std::vector<std::pair<TimeNs, int>>> sweeps;
     bool any = false;
     for (const Op& o : t_.ops) {
@@ -526,20 +553,17 @@ class Builder {
       g.resources.push_back({"gpu" + dev + " " + names[k.second], static_cast<std::uint32_t>(peak)});
       ids[k] = static_cast<std::uint16_t>(g.resources.size() - 1);
     }
-    g.resource.assign(t_.ops.size(), kNoResource);
     for (OpId i = 0; i < t_.ops.size(); ++i) {
       int c = copy_class(t_, t_.ops[i]);
-      if (c >= 0) g.resource[i] = ids[{t_.lanes[t_.ops[i].lane].device, c}];
+      if (c >= 0) g.nodes[i].resource = ids[{t_.lanes[t_.ops[i].lane].device, c}];
     }
   }
 
-  std::vector<std::vector<std::pair<TimeNs, OpId>>> compute_by_launch_;  // per device, by launch time
   std::vector<std::uint8_t> infer_waits_;              // per process: its stream waits lack their events
   std::vector<std::vector<LaneId>> device_streams_;   // per device: its stream lanes
   std::unordered_map<OpId, std::pair<std::uint32_t, TimeNs>> member_of_;  // collective, its last arrival
   const Trace& t_;
   bool calibrate_;
-  bool overlap_comm_ = false;
   LaneIndex lanes_;
   std::unordered_map<std::uint64_t, OpId> last_record_;
   std::unordered_map<LaneId, std::vector<std::pair<TimeNs, OpId>>> waits_;

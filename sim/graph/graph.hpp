@@ -1,5 +1,7 @@
-// Dependency graph over a Trace: node i is trace op i; typed edges carry a delay and say which
-// endpoints they join (end->start, start->start, end->end). Stored as a Boost compressed sparse
+// Dependency graph over a Trace. The graph owns its nodes (sim/graph: Node, GraphLane): node i
+// of a freshly built graph is trace op i; transforms add, remove, split and repeat nodes and add
+// lanes through GraphEditor (sim/graph/edit.hpp). The engine reads only the graph. Typed edges
+// carry a delay and say which endpoints they join (end->start, start->start, end->end). Stored as a Boost compressed sparse
 // row graph of out-edges (16 bytes per edge): tens of millions of ops fit in memory.
 //
 // Edge delays of a measured trace are calibrated so that replaying the measured durations
@@ -81,30 +83,95 @@ struct GraphStats {
   TimeNs nominal_stream_gap_ns = 0;
 };
 
+using NodeId = std::uint32_t;
+
+// A lane of the graph: a host thread or a stream. The trace's lanes come first (same ids);
+// transforms add lanes (a communication stream, the streams and threads of a new rank).
+struct GraphLane {
+  LaneKind kind = LaneKind::Thread;
+  std::uint32_t device = kNone;   // graph device index (trace devices first, then synthetic ones)
+  std::uint32_t process = 0;      // graph process index (one per rank)
+  std::uint32_t capacity = 1;     // ops it runs at once (1, or the trace's peak overlap)
+  bool fifo = true;
+  std::string name;               // set for synthetic lanes; trace lanes use Trace::lane_label
+};
+
+// Where a node's intrinsic duration comes from.
+enum class DurationSource : std::uint8_t {
+  Op = 0,      // the cost model's duration of the trace op it is (measured, model or hybrid)
+  Origin = 1,  // the cost model's duration of its origin op, times a work fraction (clones, splits)
+  Fixed = 2,   // a fixed duration a transform computed (a synthesized collective, a re-timed op)
+};
+
+// 16 bytes per node: millions of nodes fit. Details of synthetic or re-timed nodes live in a side
+// table (Graph::side, indexed by Node::side).
+struct Node {
+  OpId origin = kNone;       // trace op it is (or was cloned from); kNone: synthesized from nothing
+  LaneId lane = kNone;       // graph lane
+  std::uint32_t side = kNone;
+  OpKind kind = OpKind::Api;
+  std::uint8_t flags = 0;    // Node::k*
+  std::uint16_t resource = kNoResource;  // shared hardware held while running (copy engine)
+  static constexpr std::uint8_t kSynthetic = 1;  // made by a transform (see SideInfo::transform)
+  static constexpr std::uint8_t kRemoved = 2;    // removed by a transform: a zero-time pass-through
+  static constexpr std::uint8_t kReleased = 4;   // has a release time (SideInfo, or the op's start)
+  static constexpr std::uint8_t kNccl = 8;       // communication kernel
+};
+static_assert(sizeof(Node) == 16, "Node must stay compact");
+
+struct SideInfo {
+  DurationSource source = DurationSource::Op;
+  TimeNs fixed_ns = 0;        // Fixed
+  double work_fraction = 1;   // Origin: share of the origin op's work (a split kernel: 1/N)
+  TimeNs release = 0;         // earliest start when the node has no start dependency
+  std::string name;           // synthetic nodes: shown in reports
+  std::string transform;      // the transform that synthesized or re-timed it
+};
+
 struct Graph {
   const Trace* trace = nullptr;
   CsrGraph csr;
-  // Shared hardware an op holds while it runs besides its lane (copy engines); kNoResource if none.
-  std::vector<std::uint16_t> resource;  // per node, empty if no node needs one
+  std::vector<Node> nodes;               // node i < trace->ops.size() is trace op i
+  std::vector<SideInfo> side;
+  std::vector<GraphLane> lanes;          // trace lanes first
+  std::uint32_t num_devices = 0;         // trace devices, then synthetic ones
+  std::uint32_t num_processes = 0;       // trace processes (ranks), then synthetic ones
   std::vector<Resource> resources;
-  std::vector<std::uint32_t> lane_capacity;  // per trace lane: ops it runs at once (1, or the trace's peak overlap)
   // Intrinsic duration of blocking calls that waited (see header comment); others use the op's.
   std::unordered_map<OpId, TimeNs> intrinsic;
   GraphStats stats;
   std::map<std::string, Anomaly> anomalies;  // dependencies the builder could not resolve
 
-  std::size_t num_nodes() const { return boost::num_vertices(csr); }
+  std::size_t num_nodes() const { return nodes.size(); }
   std::size_t num_edges() const { return boost::num_edges(csr); }
-  std::uint16_t resource_of(OpId n) const { return resource.empty() ? kNoResource : resource[n]; }
+  std::size_t num_trace_nodes() const { return trace ? trace->ops.size() : 0; }
+
+  OpKind kind(NodeId n) const { return nodes[n].kind; }
+  bool is_device(NodeId n) const { return is_device_op(nodes[n].kind) && !(nodes[n].flags & Node::kRemoved); }
+  bool synthetic(NodeId n) const { return nodes[n].flags & Node::kSynthetic; }
+  bool removed(NodeId n) const { return nodes[n].flags & Node::kRemoved; }
+  bool nccl(NodeId n) const { return nodes[n].flags & Node::kNccl; }
+  LaneId lane(NodeId n) const { return nodes[n].lane; }
+  std::uint32_t device(NodeId n) const { return lanes[nodes[n].lane].device; }
+  std::uint32_t process(NodeId n) const { return lanes[nodes[n].lane].process; }
+  // The rank of a node's process (trace ranks; synthetic processes are numbered after them).
+  std::uint32_t rank(NodeId n) const { return rank_of_process(process(n)); }
+  std::uint32_t rank_of_process(std::uint32_t p) const;
+  OpId origin(NodeId n) const { return nodes[n].origin; }
+  std::uint16_t resource_of(NodeId n) const { return nodes[n].resource; }
+  const SideInfo* side_of(NodeId n) const { return nodes[n].side == kNone ? nullptr : &side[nodes[n].side]; }
+  // Earliest start of a node without start dependencies, and whether it has one.
+  bool released(NodeId n) const { return nodes[n].flags & Node::kReleased; }
+  TimeNs release(NodeId n) const;
+  // A node's name: its op's, or the synthetic name a transform gave it.
+  std::string name(NodeId n) const;
+  std::string lane_label(LaneId l) const;
+  // Measured times exist for trace nodes only.
+  bool measured(NodeId n) const { return n < num_trace_nodes() && !synthetic(n); }
 };
 
 struct GraphOptions {
   bool calibrate = true;  // measured traces: calibrate edge delays (see header comment)
-  // The --overlap-comm what-if: communication kernels no longer wait for where the trace launched
-  // them; each starts as soon as its inputs are ready: the end of the last non-communication device
-  // op of its device issued before it (program order), and its stream predecessor. Their in-edges
-  // take no calibrated delay.
-  bool overlap_comm = false;
 };
 
 // Builds the dependency graph of a finalized trace. Throws InputError if explicit dependencies

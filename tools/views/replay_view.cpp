@@ -23,10 +23,6 @@ using nlohmann::json;
 
 namespace {
 
-double secs_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
 std::string pct(double x) {
   char b[32];
   std::snprintf(b, sizeof b, "%.2f%%", x * 100);
@@ -34,119 +30,7 @@ std::string pct(double x) {
 }
 
 
-// Time each class contributes to a path in time order (overlaps counted once).
-std::map<std::string, TimeNs> path_breakdown(const Trace& t, const SimResult& r, const std::vector<OpId>& path) {
-  std::map<std::string, TimeNs> by;
-  if (path.empty()) return by;
-  TimeNs cursor = r.start[path.front()];
-  TimeNs covered = 0;
-  for (OpId n : path) {
-    TimeNs s = std::max(r.start[n], cursor), e = r.end[n];
-    if (e > s) {
-      by[t.ops[n].kind == OpKind::Api ? "host API calls" : to_string(op_class(t.ops[n]))] += e - s;
-      covered += e - s;
-    }
-    cursor = std::max(cursor, r.end[n]);
-  }
-  TimeNs total = r.end[path.back()] - r.start[path.front()];
-  by["latency and gaps"] = std::max<TimeNs>(0, total - covered);
-  return by;
-}
-
 }  // namespace
-
-void class_table(const Trace& t, const RetargetCostModel& m, ReplayReport& rep) {
-  std::vector<ClassRow> rows(kKernelClassCount + 2);
-  std::vector<std::array<TimeNs, 4>> bound_time(rows.size(), {0, 0, 0, 0});
-  std::vector<double> achieved_num(rows.size(), 0);
-  std::map<StrId, MovedKernel> moved;
-  // Communication kernels are compared by their part after the last member arrived (the wait before
-  // is the other ranks', not the kernel's).
-  std::unordered_map<OpId, const Collective*> coll;
-  for (const Collective& c : t.collectives)
-    for (OpId k : c.members) coll[k] = &c;
-  for (OpId i = 0; i < t.ops.size(); ++i) {
-    const Op& o = t.ops[i];
-    if (!is_device_op(o.kind)) continue;
-    std::size_t c = o.kind == OpKind::Kernel ? static_cast<std::size_t>(m.work()[i].cls)
-                    : o.kind == OpKind::Memcpy ? static_cast<std::size_t>(kKernelClassCount)
-                                               : static_cast<std::size_t>(kKernelClassCount + 1);
-    ClassRow& r = rows[c];
-    r.cls = c < kKernelClassCount ? to_string(static_cast<KernelClass>(c)) : c == kKernelClassCount ? "memcpy" : "memset";
-    r.kernels++;
-    TimeNs meas = o.duration(), pred = m.device_time(i);
-    const bool comm = o.kind == OpKind::Kernel && (o.flags & Op::kFlagNccl);
-    if (comm) {
-      if (auto it = rep.graph->intrinsic.find(i); it != rep.graph->intrinsic.end()) meas = it->second;
-      pred = m.duration(i, *rep.graph);
-    }
-    r.measured_ns += meas;
-    r.predicted_ns += pred;
-    Bound b = Bound::Memory;
-    if (o.kind == OpKind::Kernel) {
-      const KernelWork& w = m.work()[i];
-      r.with_shapes += w.from_shapes || w.from_geometry;
-      r.flops += w.flops;
-      r.bytes += w.bytes;
-      KernelEstimate src = model_kernel(t, i, w, m.source());
-      KernelEstimate tgt = model_kernel(t, i, w, m.target());
-      if (auto it = coll.find(i); comm && it != coll.end()) {
-        const Collective& cc = *it->second;
-        src.time_ns = collective_time(m.source(), cc.kind, cc.bytes, cc.ranks()).time_ns;
-      }
-      r.model_source_ns += src.time_ns;
-      b = (o.flags & Op::kFlagNccl) ? Bound::Latency : tgt.bound;
-      if (meas > 0) {
-        RooflineInput in{w.dtype, w.unit, w.flops, w.bytes, MemLevel::Hbm, false, 1.0, 1.0};
-        RooflineResult rr = roofline(m.source().gpu, in);
-        double ach = std::max(rr.compute_time_s, rr.memory_time_s) / (static_cast<double>(meas) * 1e-9);
-        achieved_num[c] += ach * static_cast<double>(meas);
-      }
-    } else {
-      r.model_source_ns += model_device_op(t, i, KernelWork{}, m.source());
-    }
-    bound_time[c][static_cast<std::size_t>(b)] += pred;
-    MovedKernel& mk = moved[o.name];
-    mk.name = t.name(o);
-    mk.count++;
-    mk.measured_ns += meas;
-    mk.predicted_ns += pred;
-    mk.bound = to_string(b);
-  }
-  for (std::size_t c = 0; c < rows.size(); ++c) {
-    if (rows[c].kernels == 0) continue;
-    auto it = std::max_element(bound_time[c].begin(), bound_time[c].end());
-    rows[c].bound = to_string(static_cast<Bound>(it - bound_time[c].begin()));
-    rows[c].achieved_fraction = rows[c].measured_ns ? achieved_num[c] / static_cast<double>(rows[c].measured_ns) : 0;
-    rep.classes.push_back(rows[c]);
-  }
-  std::sort(rep.classes.begin(), rep.classes.end(), [](auto& a, auto& b) { return a.measured_ns > b.measured_ns; });
-  const GpuSpec& s = m.source().gpu;
-  const GpuSpec& g = m.target().gpu;
-  for (auto& [id, mk] : moved) {
-    char why[200];
-    if (mk.bound == "memory")
-      std::snprintf(why, sizeof why, "memory-bound: %s -> %s", format_bandwidth(s.memory_bandwidth * s.memory_efficiency).c_str(),
-                    format_bandwidth(g.memory_bandwidth * g.memory_efficiency).c_str());
-    else if (mk.bound == "compute")
-      std::snprintf(why, sizeof why, "compute-bound: the peak of its precision and unit, %u -> %u SMs", s.sm_count, g.sm_count);
-    else
-      std::snprintf(why, sizeof why, "latency-bound or communication: fixed cost");
-    mk.reason = why;
-    rep.moved.push_back(mk);
-  }
-  std::sort(rep.moved.begin(), rep.moved.end(), [](auto& a, auto& b) {
-    return std::llabs(a.predicted_ns - a.measured_ns) > std::llabs(b.predicted_ns - b.measured_ns);
-  });
-}
-
-double peak_rss_mb() {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
-  return 0;
-}
 
 std::string short_name(const std::string& name, std::size_t max) {
   std::string s = name;
@@ -166,13 +50,6 @@ std::string short_name(const std::string& name, std::size_t max) {
 std::string pad(const std::string& s, std::size_t w) { return s.size() >= w ? s : s + std::string(w - s.size(), ' '); }
 std::string lpad(const std::string& s, std::size_t w) { return s.size() >= w ? s : std::string(w - s.size(), ' ') + s; }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 json op_json(const Trace& t, OpId id, TimeNs start, TimeNs end) {
   const Op& o = t.ops[id];
   const Lane& ln = t.lanes[o.lane];
@@ -183,106 +60,6 @@ json op_json(const Trace& t, OpId id, TimeNs start, TimeNs end) {
   j["start_ns"] = start;
   j["end_ns"] = end;
   return j;
-}
-
-ReplayReport run_replay(const Trace& t, const ReplayOptions& opt) {
-  ReplayReport rep;
-  rep.trace = &t;
-  auto t0 = std::chrono::steady_clock::now();
-  rep.graph = std::make_unique<Graph>(build_graph(t));
-  rep.graph_s = secs_since(t0);
-  rep.graph_rss_mb = peak_rss_mb();
-  DurationMode mode = DurationMode::Measured;
-  if (opt.durations == "model") mode = DurationMode::Model;
-  else if (opt.durations == "hybrid") mode = DurationMode::Hybrid;
-  else if (opt.durations != "measured") throw InputError("--durations " + opt.durations + ": expected measured, model or hybrid");
-  if (!opt.hw.empty() && !opt.durations_explicit) mode = DurationMode::Hybrid;
-  if (mode == DurationMode::Measured && !opt.hw.empty())
-    throw InputError("--hw " + opt.hw + " with --durations measured: measured durations cannot move to other hardware");
-  if (mode == DurationMode::Measured) {
-    rep.model_impl = std::make_unique<MeasuredCostModel>();
-  } else {
-    HwSpec src = source_spec(t, opt.source_hw);
-    HwSpec tgt = opt.hw.empty() ? src : load_target_hw(opt.hw);
-    rep.source_hw = src.name;
-    rep.target_hw = tgt.name;
-    rep.model_impl = std::make_unique<RetargetCostModel>(t, std::move(src), std::move(tgt), mode);
-  }
-  rep.model = rep.model_impl->name();
-  t0 = std::chrono::steady_clock::now();
-  rep.sim = simulate(*rep.graph, *rep.model_impl);
-  if (auto* rt = dynamic_cast<RetargetCostModel*>(rep.model_impl.get())) class_table(t, *rt, rep);
-  rep.replay_s = secs_since(t0);
-  rep.replay_rss_mb = peak_rss_mb();
-  t0 = std::chrono::steady_clock::now();
-  Schedule measured = measured_schedule(t);
-  Schedule simulated = sim_schedule(rep.sim);
-  rep.measured = device_span(t, measured);
-  rep.simulated = device_span(t, simulated);
-  rep.measured_overlap = compute_overlap(t, measured);
-  rep.simulated_overlap = compute_overlap(t, simulated);
-  if (t.processes.size() > 1) {
-    rep.measured_ranks = rank_stats(t, measured);
-    rep.simulated_ranks = rank_stats(t, simulated);
-  } else if (t.device_op_count() > 0) {  // one rank: its figures are the whole run's (no second pass)
-    RankStats m, sim;
-    m.rank = sim.rank = t.processes.empty() || t.processes[0].rank == kNone ? 0 : t.processes[0].rank;
-    m.span = rep.measured;
-    m.overlap = rep.measured_overlap;
-    sim.span = rep.simulated;
-    sim.overlap = rep.simulated_overlap;
-    rep.measured_ranks = {m};
-    rep.simulated_ranks = {sim};
-  }
-  rep.waits = collective_waits(t, simulated);
-  // The run's critical path over its GPU span: the walk stops at host work that ended before the
-  // first device op started (process start-up, allocations).
-  const TimeNs gpu_begin = rep.simulated.begin;
-  rep.critical_path = critical_path(t, rep.sim, last_device_op(t, simulated),
-                                    [&](OpId o) { return rep.sim.end[o] > gpu_begin; });
-  if (opt.range_regex) {
-    std::regex re = range_regex(*opt.range_regex);
-    RangeIndex idx(t);
-    std::vector<OpId> ops;
-    for (std::size_t ri : idx.match(re)) {
-      const Range& rg = t.ranges[ri];
-      RangeResult rr;
-      rr.index = ri;
-      rr.name = t.strings.str(rg.name);
-      rr.start_ns = rg.start;
-      ops.clear();
-      idx.device_ops(ri, ops);
-      if (!ops.empty()) {
-        TimeNs mb = t.ops[ops[0]].start, mend = t.ops[ops[0]].end(), sb = rep.sim.start[ops[0]], se = rep.sim.end[ops[0]];
-        OpId last = ops[0];
-        for (OpId o : ops) {
-          mb = std::min(mb, t.ops[o].start);
-          mend = std::max(mend, t.ops[o].end());
-          sb = std::min(sb, rep.sim.start[o]);
-          if (rep.sim.end[o] > se || (rep.sim.end[o] == se && o < last)) { se = rep.sim.end[o]; last = o; }
-        }
-        rr.measured_span_ns = mend - mb;
-        rr.simulated_span_ns = se - sb;
-        // The range's critical path: back from its last device op through anything (other
-        // threads and streams included) that ended after the range's first call started.
-        auto [lo, hi] = idx.api_span(ri);
-        TimeNs from = sb;
-        for (std::size_t p = lo; p < hi; ++p) from = std::min(from, rep.sim.start[idx.api_at(p)]);
-        rr.critical_path = critical_path(t, rep.sim, last, [&](OpId o) { return rep.sim.end[o] > from; });
-        for (OpId o : ops) rr.slack.emplace_back(o, 0);
-      }
-      rep.ranges.push_back(std::move(rr));
-    }
-  }
-  // The paths are walked: the bindings can go before slack takes its memory.
-  rep.sim.start_src.clear();
-  rep.sim.start_src.shrink_to_fit();
-  rep.slack = compute_slack(*rep.graph, rep.sim);
-  for (auto& rr : rep.ranges)
-    for (auto& [o, sl] : rr.slack) sl = rep.slack[o];
-  rep.analysis_s = secs_since(t0);
-  rep.analysis_rss_mb = peak_rss_mb();
-  return rep;
 }
 
 namespace {
@@ -378,7 +155,7 @@ void print_replay_text(const ReplayReport& r, const ReplayOptions& opt, std::ost
     OpId last = cp.back();
     out << "Critical path: " << cp.size() << " ops, " << format_duration(r.sim.end[last] - r.sim.start[cp.front()])
         << ", ending with " << short_name(t.name(t.ops[last])) << " at +" << format_duration(r.sim.end[last] - r.simulated.begin) << "\n";
-    for (auto& [k, v] : path_breakdown(t, r.sim, cp))
+    for (auto& [k, v] : path_breakdown(*r.graph, r.sim, cp))
       out << "  " << pad(k, 26) << lpad(format_duration(v), 14) << "\n";
     std::map<std::string, std::pair<std::size_t, TimeNs>> on_cp;
     for (OpId n : cp)
@@ -498,7 +275,7 @@ json replay_json(const ReplayReport& r, const ReplayOptions& opt) {
   j["critical_path"] = std::move(cp);
   j["critical_path_length"] = r.critical_path.size();
   json bd = json::object();
-  for (auto& [k, v] : path_breakdown(t, r.sim, r.critical_path)) bd[k] = v;
+  for (auto& [k, v] : path_breakdown(*r.graph, r.sim, r.critical_path)) bd[k] = v;
   j["critical_path_breakdown_ns"] = bd;
   j["overlap"] = overlap_json(r.simulated_overlap);
   j["measured_overlap"] = overlap_json(r.measured_overlap);

@@ -6,47 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "models/whatif.hpp"
+#include "models/whatif/run.hpp"
 #include "tools/views/replay_view.hpp"
 
 namespace bneck {
 
-struct WhatIfOptions {
-  std::optional<std::string> range_regex;
-  std::vector<Transform> transforms;
-  std::string scenario_name;
-  std::string source_hw;
-  std::size_t top = 12;
-};
-
-struct WhatIfRange {
-  std::string name;
-  TimeNs start_ns = 0, measured_span_ns = 0, baseline_ns = 0, predicted_ns = 0;
-  double amdahl_fraction = 0;
-  TimeNs amdahl_ns = 0;
-  std::vector<std::string> cp_before, cp_after;  // device-op names on the range's critical path
-};
-
-struct WhatIfReport {
-  const Trace* trace = nullptr;
-  std::vector<std::string> log;
-  std::string source_hw, target_hw;
-  Span measured, baseline, predicted;
-  std::vector<WhatIfRange> ranges;
-  TimeNs baseline_ns = 0, predicted_ns = 0, measured_ns = 0;  // medians over ranges, or GPU spans
-  double speedup = 1;
-  bool has_amdahl = false;
-  double amdahl_fraction = 0, amdahl_factor = 0;
-  TimeNs amdahl_ns = 0;
-  std::vector<std::string> onto_cp, off_cp;      // op names that moved onto / off the critical path
-  struct SlackChange { std::string name; OpId id; TimeNs before, after; };
-  std::vector<SlackChange> slack_changes;
-  Overlap baseline_overlap, predicted_overlap;
-  std::vector<RankStats> baseline_ranks, predicted_ranks;  // one per process with device ops
-  SimResult base_sim, pred_sim;
-};
-
-WhatIfReport run_whatif(const Trace& t, const WhatIfOptions& opt);
 void print_whatif_text(const WhatIfReport& r, const WhatIfOptions& opt, std::ostream& out);
 nlohmann::json whatif_json(const WhatIfReport& r);
 void write_whatif_chrome_trace(const WhatIfReport& r, std::ostream& out);

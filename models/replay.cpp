@@ -1,0 +1,205 @@
+#include "models/replay.hpp"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <unordered_map>
+
+#include "models/collective.hpp"
+#include "models/measured.hpp"
+#include "models/retarget.hpp"
+#include "sim/base/error.hpp"
+
+namespace bneck {
+
+namespace {
+
+double secs_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+
+// Per kernel class: the roofline table of a model-mode or retargeted replay.
+void class_table(const Trace& t, const RetargetCostModel& m, ReplayReport& rep) {
+  std::vector<ClassRow> rows(kKernelClassCount + 2);
+  std::vector<std::array<TimeNs, 4>> bound_time(rows.size(), {0, 0, 0, 0});
+  std::vector<double> achieved_num(rows.size(), 0);
+  std::map<StrId, MovedKernel> moved;
+  // Communication kernels are compared by their part after the last member arrived (the wait before
+  // is the other ranks', not the kernel's).
+  std::unordered_map<OpId, const Collective*> coll;
+  for (const Collective& c : t.collectives)
+    for (OpId k : c.members) coll[k] = &c;
+  for (OpId i = 0; i < t.ops.size(); ++i) {
+    const Op& o = t.ops[i];
+    if (!is_device_op(o.kind)) continue;
+    std::size_t c = o.kind == OpKind::Kernel ? static_cast<std::size_t>(m.work()[i].cls)
+                    : o.kind == OpKind::Memcpy ? static_cast<std::size_t>(kKernelClassCount)
+                                               : static_cast<std::size_t>(kKernelClassCount + 1);
+    ClassRow& r = rows[c];
+    r.cls = c < kKernelClassCount ? to_string(static_cast<KernelClass>(c)) : c == kKernelClassCount ? "memcpy" : "memset";
+    r.kernels++;
+    TimeNs meas = o.duration(), pred = m.device_time(i);
+    const bool comm = o.kind == OpKind::Kernel && (o.flags & Op::kFlagNccl);
+    if (comm) {
+      if (auto it = rep.graph->intrinsic.find(i); it != rep.graph->intrinsic.end()) meas = it->second;
+      pred = m.duration(i, *rep.graph);
+    }
+    r.measured_ns += meas;
+    r.predicted_ns += pred;
+    Bound b = Bound::Memory;
+    if (o.kind == OpKind::Kernel) {
+      const KernelWork& w = m.work()[i];
+      r.with_shapes += w.from_shapes || w.from_geometry;
+      r.flops += w.flops;
+      r.bytes += w.bytes;
+      KernelEstimate src = model_kernel(t, i, w, m.source());
+      KernelEstimate tgt = model_kernel(t, i, w, m.target());
+      if (auto it = coll.find(i); comm && it != coll.end()) {
+        const Collective& cc = *it->second;
+        src.time_ns = collective_time(m.source(), cc.kind, cc.bytes, cc.ranks()).time_ns;
+      }
+      r.model_source_ns += src.time_ns;
+      b = (o.flags & Op::kFlagNccl) ? Bound::Latency : tgt.bound;
+      if (meas > 0) {
+        RooflineInput in{w.dtype, w.unit, w.flops, w.bytes, MemLevel::Hbm, false, 1.0, 1.0};
+        RooflineResult rr = roofline(m.source().gpu, in);
+        double ach = std::max(rr.compute_time_s, rr.memory_time_s) / (static_cast<double>(meas) * 1e-9);
+        achieved_num[c] += ach * static_cast<double>(meas);
+      }
+    } else {
+      r.model_source_ns += model_device_op(t, i, KernelWork{}, m.source());
+    }
+    bound_time[c][static_cast<std::size_t>(b)] += pred;
+    MovedKernel& mk = moved[o.name];
+    mk.name = t.name(o);
+    mk.count++;
+    mk.measured_ns += meas;
+    mk.predicted_ns += pred;
+    mk.bound = to_string(b);
+  }
+  for (std::size_t c = 0; c < rows.size(); ++c) {
+    if (rows[c].kernels == 0) continue;
+    auto it = std::max_element(bound_time[c].begin(), bound_time[c].end());
+    rows[c].bound = to_string(static_cast<Bound>(it - bound_time[c].begin()));
+    rows[c].achieved_fraction = rows[c].measured_ns ? achieved_num[c] / static_cast<double>(rows[c].measured_ns) : 0;
+    rep.classes.push_back(rows[c]);
+  }
+  std::sort(rep.classes.begin(), rep.classes.end(), [](auto& a, auto& b) { return a.measured_ns > b.measured_ns; });
+  const GpuSpec& s = m.source().gpu;
+  const GpuSpec& g = m.target().gpu;
+  for (auto& [id, mk] : moved) {
+    char why[200];
+    if (mk.bound == "memory")
+      std::snprintf(why, sizeof why, "memory-bound: %s -> %s", format_bandwidth(s.memory_bandwidth * s.memory_efficiency).c_str(),
+                    format_bandwidth(g.memory_bandwidth * g.memory_efficiency).c_str());
+    else if (mk.bound == "compute")
+      std::snprintf(why, sizeof why, "compute-bound: the peak of its precision and unit, %u -> %u SMs", s.sm_count, g.sm_count);
+    else
+      std::snprintf(why, sizeof why, "latency-bound or communication: fixed cost");
+    mk.reason = why;
+    rep.moved.push_back(mk);
+  }
+  std::sort(rep.moved.begin(), rep.moved.end(), [](auto& a, auto& b) {
+    return std::llabs(a.predicted_ns - a.measured_ns) > std::llabs(b.predicted_ns - b.measured_ns);
+  });
+}
+
+}  // namespace
+
+double peak_rss_mb() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
+  return 0;
+}
+
+ReplayReport run_replay(const Trace& t, const ReplayOptions& opt) {
+  ReplayReport rep;
+  rep.trace = &t;
+  auto t0 = std::chrono::steady_clock::now();
+  rep.graph = std::make_unique<Graph>(build_graph(t));
+  rep.graph_s = secs_since(t0);
+  rep.graph_rss_mb = peak_rss_mb();
+  DurationMode mode = DurationMode::Measured;
+  if (opt.durations == "model") mode = DurationMode::Model;
+  else if (opt.durations == "hybrid") mode = DurationMode::Hybrid;
+  else if (opt.durations != "measured") throw InputError("--durations " + opt.durations + ": expected measured, model or hybrid");
+  if (!opt.hw.empty() && !opt.durations_explicit) mode = DurationMode::Hybrid;
+  if (mode == DurationMode::Measured && !opt.hw.empty())
+    throw InputError("--hw " + opt.hw + " with --durations measured: measured durations cannot move to other hardware");
+  if (mode == DurationMode::Measured) {
+    rep.model_impl = std::make_unique<MeasuredCostModel>();
+  } else {
+    HwSpec src = source_spec(t, opt.source_hw);
+    HwSpec tgt = opt.hw.empty() ? src : load_target_hw(opt.hw);
+    rep.source_hw = src.name;
+    rep.target_hw = tgt.name;
+    rep.model_impl = std::make_unique<RetargetCostModel>(t, std::move(src), std::move(tgt), mode);
+  }
+  rep.model = rep.model_impl->name();
+  t0 = std::chrono::steady_clock::now();
+  rep.sim = simulate(*rep.graph, *rep.model_impl);
+  if (auto* rt = dynamic_cast<RetargetCostModel*>(rep.model_impl.get())) class_table(t, *rt, rep);
+  rep.replay_s = secs_since(t0);
+  rep.replay_rss_mb = peak_rss_mb();
+  t0 = std::chrono::steady_clock::now();
+  const Graph& g = *rep.graph;
+  Schedule measured = measured_schedule(t);
+  Schedule simulated = sim_schedule(rep.sim);
+  rep.measured = device_span(g, measured);
+  rep.simulated = device_span(g, simulated);
+  rep.measured_overlap = compute_overlap(g, measured);
+  rep.simulated_overlap = compute_overlap(g, simulated);
+  if (t.processes.size() > 1) {
+    rep.measured_ranks = rank_stats(g, measured);
+    rep.simulated_ranks = rank_stats(g, simulated);
+  } else if (t.device_op_count() > 0) {  // one rank: its figures are the whole run's (no second pass)
+    RankStats m, sim;
+    m.rank = sim.rank = t.processes.empty() || t.processes[0].rank == kNone ? 0 : t.processes[0].rank;
+    m.span = rep.measured;
+    m.overlap = rep.measured_overlap;
+    sim.span = rep.simulated;
+    sim.overlap = rep.simulated_overlap;
+    rep.measured_ranks = {m};
+    rep.simulated_ranks = {sim};
+  }
+  rep.waits = collective_waits(g, simulated);
+  // The run's critical path over its GPU span: the walk stops at host work that ended before the
+  // first device op started (process start-up, allocations).
+  const TimeNs gpu_begin = rep.simulated.begin;
+  rep.critical_path = critical_path(rep.sim, last_device_op(g, simulated),
+                                    [&](OpId o) { return rep.sim.end[o] > gpu_begin; });
+  if (opt.range_regex) {
+    for (RangeSpan& rs : range_spans(g, rep.sim, range_regex(*opt.range_regex))) {
+      RangeResult rr;
+      rr.index = rs.index;
+      rr.name = rs.name;
+      rr.start_ns = rs.start_ns;
+      if (!rs.nodes.empty()) {
+        rr.measured_span_ns = rs.measured.length();
+        rr.simulated_span_ns = rs.simulated.length();
+        rr.critical_path = range_critical_path(rep.sim, rs);
+        for (NodeId o : rs.nodes) rr.slack.emplace_back(o, 0);
+      }
+      rep.ranges.push_back(std::move(rr));
+    }
+  }
+  // The paths are walked: the bindings can go before slack takes its memory.
+  rep.sim.start_src.clear();
+  rep.sim.start_src.shrink_to_fit();
+  rep.slack = compute_slack(*rep.graph, rep.sim);
+  for (auto& rr : rep.ranges)
+    for (auto& [o, sl] : rr.slack) sl = rep.slack[o];
+  rep.analysis_s = secs_since(t0);
+  rep.analysis_rss_mb = peak_rss_mb();
+  return rep;
+}
+
+
+}  // namespace bneck

@@ -1,0 +1,76 @@
+// The replay pipeline: builds the graph of a trace, picks the cost model (measured, model, hybrid,
+// retargeted), simulates, and analyses the schedule (spans, overlap, ranks, critical paths, slack,
+// per-range figures, the per-class model table). tools/views renders what it returns.
+#pragma once
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/analysis/ranges.hpp"
+#include "sim/engine/cost_model.hpp"
+
+namespace bneck {
+
+struct ReplayOptions {
+  std::optional<std::string> range_regex;  // --range: NVTX ranges whose name matches in full
+  std::string hw;                          // --hw: target GPU (preset or file); empty: the trace's
+  std::string source_hw;                   // --source-hw: the trace's GPU if its name is not enough
+  std::string durations = "measured";      // measured | model | hybrid (default hybrid with --hw)
+  bool durations_explicit = false;         // --durations was given
+  std::size_t cp_limit = 10000;            // most critical-path entries listed in JSON
+  std::size_t top = 15;                    // rows in text tables
+};
+
+struct RangeResult {
+  std::size_t index = 0;                   // into trace.ranges
+  std::string name;
+  TimeNs start_ns = 0;                     // push time as the trace records it
+  TimeNs measured_span_ns = 0, simulated_span_ns = 0;
+  std::vector<OpId> critical_path;
+  std::vector<std::pair<OpId, TimeNs>> slack;  // device ops of the range and their slack
+};
+
+// Per kernel class: the roofline table of a model-mode or retargeted replay.
+struct ClassRow {
+  std::string cls;
+  std::size_t kernels = 0, with_shapes = 0;
+  TimeNs measured_ns = 0;        // sum of measured durations
+  TimeNs model_source_ns = 0;    // the models on the trace's GPU
+  TimeNs predicted_ns = 0;       // what the replay used on the target
+  double flops = 0, bytes = 0;
+  std::string bound;             // on the target, by time
+  double achieved_fraction = 0;  // of the source's peak of the binding resource
+};
+struct MovedKernel {
+  std::string name, bound, reason;
+  std::size_t count = 0;
+  TimeNs measured_ns = 0, predicted_ns = 0;
+};
+
+struct ReplayReport {
+  const Trace* trace = nullptr;
+  std::unique_ptr<Graph> graph;
+  std::unique_ptr<CostModel> model_impl;
+  std::string source_hw, target_hw;
+  std::vector<ClassRow> classes;
+  std::vector<MovedKernel> moved;
+  SimResult sim;
+  std::string model;
+  Span measured, simulated;
+  Overlap measured_overlap, simulated_overlap;
+  std::vector<OpId> critical_path;
+  std::vector<TimeNs> slack;
+  std::vector<RangeResult> ranges;
+  std::vector<RankStats> measured_ranks, simulated_ranks;  // one per process with device ops
+  std::vector<CollectiveWait> waits;                       // matched collectives, simulated
+  double import_s = 0, graph_s = 0, replay_s = 0, analysis_s = 0;
+  double import_rss_mb = 0, graph_rss_mb = 0, replay_rss_mb = 0, analysis_rss_mb = 0;  // peak RSS after each phase
+};
+
+ReplayReport run_replay(const Trace& t, const ReplayOptions& opt);
+
+// Peak resident set size of this process so far, MiB (Linux; 0 elsewhere).
+double peak_rss_mb();
+
+}  // namespace bneck

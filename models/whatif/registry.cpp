@@ -1,0 +1,25 @@
+// The transform table: one line per transform (each defined in its own file here). The CLI,
+// --help, scenario keys and the README list come from it.
+#include "models/whatif/transform.hpp"
+
+namespace bneck {
+
+extern const TransformDef kScaleTransform, kRemoveTransform, kFuseTransform, kPrecisionTransform, kCudaGraphTransform,
+    kHwTransform, kOverlapCommTransform, kRanksTransform, kRepeatTransform;
+
+const std::vector<const TransformDef*>& transform_registry() {
+  static const std::vector<const TransformDef*> table = {
+      &kScaleTransform,
+      &kRemoveTransform,
+      &kFuseTransform,
+      &kPrecisionTransform,
+      &kCudaGraphTransform,
+      &kHwTransform,
+      &kOverlapCommTransform,
+      &kRanksTransform,
+      &kRepeatTransform,
+  };
+  return table;
+}
+
+}  // namespace bneck

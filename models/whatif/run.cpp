@@ -1,0 +1,127 @@
+#include "models/whatif/run.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "models/retarget.hpp"
+#include "sim/base/error.hpp"
+
+namespace bneck {
+
+HwSpec pick_source(const Trace& t, const std::string& override_spec) {
+  try {
+    return source_spec(t, override_spec);
+  } catch (const InputError&) {
+    if (!t.measured && override_spec.empty()) return load_hw("hypothetical-120tf-2tbs");  // hand-written workloads
+    throw;
+  }
+}
+
+namespace {
+std::vector<std::string> cp_names(const Graph& g, const std::vector<OpId>& path) {
+  std::vector<std::string> out;
+  for (OpId n : path)
+    if (g.is_device(n)) out.push_back(g.name(n));
+  return out;
+}
+}  // namespace
+
+WhatIfReport run_whatif(const Trace& t, const WhatIfOptions& opt) {
+  WhatIfReport rep;
+  rep.trace = &t;
+  auto graph = std::make_shared<const Graph>(build_graph(t));
+  HwSpec source = pick_source(t, opt.source_hw);
+  rep.source_hw = source.name;
+  WhatIfEngine engine(t, graph, source);
+  WhatIfCase base = engine.baseline();
+  WhatIfCase pred = engine.apply(opt.transforms);
+  rep.log = pred.log;
+  rep.target_hw = pred.spec.name;
+  rep.base_graph = base.graph;
+  rep.pred_graph = pred.graph;
+  const Graph& bg = *base.graph;
+  const Graph& pg = *pred.graph;
+  rep.base_sim = simulate(bg, VectorCostModel(base.durations, "baseline"));
+  rep.pred_sim = simulate(pg, VectorCostModel(pred.durations, "predicted"));
+  rep.measured = device_span(bg, measured_schedule(t));
+  rep.baseline = device_span(bg, sim_schedule(rep.base_sim));
+  rep.predicted = device_span(pg, sim_schedule(rep.pred_sim));
+  rep.baseline_ranks = rank_stats(bg, sim_schedule(rep.base_sim));
+  rep.predicted_ranks = rank_stats(pg, sim_schedule(rep.pred_sim));
+  rep.baseline_overlap = compute_overlap(bg, sim_schedule(rep.base_sim));
+  rep.predicted_overlap = compute_overlap(pg, sim_schedule(rep.pred_sim));
+  rep.has_amdahl = pred.scale_factor > 0;
+  rep.amdahl_factor = pred.scale_factor;
+
+  std::vector<OpId> all_dev;
+  for (OpId i = 0; i < t.ops.size(); ++i)
+    if (is_device_op(t.ops[i].kind)) all_dev.push_back(i);
+  std::vector<std::string> before_cp, after_cp;
+  if (opt.range_regex) {
+    std::regex re = range_regex(*opt.range_regex);
+    std::vector<RangeSpan> bs = range_spans(bg, rep.base_sim, re), ps = range_spans(pg, rep.pred_sim, re);
+    std::vector<double> meas, b, p, am;
+    for (std::size_t k = 0; k < bs.size(); ++k) {
+      if (bs[k].nodes.empty()) continue;
+      WhatIfRange wr;
+      wr.name = bs[k].name;
+      wr.start_ns = bs[k].start_ns;
+      wr.measured_span_ns = bs[k].measured.length();
+      wr.baseline_ns = bs[k].simulated.length();
+      wr.predicted_ns = ps[k].nodes.empty() ? 0 : ps[k].simulated.length();
+      if (rep.has_amdahl && wr.baseline_ns > 0) {
+        wr.amdahl_fraction = static_cast<double>(busy_union(bs[k].nodes, pred.scaled, rep.base_sim)) / static_cast<double>(wr.baseline_ns);
+        wr.amdahl_ns = amdahl_ns(wr.baseline_ns, wr.amdahl_fraction, rep.amdahl_factor);
+      }
+      wr.cp_before = cp_names(bg, range_critical_path(rep.base_sim, bs[k]));
+      wr.path_after = range_critical_path(rep.pred_sim, ps[k]);
+      wr.cp_after = cp_names(pg, wr.path_after);
+      meas.push_back(static_cast<double>(wr.measured_span_ns));
+      b.push_back(static_cast<double>(wr.baseline_ns));
+      p.push_back(static_cast<double>(wr.predicted_ns));
+      am.push_back(wr.amdahl_fraction);
+      rep.ranges.push_back(std::move(wr));
+    }
+    if (rep.ranges.empty()) throw InputError(t.source, "--range '" + *opt.range_regex + "' matches no range with device ops");
+    rep.measured_ns = static_cast<TimeNs>(median(meas));
+    rep.baseline_ns = static_cast<TimeNs>(median(b));
+    rep.predicted_ns = static_cast<TimeNs>(median(p));
+    rep.amdahl_fraction = median(am);
+    before_cp = rep.ranges.front().cp_before;
+    after_cp = rep.ranges.front().cp_after;
+  } else {
+    rep.measured_ns = rep.measured.length();
+    rep.baseline_ns = rep.baseline.length();
+    rep.predicted_ns = rep.predicted.length();
+    if (rep.has_amdahl && rep.baseline_ns > 0)
+      rep.amdahl_fraction = static_cast<double>(busy_union(all_dev, pred.scaled, rep.base_sim)) / static_cast<double>(rep.baseline_ns);
+    TimeNs b0 = rep.baseline.begin, p0 = rep.predicted.begin;
+    before_cp = cp_names(bg, critical_path(rep.base_sim, last_device_op(bg, sim_schedule(rep.base_sim)),
+                                           [&](OpId o) { return rep.base_sim.end[o] > b0; }));
+    after_cp = cp_names(pg, critical_path(rep.pred_sim, last_device_op(pg, sim_schedule(rep.pred_sim)),
+                                          [&](OpId o) { return rep.pred_sim.end[o] > p0; }));
+  }
+  if (rep.has_amdahl) rep.amdahl_ns = amdahl_ns(rep.baseline_ns, rep.amdahl_fraction, rep.amdahl_factor);
+  rep.speedup = rep.predicted_ns > 0 ? static_cast<double>(rep.baseline_ns) / static_cast<double>(rep.predicted_ns) : 0;
+  std::set<std::string> bset(before_cp.begin(), before_cp.end()), aset(after_cp.begin(), after_cp.end());
+  for (const auto& n : aset)
+    if (!bset.count(n)) rep.onto_cp.push_back(n);
+  for (const auto& n : bset)
+    if (!aset.count(n)) rep.off_cp.push_back(n);
+  // Slack changes of the trace's device ops.
+  auto sb = compute_slack(bg, rep.base_sim);
+  auto sp = compute_slack(pg, rep.pred_sim);
+  std::vector<OpId> changed;
+  for (OpId o : all_dev)
+    if (sb[o] != sp[o]) changed.push_back(o);
+  std::sort(changed.begin(), changed.end(), [&](OpId a, OpId b) {
+    auto da = std::llabs(sp[a] - sb[a]), db = std::llabs(sp[b] - sb[b]);
+    return da != db ? da > db : a < b;
+  });
+  for (std::size_t k = 0; k < changed.size() && k < 50; ++k)
+    rep.slack_changes.push_back({t.name(t.ops[changed[k]]), changed[k], sb[changed[k]], sp[changed[k]]});
+  return rep;
+}
+
+}  // namespace bneck

@@ -1,0 +1,56 @@
+// The what-if pipeline: baseline and predicted replays of a transform list side by side, per
+// range, with Amdahl's forecast for --scale, what moved onto and off the critical path, and the
+// ops whose slack changed. tools/views renders what it returns.
+#pragma once
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/whatif/transform.hpp"
+#include "sim/analysis/ranges.hpp"
+
+namespace bneck {
+
+struct WhatIfOptions {
+  std::optional<std::string> range_regex;
+  std::vector<Transform> transforms;
+  std::string scenario_name;
+  std::string source_hw;
+  std::size_t top = 12;
+};
+
+struct WhatIfRange {
+  std::string name;
+  TimeNs start_ns = 0, measured_span_ns = 0, baseline_ns = 0, predicted_ns = 0;
+  double amdahl_fraction = 0;
+  TimeNs amdahl_ns = 0;
+  std::vector<std::string> cp_before, cp_after;  // device-op names on the range's critical path
+  std::vector<OpId> path_after;                  // the predicted critical path (nodes)
+};
+
+struct WhatIfReport {
+  const Trace* trace = nullptr;
+  std::shared_ptr<const Graph> base_graph, pred_graph;
+  std::vector<std::string> log;
+  std::string source_hw, target_hw;
+  Span measured, baseline, predicted;
+  std::vector<WhatIfRange> ranges;
+  TimeNs baseline_ns = 0, predicted_ns = 0, measured_ns = 0;  // medians over ranges, or GPU spans
+  double speedup = 1;
+  bool has_amdahl = false;
+  double amdahl_fraction = 0, amdahl_factor = 0;
+  TimeNs amdahl_ns = 0;
+  std::vector<std::string> onto_cp, off_cp;      // op names that moved onto / off the critical path
+  struct SlackChange { std::string name; OpId id; TimeNs before, after; };
+  std::vector<SlackChange> slack_changes;
+  Overlap baseline_overlap, predicted_overlap;
+  std::vector<RankStats> baseline_ranks, predicted_ranks;  // one per process with device ops
+  SimResult base_sim, pred_sim;
+};
+
+WhatIfReport run_whatif(const Trace& t, const WhatIfOptions& opt);
+// The trace's GPU: --source-hw, the device name, or (hand-written workloads) a hypothetical GPU.
+HwSpec pick_source(const Trace& t, const std::string& override_spec);
+
+}  // namespace bneck

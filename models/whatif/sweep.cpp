@@ -1,0 +1,51 @@
+#include "models/whatif/sweep.hpp"
+
+#include <atomic>
+#include <thread>
+
+#include "models/retarget.hpp"
+#include "sim/analysis/ranges.hpp"
+
+namespace bneck {
+
+void run_sweep(const Trace& t, const std::string& source_hw, const std::optional<std::regex>& range, unsigned jobs,
+               std::vector<SweepCase>& cases) {
+  // One graph, shared by every case.
+  auto graph = std::make_shared<const Graph>(build_graph(t));
+  HwSpec source = source_spec(t, source_hw);
+  WhatIfEngine engine(t, graph, source);
+  WhatIfCase base = engine.baseline();
+  auto measure = [&](const Graph& g, const SimResult& r) -> TimeNs {
+    if (!range) return device_span(g, sim_schedule(r)).length();
+    std::vector<double> v;
+    for (const RangeSpan& rs : range_spans(g, r, *range))
+      if (!rs.nodes.empty()) v.push_back(static_cast<double>(rs.simulated.length()));
+    return static_cast<TimeNs>(median(v));
+  };
+  const TimeNs baseline = measure(*base.graph, simulate(*base.graph, VectorCostModel(base.durations)));
+  std::atomic<std::size_t> next{0};
+  unsigned n = jobs ? jobs : std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::thread> pool;
+  for (unsigned k = 0; k < n; ++k)
+    pool.emplace_back([&] {
+      for (std::size_t i; (i = next++) < cases.size();) {
+        SweepCase& c = cases[i];
+        try {
+          WhatIfCase wc = engine.apply(c.transforms);
+          SimResult r = simulate(*wc.graph, VectorCostModel(wc.durations));
+          c.baseline = baseline;
+          c.predicted = measure(*wc.graph, r);
+          for (OpId o = 0; o < t.ops.size(); ++o) {
+            if (t.ops[o].kind != OpKind::Kernel) continue;
+            Bound b = (t.ops[o].flags & Op::kFlagNccl) ? Bound::Latency : model_kernel(t, o, engine.work()[o], wc.spec).bound;
+            c.by_bound[static_cast<int>(b)] += wc.durations[o];
+          }
+        } catch (const std::exception& e) {
+          c.error = e.what();
+        }
+      }
+    });
+  for (auto& th : pool) th.join();
+}
+
+}  // namespace bneck

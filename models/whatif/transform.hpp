@@ -1,0 +1,113 @@
+// What-if transforms: a registry of named graph rewrites (DESIGN.md: pure functions Graph, spec ->
+// Graph', spec', log). Each transform is one file in models/whatif/ defining a TransformDef and
+// one line in registry.cpp; the CLI options, `bneck whatif --help`, the scenario JSON keys and the
+// README's list are generated from the table (`bneck whatif --list-transforms`).
+//
+// A case starts from the baseline: the calibrated graph of a trace and the durations of its base
+// cost model (measured). Transforms rewrite durations, edges and nodes (through GraphEditor:
+// synthesized nodes, removals, repeats, splits) and the hardware spec; they compose in the order
+// given and each writes a line to the case's log.
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hw/spec.hpp"
+#include "models/kernel_work.hpp"
+#include "sim/engine/engine.hpp"
+#include "sim/graph/edit.hpp"
+
+namespace bneck {
+
+// What transforms share: the trace, its base graph and GPU, the work estimated for its kernels.
+struct WhatIfContext {
+  const Trace& trace;
+  std::shared_ptr<const Graph> base;
+  HwSpec source;
+  std::vector<KernelWork> work;
+  // Ops a selector picks (all ops, or device ops only); an empty selector picks every device op.
+  std::vector<bool> select(const std::string& sel, bool device_only) const;
+};
+
+struct WhatIfCase {
+  std::shared_ptr<const Graph> graph;   // the base graph, or this case's own edited copy
+  std::vector<TimeNs> durations;        // per trace op (synthetic nodes: by their DurationSource)
+  HwSpec spec;                          // the target after --hw
+  std::vector<std::string> log;
+  std::vector<bool> scaled;             // ops a --scale selected (for Amdahl)
+  double scale_factor = 0;              // the first --scale's factor, 0 if none
+  // The case's own graph (copied from the base on first use) to edit.
+  Graph& edit_graph();
+};
+
+// One parsed transform, ready to apply.
+class TransformStep {
+ public:
+  virtual ~TransformStep() = default;
+  virtual void apply(const WhatIfContext& ctx, WhatIfCase& c) const = 0;
+  std::string text;  // as given ("--scale 2:name~gemm"), for the log
+};
+using Transform = std::shared_ptr<const TransformStep>;
+
+struct TransformDef {
+  enum class Arg { None, Optional, Required };
+  const char* name;      // option name without dashes: "scale" -> --scale, scenario key "scale"
+  const char* metavar;   // "FACTOR:SEL"
+  Arg arg;
+  const char* help;      // one line
+  std::unique_ptr<TransformStep> (*parse)(const std::string& arg);  // throws InputError
+};
+
+// The table (registry.cpp), in the order --help lists it.
+const std::vector<const TransformDef*>& transform_registry();
+// By name; '-' and '_' are the same ("cuda-graph" = "cuda_graph"). nullptr if unknown.
+const TransformDef* find_transform(const std::string& name);
+// "--scale 2:name~k_compute" -> parse_transform("scale", "2:name~k_compute"). Throws InputError.
+Transform parse_transform(const std::string& name, const std::string& arg);
+// The transforms as the option list of --help and the README (markdown when `markdown`).
+std::string transform_help(bool markdown);
+
+struct Scenario {
+  std::string name;
+  std::vector<Transform> transforms;
+};
+// {"name": "...", "transforms": [{"scale": "2:name~gemm"}, {"remove": "kind=memset"}, ...]}: keys
+// are the registry's names.
+Scenario load_scenario(const std::string& path);
+// Command-line words after TRACE: `--NAME ARG`, `--NAME=ARG`, `--scenario FILE`, in order.
+std::vector<Transform> parse_transform_args(const std::vector<std::string>& args, std::string& scenario_name);
+
+// A constant duration per trace op.
+class VectorCostModel : public CostModel {
+ public:
+  explicit VectorCostModel(std::vector<TimeNs> d, std::string name = "what-if") : d_(std::move(d)), name_(std::move(name)) {}
+  const char* name() const override { return name_.c_str(); }
+  const char* description() const override { return "durations rewritten by what-if transforms"; }
+  TimeNs duration(OpId n, const Graph&) const override { return d_[n]; }
+
+ private:
+  std::vector<TimeNs> d_;
+  std::string name_;
+};
+
+class WhatIfEngine {
+ public:
+  // `base` is built from `t` with calibration; `source` is the trace's GPU.
+  WhatIfEngine(const Trace& t, std::shared_ptr<const Graph> base, HwSpec source);
+  WhatIfCase baseline() const;  // measured durations
+  WhatIfCase apply(const std::vector<Transform>& transforms) const;
+  const std::vector<KernelWork>& work() const { return ctx_.work; }
+  const WhatIfContext& context() const { return ctx_; }
+
+ private:
+  WhatIfContext ctx_;
+};
+
+// Helpers for transforms.
+std::size_t count_selected(const std::vector<bool>& v);
+std::string fmt_num(const char* f, double a);
+// A transform argument that must be a selector (checked now, so errors come before the import).
+std::string checked_selector(const std::string& sel);
+
+}  // namespace bneck

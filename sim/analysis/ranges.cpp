@@ -1,0 +1,126 @@
+#include "sim/analysis/ranges.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace bneck {
+
+CloneIndex::CloneIndex(const Graph& g) {
+  for (NodeId n = static_cast<NodeId>(g.num_trace_nodes()); n < g.num_nodes(); ++n)
+    if (g.synthetic(n) && g.origin(n) != kNone) by_origin_.emplace_back(g.origin(n), n);
+  std::sort(by_origin_.begin(), by_origin_.end());
+}
+
+void CloneIndex::add_clones(std::vector<NodeId>& ops) const {
+  if (by_origin_.empty()) return;
+  const std::size_t n = ops.size();
+  for (std::size_t k = 0; k < n; ++k) {
+    auto it = std::lower_bound(by_origin_.begin(), by_origin_.end(), std::make_pair(ops[k], NodeId{0}));
+    for (; it != by_origin_.end() && it->first == ops[k]; ++it) ops.push_back(it->second);
+  }
+}
+
+std::vector<RangeSpan> range_spans(const Graph& g, const SimResult& r, const std::regex& re) {
+  const Trace& t = *g.trace;
+  RangeIndex idx(t);
+  CloneIndex clones(g);
+  std::vector<RangeSpan> out;
+  for (std::size_t ri : idx.match(re)) {
+    RangeSpan rs;
+    rs.index = ri;
+    rs.name = t.strings.str(t.ranges[ri].name);
+    rs.start_ns = t.ranges[ri].start;
+    idx.device_ops(ri, rs.nodes);
+    // Removed nodes leave the range.
+    rs.nodes.erase(std::remove_if(rs.nodes.begin(), rs.nodes.end(), [&](NodeId n) { return g.removed(n); }), rs.nodes.end());
+    if (!rs.nodes.empty()) {
+      TimeNs mb = t.ops[rs.nodes[0]].start, me = t.ops[rs.nodes[0]].end();
+      for (NodeId o : rs.nodes) {
+        mb = std::min(mb, t.ops[o].start);
+        me = std::max(me, t.ops[o].end());
+      }
+      rs.measured = {mb, me};
+      const std::size_t traced = rs.nodes.size();
+      clones.add_clones(rs.nodes);
+      rs.nodes.erase(std::remove_if(rs.nodes.begin() + static_cast<long>(traced), rs.nodes.end(), [&](NodeId n) { return !g.is_device(n); }),
+                     rs.nodes.end());
+      rs.simulated = span_of(rs.nodes, r);
+      rs.last = rs.nodes[0];
+      for (NodeId o : rs.nodes)
+        if (r.end[o] > r.end[rs.last] || (r.end[o] == r.end[rs.last] && o < rs.last)) rs.last = o;
+      auto [lo, hi] = idx.api_span(ri);
+      rs.path_from = rs.simulated.begin;
+      for (std::size_t p = lo; p < hi; ++p) rs.path_from = std::min(rs.path_from, r.start[idx.api_at(p)]);
+    }
+    out.push_back(std::move(rs));
+  }
+  return out;
+}
+
+std::vector<OpId> range_critical_path(const SimResult& r, const RangeSpan& rs) {
+  if (rs.last == kNone) return {};
+  return critical_path(r, rs.last, [&](OpId o) { return r.end[o] > rs.path_from; });
+}
+
+Span span_of(const std::vector<NodeId>& nodes, const SimResult& r) {
+  Span s;
+  bool any = false;
+  for (NodeId o : nodes) {
+    if (!any) { s.begin = r.start[o]; s.end = r.end[o]; any = true; }
+    s.begin = std::min(s.begin, r.start[o]);
+    s.end = std::max(s.end, r.end[o]);
+  }
+  return s;
+}
+
+TimeNs busy_union(const std::vector<NodeId>& nodes, const std::vector<bool>& sel, const SimResult& r) {
+  std::vector<std::pair<TimeNs, TimeNs>> iv;
+  for (NodeId o : nodes)
+    if (o < sel.size() && sel[o]) iv.emplace_back(r.start[o], r.end[o]);
+  std::sort(iv.begin(), iv.end());
+  TimeNs total = 0, cs = 0, ce = 0;
+  bool open = false;
+  for (auto [s, e] : iv) {
+    if (!open || s > ce) {
+      if (open) total += ce - cs;
+      cs = s;
+      ce = e;
+      open = true;
+    } else {
+      ce = std::max(ce, e);
+    }
+  }
+  if (open) total += ce - cs;
+  return total;
+}
+
+TimeNs amdahl_ns(TimeNs baseline, double fraction, double factor) {
+  return static_cast<TimeNs>(std::llround(static_cast<double>(baseline) * (1 - fraction + fraction / factor)));
+}
+
+std::map<std::string, TimeNs> path_breakdown(const Graph& g, const SimResult& r, const std::vector<OpId>& path) {
+  std::map<std::string, TimeNs> by;
+  if (path.empty()) return by;
+  TimeNs cursor = r.start[path.front()];
+  TimeNs covered = 0;
+  for (OpId n : path) {
+    TimeNs s = std::max(r.start[n], cursor), e = r.end[n];
+    if (e > s) {
+      by[g.kind(n) == OpKind::Api ? "host API calls" : to_string(node_class(g, n))] += e - s;
+      covered += e - s;
+    }
+    cursor = std::max(cursor, r.end[n]);
+  }
+  TimeNs total = r.end[path.back()] - r.start[path.front()];
+  by["latency and gaps"] = std::max<TimeNs>(0, total - covered);
+  return by;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace bneck

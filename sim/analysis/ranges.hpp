@@ -1,0 +1,50 @@
+// Per-range figures on a graph's schedule: the device nodes of an NVTX range (its trace ops and
+// the synthetic nodes cloned from them), its span, its critical path, busy time of a selection,
+// Amdahl's forecast, and the breakdown of a path by class. Shared by replay, what-if and sweep.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sim/analysis/analysis.hpp"
+
+namespace bneck {
+
+// Clones of each trace op in a graph (repeats, splits), for range membership.
+class CloneIndex {
+ public:
+  explicit CloneIndex(const Graph& g);
+  // Appends the clones of the ops in `ops` (any order) to `ops`.
+  void add_clones(std::vector<NodeId>& ops) const;
+
+ private:
+  std::vector<std::pair<OpId, NodeId>> by_origin_;  // sorted
+};
+
+struct RangeSpan {
+  std::size_t index = 0;           // into trace.ranges
+  std::string name;
+  TimeNs start_ns = 0;             // push time as the trace records it
+  std::vector<NodeId> nodes;       // device nodes (trace ops, then clones)
+  Span measured, simulated;
+  NodeId last = kNone;             // the node that ends last in the simulation (ties: lowest id)
+  TimeNs path_from = 0;            // the range's critical path stops at nodes ending before this
+};
+// The ranges matching `re` in full that launched device work, in time order. The measured span
+// is over the range's trace ops; the simulated one over them and their clones.
+std::vector<RangeSpan> range_spans(const Graph& g, const SimResult& r, const std::regex& re);
+// The range's critical path: back from its last device node through anything (other threads and
+// streams included) that ended after the range's first call started.
+std::vector<OpId> range_critical_path(const SimResult& r, const RangeSpan& rs);
+
+// Span of the nodes in a simulated schedule.
+Span span_of(const std::vector<NodeId>& nodes, const SimResult& r);
+// Busy time (union of intervals) of the nodes with sel[n] among `nodes`.
+TimeNs busy_union(const std::vector<NodeId>& nodes, const std::vector<bool>& sel, const SimResult& r);
+// Amdahl's law: a run of `baseline` in which a `fraction` of the time gets `factor` x faster.
+TimeNs amdahl_ns(TimeNs baseline, double fraction, double factor);
+// Time each class contributes to a path in time order (overlaps counted once), plus "latency and gaps".
+std::map<std::string, TimeNs> path_breakdown(const Graph& g, const SimResult& r, const std::vector<OpId>& path);
+double median(std::vector<double> v);
+
+}  // namespace bneck
