@@ -181,6 +181,7 @@ ReplayReport run_replay(const Trace& t, const ReplayOptions& opt) {
       rr.index = rs.index;
       rr.name = rs.name;
       rr.start_ns = rs.start_ns;
+      rr.rank = rs.rank;
       if (!rs.nodes.empty()) {
         rr.measured_span_ns = rs.measured.length();
         rr.simulated_span_ns = rs.simulated.length();

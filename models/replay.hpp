@@ -25,6 +25,7 @@ struct ReplayOptions {
 struct RangeResult {
   std::size_t index = 0;                   // into trace.ranges
   std::string name;
+  std::uint32_t rank = 0;                  // of the range's thread
   TimeNs start_ns = 0;                     // push time as the trace records it
   TimeNs measured_span_ns = 0, simulated_span_ns = 0;
   std::vector<OpId> critical_path;

@@ -276,3 +276,53 @@ TEST_CASE("whatif and sweep from the command line", "[cli][whatif]") {
   CHECK(slurp(svg).find("<polyline") != std::string::npos);
   CHECK(run("sweep '" + demo_trace() + "' --hw h200-sxm --vary bogus=1..2:3").code == 2);
 }
+
+namespace {
+std::size_t longest_line(const std::string& s) {
+  std::size_t best = 0, cur = 0;
+  for (char c : s) {
+    if (c == '\n') { best = std::max(best, cur); cur = 0; }
+    else ++cur;
+  }
+  return std::max(best, cur);
+}
+}  // namespace
+
+TEST_CASE("text reports keep lines under 200 characters; a multi-rank ranges table has a rank column", "[cli]") {
+  Run r = run("replay '" + demo_trace() + "' --range 'iter.*'");
+  REQUIRE(r.code == 0);
+  CHECK(longest_line(r.out) <= 200);
+  Run w = run("whatif '" + demo_trace() + "' --range 'iter.*' --fuse name~axpy --scale 2:name~spin");
+  REQUIRE(w.code == 0);
+  CHECK(longest_line(w.out) <= 200);
+  const std::string dlrm = shared_dir() + "/traces/kineto/param_dlrm_8rank_v100/dlrm_kineto";
+  if (fs::exists(dlrm)) {
+    Run d = run("replay '" + dlrm + "' --range 'ProfilerStep.*'");
+    REQUIRE(d.code == 0);
+    CHECK(longest_line(d.out) <= 200);
+    CHECK_THAT(d.out, Catch::Contains("rank  range"));
+    Run dj = run("replay '" + dlrm + "' --range 'ProfilerStep.*' --json -");
+    auto j = nlohmann::json::parse(dj.out);
+    REQUIRE(j["ranges"].size() >= 2);
+    CHECK(j["ranges"][0].contains("rank"));
+  }
+  Run o = run("occupancy --threads 256 --regs 32 --smem 0");
+  CHECK(o.code == 0);
+}
+
+TEST_CASE("the README's transform list is the registry's; --repeat synthesizes a range's work", "[cli][whatif]") {
+  Run l = run("whatif --list-transforms markdown");
+  REQUIRE(l.code == 0);
+  CHECK(l.out.find("- `--repeat K:REGEX`") != std::string::npos);
+  CHECK_THAT(slurp(source_dir() + "/README.md"), Catch::Contains(l.out));
+  // iter3 run twice: its span becomes the iteration period (1.476 ms from iter3's start to iter4's)
+  // plus one more iteration of 1.164 ms: about 2.640 ms; the other ranges keep theirs.
+  Run w = run("whatif '" + demo_trace() + "' --range 'iter.*' --repeat 2:iter3 --json -");
+  INFO(w.err);
+  REQUIRE(w.code == 0);
+  auto j = nlohmann::json::parse(w.out);
+  REQUIRE(j["ranges"].size() == 6);
+  CHECK(j["ranges"][3]["predicted_ns"].get<double>() == Approx(1'476'758 + 1'164'349).epsilon(0.01));
+  CHECK(j["ranges"][4]["predicted_ns"] == j["ranges"][4]["baseline_ns"]);
+  CHECK(run("whatif '" + demo_trace() + "' --repeat x:iter3").code == 2);
+}

@@ -67,6 +67,7 @@ WhatIfReport run_whatif(const Trace& t, const WhatIfOptions& opt) {
       WhatIfRange wr;
       wr.name = bs[k].name;
       wr.start_ns = bs[k].start_ns;
+      wr.rank = bs[k].rank;
       wr.measured_span_ns = bs[k].measured.length();
       wr.baseline_ns = bs[k].simulated.length();
       wr.predicted_ns = ps[k].nodes.empty() ? 0 : ps[k].simulated.length();

@@ -22,6 +22,7 @@ struct WhatIfOptions {
 
 struct WhatIfRange {
   std::string name;
+  std::uint32_t rank = 0;  // of the range's thread
   TimeNs start_ns = 0, measured_span_ns = 0, baseline_ns = 0, predicted_ns = 0;
   double amdahl_fraction = 0;
   TimeNs amdahl_ns = 0;

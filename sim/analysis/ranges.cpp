@@ -30,6 +30,7 @@ std::vector<RangeSpan> range_spans(const Graph& g, const SimResult& r, const std
     rs.index = ri;
     rs.name = t.strings.str(t.ranges[ri].name);
     rs.start_ns = t.ranges[ri].start;
+    rs.rank = t.rank_of_lane(t.ranges[ri].lane);
     idx.device_ops(ri, rs.nodes);
     // Removed nodes leave the range.
     rs.nodes.erase(std::remove_if(rs.nodes.begin(), rs.nodes.end(), [&](NodeId n) { return g.removed(n); }), rs.nodes.end());

@@ -24,6 +24,7 @@ class CloneIndex {
 struct RangeSpan {
   std::size_t index = 0;           // into trace.ranges
   std::string name;
+  std::uint32_t rank = 0;          // of the range's thread
   TimeNs start_ns = 0;             // push time as the trace records it
   std::vector<NodeId> nodes;       // device nodes (trace ops, then clones)
   Span measured, simulated;

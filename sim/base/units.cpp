@@ -34,7 +34,7 @@ Split split_number_unit(std::string_view text, const char* what) {
   std::string unit;
   for (std::size_t k = j; k < s.size(); ++k)
     if (!std::isspace(static_cast<unsigned char>(s[k]))) unit += s[k];
-  if (unit.empty()) throw InputError(std::string(what) + " '" + s + "' has no unit");
+  if (unit.empty() && v != 0) throw InputError(std::string(what) + " '" + s + "' has no unit");  // zero needs none
   return {v, unit};
 }
 
@@ -64,6 +64,7 @@ std::string fmt(double v, const char* unit) {
 
 TimeNs parse_duration(std::string_view text) {
   auto [v, u] = split_number_unit(text, "duration");
+  if (u.empty() && v == 0) return 0;  // zero needs no unit
   double f;
   if (u == "ns") f = 1;
   else if (u == "us" || u == "\xc2\xb5s") f = 1e3;
@@ -77,6 +78,7 @@ TimeNs parse_duration(std::string_view text) {
 
 double parse_bandwidth(std::string_view text) {
   auto [v, u] = split_number_unit(text, "bandwidth");
+  if (u.empty() && v == 0) return 0;
   if (u.size() < 3 || u.substr(u.size() - 3) != "B/s")
     throw InputError("bandwidth '" + std::string(text) + "': unit must end in B/s (e.g. 4.8 TB/s)");
   bool ok;
@@ -87,6 +89,7 @@ double parse_bandwidth(std::string_view text) {
 
 double parse_op_rate(std::string_view text) {
   auto [v, u] = split_number_unit(text, "rate");
+  if (u.empty() && v == 0) return 0;
   std::string_view uv(u);
   std::size_t cut = 0;
   if (uv.size() >= 6 && uv.substr(uv.size() - 6) == "FLOP/s") cut = 6;
@@ -110,6 +113,7 @@ double parse_frequency(std::string_view text) {
 
 Bytes parse_bytes(std::string_view text) {
   auto [v, u] = split_number_unit(text, "size");
+  if (u.empty() && v == 0) return 0;  // zero needs no unit
   if (u.empty() || u.back() != 'B') throw InputError("size '" + std::string(text) + "': unit must end in B");
   bool ok;
   double f = prefix_factor(std::string_view(u).substr(0, u.size() - 1), ok);

@@ -47,6 +47,28 @@ std::string short_name(const std::string& name, std::size_t max) {
   return s;
 }
 
+std::string runs_text(const std::vector<std::string>& names, const std::string& indent, std::size_t width) {
+  std::vector<std::string> items;
+  for (std::size_t i = 0; i < names.size();) {
+    std::string k = short_name(names[i], 48);
+    std::size_t j = i + 1;
+    while (j < names.size() && short_name(names[j], 48) == k) ++j;
+    items.push_back(j - i > 1 ? k + " x" + std::to_string(j - i) : k);
+    i = j;
+  }
+  std::string out, line = indent;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    std::string piece = items[i] + (i + 1 < items.size() ? ", " : "");
+    if (line.size() > indent.size() && line.size() + piece.size() > width) {
+      while (!line.empty() && line.back() == ' ') line.pop_back();
+      out += line + "\n";
+      line = indent;
+    }
+    line += piece;
+  }
+  return out + line;
+}
+
 std::string pad(const std::string& s, std::size_t w) { return s.size() >= w ? s : s + std::string(w - s.size(), ' '); }
 std::string lpad(const std::string& s, std::size_t w) { return s.size() >= w ? s : std::string(w - s.size(), ' ') + s; }
 
@@ -202,25 +224,28 @@ void print_replay_text(const ReplayReport& r, const ReplayOptions& opt, std::ost
   if (opt.range_regex) {
     out << "Ranges matching '" << *opt.range_regex << "': " << r.ranges.size() << "\n";
     std::vector<double> errs;
-    out << "  " << pad("range", 28) << lpad("start", 14) << lpad("measured", 14) << lpad("simulated", 14) << lpad("error", 10) << "\n";
+    const bool ranks = r.measured_ranks.size() > 1;
+    out << "  " << (ranks ? pad("rank", 6) : "") << pad("range", 28) << lpad("start", 14) << lpad("measured", 14) << lpad("simulated", 14) << lpad("error", 10) << "\n";
     for (const auto& rr : r.ranges) {
       double e = rr.measured_span_ns ? static_cast<double>(rr.simulated_span_ns - rr.measured_span_ns) / static_cast<double>(rr.measured_span_ns) : 0;
       if (rr.measured_span_ns) errs.push_back(std::fabs(e));
-      out << "  " << pad(short_name(rr.name, 26), 28) << lpad(format_duration(rr.start_ns - r.measured.begin), 14)
+      out << "  " << (ranks ? pad(std::to_string(rr.rank), 6) : "") << pad(short_name(rr.name, 26), 28) << lpad(format_duration(rr.start_ns - r.measured.begin), 14)
           << lpad(format_duration(rr.measured_span_ns), 14) << lpad(format_duration(rr.simulated_span_ns), 14)
           << lpad((e >= 0 ? "+" : "") + pct(e), 10) << "\n";
     }
     if (!errs.empty()) {
       out << "  median |error| " << pct(median(errs)) << ", max |error| " << pct(*std::max_element(errs.begin(), errs.end())) << "\n";
       const RangeResult& first = r.ranges.front();
-      out << "  critical path of " << first.name << ":";
+      std::vector<std::string> names;
       for (OpId n : first.critical_path)
-        if (is_device_op(t.ops[n].kind)) out << " " << short_name(t.name(t.ops[n]), 40);
-      out << "\n  off the path, with slack:";
+        if (r.graph->is_device(n)) names.push_back(r.graph->name(n));
+      out << "  critical path of " << first.name << (ranks ? " (rank " + std::to_string(first.rank) + ")" : "") << ":\n"
+          << runs_text(names, "    ") << "\n  off the path, with slack:\n";
       std::unordered_set<OpId> oncp(first.critical_path.begin(), first.critical_path.end());
+      names.clear();
       for (auto& [o, sl] : first.slack)
-        if (!oncp.count(o)) out << " " << short_name(t.name(t.ops[o]), 40) << " (" << format_duration(sl) << ")";
-      out << "\n";
+        if (!oncp.count(o)) names.push_back(short_name(r.graph->name(o), 40) + " (" + format_duration(sl) + ")");
+      out << runs_text(names, "    ") << "\n";
     }
     out << "\n";
   }
@@ -304,7 +329,7 @@ json replay_json(const ReplayReport& r, const ReplayOptions& opt) {
   if (opt.range_regex) {
     json ranges = json::array();
     for (const auto& rr : r.ranges) {
-      json rj = {{"name", rr.name}, {"start_ns", rr.start_ns}, {"measured_span_ns", rr.measured_span_ns},
+      json rj = {{"name", rr.name}, {"rank", rr.rank}, {"start_ns", rr.start_ns}, {"measured_span_ns", rr.measured_span_ns},
                  {"simulated_span_ns", rr.simulated_span_ns}};
       json rcp = json::array();
       for (OpId n : rr.critical_path) rcp.push_back(op_json(t, n, r.sim.start[n], r.sim.end[n]));

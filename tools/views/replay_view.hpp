@@ -28,6 +28,9 @@ void write_two_timelines(std::ostream& out, const Trace& t, const Schedule& a, c
                          const std::string& name_b, const std::function<std::string(OpId)>& extra_args = {});
 nlohmann::json op_json(const Trace& t, OpId id, TimeNs start, TimeNs end);
 std::string short_name(const std::string& name, std::size_t max = 60);
+// Names as runs ("multi_tensor_apply x19": consecutive equal short names once, with their count),
+// comma-separated, wrapped to lines of at most `width` characters that start with `indent`.
+std::string runs_text(const std::vector<std::string>& names, const std::string& indent, std::size_t width = 110);
 // Left-aligned / right-aligned to a width, for text tables.
 std::string pad(const std::string& s, std::size_t w);
 std::string lpad(const std::string& s, std::size_t w);

@@ -45,14 +45,15 @@ void print_whatif_text(const WhatIfReport& r, const WhatIfOptions& opt, std::ost
   }
   out << "\n";
   if (!r.ranges.empty()) {
-    out << "Ranges\n  " << std::string("range                     measured      baseline     predicted       change") << (r.has_amdahl ? "        Amdahl" : "") << "\n";
+    const bool ranks = r.baseline_ranks.size() > 1;
+    out << "Ranges\n  " << (ranks ? "rank  " : "") << std::string("range                     measured      baseline     predicted       change") << (r.has_amdahl ? "        Amdahl" : "") << "\n";
     for (std::size_t i = 0; i < r.ranges.size(); ++i) {
       const auto& w = r.ranges[i];
       char b[300];
       std::snprintf(b, sizeof b, "  %-22s %12s  %12s  %12s  %11s", short_name(w.name, 22).c_str(), format_duration(w.measured_span_ns).c_str(),
                     format_duration(w.baseline_ns).c_str(), format_duration(w.predicted_ns).c_str(),
                     pct(static_cast<double>(w.predicted_ns - w.baseline_ns) / static_cast<double>(std::max<TimeNs>(1, w.baseline_ns))).c_str());
-      out << b;
+      out << (ranks ? "  " + pad(std::to_string(w.rank), 4) + b : std::string(b));
       if (r.has_amdahl) out << "  " << format_duration(w.amdahl_ns);
       out << "\n";
     }
@@ -73,22 +74,12 @@ void print_whatif_text(const WhatIfReport& r, const WhatIfOptions& opt, std::ost
       out << "\n";
     }
   }
-  auto join = [](const std::vector<std::string>& v) {
-    std::string s;
-    std::map<std::string, int> count;
-    std::vector<std::string> order;
-    for (const auto& n : v) {
-      std::string k = short_name(n, 40);
-      if (!count[k]++) order.push_back(k);
-    }
-    for (const auto& k : order) s += (s.empty() ? "" : ", ") + k + (count[k] > 1 ? " x" + std::to_string(count[k]) : "");
-    return s.empty() ? std::string("(none)") : s;
-  };
+  auto join = [](const std::vector<std::string>& v) { return v.empty() ? std::string("    (none)") : runs_text(v, "    "); };
   out << "Critical path" << (r.ranges.empty() ? "" : " of " + r.ranges.front().name) << "\n";
   if (!r.ranges.empty()) {
-    out << "  before: " << join(r.ranges.front().cp_before) << "\n  after:  " << join(r.ranges.front().cp_after) << "\n";
+    out << "  before:\n" << join(r.ranges.front().cp_before) << "\n  after:\n" << join(r.ranges.front().cp_after) << "\n";
   }
-  out << "  moved onto it: " << join(r.onto_cp) << "\n  moved off it:  " << join(r.off_cp) << "\n\n";
+  out << "  moved onto it:\n" << join(r.onto_cp) << "\n  moved off it:\n" << join(r.off_cp) << "\n\n";
   if (!r.slack_changes.empty()) {
     out << "Ops whose slack changed most\n";
     for (std::size_t i = 0; i < r.slack_changes.size() && i < opt.top; ++i) {
@@ -119,7 +110,7 @@ json whatif_json(const WhatIfReport& r) {
   }
   json ranges = json::array();
   for (const auto& w : r.ranges) {
-    json rj = {{"name", w.name}, {"start_ns", w.start_ns}, {"measured_span_ns", w.measured_span_ns}, {"baseline_ns", w.baseline_ns},
+    json rj = {{"name", w.name}, {"rank", w.rank}, {"start_ns", w.start_ns}, {"measured_span_ns", w.measured_span_ns}, {"baseline_ns", w.baseline_ns},
                {"predicted_ns", w.predicted_ns}, {"critical_path_before", w.cp_before}, {"critical_path_after", w.cp_after}};
     if (r.has_amdahl) rj["amdahl"] = {{"fraction", w.amdahl_fraction}, {"factor", r.amdahl_factor}, {"predicted_ns", w.amdahl_ns}};
     ranges.push_back(std::move(rj));
