@@ -192,9 +192,8 @@ ReplayReport run_replay(const Trace& t, const ReplayOptions& opt) {
     }
   }
   // The paths are walked: the bindings can go before slack takes its memory.
-  rep.sim.start_src.clear();
-  rep.sim.start_src.shrink_to_fit();
-  rep.slack = compute_slack(*rep.graph, rep.sim);
+  rep.slack = compute_slack(*rep.graph, rep.sim, std::move(rep.sim.start_src));
+  rep.sim.start_src = {};
   for (auto& rr : rep.ranges)
     for (auto& [o, sl] : rr.slack) sl = rep.slack[o];
   rep.analysis_s = secs_since(t0);

@@ -1,5 +1,7 @@
 // bneck: the composition root. The only place that maps errors to exit codes:
 // 0 ok, 2 bad input or usage, 1 internal error.
+#include <malloc.h>
+
 #include <cstdio>
 #include <exception>
 #include <iostream>
@@ -48,6 +50,9 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
 
 int main(int argc, char** argv) {
   using namespace bneck;
+  // Large buffers (ops, edges, schedules: megabytes each) are mapped and unmapped on their own:
+  // glibc's adaptive threshold would otherwise keep freed phase temporaries in the heap, resident.
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
   CLI::App app{"bneck: what holds this GPU run back, and what would it gain if...?"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "bneck 0.1.0");

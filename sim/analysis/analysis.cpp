@@ -232,30 +232,30 @@ std::vector<OpId> critical_path(const SimResult& r, OpId last, const std::functi
   return path;
 }
 
-std::vector<TimeNs> compute_slack(const Graph& g, const SimResult& r) {
+std::vector<TimeNs> compute_slack(const Graph& g, const SimResult& r, std::vector<std::uint32_t> scratch) {
   const std::size_t n = g.num_nodes();
-  // Kahn topological order over all edges.
-  std::vector<std::uint32_t> indeg(n, 0);
   // Start->end edges (collectives) join members both ways: they are left out of the order and of
   // the slack (a member's slack comes from its own rank's successors).
   auto ordered = [&](const EdgeProps& p) { return p.attach() != DepType::StartToEnd; };
+  // Kahn topological order over all edges; the in-degrees live in the slack vector meanwhile.
+  std::vector<TimeNs> slack(n, 0);
   for (OpId u = 0; u < n; ++u)
     for (auto e : boost::make_iterator_range(boost::out_edges(u, g.csr)))
-      if (ordered(g.csr[e])) indeg[boost::target(e, g.csr)]++;
-  std::vector<OpId> order;
+      if (ordered(g.csr[e])) slack[boost::target(e, g.csr)]++;
+  std::vector<OpId>& order = scratch;
+  order.clear();
   order.reserve(n);
   for (OpId u = 0; u < n; ++u)
-    if (indeg[u] == 0) order.push_back(u);
+    if (slack[u] == 0) order.push_back(u);
   for (std::size_t k = 0; k < order.size(); ++k) {
     OpId u = order[k];
     for (auto e : boost::make_iterator_range(boost::out_edges(u, g.csr)))
-      if (ordered(g.csr[e]) && --indeg[boost::target(e, g.csr)] == 0) order.push_back(boost::target(e, g.csr));
+      if (ordered(g.csr[e]) && --slack[boost::target(e, g.csr)] == 0) order.push_back(boost::target(e, g.csr));
   }
-  indeg.clear();
-  indeg.shrink_to_fit();
+  if (order.size() < n) std::fill(slack.begin(), slack.end(), 0);  // nodes in a cycle keep 0
   TimeNs horizon = 0;
   for (OpId u = 0; u < n; ++u) horizon = std::max(horizon, r.end[u]);
-  std::vector<TimeNs> slack(n, 0);
+  // Reverse order: every successor's slack is final before its predecessors read it.
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     OpId u = *it;
     TimeNs best = horizon - r.end[u];

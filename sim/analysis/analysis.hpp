@@ -81,7 +81,9 @@ OpId last_device_op(const Graph& g, const Schedule& s, const std::function<bool(
 
 // Total float of every op: how much later it could end without delaying the end of the run,
 // through the graph's edges (resource contention not counted).
-std::vector<TimeNs> compute_slack(const Graph& g, const SimResult& r);
+// `scratch` lends its storage to the topological order (the run's start bindings, once the paths
+// are walked): the slack vector counts in-degrees first, so no other per-node memory is taken.
+std::vector<TimeNs> compute_slack(const Graph& g, const SimResult& r, std::vector<std::uint32_t> scratch = {});
 
 // The --range regular expression; a malformed one is an InputError naming it.
 std::regex range_regex(const std::string& text);

@@ -28,9 +28,11 @@ inline TimeNs node_duration(const CostModel& m, const Graph& g, NodeId n) {
   const SideInfo& s = g.side[nd.side];
   switch (s.source) {
     case DurationSource::Fixed: return s.fixed_ns;
-    case DurationSource::Origin:
-      if (nd.origin == kNone) return 0;
-      return static_cast<TimeNs>(std::llround(static_cast<double>(m.duration(nd.origin, g)) * s.work_fraction));
+    case DurationSource::Origin: {
+      OpId o = g.origin(n);
+      if (o == kNone) return 0;
+      return static_cast<TimeNs>(std::llround(static_cast<double>(m.duration(o, g)) * s.work_fraction));
+    }
     case DurationSource::Op: break;
   }
   return m.duration(n, g);

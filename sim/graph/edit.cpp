@@ -39,7 +39,6 @@ NodeId GraphEditor::add_node(const NewNode& n) {
   if (n.lane >= g_.lanes.size()) throw std::logic_error("GraphEditor::add_node: no lane " + std::to_string(n.lane));
   if (n.source == DurationSource::Op) throw std::logic_error("GraphEditor::add_node: a synthetic node needs a Fixed or Origin duration");
   Node nd;
-  nd.origin = n.origin;
   nd.lane = n.lane;
   nd.kind = n.kind;
   nd.resource = n.resource;
@@ -47,6 +46,7 @@ NodeId GraphEditor::add_node(const NewNode& n) {
   g_.nodes.push_back(nd);
   NodeId id = static_cast<NodeId>(g_.nodes.size() - 1);
   SideInfo& s = side(id);
+  s.origin = n.origin;
   s.source = n.source;
   s.fixed_ns = n.fixed_ns;
   s.work_fraction = n.work_fraction;
@@ -88,7 +88,6 @@ void GraphEditor::retime_fraction(NodeId n, double work_fraction) {
   if (s.source == DurationSource::Fixed) {
     s.fixed_ns = static_cast<TimeNs>(std::llround(static_cast<double>(s.fixed_ns) * work_fraction));
   } else {
-    if (s.source == DurationSource::Op) g_.nodes[n].origin = g_.nodes[n].origin == kNone ? n : g_.nodes[n].origin;
     s.source = DurationSource::Origin;
     s.work_fraction *= work_fraction;
   }

@@ -21,13 +21,13 @@ std::uint32_t Graph::rank_of_process(std::uint32_t p) const {
 
 TimeNs Graph::release(NodeId n) const {
   if (const SideInfo* s = side_of(n); s && synthetic(n)) return s->release;
-  OpId o = nodes[n].origin;
+  OpId o = origin(n);
   return trace && o < trace->ops.size() ? trace->ops[o].start : 0;
 }
 
 std::string Graph::name(NodeId n) const {
   if (const SideInfo* s = side_of(n); s && !s->name.empty()) return s->name;
-  OpId o = nodes[n].origin;
+  OpId o = origin(n);
   return trace && o < trace->ops.size() ? trace->name(trace->ops[o]) : "node " + std::to_string(n);
 }
 
@@ -119,7 +119,6 @@ class Builder {
   Graph run() {
     Graph g;
     g.trace = &t_;
-    init_nodes(g);
     lanes_.build(t_);
     // Processes with cudaStreamWaitEvent calls whose event the trace does not say (older Kineto
     // traces): their cross-stream waits are inferred (see infer_wait).
@@ -148,7 +147,6 @@ class Builder {
       }
       for (OpId m : col.members) member_of_[m] = {c, last_start};
     }
-    build_resources(g);
     for (const auto& d : t_.deps) explicit_in_[d.to].push_back(d);
     for (OpId i = 0; i < t_.ops.size(); ++i) {
       const Op& o = t_.ops[i];
@@ -197,8 +195,16 @@ class Builder {
       learn_nominals();
       finish_calibration(targets, props);
     }
+    // The lane index goes before the CSR keeps these vectors' storage (no spare capacity), and the
+    // node table comes after: the peak holds one of them.
+    lanes_ = LaneIndex{};
+    targets.shrink_to_fit();
+    props.shrink_to_fit();
     g.csr = CsrGraph(boost::construct_inplace_from_sources_and_targets, sources, targets, props,
                      static_cast<std::uint32_t>(t_.ops.size()));
+    std::vector<std::uint32_t>().swap(sources);
+    init_nodes(g);
+    build_resources(g);
     g.anomalies = std::move(anomalies_);
     g.stats.nominal_stream_gap_ns = stream_gap_.empty() ? 0 : *std::min_element(stream_gap_.begin(), stream_gap_.end());
     return g;
@@ -211,7 +217,6 @@ class Builder {
     for (OpId i = 0; i < t_.ops.size(); ++i) {
       const Op& o = t_.ops[i];
       Node& n = g.nodes[i];
-      n.origin = i;
       n.lane = o.lane;
       n.kind = o.kind;
       n.flags = static_cast<std::uint8_t>(((o.flags & Op::kFlagNccl) ? Node::kNccl : 0) | ((o.flags & Op::kFlagReleased) ? Node::kReleased : 0));

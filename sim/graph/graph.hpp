@@ -103,10 +103,9 @@ enum class DurationSource : std::uint8_t {
   Fixed = 2,   // a fixed duration a transform computed (a synthesized collective, a re-timed op)
 };
 
-// 16 bytes per node: millions of nodes fit. Details of synthetic or re-timed nodes live in a side
-// table (Graph::side, indexed by Node::side).
+// 12 bytes per node: millions of nodes fit. Details of synthetic or re-timed nodes live in a side
+// table (Graph::side, indexed by Node::side); node n < trace ops is trace op n (its origin).
 struct Node {
-  OpId origin = kNone;       // trace op it is (or was cloned from); kNone: synthesized from nothing
   LaneId lane = kNone;       // graph lane
   std::uint32_t side = kNone;
   OpKind kind = OpKind::Api;
@@ -117,9 +116,10 @@ struct Node {
   static constexpr std::uint8_t kReleased = 4;   // has a release time (SideInfo, or the op's start)
   static constexpr std::uint8_t kNccl = 8;       // communication kernel
 };
-static_assert(sizeof(Node) == 16, "Node must stay compact");
+static_assert(sizeof(Node) == 12, "Node must stay compact");
 
 struct SideInfo {
+  OpId origin = kNone;        // synthetic nodes: the op cloned (its time and work); kNone: none
   DurationSource source = DurationSource::Op;
   TimeNs fixed_ns = 0;        // Fixed
   double work_fraction = 1;   // Origin: share of the origin op's work (a split kernel: 1/N)
@@ -157,7 +157,11 @@ struct Graph {
   // The rank of a node's process (trace ranks; synthetic processes are numbered after them).
   std::uint32_t rank(NodeId n) const { return rank_of_process(process(n)); }
   std::uint32_t rank_of_process(std::uint32_t p) const;
-  OpId origin(NodeId n) const { return nodes[n].origin; }
+  // The trace op a node is or was cloned from; kNone for work synthesized from nothing.
+  OpId origin(NodeId n) const {
+    if (nodes[n].flags & Node::kSynthetic) return side[nodes[n].side].origin;
+    return n < num_trace_nodes() ? n : kNone;
+  }
   std::uint16_t resource_of(NodeId n) const { return nodes[n].resource; }
   const SideInfo* side_of(NodeId n) const { return nodes[n].side == kNone ? nullptr : &side[nodes[n].side]; }
   // Earliest start of a node without start dependencies, and whether it has one.
