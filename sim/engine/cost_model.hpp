@@ -22,10 +22,10 @@ class CostModel {
 // fixed time, clones and splits the model's time of their origin op times their work fraction,
 // trace nodes the model's time.
 inline TimeNs node_duration(const CostModel& m, const Graph& g, NodeId n) {
-  const Node& nd = g.nodes[n];
-  if (nd.flags & Node::kRemoved) return 0;
-  if (nd.side == kNone) return m.duration(n, g);
-  const SideInfo& s = g.side[nd.side];
+  if (g.removed(n)) return 0;
+  const SideInfo* sp = g.side_of(n);
+  if (!sp) return m.duration(n, g);
+  const SideInfo& s = *sp;
   switch (s.source) {
     case DurationSource::Fixed: return s.fixed_ns;
     case DurationSource::Origin: {

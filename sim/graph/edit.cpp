@@ -27,12 +27,10 @@ std::uint32_t GraphEditor::add_device() { return g_.num_devices++; }
 std::uint32_t GraphEditor::add_process() { return g_.num_processes++; }
 
 SideInfo& GraphEditor::side(NodeId n) {
-  Node& nd = g_.nodes[n];
-  if (nd.side == kNone) {
-    nd.side = static_cast<std::uint32_t>(g_.side.size());
-    g_.side.emplace_back();
-  }
-  return g_.side[nd.side];
+  if (g_.synthetic(n)) return g_.side[g_.synth(n).side];
+  auto [it, fresh] = g_.trace_side.emplace(n, static_cast<std::uint32_t>(g_.side.size()));
+  if (fresh) g_.side.emplace_back();
+  return g_.side[it->second];
 }
 
 NodeId GraphEditor::add_node(const NewNode& n) {
@@ -42,10 +40,12 @@ NodeId GraphEditor::add_node(const NewNode& n) {
   nd.lane = n.lane;
   nd.kind = n.kind;
   nd.resource = n.resource;
-  nd.flags = static_cast<std::uint8_t>(Node::kSynthetic | Node::kReleased | (n.nccl ? Node::kNccl : 0));
+  nd.flags = static_cast<std::uint8_t>(n.nccl ? Node::kNccl : 0);
+  nd.side = static_cast<std::uint32_t>(g_.side.size());
+  g_.side.emplace_back();
   g_.nodes.push_back(nd);
-  NodeId id = static_cast<NodeId>(g_.nodes.size() - 1);
-  SideInfo& s = side(id);
+  NodeId id = static_cast<NodeId>(g_.num_nodes() - 1);
+  SideInfo& s = g_.side[nd.side];
   s.origin = n.origin;
   s.source = n.source;
   s.fixed_ns = n.fixed_ns;
@@ -74,7 +74,14 @@ void GraphEditor::set_edge_delay(NodeId from, NodeId to, EdgeType type, TimeNs d
     if (p.from == from && p.to == to && p.props.type() == type) p.props.set_delay(delay);
 }
 
-void GraphEditor::remove(NodeId n) { g_.nodes[n].flags |= Node::kRemoved; }
+void GraphEditor::remove(NodeId n) {
+  if (g_.synthetic(n)) {
+    g_.synth(n).flags |= Node::kRemoved;
+    return;
+  }
+  if (g_.trace_removed.empty()) g_.trace_removed.assign(g_.num_trace_nodes(), false);
+  g_.trace_removed[n] = true;
+}
 
 void GraphEditor::retime_fixed(NodeId n, TimeNs d) {
   SideInfo& s = side(n);
@@ -112,7 +119,7 @@ NodeId GraphEditor::clone(NodeId n, LaneId lane, const std::string& suffix) {
     c.work_fraction = s && s->source == DurationSource::Origin ? s->work_fraction : 1.0;
   }
   NodeId id = add_node(c);
-  if (g_.removed(n)) g_.nodes[id].flags |= Node::kRemoved;
+  if (g_.removed(n)) g_.synth(id).flags |= Node::kRemoved;
   return id;
 }
 
@@ -214,7 +221,7 @@ std::vector<std::vector<NodeId>> GraphEditor::repeat(const std::vector<NodeId>& 
 void GraphEditor::commit() {
   if (!dirty_) return;
   dirty_ = false;
-  const std::size_t n = g_.nodes.size();
+  const std::size_t n = g_.num_nodes();
   std::unordered_map<NodeId, std::vector<bool (*)(NodeId, const EdgeProps&, const Graph&)>> drops;
   for (auto& [to, f] : drop_) drops[to].push_back(f);
   std::vector<std::uint32_t> sources, targets;

@@ -20,7 +20,7 @@ std::uint32_t Graph::rank_of_process(std::uint32_t p) const {
 }
 
 TimeNs Graph::release(NodeId n) const {
-  if (const SideInfo* s = side_of(n); s && synthetic(n)) return s->release;
+  if (synthetic(n)) return side[synth(n).side].release;
   OpId o = origin(n);
   return trace && o < trace->ops.size() ? trace->ops[o].start : 0;
 }
@@ -211,16 +211,8 @@ class Builder {
   }
 
  private:
-  // The node table: node i is trace op i; lanes, devices and processes are the trace's.
+  // The graph's lanes, devices and processes are the trace's; node i is trace op i.
   void init_nodes(Graph& g) {
-    g.nodes.resize(t_.ops.size());
-    for (OpId i = 0; i < t_.ops.size(); ++i) {
-      const Op& o = t_.ops[i];
-      Node& n = g.nodes[i];
-      n.lane = o.lane;
-      n.kind = o.kind;
-      n.flags = static_cast<std::uint8_t>(((o.flags & Op::kFlagNccl) ? Node::kNccl : 0) | ((o.flags & Op::kFlagReleased) ? Node::kReleased : 0));
-    }
     g.lanes.resize(t_.lanes.size());
     for (LaneId l = 0; l < t_.lanes.size(); ++l) {
       const Lane& ln = t_.lanes[l];
@@ -558,9 +550,10 @@ class Builder {
       g.resources.push_back({"gpu" + dev + " " + names[k.second], static_cast<std::uint32_t>(peak)});
       ids[k] = static_cast<std::uint16_t>(g.resources.size() - 1);
     }
+    g.trace_resource.assign(t_.ops.size(), kNoResource);
     for (OpId i = 0; i < t_.ops.size(); ++i) {
       int c = copy_class(t_, t_.ops[i]);
-      if (c >= 0) g.nodes[i].resource = ids[{t_.lanes[t_.ops[i].lane].device, c}];
+      if (c >= 0) g.trace_resource[i] = ids[{t_.lanes[t_.ops[i].lane].device, c}];
     }
   }
 

@@ -103,17 +103,17 @@ enum class DurationSource : std::uint8_t {
   Fixed = 2,   // a fixed duration a transform computed (a synthesized collective, a re-timed op)
 };
 
-// 12 bytes per node: millions of nodes fit. Details of synthetic or re-timed nodes live in a side
-// table (Graph::side, indexed by Node::side); node n < trace ops is trace op n (its origin).
+// A synthetic node (12 bytes). Node n < trace ops is trace op n and takes its lane, kind and
+// flags from the op (no row is stored for it: a graph of a trace costs nothing per node beyond
+// its edges); synthetic nodes follow, node T + k being nodes[k]. Details of synthetic or re-timed
+// nodes live in a side table (Graph::side).
 struct Node {
   LaneId lane = kNone;       // graph lane
   std::uint32_t side = kNone;
   OpKind kind = OpKind::Api;
   std::uint8_t flags = 0;    // Node::k*
   std::uint16_t resource = kNoResource;  // shared hardware held while running (copy engine)
-  static constexpr std::uint8_t kSynthetic = 1;  // made by a transform (see SideInfo::transform)
   static constexpr std::uint8_t kRemoved = 2;    // removed by a transform: a zero-time pass-through
-  static constexpr std::uint8_t kReleased = 4;   // has a release time (SideInfo, or the op's start)
   static constexpr std::uint8_t kNccl = 8;       // communication kernel
 };
 static_assert(sizeof(Node) == 12, "Node must stay compact");
@@ -131,8 +131,11 @@ struct SideInfo {
 struct Graph {
   const Trace* trace = nullptr;
   CsrGraph csr;
-  std::vector<Node> nodes;               // node i < trace->ops.size() is trace op i
+  std::vector<Node> nodes;               // synthetic nodes: node num_trace_nodes() + k is nodes[k]
   std::vector<SideInfo> side;
+  std::unordered_map<NodeId, std::uint32_t> trace_side;  // trace nodes with side info (re-timed)
+  std::vector<bool> trace_removed;       // trace nodes removed by a transform (empty: none)
+  std::vector<std::uint16_t> trace_resource;  // per trace node, empty if no node needs one
   std::vector<GraphLane> lanes;          // trace lanes first
   std::uint32_t num_devices = 0;         // trace devices, then synthetic ones
   std::uint32_t num_processes = 0;       // trace processes (ranks), then synthetic ones
@@ -142,36 +145,46 @@ struct Graph {
   GraphStats stats;
   std::map<std::string, Anomaly> anomalies;  // dependencies the builder could not resolve
 
-  std::size_t num_nodes() const { return nodes.size(); }
-  std::size_t num_edges() const { return boost::num_edges(csr); }
   std::size_t num_trace_nodes() const { return trace ? trace->ops.size() : 0; }
+  std::size_t num_nodes() const { return num_trace_nodes() + nodes.size(); }
+  std::size_t num_edges() const { return boost::num_edges(csr); }
 
-  OpKind kind(NodeId n) const { return nodes[n].kind; }
-  bool is_device(NodeId n) const { return is_device_op(nodes[n].kind) && !(nodes[n].flags & Node::kRemoved); }
-  bool synthetic(NodeId n) const { return nodes[n].flags & Node::kSynthetic; }
-  bool removed(NodeId n) const { return nodes[n].flags & Node::kRemoved; }
-  bool nccl(NodeId n) const { return nodes[n].flags & Node::kNccl; }
-  LaneId lane(NodeId n) const { return nodes[n].lane; }
-  std::uint32_t device(NodeId n) const { return lanes[nodes[n].lane].device; }
-  std::uint32_t process(NodeId n) const { return lanes[nodes[n].lane].process; }
+  bool synthetic(NodeId n) const { return n >= num_trace_nodes(); }
+  const Node& synth(NodeId n) const { return nodes[n - num_trace_nodes()]; }
+  Node& synth(NodeId n) { return nodes[n - num_trace_nodes()]; }
+  OpKind kind(NodeId n) const { return synthetic(n) ? synth(n).kind : trace->ops[n].kind; }
+  bool removed(NodeId n) const {
+    return synthetic(n) ? (synth(n).flags & Node::kRemoved) != 0 : !trace_removed.empty() && trace_removed[n];
+  }
+  bool is_device(NodeId n) const { return is_device_op(kind(n)) && !removed(n); }
+  bool nccl(NodeId n) const { return synthetic(n) ? (synth(n).flags & Node::kNccl) != 0 : (trace->ops[n].flags & Op::kFlagNccl) != 0; }
+  LaneId lane(NodeId n) const { return synthetic(n) ? synth(n).lane : trace->ops[n].lane; }
+  std::uint32_t device(NodeId n) const { return lanes[lane(n)].device; }
+  std::uint32_t process(NodeId n) const { return lanes[lane(n)].process; }
   // The rank of a node's process (trace ranks; synthetic processes are numbered after them).
   std::uint32_t rank(NodeId n) const { return rank_of_process(process(n)); }
   std::uint32_t rank_of_process(std::uint32_t p) const;
   // The trace op a node is or was cloned from; kNone for work synthesized from nothing.
-  OpId origin(NodeId n) const {
-    if (nodes[n].flags & Node::kSynthetic) return side[nodes[n].side].origin;
-    return n < num_trace_nodes() ? n : kNone;
+  OpId origin(NodeId n) const { return synthetic(n) ? side[synth(n).side].origin : n; }
+  std::uint16_t resource_of(NodeId n) const {
+    if (synthetic(n)) return synth(n).resource;
+    return trace_resource.empty() ? kNoResource : trace_resource[n];
   }
-  std::uint16_t resource_of(NodeId n) const { return nodes[n].resource; }
-  const SideInfo* side_of(NodeId n) const { return nodes[n].side == kNone ? nullptr : &side[nodes[n].side]; }
-  // Earliest start of a node without start dependencies, and whether it has one.
-  bool released(NodeId n) const { return nodes[n].flags & Node::kReleased; }
+  const SideInfo* side_of(NodeId n) const {
+    if (synthetic(n)) return &side[synth(n).side];
+    if (trace_side.empty()) return nullptr;
+    auto it = trace_side.find(n);
+    return it == trace_side.end() ? nullptr : &side[it->second];
+  }
+  // Earliest start of a node without start dependencies, and whether it has one (synthetic
+  // nodes always do).
+  bool released(NodeId n) const { return synthetic(n) || (trace->ops[n].flags & Op::kFlagReleased); }
   TimeNs release(NodeId n) const;
   // A node's name: its op's, or the synthetic name a transform gave it.
   std::string name(NodeId n) const;
   std::string lane_label(LaneId l) const;
   // Measured times exist for trace nodes only.
-  bool measured(NodeId n) const { return n < num_trace_nodes() && !synthetic(n); }
+  bool measured(NodeId n) const { return !synthetic(n); }
 };
 
 struct GraphOptions {
