@@ -22,7 +22,6 @@ double secs_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-
 // Per kernel class: the roofline table of a model-mode or retargeted replay.
 void class_table(const Trace& t, const RetargetCostModel& m, ReplayReport& rep) {
   std::vector<ClassRow> rows(kKernelClassCount + 2);
@@ -37,7 +36,7 @@ void class_table(const Trace& t, const RetargetCostModel& m, ReplayReport& rep) 
   for (OpId i = 0; i < t.ops.size(); ++i) {
     const Op& o = t.ops[i];
     if (!is_device_op(o.kind)) continue;
-    std::size_t c = o.kind == OpKind::Kernel ? static_cast<std::size_t>(m.work()[i].cls)
+    std::size_t c = o.kind == OpKind::Kernel   ? static_cast<std::size_t>(m.work()[i].cls)
                     : o.kind == OpKind::Memcpy ? static_cast<std::size_t>(kKernelClassCount)
                                                : static_cast<std::size_t>(kKernelClassCount + 1);
     ClassRow& r = rows[c];
@@ -104,9 +103,8 @@ void class_table(const Trace& t, const RetargetCostModel& m, ReplayReport& rep) 
     mk.reason = why;
     rep.moved.push_back(mk);
   }
-  std::sort(rep.moved.begin(), rep.moved.end(), [](auto& a, auto& b) {
-    return std::llabs(a.predicted_ns - a.measured_ns) > std::llabs(b.predicted_ns - b.measured_ns);
-  });
+  std::sort(rep.moved.begin(), rep.moved.end(),
+            [](auto& a, auto& b) { return std::llabs(a.predicted_ns - a.measured_ns) > std::llabs(b.predicted_ns - b.measured_ns); });
 }
 
 }  // namespace
@@ -127,9 +125,12 @@ ReplayReport run_replay(const Trace& t, const ReplayOptions& opt) {
   rep.graph_s = secs_since(t0);
   rep.graph_rss_mb = peak_rss_mb();
   DurationMode mode = DurationMode::Measured;
-  if (opt.durations == "model") mode = DurationMode::Model;
-  else if (opt.durations == "hybrid") mode = DurationMode::Hybrid;
-  else if (opt.durations != "measured") throw InputError("--durations " + opt.durations + ": expected measured, model or hybrid");
+  if (opt.durations == "model")
+    mode = DurationMode::Model;
+  else if (opt.durations == "hybrid")
+    mode = DurationMode::Hybrid;
+  else if (opt.durations != "measured")
+    throw InputError("--durations " + opt.durations + ": expected measured, model or hybrid");
   if (!opt.hw.empty() && !opt.durations_explicit) mode = DurationMode::Hybrid;
   if (mode == DurationMode::Measured && !opt.hw.empty())
     throw InputError("--hw " + opt.hw + " with --durations measured: measured durations cannot move to other hardware");
@@ -173,8 +174,7 @@ ReplayReport run_replay(const Trace& t, const ReplayOptions& opt) {
   // The run's critical path over its GPU span: the walk stops at host work that ended before the
   // first device op started (process start-up, allocations).
   const TimeNs gpu_begin = rep.simulated.begin;
-  rep.critical_path = critical_path(rep.sim, last_device_op(g, simulated),
-                                    [&](OpId o) { return rep.sim.end[o] > gpu_begin; });
+  rep.critical_path = critical_path(rep.sim, last_device_op(g, simulated), [&](OpId o) { return rep.sim.end[o] > gpu_begin; });
   if (opt.range_regex) {
     for (RangeSpan& rs : range_spans(g, rep.sim, range_regex(*opt.range_regex))) {
       RangeResult rr;
@@ -200,6 +200,5 @@ ReplayReport run_replay(const Trace& t, const ReplayOptions& opt) {
   rep.analysis_rss_mb = peak_rss_mb();
   return rep;
 }
-
 
 }  // namespace bneck

@@ -23,10 +23,10 @@ struct ReplayOptions {
 };
 
 struct RangeResult {
-  std::size_t index = 0;                   // into trace.ranges
+  std::size_t index = 0;  // into trace.ranges
   std::string name;
-  std::uint32_t rank = 0;                  // of the range's thread
-  TimeNs start_ns = 0;                     // push time as the trace records it
+  std::uint32_t rank = 0;  // of the range's thread
+  TimeNs start_ns = 0;     // push time as the trace records it
   TimeNs measured_span_ns = 0, simulated_span_ns = 0;
   std::vector<OpId> critical_path;
   std::vector<std::pair<OpId, TimeNs>> slack;  // device ops of the range and their slack
@@ -36,9 +36,9 @@ struct RangeResult {
 struct ClassRow {
   std::string cls;
   std::size_t kernels = 0, with_shapes = 0;
-  TimeNs measured_ns = 0;        // sum of measured durations
-  TimeNs model_source_ns = 0;    // the models on the trace's GPU
-  TimeNs predicted_ns = 0;       // what the replay used on the target
+  TimeNs measured_ns = 0;      // sum of measured durations
+  TimeNs model_source_ns = 0;  // the models on the trace's GPU
+  TimeNs predicted_ns = 0;     // what the replay used on the target
   double flops = 0, bytes = 0;
   std::string bound;             // on the target, by time
   double achieved_fraction = 0;  // of the source's peak of the binding resource

@@ -71,10 +71,14 @@ std::string transform_help(bool markdown) {
   std::string out;
   for (const TransformDef* d : transform_registry()) {
     std::string opt = "--" + std::string(d->name);
-    if (d->arg == TransformDef::Arg::Required) opt += " " + std::string(d->metavar);
-    else if (d->arg == TransformDef::Arg::Optional) opt += "[=" + std::string(d->metavar) + "]";
-    if (markdown) out += "- `" + opt + "`: " + d->help + "\n";
-    else out += "  " + opt + std::string(opt.size() < 28 ? 28 - opt.size() : 1, ' ') + d->help + "\n";
+    if (d->arg == TransformDef::Arg::Required)
+      opt += " " + std::string(d->metavar);
+    else if (d->arg == TransformDef::Arg::Optional)
+      opt += "[=" + std::string(d->metavar) + "]";
+    if (markdown)
+      out += "- `" + opt + "`: " + d->help + "\n";
+    else
+      out += "  " + opt + std::string(opt.size() < 28 ? 28 - opt.size() : 1, ' ') + d->help + "\n";
   }
   return out;
 }
@@ -85,9 +89,7 @@ Scenario load_scenario(const std::string& path) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(path, std::string("malformed JSON: ") + e.what());
-  }
+  } catch (const nlohmann::json::parse_error& e) { throw InputError(path, std::string("malformed JSON: ") + e.what()); }
   Scenario s;
   if (!j.is_object() || !j.contains("transforms") || !j["transforms"].is_array())
     throw InputError(path, "a scenario is {\"name\": ..., \"transforms\": [{\"scale\": \"2:name~gemm\"}, ...]}");
@@ -97,15 +99,17 @@ Scenario load_scenario(const std::string& path) {
     if (!t.is_object() || t.size() != 1) throw InputError(path, "transforms[" + std::to_string(i) + "]: one {kind: argument} per entry");
     auto it = t.begin();
     std::string arg;
-    if (it.value().is_string()) arg = it.value().get<std::string>();
-    else if (it.value().is_boolean() && it.value().get<bool>()) arg = "";
-    else if (it.value().is_number_integer()) arg = std::to_string(it.value().get<long long>());
-    else throw InputError(path, "transforms[" + std::to_string(i) + "]: the argument must be a string");
+    if (it.value().is_string())
+      arg = it.value().get<std::string>();
+    else if (it.value().is_boolean() && it.value().get<bool>())
+      arg = "";
+    else if (it.value().is_number_integer())
+      arg = std::to_string(it.value().get<long long>());
+    else
+      throw InputError(path, "transforms[" + std::to_string(i) + "]: the argument must be a string");
     try {
       s.transforms.push_back(parse_transform(it.key(), arg));
-    } catch (const InputError& e) {
-      throw InputError(path, "transforms[" + std::to_string(i) + "]: " + e.what());
-    }
+    } catch (const InputError& e) { throw InputError(path, "transforms[" + std::to_string(i) + "]: " + e.what()); }
   }
   return s;
 }

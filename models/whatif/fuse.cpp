@@ -20,50 +20,54 @@ class Fuse : public TransformStep {
  public:
   explicit Fuse(std::string sel) : sel_(std::move(sel)) {}
   void apply(const WhatIfContext& ctx, WhatIfCase& c) const override {
-  auto hit = ctx.select(sel_, true);
-  // Device ops per stream in FIFO order.
-  std::vector<std::vector<OpId>> lanes(ctx.trace.lanes.size());
-  for (OpId i = 0; i < ctx.trace.ops.size(); ++i)
-    if (is_device_op(ctx.trace.ops[i].kind)) lanes[ctx.trace.ops[i].lane].push_back(i);
-  std::size_t runs = 0, kernels = 0;
-  TimeNs before = 0, after = 0;
-  for (const auto& lane : lanes) {
-    std::size_t k = 0;
-    while (k < lane.size()) {
-      if (!hit[lane[k]] || ctx.trace.ops[lane[k]].kind != OpKind::Kernel) { ++k; continue; }
-      std::size_t e = k;
-      while (e + 1 < lane.size() && hit[lane[e + 1]] && ctx.trace.ops[lane[e + 1]].kind == OpKind::Kernel) ++e;
-      if (e > k) {
-        // The run lane[k..e] becomes one kernel.
-        KernelWork fused = ctx.work[lane[k]];
-        double measured = 0, modelled = 0;
-        for (std::size_t m = k; m <= e; ++m) {
-          measured += static_cast<double>(c.durations[lane[m]]);
-          modelled += static_cast<double>(model_kernel(ctx.trace, lane[m], ctx.work[lane[m]], c.spec).time_ns);
-          if (m > k) fused.flops += ctx.work[lane[m]].flops;
+    auto hit = ctx.select(sel_, true);
+    // Device ops per stream in FIFO order.
+    std::vector<std::vector<OpId>> lanes(ctx.trace.lanes.size());
+    for (OpId i = 0; i < ctx.trace.ops.size(); ++i)
+      if (is_device_op(ctx.trace.ops[i].kind)) lanes[ctx.trace.ops[i].lane].push_back(i);
+    std::size_t runs = 0, kernels = 0;
+    TimeNs before = 0, after = 0;
+    for (const auto& lane : lanes) {
+      std::size_t k = 0;
+      while (k < lane.size()) {
+        if (!hit[lane[k]] || ctx.trace.ops[lane[k]].kind != OpKind::Kernel) {
+          ++k;
+          continue;
         }
-        fused.bytes = 0.5 * ctx.work[lane[k]].bytes + 0.5 * ctx.work[lane[e]].bytes;
-        double calib = modelled > 0 ? measured / modelled : 1;
-        auto t_fused = static_cast<TimeNs>(std::llround(static_cast<double>(model_kernel(ctx.trace, lane[k], fused, c.spec).time_ns) * calib));
-        before += static_cast<TimeNs>(measured);
-        after += t_fused;
-        c.durations[lane[k]] = t_fused;
-        Graph& g = c.edit_graph();
-        for (std::size_t m = k + 1; m <= e; ++m) {
-          c.durations[lane[m]] = 0;
-          // No stream gap inside a fused kernel.
-          for (auto ed : boost::make_iterator_range(boost::out_edges(lane[m - 1], g.csr)))
-            if (boost::target(ed, g.csr) == lane[m] && g.csr[ed].type() == EdgeType::StreamOrder) g.csr[ed].set_delay(0);
+        std::size_t e = k;
+        while (e + 1 < lane.size() && hit[lane[e + 1]] && ctx.trace.ops[lane[e + 1]].kind == OpKind::Kernel) ++e;
+        if (e > k) {
+          // The run lane[k..e] becomes one kernel.
+          KernelWork fused = ctx.work[lane[k]];
+          double measured = 0, modelled = 0;
+          for (std::size_t m = k; m <= e; ++m) {
+            measured += static_cast<double>(c.durations[lane[m]]);
+            modelled += static_cast<double>(model_kernel(ctx.trace, lane[m], ctx.work[lane[m]], c.spec).time_ns);
+            if (m > k) fused.flops += ctx.work[lane[m]].flops;
+          }
+          fused.bytes = 0.5 * ctx.work[lane[k]].bytes + 0.5 * ctx.work[lane[e]].bytes;
+          double calib = modelled > 0 ? measured / modelled : 1;
+          auto t_fused =
+              static_cast<TimeNs>(std::llround(static_cast<double>(model_kernel(ctx.trace, lane[k], fused, c.spec).time_ns) * calib));
+          before += static_cast<TimeNs>(measured);
+          after += t_fused;
+          c.durations[lane[k]] = t_fused;
+          Graph& g = c.edit_graph();
+          for (std::size_t m = k + 1; m <= e; ++m) {
+            c.durations[lane[m]] = 0;
+            // No stream gap inside a fused kernel.
+            for (auto ed : boost::make_iterator_range(boost::out_edges(lane[m - 1], g.csr)))
+              if (boost::target(ed, g.csr) == lane[m] && g.csr[ed].type() == EdgeType::StreamOrder) g.csr[ed].set_delay(0);
+          }
+          ++runs;
+          kernels += e - k + 1;
         }
-        ++runs;
-        kernels += e - k + 1;
+        k = e + 1;
       }
-      k = e + 1;
     }
+    c.log.push_back(text + ": " + std::to_string(kernels) + " kernels in " + std::to_string(runs) + " fused runs, " +
+                    format_duration(before) + " -> " + format_duration(after));
   }
-  c.log.push_back(text + ": " + std::to_string(kernels) + " kernels in " + std::to_string(runs) + " fused runs, " +
-                  format_duration(before) + " -> " + format_duration(after));
-}
 
  private:
   std::string sel_;

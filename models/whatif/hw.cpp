@@ -17,20 +17,21 @@ class Hw : public TransformStep {
  public:
   explicit Hw(std::string spec) : spec_(std::move(spec)) {}
   void apply(const WhatIfContext& ctx, WhatIfCase& c) const override {
-  HwSpec target = load_target_hw(spec_);
-  RetargetCostModel m(ctx.trace, c.spec, target, DurationMode::Hybrid);
-  TimeNs before = 0, after = 0;
-  for (OpId i = 0; i < ctx.trace.ops.size(); ++i) {
-    const Op& o = ctx.trace.ops[i];
-    if (!is_device_op(o.kind) || o.duration() == 0) continue;
-    double ratio = static_cast<double>(m.device_time(i)) / static_cast<double>(o.duration());
-    before += c.durations[i];
-    c.durations[i] = static_cast<TimeNs>(std::llround(static_cast<double>(c.durations[i]) * ratio));
-    after += c.durations[i];
+    HwSpec target = load_target_hw(spec_);
+    RetargetCostModel m(ctx.trace, c.spec, target, DurationMode::Hybrid);
+    TimeNs before = 0, after = 0;
+    for (OpId i = 0; i < ctx.trace.ops.size(); ++i) {
+      const Op& o = ctx.trace.ops[i];
+      if (!is_device_op(o.kind) || o.duration() == 0) continue;
+      double ratio = static_cast<double>(m.device_time(i)) / static_cast<double>(o.duration());
+      before += c.durations[i];
+      c.durations[i] = static_cast<TimeNs>(std::llround(static_cast<double>(c.durations[i]) * ratio));
+      after += c.durations[i];
+    }
+    c.log.push_back(text + ": " + c.spec.name + " -> " + target.name + ", device time " + format_duration(before) + " -> " +
+                    format_duration(after));
+    c.spec = std::move(target);
   }
-  c.log.push_back(text + ": " + c.spec.name + " -> " + target.name + ", device time " + format_duration(before) + " -> " + format_duration(after));
-  c.spec = std::move(target);
-}
 
  private:
   std::string spec_;

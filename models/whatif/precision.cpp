@@ -22,52 +22,57 @@ class Precision : public TransformStep {
  public:
   Precision(Dtype dtype, std::string sel) : dtype_(dtype), sel_(std::move(sel)) {}
   void apply(const WhatIfContext& ctx, WhatIfCase& c) const override {
-  auto hit = ctx.select(sel_, true);
-  const GpuSpec& g = c.spec.gpu;
-  std::size_t compute = 0, memory = 0, kept = 0;
-  TimeNs before = 0, after = 0;
-  const double new_b = dtype_bytes(dtype_);
-  for (OpId i = 0; i < ctx.trace.ops.size(); ++i) {
-    const Op& o = ctx.trace.ops[i];
-    if (!hit[i] || o.kind != OpKind::Kernel || (o.flags & Op::kFlagNccl)) continue;
-    const KernelWork& w = ctx.work[i];
-    if (w.dtype == dtype_ || (dtype_bytes(w.dtype) <= new_b && !is_compute_class(w.cls))) { ++kept; continue; }
-    const std::string& name = ctx.trace.name(o);
-    TimeNs d = c.durations[i], nd = d;
-    if (is_compute_class(w.cls)) {
-      KernelWork w2 = w;
-      w2.dtype = dtype_;
-      w2.unit = g.best_unit(dtype_);
-      w2.bytes = w.bytes * new_b / dtype_bytes(w.dtype);
-      double old_t = static_cast<double>(model_kernel(ctx.trace, i, w, c.spec).time_ns);
-      double new_t = static_cast<double>(model_kernel(ctx.trace, i, w2, c.spec).time_ns);
-      nd = old_t > 0 ? static_cast<TimeNs>(std::llround(static_cast<double>(d) * new_t / old_t)) : d;
-      if (w.weight_elems > 0) {  // autocast's cast of the weight, folded into its GEMM
-        double cast_bytes = w.weight_elems * (dtype_bytes(w.dtype) + new_b);
-        nd += static_cast<TimeNs>(std::llround(cast_bytes / (g.memory_bandwidth * g.streaming_efficiency_for(16)) * 1e9)) + g.kernel_tail;
+    auto hit = ctx.select(sel_, true);
+    const GpuSpec& g = c.spec.gpu;
+    std::size_t compute = 0, memory = 0, kept = 0;
+    TimeNs before = 0, after = 0;
+    const double new_b = dtype_bytes(dtype_);
+    for (OpId i = 0; i < ctx.trace.ops.size(); ++i) {
+      const Op& o = ctx.trace.ops[i];
+      if (!hit[i] || o.kind != OpKind::Kernel || (o.flags & Op::kFlagNccl)) continue;
+      const KernelWork& w = ctx.work[i];
+      if (w.dtype == dtype_ || (dtype_bytes(w.dtype) <= new_b && !is_compute_class(w.cls))) {
+        ++kept;
+        continue;
       }
-      ++compute;
-    } else if ((w.cls == KernelClass::Elementwise || w.cls == KernelClass::Copy) && name.find("multi_tensor_apply") == std::string::npos) {
-      double ratio = new_b / dtype_bytes(w.dtype);
-      bool vectorized = name.find("vectorized") != std::string::npos;
-      Bytes old_w = vectorized ? 16 : static_cast<Bytes>(dtype_bytes(w.dtype));
-      Bytes new_w = vectorized ? 16 : static_cast<Bytes>(new_b);
-      double eff = g.streaming_efficiency_for(old_w) / g.streaming_efficiency_for(new_w);
-      double body = static_cast<double>(std::max<TimeNs>(0, d - g.kernel_tail));
-      nd = static_cast<TimeNs>(std::llround(body * ratio * eff)) + std::min(d, g.kernel_tail);
-      ++memory;
-    } else {
-      ++kept;
-      continue;
+      const std::string& name = ctx.trace.name(o);
+      TimeNs d = c.durations[i], nd = d;
+      if (is_compute_class(w.cls)) {
+        KernelWork w2 = w;
+        w2.dtype = dtype_;
+        w2.unit = g.best_unit(dtype_);
+        w2.bytes = w.bytes * new_b / dtype_bytes(w.dtype);
+        double old_t = static_cast<double>(model_kernel(ctx.trace, i, w, c.spec).time_ns);
+        double new_t = static_cast<double>(model_kernel(ctx.trace, i, w2, c.spec).time_ns);
+        nd = old_t > 0 ? static_cast<TimeNs>(std::llround(static_cast<double>(d) * new_t / old_t)) : d;
+        if (w.weight_elems > 0) {  // autocast's cast of the weight, folded into its GEMM
+          double cast_bytes = w.weight_elems * (dtype_bytes(w.dtype) + new_b);
+          nd += static_cast<TimeNs>(std::llround(cast_bytes / (g.memory_bandwidth * g.streaming_efficiency_for(16)) * 1e9)) + g.kernel_tail;
+        }
+        ++compute;
+      } else if ((w.cls == KernelClass::Elementwise || w.cls == KernelClass::Copy) &&
+                 name.find("multi_tensor_apply") == std::string::npos) {
+        double ratio = new_b / dtype_bytes(w.dtype);
+        bool vectorized = name.find("vectorized") != std::string::npos;
+        Bytes old_w = vectorized ? 16 : static_cast<Bytes>(dtype_bytes(w.dtype));
+        Bytes new_w = vectorized ? 16 : static_cast<Bytes>(new_b);
+        double eff = g.streaming_efficiency_for(old_w) / g.streaming_efficiency_for(new_w);
+        double body = static_cast<double>(std::max<TimeNs>(0, d - g.kernel_tail));
+        nd = static_cast<TimeNs>(std::llround(body * ratio * eff)) + std::min(d, g.kernel_tail);
+        ++memory;
+      } else {
+        ++kept;
+        continue;
+      }
+      before += d;
+      after += nd;
+      c.durations[i] = nd;
     }
-    before += d;
-    after += nd;
-    c.durations[i] = nd;
+    c.log.push_back(text + ": " + std::to_string(compute) + " GEMM/attention/conv kernels to " + to_string(dtype_) + " on " +
+                    to_string(g.best_unit(dtype_)) + ", " + std::to_string(memory) + " elementwise/copy kernels at " +
+                    fmt_num("%.0f", new_b) + " B/element, " + std::to_string(kept) + " kept; " + format_duration(before) + " -> " +
+                    format_duration(after));
   }
-  c.log.push_back(text + ": " + std::to_string(compute) + " GEMM/attention/conv kernels to " + to_string(dtype_) + " on " +
-                  to_string(g.best_unit(dtype_)) + ", " + std::to_string(memory) + " elementwise/copy kernels at " + fmt_num("%.0f", new_b) +
-                  " B/element, " + std::to_string(kept) + " kept; " + format_duration(before) + " -> " + format_duration(after));
-}
 
  private:
   Dtype dtype_;
@@ -84,6 +89,7 @@ std::unique_ptr<TransformStep> parse(const std::string& arg) {
 }  // namespace
 
 extern const TransformDef kPrecisionTransform{"precision", "DTYPE[:SEL]", TransformDef::Arg::Required,
-                                              "GEMM/attention/conv and elementwise kernels move to DTYPE (fp32, tf32, bf16, fp16, fp8)", parse};
+                                              "GEMM/attention/conv and elementwise kernels move to DTYPE (fp32, tf32, bf16, fp16, fp8)",
+                                              parse};
 
 }  // namespace bneck

@@ -20,22 +20,23 @@ class Ranks : public TransformStep {
  public:
   explicit Ranks(std::uint32_t ranks) : ranks_(ranks) {}
   void apply(const WhatIfContext& ctx, WhatIfCase& c) const override {
-  TimeNs before = 0, after = 0;
-  std::size_t n = 0;
-  for (const Collective& col : ctx.trace.collectives) {
-    TimeNs a = collective_time(c.spec, col.kind, col.bytes, col.ranks()).time_ns, b = collective_time(c.spec, col.kind, col.bytes, ranks_).time_ns;
-    double ratio = a > 0 ? static_cast<double>(b) / static_cast<double>(a) : 1.0;
-    for (OpId m : col.members) {
-      before += c.durations[m];
-      c.durations[m] = static_cast<TimeNs>(std::llround(static_cast<double>(c.durations[m]) * ratio));
-      after += c.durations[m];
-      ++n;
+    TimeNs before = 0, after = 0;
+    std::size_t n = 0;
+    for (const Collective& col : ctx.trace.collectives) {
+      TimeNs a = collective_time(c.spec, col.kind, col.bytes, col.ranks()).time_ns,
+             b = collective_time(c.spec, col.kind, col.bytes, ranks_).time_ns;
+      double ratio = a > 0 ? static_cast<double>(b) / static_cast<double>(a) : 1.0;
+      for (OpId m : col.members) {
+        before += c.durations[m];
+        c.durations[m] = static_cast<TimeNs>(std::llround(static_cast<double>(c.durations[m]) * ratio));
+        after += c.durations[m];
+        ++n;
+      }
     }
+    c.log.push_back(text + ": " + std::to_string(ctx.trace.collectives.size()) + " collectives (" + std::to_string(n) +
+                    " kernels) re-timed for " + std::to_string(ranks_) + " ranks on " + c.spec.name + ": communication " +
+                    format_duration(before) + " -> " + format_duration(after));
   }
-  c.log.push_back(text + ": " + std::to_string(ctx.trace.collectives.size()) + " collectives (" + std::to_string(n) + " kernels) re-timed for " +
-                  std::to_string(ranks_) + " ranks on " + c.spec.name + ": communication " + format_duration(before) + " -> " +
-                  format_duration(after));
-}
 
  private:
   std::uint32_t ranks_;
@@ -47,9 +48,7 @@ std::unique_ptr<TransformStep> parse(const std::string& arg) {
     long v = std::stol(arg, &pos);
     if (pos != arg.size() || v < 1 || v > 1'000'000) throw std::invalid_argument(arg);
     return std::make_unique<Ranks>(static_cast<std::uint32_t>(v));
-  } catch (const std::exception&) {
-    throw InputError("--ranks " + arg + ": expected a number of ranks (1 .. 1000000)");
-  }
+  } catch (const std::exception&) { throw InputError("--ranks " + arg + ": expected a number of ranks (1 .. 1000000)"); }
 }
 
 }  // namespace

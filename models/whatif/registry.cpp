@@ -4,20 +4,13 @@
 
 namespace bneck {
 
-extern const TransformDef kScaleTransform, kRemoveTransform, kFuseTransform, kPrecisionTransform, kCudaGraphTransform,
-    kHwTransform, kOverlapCommTransform, kRanksTransform, kRepeatTransform;
+extern const TransformDef kScaleTransform, kRemoveTransform, kFuseTransform, kPrecisionTransform, kCudaGraphTransform, kHwTransform,
+    kOverlapCommTransform, kRanksTransform, kRepeatTransform;
 
 const std::vector<const TransformDef*>& transform_registry() {
   static const std::vector<const TransformDef*> table = {
-      &kScaleTransform,
-      &kRemoveTransform,
-      &kFuseTransform,
-      &kPrecisionTransform,
-      &kCudaGraphTransform,
-      &kHwTransform,
-      &kOverlapCommTransform,
-      &kRanksTransform,
-      &kRepeatTransform,
+      &kScaleTransform, &kRemoveTransform,      &kFuseTransform,  &kPrecisionTransform, &kCudaGraphTransform,
+      &kHwTransform,    &kOverlapCommTransform, &kRanksTransform, &kRepeatTransform,
   };
   return table;
 }

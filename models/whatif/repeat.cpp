@@ -39,8 +39,9 @@ class Repeat : public TransformStep {
     }
     ed.commit();
     c.log.push_back(text + ": " + std::to_string(ranges.size()) + " range instances of " + std::to_string(nodes) + " ops " +
-                    (times_ == 0 ? std::string("removed") : "run " + std::to_string(times_) + " times (" +
-                                                                std::to_string(nodes * (times_ - 1)) + " synthetic nodes)"));
+                    (times_ == 0
+                         ? std::string("removed")
+                         : "run " + std::to_string(times_) + " times (" + std::to_string(nodes * (times_ - 1)) + " synthetic nodes)"));
   }
 
  private:
@@ -55,9 +56,7 @@ std::unique_ptr<TransformStep> parse(const std::string& arg) {
     std::size_t pos = 0;
     k = c == std::string::npos ? -1 : std::stol(arg.substr(0, c), &pos);
     if (pos != c) k = -1;
-  } catch (const std::exception&) {
-    k = -1;
-  }
+  } catch (const std::exception&) { k = -1; }
   if (k < 0 || k > 10000 || c + 1 >= arg.size())
     throw InputError("--repeat " + arg + ": expected K:REGEX (K = 0 .. 10000 runs of each matching NVTX range)");
   (void)range_regex(arg.substr(c + 1));  // a malformed regex fails now
@@ -67,6 +66,7 @@ std::unique_ptr<TransformStep> parse(const std::string& arg) {
 }  // namespace
 
 extern const TransformDef kRepeatTransform{"repeat", "K:REGEX", TransformDef::Arg::Required,
-                                           "each instance of the matching NVTX ranges runs K times in all (copies are synthetic nodes)", parse};
+                                           "each instance of the matching NVTX ranges runs K times in all (copies are synthetic nodes)",
+                                           parse};
 
 }  // namespace bneck

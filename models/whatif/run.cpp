@@ -98,10 +98,10 @@ WhatIfReport run_whatif(const Trace& t, const WhatIfOptions& opt) {
     if (rep.has_amdahl && rep.baseline_ns > 0)
       rep.amdahl_fraction = static_cast<double>(busy_union(all_dev, pred.scaled, rep.base_sim)) / static_cast<double>(rep.baseline_ns);
     TimeNs b0 = rep.baseline.begin, p0 = rep.predicted.begin;
-    before_cp = cp_names(bg, critical_path(rep.base_sim, last_device_op(bg, sim_schedule(rep.base_sim)),
-                                           [&](OpId o) { return rep.base_sim.end[o] > b0; }));
-    after_cp = cp_names(pg, critical_path(rep.pred_sim, last_device_op(pg, sim_schedule(rep.pred_sim)),
-                                          [&](OpId o) { return rep.pred_sim.end[o] > p0; }));
+    before_cp = cp_names(
+        bg, critical_path(rep.base_sim, last_device_op(bg, sim_schedule(rep.base_sim)), [&](OpId o) { return rep.base_sim.end[o] > b0; }));
+    after_cp = cp_names(
+        pg, critical_path(rep.pred_sim, last_device_op(pg, sim_schedule(rep.pred_sim)), [&](OpId o) { return rep.pred_sim.end[o] > p0; }));
   }
   if (rep.has_amdahl) rep.amdahl_ns = amdahl_ns(rep.baseline_ns, rep.amdahl_fraction, rep.amdahl_factor);
   rep.speedup = rep.predicted_ns > 0 ? static_cast<double>(rep.baseline_ns) / static_cast<double>(rep.predicted_ns) : 0;

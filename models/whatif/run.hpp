@@ -42,8 +42,12 @@ struct WhatIfReport {
   bool has_amdahl = false;
   double amdahl_fraction = 0, amdahl_factor = 0;
   TimeNs amdahl_ns = 0;
-  std::vector<std::string> onto_cp, off_cp;      // op names that moved onto / off the critical path
-  struct SlackChange { std::string name; OpId id; TimeNs before, after; };
+  std::vector<std::string> onto_cp, off_cp;  // op names that moved onto / off the critical path
+  struct SlackChange {
+    std::string name;
+    OpId id;
+    TimeNs before, after;
+  };
   std::vector<SlackChange> slack_changes;
   Overlap baseline_overlap, predicted_overlap;
   std::vector<RankStats> baseline_ranks, predicted_ranks;  // one per process with device ops

@@ -24,7 +24,8 @@ class Scale : public TransformStep {
       c.scale_factor = factor_;
       c.scaled = hit;
     }
-    c.log.push_back(text + ": " + std::to_string(count_selected(hit)) + " ops, " + format_duration(before) + " -> " + format_duration(after));
+    c.log.push_back(text + ": " + std::to_string(count_selected(hit)) + " ops, " + format_duration(before) + " -> " +
+                    format_duration(after));
   }
 
  private:
@@ -40,9 +41,7 @@ std::unique_ptr<TransformStep> parse(const std::string& arg) {
     std::size_t pos = 0;
     factor = std::stod(arg.substr(0, c), &pos);
     if (pos != c || !(factor > 0) || !std::isfinite(factor)) throw std::invalid_argument("factor");
-  } catch (const std::exception&) {
-    throw InputError("--scale " + arg + ": the factor must be a positive number");
-  }
+  } catch (const std::exception&) { throw InputError("--scale " + arg + ": the factor must be a positive number"); }
   std::string sel = checked_selector(arg.substr(c + 1));
   if (sel.empty()) throw InputError("--scale " + arg + ": needs a selector after ':'");
   return std::make_unique<Scale>(factor, sel);

@@ -40,9 +40,7 @@ void run_sweep(const Trace& t, const std::string& source_hw, const std::optional
             Bound b = (t.ops[o].flags & Op::kFlagNccl) ? Bound::Latency : model_kernel(t, o, engine.work()[o], wc.spec).bound;
             c.by_bound[static_cast<int>(b)] += wc.durations[o];
           }
-        } catch (const std::exception& e) {
-          c.error = e.what();
-        }
+        } catch (const std::exception& e) { c.error = e.what(); }
       }
     });
   for (auto& th : pool) th.join();

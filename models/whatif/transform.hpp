@@ -31,12 +31,12 @@ struct WhatIfContext {
 };
 
 struct WhatIfCase {
-  std::shared_ptr<const Graph> graph;   // the base graph, or this case's own edited copy
-  std::vector<TimeNs> durations;        // per trace op (synthetic nodes: by their DurationSource)
-  HwSpec spec;                          // the target after --hw
+  std::shared_ptr<const Graph> graph;  // the base graph, or this case's own edited copy
+  std::vector<TimeNs> durations;       // per trace op (synthetic nodes: by their DurationSource)
+  HwSpec spec;                         // the target after --hw
   std::vector<std::string> log;
-  std::vector<bool> scaled;             // ops a --scale selected (for Amdahl)
-  double scale_factor = 0;              // the first --scale's factor, 0 if none
+  std::vector<bool> scaled;  // ops a --scale selected (for Amdahl)
+  double scale_factor = 0;   // the first --scale's factor, 0 if none
   // The case's own graph (copied from the base on first use) to edit.
   Graph& edit_graph();
 };
@@ -52,10 +52,10 @@ using Transform = std::shared_ptr<const TransformStep>;
 
 struct TransformDef {
   enum class Arg { None, Optional, Required };
-  const char* name;      // option name without dashes: "scale" -> --scale, scenario key "scale"
-  const char* metavar;   // "FACTOR:SEL"
+  const char* name;     // option name without dashes: "scale" -> --scale, scenario key "scale"
+  const char* metavar;  // "FACTOR:SEL"
   Arg arg;
-  const char* help;      // one line
+  const char* help;                                                 // one line
   std::unique_ptr<TransformStep> (*parse)(const std::string& arg);  // throws InputError
 };
 

@@ -43,8 +43,9 @@ std::vector<RangeSpan> range_spans(const Graph& g, const SimResult& r, const std
       rs.measured = {mb, me};
       const std::size_t traced = rs.nodes.size();
       clones.add_clones(rs.nodes);
-      rs.nodes.erase(std::remove_if(rs.nodes.begin() + static_cast<long>(traced), rs.nodes.end(), [&](NodeId n) { return !g.is_device(n); }),
-                     rs.nodes.end());
+      rs.nodes.erase(
+          std::remove_if(rs.nodes.begin() + static_cast<long>(traced), rs.nodes.end(), [&](NodeId n) { return !g.is_device(n); }),
+          rs.nodes.end());
       rs.simulated = span_of(rs.nodes, r);
       rs.last = rs.nodes[0];
       for (NodeId o : rs.nodes)
@@ -67,7 +68,11 @@ Span span_of(const std::vector<NodeId>& nodes, const SimResult& r) {
   Span s;
   bool any = false;
   for (NodeId o : nodes) {
-    if (!any) { s.begin = r.start[o]; s.end = r.end[o]; any = true; }
+    if (!any) {
+      s.begin = r.start[o];
+      s.end = r.end[o];
+      any = true;
+    }
     s.begin = std::min(s.begin, r.start[o]);
     s.end = std::max(s.end, r.end[o]);
   }

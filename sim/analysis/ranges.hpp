@@ -22,14 +22,14 @@ class CloneIndex {
 };
 
 struct RangeSpan {
-  std::size_t index = 0;           // into trace.ranges
+  std::size_t index = 0;  // into trace.ranges
   std::string name;
-  std::uint32_t rank = 0;          // of the range's thread
-  TimeNs start_ns = 0;             // push time as the trace records it
-  std::vector<NodeId> nodes;       // device nodes (trace ops, then clones)
+  std::uint32_t rank = 0;     // of the range's thread
+  TimeNs start_ns = 0;        // push time as the trace records it
+  std::vector<NodeId> nodes;  // device nodes (trace ops, then clones)
   Span measured, simulated;
-  NodeId last = kNone;             // the node that ends last in the simulation (ties: lowest id)
-  TimeNs path_from = 0;            // the range's critical path stops at nodes ending before this
+  NodeId last = kNone;   // the node that ends last in the simulation (ties: lowest id)
+  TimeNs path_from = 0;  // the range's critical path stops at nodes ending before this
 };
 // The ranges matching `re` in full that launched device work, in time order. The measured span
 // is over the range's trace ops; the simulated one over them and their clones.

@@ -158,9 +158,12 @@ std::vector<std::vector<NodeId>> GraphEditor::repeat(const std::vector<NodeId>& 
   std::vector<PendingEdge> internal, into, out_of;
   auto classify = [&](NodeId u, NodeId v, const EdgeProps& p) {
     bool iu = pos.count(u), iv = pos.count(v);
-    if (iu && iv) internal.push_back({u, v, p});
-    else if (iv) into.push_back({u, v, p});
-    else if (iu) out_of.push_back({u, v, p});
+    if (iu && iv)
+      internal.push_back({u, v, p});
+    else if (iv)
+      into.push_back({u, v, p});
+    else if (iu)
+      out_of.push_back({u, v, p});
   };
   for (NodeId u = 0; u < boost::num_vertices(g_.csr); ++u)
     for (auto e : boost::make_iterator_range(boost::out_edges(u, g_.csr))) classify(u, boost::target(e, g_.csr), g_.csr[e]);

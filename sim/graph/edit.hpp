@@ -30,11 +30,11 @@ struct NewNode {
   std::string name;
   OpKind kind = OpKind::Kernel;
   LaneId lane = kNone;
-  OpId origin = kNone;          // the op whose measured or modelled time it takes (Origin)
+  OpId origin = kNone;  // the op whose measured or modelled time it takes (Origin)
   DurationSource source = DurationSource::Fixed;
   TimeNs fixed_ns = 0;
   double work_fraction = 1;
-  bool nccl = false;            // a communication kernel
+  bool nccl = false;  // a communication kernel
   std::uint16_t resource = kNoResource;
   TimeNs release = 0;
 };

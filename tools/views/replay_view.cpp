@@ -391,7 +391,7 @@ json overlap_json(const Overlap& o) {
 }
 
 void write_two_timelines(std::ostream& out, const Trace& t, const Schedule& a, const std::string& name_a, const Schedule& b,
-                         const std::string& name_b, const std::function<std::string(OpId)>& extra_args) {
+                         const std::string& name_b, const std::function<std::string(OpId)>& extra_args, const Graph* graph_b) {
   TimeNs base = 0;
   for (OpId i = 0; i < t.ops.size(); ++i) {
     TimeNs m = std::min({t.ops[i].start, a.start(i), b.start(i)});
@@ -416,6 +416,18 @@ void write_two_timelines(std::ostream& out, const Trace& t, const Schedule& a, c
       out << ",\n{\"ph\":\"X\",\"pid\":" << pid << ",\"tid\":" << o.lane << ",\"name\":" << nm << ",\"cat\":\"" << to_string(o.kind)
           << "\",\"ts\":" << us(s.start(i) - base) << ",\"dur\":" << us(s.end(i) - s.start(i)) << ",\"args\":{\"id\":" << i
           << (pid == 2 && extra_args ? extra_args(i) : std::string()) << "}}";
+    }
+  }
+  // The second schedule's synthetic nodes (what-if transforms) and the lanes they added.
+  if (graph_b) {
+    for (std::size_t l = t.lanes.size(); l < graph_b->lanes.size(); ++l)
+      out << ",\n" << json({{"ph", "M"}, {"name", "thread_name"}, {"pid", 2}, {"tid", l}, {"args", {{"name", graph_b->lane_label(static_cast<LaneId>(l))}}}}).dump();
+    for (NodeId n = static_cast<NodeId>(t.ops.size()); n < graph_b->num_nodes(); ++n) {
+      if (graph_b->removed(n)) continue;
+      const SideInfo* si = graph_b->side_of(n);
+      out << ",\n{\"ph\":\"X\",\"pid\":2,\"tid\":" << graph_b->lane(n) << ",\"name\":" << json(graph_b->name(n)).dump() << ",\"cat\":\""
+          << to_string(graph_b->kind(n)) << "\",\"ts\":" << us(b.start(n) - base) << ",\"dur\":" << us(b.end(n) - b.start(n))
+          << ",\"args\":{\"id\":" << n << ",\"synthetic\":" << json(si ? si->transform : std::string()).dump() << "}}";
     }
   }
   out << "\n]}\n";

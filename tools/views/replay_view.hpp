@@ -25,7 +25,8 @@ nlohmann::json overlap_json(const Overlap& o);
 // Two schedules of the same trace side by side in the Chrome trace event format (pid 1 and 2,
 // one thread per lane), streamed; `extra_args(op)` may add ",\"key\":value" to pid 2's events.
 void write_two_timelines(std::ostream& out, const Trace& t, const Schedule& a, const std::string& name_a, const Schedule& b,
-                         const std::string& name_b, const std::function<std::string(OpId)>& extra_args = {});
+                         const std::string& name_b, const std::function<std::string(OpId)>& extra_args = {},
+                         const Graph* graph_b = nullptr);
 nlohmann::json op_json(const Trace& t, OpId id, TimeNs start, TimeNs end);
 std::string short_name(const std::string& name, std::size_t max = 60);
 // Names as runs ("multi_tensor_apply x19": consecutive equal short names once, with their count),
