@@ -67,13 +67,6 @@ void GraphEditor::drop_in_edges(NodeId to, bool (*drop)(NodeId, const EdgeProps&
   dirty_ = true;
 }
 
-void GraphEditor::set_edge_delay(NodeId from, NodeId to, EdgeType type, TimeNs delay) {
-  for (auto e : boost::make_iterator_range(boost::out_edges(from, g_.csr)))
-    if (boost::target(e, g_.csr) == to && g_.csr[e].type() == type) g_.csr[e].set_delay(delay);
-  for (auto& p : add_)
-    if (p.from == from && p.to == to && p.props.type() == type) p.props.set_delay(delay);
-}
-
 void GraphEditor::remove(NodeId n) {
   if (g_.synthetic(n)) {
     g_.synth(n).flags |= Node::kRemoved;

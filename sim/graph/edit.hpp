@@ -55,7 +55,6 @@ class GraphEditor {
   void add_edge(NodeId from, NodeId to, EdgeType type, DepType attach, TimeNs delay = 0);
   // Drops the edges into `to` for which drop(source, props, graph) is true (applied at commit).
   void drop_in_edges(NodeId to, bool (*drop)(NodeId src, const EdgeProps& p, const Graph& g));
-  void set_edge_delay(NodeId from, NodeId to, EdgeType type, TimeNs delay);
   void remove(NodeId n);
   void retime_fixed(NodeId n, TimeNs d);
   void retime_fraction(NodeId n, double work_fraction);
