@@ -53,7 +53,8 @@ void print_whatif_text(const WhatIfReport& r, const WhatIfOptions& opt, std::ost
       std::snprintf(b, sizeof b, "  %-22s %12s  %12s  %12s  %11s", short_name(w.name, 22).c_str(), format_duration(w.measured_span_ns).c_str(),
                     format_duration(w.baseline_ns).c_str(), format_duration(w.predicted_ns).c_str(),
                     pct(static_cast<double>(w.predicted_ns - w.baseline_ns) / static_cast<double>(std::max<TimeNs>(1, w.baseline_ns))).c_str());
-      out << (ranks ? "  " + pad(std::to_string(w.rank), 4) + b : std::string(b));
+      if (ranks) out << "  " << pad(std::to_string(w.rank), 4);
+      out << b;
       if (r.has_amdahl) out << "  " << format_duration(w.amdahl_ns);
       out << "\n";
     }
