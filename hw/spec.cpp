@@ -1,5 +1,7 @@
 #include "hw/spec.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <set>
 
@@ -44,6 +46,35 @@ const char* hw_preset_text(const std::string& name) {
   return it == m.end() ? nullptr : it->second;
 }
 
+std::string preset_for_device_name(const std::string& device_name) {
+  auto lower = [](std::string x) {
+    for (char& c : x) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return x;
+  };
+  const std::string n = lower(device_name);
+  std::string best;
+  std::size_t best_terms = 0;
+  for (const auto& [name, text] : embedded_hw_presets()) {
+    // A preset's own `match` (not inherited through `extends`); the most specific match wins.
+    nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    if (!j.is_object() || !j.contains("match") || !j["match"].is_array() || j["match"].empty()) continue;
+    bool all = true;
+    for (const auto& term : j["match"]) all = all && term.is_string() && n.find(lower(term.get<std::string>())) != std::string::npos;
+    if (all && j["match"].size() > best_terms) {
+      best = name;
+      best_terms = j["match"].size();
+    }
+  }
+  return best;
+}
+
+std::string preset_for_device(const std::string& device_name) {
+  std::string p = preset_for_device_name(device_name);
+  // A calibrated overlay of that preset (hw/calibrated/, made by `bneck calibrate`) wins.
+  if (!p.empty() && hw_preset_text(p + "-calibrated")) return p + "-calibrated";
+  return p;
+}
+
 namespace {
 
 using nlohmann::json;
@@ -66,10 +97,11 @@ json read_json_file(const std::string& path) {
 }
 
 // Loads a spec by preset name or path and resolves `extends` (child fields win).
+json resolve_json(json j, const std::string& origin, std::vector<std::string>& chain, int depth);
+
 json resolve(const std::string& name_or_path, std::vector<std::string>& chain, int depth) {
   if (depth > 16) throw InputError(name_or_path, "`extends` chain too deep (a cycle?)");
   json j;
-  std::string origin = name_or_path;
   if (const char* text = hw_preset_text(name_or_path)) {
     j = json::parse(text);
   } else {
@@ -81,6 +113,10 @@ json resolve(const std::string& name_or_path, std::vector<std::string>& chain, i
     }
     j = read_json_file(name_or_path);
   }
+  return resolve_json(std::move(j), name_or_path, chain, depth);
+}
+
+json resolve_json(json j, const std::string& origin, std::vector<std::string>& chain, int depth) {
   if (!j.is_object()) throw InputError(origin, "hardware spec must be a JSON object");
   chain.push_back(j.value("name", origin));
   if (j.contains("extends") && !j["extends"].is_null()) {
@@ -312,6 +348,8 @@ HwSpec parse_hw(const json& j, const std::string& origin) {
   c.nodes = f.count("cluster", "nodes", 1);
   c.nic_bandwidth = f.unit("cluster", "nic_bandwidth", bw, 0.0);
   c.nic_latency = f.unit("cluster", "nic_latency", dur, TimeNs{0});
+  if (j.contains("match") && (!j["match"].is_array() || !std::all_of(j["match"].begin(), j["match"].end(), [](const json& x) { return x.is_string(); })))
+    f.fail("match", "must be a list of strings that a device name contains (lower case)");
   if (j.contains("sources")) {
     if (!j["sources"].is_object()) f.fail("sources", "must map field paths to sources");
     for (auto it = j["sources"].begin(); it != j["sources"].end(); ++it)
@@ -324,6 +362,13 @@ HwSpec load_hw(const std::string& name_or_path) {
   std::vector<std::string> chain;
   json j = resolve(name_or_path, chain, 0);
   HwSpec h = parse_hw(j, name_or_path);
+  h.chain = chain;
+  return h;
+}
+
+HwSpec load_hw_json(const nlohmann::json& j, const std::string& origin) {
+  std::vector<std::string> chain;
+  HwSpec h = parse_hw(resolve_json(j, origin, chain, 0), origin);
   h.chain = chain;
   return h;
 }

@@ -134,7 +134,14 @@ HwSpec load_hw(const std::string& name_or_path);
 // pass a file that says {"extends": "h200-sxm"}.)
 HwSpec load_target_hw(const std::string& name_or_path);
 HwSpec parse_hw(const nlohmann::json& j, const std::string& origin);
+// A spec given as JSON (no file), `extends` resolved.
+HwSpec load_hw_json(const nlohmann::json& j, const std::string& origin);
 std::vector<std::string> hw_preset_names();
+// The preset whose own `match` terms all occur in the device name (case-insensitive; the one with
+// the most terms wins: "NVIDIA H100 PCIe" -> h100-pcie over h100-sxm), or "".
+std::string preset_for_device_name(const std::string& device_name);
+// The same, preferring its calibrated overlay ("h200-sxm-calibrated") where there is one.
+std::string preset_for_device(const std::string& device_name);
 const char* hw_preset_text(const std::string& name);  // nullptr if none
 // Field paths that carry a number but have no source (empty when every number is sourced).
 std::vector<std::string> unsourced_fields(const HwSpec& h);

@@ -100,29 +100,6 @@ std::vector<std::vector<std::int64_t>> parse_nvtx_sizes(std::string_view text) {
   return out;
 }
 
-std::string preset_for_device(const std::string& device_name) {
-  std::string p = preset_for_device_name(device_name);
-  // A calibrated overlay of that preset (hw/calibrated/, made by `bneck calibrate`) wins.
-  if (!p.empty() && hw_preset_text(p + "-calibrated")) return p + "-calibrated";
-  return p;
-}
-
-std::string preset_for_device_name(const std::string& device_name) {
-  std::string n = lower(device_name);
-  if (has(n, "h200")) return "h200-sxm";
-  if (has(n, "h100") && has(n, "pcie")) return "h100-pcie";
-  if (has(n, "h100")) return "h100-sxm";
-  if (has(n, "a100")) return "a100-sxm-80gb";
-  if (has(n, "b200")) return "b200";
-  if (has(n, "l40s")) return "l40s";
-  if (has(n, "3090")) return "rtx3090";
-  if (has(n, "3060")) return "rtx3060";
-  if (has(n, "2080 ti")) return "rtx2080ti";
-  if (has(n, "2070 super")) return "rtx2070-super";
-  if (has(n, "v100")) return "v100-sxm2";
-  return "";
-}
-
 namespace {
 
 double numel(const std::vector<std::int64_t>& s) {
@@ -188,11 +165,34 @@ bool op_work(const std::string& op, const std::vector<std::vector<std::int64_t>>
 
 }  // namespace
 
+GridScaling grid_scaling(const LaunchConfig& lc, const GpuSpec& g) {
+  GridScaling s;
+  std::uint64_t blocks = std::uint64_t{lc.grid(0)} * lc.grid(1) * lc.grid(2);
+  std::uint32_t threads = std::uint32_t{lc.block[0]} * lc.block[1] * lc.block[2];
+  OccupancyResult occ = occupancy(g, {threads, lc.registers, Bytes{lc.static_smem} + lc.dynamic_smem});
+  Waves wv = wave_quantization(blocks, std::max<std::uint32_t>(1, occ.blocks_per_sm), g.sm_count);
+  s.waves = wv.waves;
+  s.wave_efficiency = wv.efficiency;
+  if (blocks > 0 && blocks < g.sm_count) {
+    double f = static_cast<double>(blocks) / g.sm_count;  // only some SMs work
+    s.compute = s.memory = 1 / f;
+  } else if (wv.efficiency > 0) {
+    s.compute = 1 / wv.efficiency;
+  }
+  return s;
+}
+
 KernelEstimate model_kernel(const Trace& t, OpId k, const KernelWork& w, const HwSpec& hw) {
   KernelEstimate e;
   const GpuSpec& g = hw.gpu;
-  RooflineInput in{w.dtype, w.unit, w.flops, w.bytes, MemLevel::Hbm, true, -1, -1};
-  if (w.access_width > 0) in.memory_efficiency = g.streaming_efficiency_for(w.access_width);
+  RooflineInput in{w.dtype, w.unit, w.flops, w.bytes, w.level, true, -1, -1};
+  if (w.access_width > 0) {
+    in.memory_efficiency = g.streaming_efficiency_for(w.access_width);
+    if (w.read_bytes >= 0 && w.bytes > 0) {  // reads and writes at their own rates
+      double rd = std::min(w.read_bytes, w.bytes);
+      in.memory_efficiency = w.bytes / (rd / g.access_efficiency_for(w.access_width) + (w.bytes - rd) / g.write_efficiency_for(w.access_width));
+    }
+  }
   TimeNs tail = g.kernel_tail;
   if (w.cls == KernelClass::Gemm) {  // calibrated GEMM fit of this precision, where there is one
     auto it = g.gemm_fit.find(w.dtype);
@@ -204,19 +204,11 @@ KernelEstimate model_kernel(const Trace& t, OpId k, const KernelWork& w, const H
   RooflineResult r = roofline(g, in);
   double compute_s = r.compute_time_s, memory_s = r.memory_time_s;
   if (const LaunchConfig* lc = t.launch(t.ops[k])) {
-    std::uint64_t blocks = std::uint64_t{lc->grid(0)} * lc->grid(1) * lc->grid(2);
-    std::uint32_t threads = std::uint32_t{lc->block[0]} * lc->block[1] * lc->block[2];
-    OccupancyResult occ = occupancy(g, {threads, lc->registers, Bytes{lc->static_smem} + lc->dynamic_smem});
-    Waves wv = wave_quantization(blocks, std::max<std::uint32_t>(1, occ.blocks_per_sm), g.sm_count);
-    e.waves = wv.waves;
-    e.wave_efficiency = wv.efficiency;
-    if (blocks > 0 && blocks < g.sm_count) {
-      double f = static_cast<double>(blocks) / g.sm_count;  // only some SMs work
-      compute_s /= f;
-      memory_s /= f;
-    } else if (wv.efficiency > 0) {
-      compute_s /= wv.efficiency;
-    }
+    GridScaling gs = grid_scaling(*lc, g);
+    e.waves = gs.waves;
+    e.wave_efficiency = gs.wave_efficiency;
+    compute_s *= gs.compute;
+    memory_s *= gs.memory;
   }
   double s = std::max(compute_s, memory_s);
   e.bound = compute_s >= memory_s ? Bound::Compute : Bound::Memory;

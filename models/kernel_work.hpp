@@ -50,8 +50,20 @@ struct KernelWork {
   Bytes access_width = 0;     // bytes one thread moves per access, where known (launch geometry):
                               // the memory time uses the calibrated efficiency of that width
   bool from_geometry = false; // bytes from the launch geometry (threads x element x arrays)
+  double read_bytes = -1;     // of `bytes`, those read (the rest written), where known: with an
+                              // access width, reads and writes take their own calibrated rates
+  MemLevel level = MemLevel::Hbm;  // where its working set streams from
   std::string op;             // the aten op it came from, if any
 };
+
+// How a launch geometry stretches the roofline's times on `g`: a grid of fewer blocks than SMs
+// gets the fraction blocks/SMs of the rates (both times / f); a larger one divides the math time by
+// its wave efficiency (occupancy from threads, registers and shared memory).
+struct GridScaling {
+  double compute = 1, memory = 1;  // multipliers of the roofline's compute and memory times
+  double waves = 0, wave_efficiency = 1;
+};
+GridScaling grid_scaling(const LaunchConfig& lc, const GpuSpec& g);
 
 struct KernelEstimate {
   TimeNs time_ns = 0;
@@ -68,9 +80,5 @@ KernelEstimate model_kernel(const Trace& t, OpId k, const KernelWork& w, const H
 // the spec of the GPU the trace was captured on (for inference).
 std::vector<KernelWork> estimate_work(const Trace& t, const HwSpec& source);
 
-// The preset that matches the trace's GPU name ("NVIDIA H200" -> "h200-sxm"), or "";
-// preset_for_device prefers its calibrated overlay ("h200-sxm-calibrated") where there is one.
-std::string preset_for_device_name(const std::string& device_name);
-std::string preset_for_device(const std::string& device_name);
 
 }  // namespace bneck

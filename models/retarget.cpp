@@ -26,8 +26,11 @@ TimeNs model_device_op(const Trace& t, OpId i, const KernelWork& w, const HwSpec
 }
 
 RetargetCostModel::RetargetCostModel(const Trace& t, HwSpec source, HwSpec target, DurationMode mode)
-    : t_(t), source_(std::move(source)), target_(std::move(target)), mode_(mode) {
-  work_ = estimate_work(t, source_);
+    : RetargetCostModel(t, source, std::move(target), mode, estimate_work(t, source)) {}
+
+RetargetCostModel::RetargetCostModel(const Trace& t, HwSpec source, HwSpec target, DurationMode mode, std::vector<KernelWork> work)
+    : t_(t), source_(std::move(source)), target_(std::move(target)), mode_(mode), work_(std::move(work)) {
+  work_.resize(t.ops.size());
   times_.assign(t.ops.size(), 0);
   if (mode_ != DurationMode::Measured)
     for (const Collective& c : t.collectives) {

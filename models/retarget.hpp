@@ -31,7 +31,10 @@ TimeNs model_device_op(const Trace& t, OpId i, const KernelWork& w, const HwSpec
 
 class RetargetCostModel : public CostModel {
  public:
+  // The work of each kernel estimated from the trace (estimate_work), or given (a workload
+  // described op by op, as validate/ describes its microbenchmarks).
   RetargetCostModel(const Trace& t, HwSpec source, HwSpec target, DurationMode mode);
+  RetargetCostModel(const Trace& t, HwSpec source, HwSpec target, DurationMode mode, std::vector<KernelWork> work);
   const char* name() const override { return mode_ == DurationMode::Model ? "model" : mode_ == DurationMode::Hybrid ? "hybrid" : "measured"; }
   const char* description() const override { return "roofline, waves and transfers on a target GPU (models/retarget.hpp)"; }
   TimeNs duration(OpId n, const Graph& g) const override;

@@ -161,6 +161,14 @@ TEST_CASE("hardware presets: every number sourced, extends resolved, errors name
   CHECK(h200.gpu.peak_of(Dtype::BF16, ComputeUnit::Tensor) == Approx(989.4e12));  // inherited
   CHECK(h200.gpu.l2_bytes == 62914560);
   CHECK_THROWS_WITH(load_hw("h300-imaginary"), Catch::Contains("no such hardware preset"));
+  // Device names find their preset through the presets' own `match` terms (the most specific wins).
+  CHECK(preset_for_device_name("NVIDIA H200") == "h200-sxm");
+  CHECK(preset_for_device_name("NVIDIA H100 PCIe") == "h100-pcie");
+  CHECK(preset_for_device_name("NVIDIA H100 80GB HBM3") == "h100-sxm");
+  CHECK(preset_for_device_name("NVIDIA GeForce RTX 2080 Ti") == "rtx2080ti");
+  CHECK(preset_for_device_name("Tesla V100-SXM2-32GB") == "v100-sxm2");
+  CHECK(preset_for_device_name("AMD Instinct MI300X").empty());
+  CHECK(preset_for_device("NVIDIA H200") == "h200-sxm-calibrated");
   nlohmann::json bad = nlohmann::json::parse(R"({"name": "x", "gpu": {"sm_count": 10, "memory_bandwidth": "fast", "peak": {"fp32": {"simt": "1 TFLOP/s"}}}})");
   CHECK_THROWS_WITH(parse_hw(bad, "x.json"), Catch::Contains("x.json") && Catch::Contains("gpu.memory_bandwidth"));
 }

@@ -5,13 +5,13 @@
 #include <cmath>
 #include <fstream>
 #include <map>
-#include <unistd.h>
 
 #include "models/access.hpp"
 #include "models/collective.hpp"
 #include "models/transfer.hpp"
 #include "traces/collectives.hpp"
 #include "sim/base/error.hpp"
+#include "validate/describe.hpp"
 
 namespace bneck {
 using nlohmann::json;
@@ -38,20 +38,6 @@ std::string bw_str(double bps) {
   return b;
 }
 
-// cuBLAS's launch configuration is not recorded: assume 128 x 128 output tiles, one per SM at a
-// time, so that a GEMM occupies whole waves of tiles (wave quantization).
-double gemm_waves_factor(const Measurement& m, const GpuSpec& g) {
-  double M = m.params.value("m", 0.0), N = m.params.value("n", 0.0);
-  if (M <= 0 || N <= 0 || g.sm_count == 0) return 1.0;
-  double tiles = std::ceil(M / 128) * std::ceil(N / 128);
-  double waves = std::ceil(tiles / g.sm_count);
-  return waves * g.sm_count / tiles;
-}
-
-Dtype gemm_dtype(const Measurement& m) {
-  auto d = dtype_from_string(m.params.value("dtype", "fp32"));
-  return d ? *d : Dtype::FP32;
-}
 
 }  // namespace
 
@@ -179,7 +165,7 @@ Calibration calibrate(const Measurements& ms, const std::string& base_preset, co
     std::map<std::string, std::pair<std::vector<std::vector<double>>, std::vector<double>>> per;
     for (const auto& m : ms.items)
       if (m.family == "gemm" && m.train) {
-        per[m.params.value("dtype", "fp32")].first.push_back({1.0, m.flops * gemm_waves_factor(m, base.gpu)});
+        per[m.params.value("dtype", "fp32")].first.push_back({1.0, m.flops * gemm_grid_factor(m, base.gpu)});
         per[m.params.value("dtype", "fp32")].second.push_back(m.time_ns);
       }
     json gf = json::object();
@@ -344,13 +330,7 @@ Calibration calibrate(const Measurements& ms, const std::string& base_preset, co
   // Fit residuals: the calibrated model on its own training half, per family.
   json residuals = json::object();
   {
-    std::string tmp = "/tmp/bneck_calib_" + std::to_string(::getpid()) + ".json";
-    {
-      std::ofstream o(tmp);
-      o << json{{"name", overlay_name}, {"extends", base_preset}, {"gpu", gpu}, {"node", node}}.dump();
-    }
-    HwSpec fitted = load_hw(tmp);
-    std::remove(tmp.c_str());
+    HwSpec fitted = load_hw_json(json{{"name", overlay_name}, {"extends", base_preset}, {"gpu", gpu}, {"node", node}}, overlay_name);
     std::map<std::string, std::vector<double>> fam;
     for (const auto& m : ms.items) {
       if (!m.train) continue;
@@ -369,73 +349,14 @@ Calibration calibrate(const Measurements& ms, const std::string& base_preset, co
 }
 
 double predict(const Measurement& m, const HwSpec& hw) {
-  const GpuSpec& g = hw.gpu;
-  // A single kernel timed with events: the launch latency (submission to start) plus the kernel.
-  const double tail = static_cast<double>(g.launch_latency + g.kernel_tail);
-  auto bw_of = [&](double width) { return g.memory_bandwidth * g.access_efficiency_for(static_cast<Bytes>(width)); };
-  auto wbw_of = [&](double width) { return g.memory_bandwidth * g.write_efficiency_for(static_cast<Bytes>(width)); };
-  if (m.family == "stream") {
-    double w = m.params.value("width_bytes", 4.0), array = m.params.value("array_bytes", m.bytes / 2);
-    return tail + (m.bytes - array) / bw_of(w) * 1e9 + array / wbw_of(w) * 1e9;
-  }
-  if (m.family == "reduction") return tail + m.bytes / bw_of(m.params.value("width_bytes", 16.0)) * 1e9;
-  if (m.family == "l2")
-    return std::max(static_cast<double>(g.host_launch_overhead), m.bytes / (g.l2_bandwidth > 0 ? g.l2_bandwidth : g.memory_bandwidth) * 1e9);
-  if (m.family == "strided") {
-    // The coalescing model: each warp of 32 threads reads `sectors` 32-byte sectors; writes are dense.
-    double n = m.params.value("elems", 0.0), stride = m.params.value("stride", 1.0);
-    Coalescing co = coalesce(4, static_cast<std::uint32_t>(stride));
-    // Reads are bound by the slower of the sectors through the caches (at the 4-byte load rate)
-    // and the 64-byte segments from DRAM (at the streaming rate of wide loads).
-    double sectors = n / 32.0 * static_cast<double>(co.bytes_moved), dram = n / 32.0 * static_cast<double>(co.dram_bytes_moved);
-    return tail + std::max(sectors / bw_of(4), dram / bw_of(16)) * 1e9 + 4.0 * n / wbw_of(4) * 1e9;
-  }
-  if (m.family == "softmax") {
-    // Fused: each row read once and written once. What sets the achievable bandwidth is the bytes a
-    // thread has in flight (memory-level parallelism): 8 independent 4-byte loads per thread = 32 B,
-    // beyond the widest class, so it streams like 16-byte accesses.
-    return tail + m.bytes / 2 / bw_of(16) * 1e9 + m.bytes / 2 / wbw_of(16) * 1e9;
-  }
-  if (m.family == "fused") {  // each kernel reads one array and writes one
-    double w = m.params.value("width_bytes", 4.0);
-    return m.params.value("kernels", 1.0) * tail + m.bytes / 2 / bw_of(w) * 1e9 + m.bytes / 2 / wbw_of(w) * 1e9;
-  }
-  if (m.family == "gemm") {
-    Dtype d = gemm_dtype(m);
-    ComputeUnit u = m.params.value("dtype", "fp32") == "fp32" ? ComputeUnit::Simt : g.best_unit(d);
-    double peak = g.peak_of(d, u);
-    auto it = g.gemm_fit.find(d);
-    double eff = it != g.gemm_fit.end() ? it->second.efficiency : g.compute_efficiency;
-    double over = it != g.gemm_fit.end() ? static_cast<double>(it->second.submit + it->second.overhead)
-                                         : static_cast<double>(g.launch_latency + g.kernel_tail);
-    return over + std::max(m.flops * gemm_waves_factor(m, g) / (peak * eff), m.bytes / bw_of(16)) * 1e9;
-  }
-  if (m.family == "launch") {
-    double n = m.params.value("kernels", 1.0);
-    if (m.name == "graph_gpu") return n * static_cast<double>(g.graph_node_latency);
-    if (m.name == "empty_events") return static_cast<double>(g.launch_latency + g.graph_node_latency);
-    return n * static_cast<double>(g.host_launch_overhead);  // eager: launch-bound on the host
-  }
-  if (m.family == "collective") {
+  if (m.family == "collective") {  // the collective model, as model-mode replay times NCCL kernels
     auto n = static_cast<std::uint32_t>(m.params.value("ranks", 1));
     if (n < 2) return -1;
     return static_cast<double>(collective_time(hw, collective_kind_from_name(m.name), static_cast<Bytes>(m.params.value("size", m.bytes)), n).time_ns);
   }
-  if (m.family == "memcpy") {
-    std::string p = m.params.value("path", m.name);
-    Bytes b = static_cast<Bytes>(m.params.value("size", m.bytes));
-    MemcpyKind k = p.rfind("h2d", 0) == 0 ? MemcpyKind::HtoD : p.rfind("d2h", 0) == 0 ? MemcpyKind::DtoH : MemcpyKind::DtoD;
-    MemKind host = p.find("pageable") != std::string::npos ? MemKind::Pageable : MemKind::Pinned;
-    double submit = 0;
-    if (auto it = hw.node.copy_paths.find(p); it != hw.node.copy_paths.end() && !m.params.contains("event_ns")) {
-      // Timed from the host with events (older measurement files): the submission counts, and a
-      // pageable copy includes the staging: the path's own fit.
-      submit = static_cast<double>(it->second.submit);
-      if (host == MemKind::Pageable) return static_cast<double>(it->second.latency) + static_cast<double>(b) / it->second.bandwidth * 1e9;
-    }
-    return submit + static_cast<double>(transfer_time(hw, k, k == MemcpyKind::HtoD ? host : MemKind::Device, k == MemcpyKind::DtoH ? host : MemKind::Device, b));
-  }
-  return -1;
+  // Everything else: the microbenchmark's ops through the replay's models and engine.
+  auto w = describe_microbenchmark(m, hw);
+  return w ? simulate_microbenchmark(*w, hw) : -1;
 }
 
 AccuracyReport accuracy(const Measurements& ms, const HwSpec& hw) {
