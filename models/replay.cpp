@@ -12,6 +12,7 @@
 #include "models/collective.hpp"
 #include "models/measured.hpp"
 #include "models/retarget.hpp"
+#include "models/sharing.hpp"
 #include "sim/base/error.hpp"
 
 namespace bneck {
@@ -122,6 +123,12 @@ ReplayReport run_replay(const Trace& t, const ReplayOptions& opt) {
   rep.trace = &t;
   auto t0 = std::chrono::steady_clock::now();
   rep.graph = std::make_unique<Graph>(build_graph(t));
+  if (opt.sharing && t.measured) {  // on the trace's GPU; a GPU no preset matches replays without sharing
+    try {
+      enable_sharing(*rep.graph, source_spec(t, opt.source_hw));
+    } catch (const InputError&) {
+    }
+  }
   rep.graph_s = secs_since(t0);
   rep.graph_rss_mb = peak_rss_mb();
   DurationMode mode = DurationMode::Measured;

@@ -20,6 +20,7 @@ struct ReplayOptions {
   bool durations_explicit = false;         // --durations was given
   std::size_t cp_limit = 10000;            // most critical-path entries listed in JSON
   std::size_t top = 15;                    // rows in text tables
+  bool sharing = true;                     // concurrent device ops share their GPU (sim/engine/sharing.hpp)
 };
 
 struct RangeResult {

@@ -13,13 +13,16 @@ namespace bneck {
 
 void add_replay(CLI::App& sub, Action& action) {
   static std::vector<std::string> trace;
-  static std::string json_out, chrome_out, range, hw, source_hw, durations;
+  static std::string json_out, chrome_out, range, hw, source_hw, durations, sharing = "on";
   static std::size_t top = 15;
   sub.add_option("TRACE", trace, "trace file(s): nsys .sqlite, Kineto .json[.gz], bneck JSON; several files (or a directory) = one trace per rank")->required();
   sub.add_option("--range", range, "report the NVTX ranges whose name matches REGEX in full");
   sub.add_option("--hw", hw, "retarget to this GPU: a preset (bneck hw list) or a spec file");
   sub.add_option("--durations", durations, "measured | model | hybrid (default: measured; hybrid with --hw)");
   sub.add_option("--source-hw", source_hw, "the trace's GPU, if its device name does not tell");
+  sub.add_option("--sharing", sharing, "on: concurrent device ops share their GPU's SMs and HBM (sim/engine/sharing.hpp); off: each keeps its time")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
   sub.add_option("--json", json_out, "write the report as JSON to FILE ('-' for stdout)");
   sub.add_option("--chrome-trace", chrome_out, "write measured and simulated timelines (Perfetto UI) to FILE");
   sub.add_option("--top", top, "rows in the text tables")->capture_default_str();
@@ -30,6 +33,7 @@ void add_replay(CLI::App& sub, Action& action) {
       opt.source_hw = source_hw;
       if (!durations.empty()) { opt.durations = durations; opt.durations_explicit = true; }
       opt.top = top;
+      opt.sharing = sharing == "on";
       if (!range.empty()) opt.range_regex = range;
       auto t0 = std::chrono::steady_clock::now();
       Trace t = load_traces(trace);

@@ -13,7 +13,7 @@
 namespace bneck {
 
 void add_whatif(CLI::App& sub, Action& action) {
-  static std::string trace, json_out, chrome_out, range, source_hw, list;
+  static std::string trace, json_out, chrome_out, range, source_hw, list, sharing = "on";
   static std::size_t top = 12;
   sub.add_option("TRACE", trace, "trace file (first): nsys .sqlite, Kineto .json[.gz], bneck JSON, or a directory with one trace per rank");
   sub.add_option("--list-transforms", list, "print the transforms ('text' or 'markdown') and exit")->expected(0, 1)->default_str("text");
@@ -21,6 +21,9 @@ void add_whatif(CLI::App& sub, Action& action) {
   sub.add_option("--json", json_out, "write JSON to FILE ('-' for stdout)");
   sub.add_option("--chrome-trace", chrome_out, "write the baseline and predicted timelines to FILE");
   sub.add_option("--source-hw", source_hw, "the trace's GPU, if its device name does not tell");
+  sub.add_option("--sharing", sharing, "on: concurrent device ops share their GPU's SMs and HBM (sim/engine/sharing.hpp); off: each keeps its time")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
   sub.add_option("--top", top, "rows in the text tables")->capture_default_str();
   sub.footer("Transforms, applied in order (a --scenario FILE's JSON list expands in place; SEL: DESIGN.md selectors):\n" +
              transform_help(false));
@@ -40,6 +43,7 @@ void add_whatif(CLI::App& sub, Action& action) {
       if (opt.transforms.empty()) throw InputError("whatif: give at least one transform (e.g. --scale 2:name~gemm)");
       if (!range.empty()) opt.range_regex = range;
       opt.source_hw = source_hw;
+      opt.sharing = sharing == "on";
       opt.top = top;
       Trace t = load_traces({trace});
       WhatIfReport rep = run_whatif(t, opt);

@@ -9,6 +9,7 @@
 #include "sim/analysis/analysis.hpp"
 #include "sim/base/error.hpp"
 #include "models/retarget.hpp"
+#include "models/sharing.hpp"
 
 namespace bneck {
 namespace {
@@ -30,6 +31,7 @@ class Hw : public TransformStep {
     }
     c.log.push_back(text + ": " + c.spec.name + " -> " + target.name + ", device time " + format_duration(before) + " -> " +
                     format_duration(after));
+    if (c.graph->sharing) c.edit_graph().sharing = std::make_shared<GpuShareModel>(ctx.trace, target);
     c.spec = std::move(target);
   }
 

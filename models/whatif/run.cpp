@@ -5,6 +5,7 @@
 #include <set>
 
 #include "models/retarget.hpp"
+#include "models/sharing.hpp"
 #include "sim/base/error.hpp"
 
 namespace bneck {
@@ -30,8 +31,10 @@ std::vector<std::string> cp_names(const Graph& g, const std::vector<OpId>& path)
 WhatIfReport run_whatif(const Trace& t, const WhatIfOptions& opt) {
   WhatIfReport rep;
   rep.trace = &t;
-  auto graph = std::make_shared<const Graph>(build_graph(t));
   HwSpec source = pick_source(t, opt.source_hw);
+  Graph built = build_graph(t);
+  if (opt.sharing && t.measured) enable_sharing(built, source);
+  auto graph = std::make_shared<const Graph>(std::move(built));
   rep.source_hw = source.name;
   WhatIfEngine engine(t, graph, source);
   WhatIfCase base = engine.baseline();

@@ -17,6 +17,7 @@ struct WhatIfOptions {
   std::vector<Transform> transforms;
   std::string scenario_name;
   std::string source_hw;
+  bool sharing = true;  // concurrent device ops share their GPU (sim/engine/sharing.hpp)
   std::size_t top = 12;
 };
 

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "models/retarget.hpp"
+#include "models/sharing.hpp"
 #include "sim/analysis/ranges.hpp"
 
 namespace bneck {
@@ -11,8 +12,10 @@ namespace bneck {
 void run_sweep(const Trace& t, const std::string& source_hw, const std::optional<std::regex>& range, unsigned jobs,
                std::vector<SweepCase>& cases) {
   // One graph, shared by every case.
-  auto graph = std::make_shared<const Graph>(build_graph(t));
   HwSpec source = source_spec(t, source_hw);
+  Graph built = build_graph(t);
+  if (t.measured) enable_sharing(built, source);
+  auto graph = std::make_shared<const Graph>(std::move(built));
   WhatIfEngine engine(t, graph, source);
   WhatIfCase base = engine.baseline();
   auto measure = [&](const Graph& g, const SimResult& r) -> TimeNs {

@@ -1,10 +1,13 @@
 #include "sim/engine/engine.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <deque>
 #include <limits>
 #include <queue>
 
 #include "sim/base/error.hpp"
+#include "sim/engine/sharing.hpp"
 
 namespace bneck {
 namespace {
@@ -18,6 +21,7 @@ struct Event {
   std::uint64_t seq;
   OpId node;
   EvType type;
+  std::uint32_t version = 0;  // WorkDone of a shared op: stale unless it matches the op's
   bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
 };
 
@@ -40,6 +44,12 @@ class Engine {
     for (std::size_t k = 0; k < g_.resources.size(); ++k) capacity_[lanes + k] = g_.resources[k].capacity;
     waiters_.resize(lanes + g_.resources.size());
     busy_since_.assign(g_.resources.size(), 0);
+    if (g_.sharing) {
+      std::uint32_t devices = g_.num_devices;
+      for (const auto& l : g_.lanes)
+        if (l.device != kNone) devices = std::max(devices, l.device + 1);
+      running_.resize(devices);
+    }
 
     for (OpId u = 0; u < n; ++u) {
       for (auto e : boost::make_iterator_range(boost::out_edges(u, g_.csr))) {
@@ -60,7 +70,9 @@ class Engine {
       now_ = ev.t;
       switch (ev.type) {
         case EvType::Ready: try_start(ev.node, r); break;
-        case EvType::WorkDone: work_done(ev.node, r); break;
+        case EvType::WorkDone:
+          if (shared_done(ev, r)) work_done(ev.node, r);
+          break;
         case EvType::Complete: complete(ev.node, r); break;
       }
     }
@@ -75,7 +87,95 @@ class Engine {
   }
 
  private:
-  void push(TimeNs t, OpId u, EvType ty, SimResult&) { q_.push(Event{t, seq_++, u, ty}); }
+  void push(TimeNs t, OpId u, EvType ty, SimResult&, std::uint32_t version = 0) { q_.push(Event{t, seq_++, u, ty, version}); }
+
+  // ---- sharing (sim/engine/sharing.hpp) ------------------------------------------------------
+  struct Running {
+    OpId node;
+    double remaining;  // ns of alone-speed work
+    double rate;
+    TimeNs since;
+    std::uint32_t version;
+    bool has_demand;
+    bool done;  // its work is done; it holds the GPU until it completes (end dependencies)
+    ShareDemand demand;
+  };
+  // Work done on the GPU's running ops up to now.
+  void advance(std::vector<Running>& run) {
+    for (auto& x : run) {
+      x.remaining -= x.rate * static_cast<double>(now_ - x.since);
+      x.since = now_;
+    }
+  }
+  // New rates for the GPU's running ops; WorkDone events for those whose rate changed.
+  void resolve(std::uint32_t dev, SimResult& r) {
+    auto& run = running_[dev];
+    if (run.size() == 1) {
+      demands_.clear();
+      rates_.assign(1, 1.0);
+    } else {
+      demands_.clear();
+      for (auto& x : run) {
+        if (!x.has_demand) {
+          x.demand = g_.sharing->demand(x.node, g_);
+          x.has_demand = true;
+        }
+        demands_.push_back(x.demand);
+      }
+      solve_rates(demands_, g_.sharing->sm_count(dev), rates_, &binding_);
+    }
+    for (std::size_t k = 0; k < run.size(); ++k) {
+      Running& x = run[k];
+      double rate = rates_[k];
+      if (x.done || (rate == x.rate && x.version != 0)) continue;
+      x.rate = rate;
+      ++x.version;
+      if (rate < 1.0) {
+        auto& info = r.shared[x.node];
+        if (info.binding == 0 || binding_.empty() || binding_[k] == 1) info.binding = binding_.empty() ? 0 : binding_[k];
+      }
+      if (rate > 0) {
+        double dt = std::max(0.0, x.remaining) / rate;
+        push(now_ + static_cast<TimeNs>(std::ceil(dt - 1e-6)), x.node, EvType::WorkDone, r, x.version);
+      }
+    }
+  }
+  // A device op starts on a GPU whose ops share it. False if it does not take part.
+  bool start_shared(OpId u, TimeNs d, SimResult& r) {
+    if (!g_.sharing || !g_.is_device(u) || d <= 0) return false;
+    std::uint32_t dev = g_.device(u);
+    if (dev == kNone || dev >= running_.size()) return false;
+    auto& run = running_[dev];
+    advance(run);
+    run.push_back(Running{u, static_cast<double>(d), 1.0, now_, 0, false, false, {}});
+    resolve(dev, r);
+    return true;
+  }
+  // A WorkDone event: false if stale (its op's rate changed since it was scheduled).
+  bool shared_done(const Event& ev, SimResult& r) {
+    if (ev.version == 0) return true;
+    std::uint32_t dev = g_.device(ev.node);
+    auto& run = running_[dev];
+    auto it = std::find_if(run.begin(), run.end(), [&](const Running& x) { return x.node == ev.node; });
+    if (it == run.end() || it->done || it->version != ev.version) return false;
+    advance(run);
+    if (auto s = r.shared.find(ev.node); s != r.shared.end()) s->second.alone_ns = duration(ev.node);
+    it->done = true;
+    it->remaining = 0;
+    return true;
+  }
+  // A shared op completes: it leaves its GPU, whose other ops are re-solved.
+  void leave_shared(OpId u, SimResult& r) {
+    if (running_.empty()) return;
+    std::uint32_t dev = g_.device(u);
+    if (dev == kNone || dev >= running_.size()) return;
+    auto& run = running_[dev];
+    auto it = std::find_if(run.begin(), run.end(), [&](const Running& x) { return x.node == u; });
+    if (it == run.end()) return;
+    advance(run);
+    run.erase(it);
+    if (!run.empty()) resolve(dev, r);
+  }
 
   std::size_t lane_res(OpId u) const { return g_.lane(u); }
   std::size_t extra_res(OpId u) const {
@@ -94,7 +194,7 @@ class Engine {
     }
     r.start[u] = now_;
     TimeNs d = duration(u);
-    push(now_ + d, u, EvType::WorkDone, r);
+    if (!start_shared(u, d, r)) push(now_ + d, u, EvType::WorkDone, r);
     // start->start and start->end edges fire now
     for (auto e : boost::make_iterator_range(boost::out_edges(u, g_.csr))) {
       const EdgeProps& p = g_.csr[e];
@@ -145,6 +245,7 @@ class Engine {
   void complete(OpId u, SimResult& r) {
     r.end[u] = now_;
     ++completed_;
+    leave_shared(u, r);
     std::size_t lr = lane_res(u);
     in_use_[lr]--;
     wake(lr, u, r);
@@ -186,6 +287,10 @@ class Engine {
   std::vector<std::deque<OpId>> waiters_;
   std::vector<TimeNs> busy_since_;
   std::size_t completed_ = 0;
+  std::vector<std::vector<Running>> running_;  // per GPU, in start order (sharing only)
+  std::vector<ShareDemand> demands_;
+  std::vector<double> rates_;
+  std::vector<std::uint8_t> binding_;
 };
 
 }  // namespace

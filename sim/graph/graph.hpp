@@ -18,6 +18,7 @@
 #include <boost/range/iterator_range.hpp>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -128,6 +129,8 @@ struct SideInfo {
   std::string transform;      // the transform that synthesized or re-timed it
 };
 
+class ShareModel;  // sim/engine/sharing.hpp
+
 struct Graph {
   const Trace* trace = nullptr;
   CsrGraph csr;
@@ -142,6 +145,10 @@ struct Graph {
   std::vector<Resource> resources;
   // Intrinsic duration of blocking calls that waited (see header comment); others use the op's.
   std::unordered_map<OpId, TimeNs> intrinsic;
+  // Sharing (sim/engine/sharing.hpp): when set, concurrent device ops share their GPU's SMs and HBM
+  // and durations emerge; `alone` holds the alone time of measured ops that overlapped (calibrated).
+  std::shared_ptr<const ShareModel> sharing;
+  std::unordered_map<OpId, TimeNs> alone;
   GraphStats stats;
   std::map<std::string, Anomaly> anomalies;  // dependencies the builder could not resolve
 

@@ -1,0 +1,73 @@
+#include "models/sharing.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "models/kernel_work.hpp"
+#include "models/occupancy.hpp"
+
+namespace bneck {
+
+ShareDemand GpuShareModel::kernel_demand(const LaunchConfig* lc, const std::string& name, bool nccl) const {
+  const GpuSpec& g = spec_.gpu;
+  ShareDemand d;
+  KernelClass c = nccl ? KernelClass::Communication : classify_kernel(name);
+  switch (c) {
+    case KernelClass::Elementwise: case KernelClass::Reduction: case KernelClass::Softmax: case KernelClass::Norm:
+    case KernelClass::Copy: d.hbm = 1.0f; break;
+    case KernelClass::Communication: d.hbm = 0.2f; d.fixed_rate = true; break;
+    default: d.hbm = 0.3f; break;
+  }
+  d.sms = g.sm_count;
+  d.sm_fraction = 1.0f;
+  LaunchConfig ring;  // a NCCL ring all-reduce's launch on an H200 (see the model card)
+  if (!lc && c == KernelClass::Communication) {
+    ring.set_grid(0, 24);
+    ring.block[0] = 544;
+    ring.registers = 96;
+    ring.dynamic_smem = 103808;
+    lc = &ring;
+  }
+  if (!lc || g.sm_count == 0) return d;
+  std::uint64_t blocks = std::uint64_t{lc->grid(0)} * lc->grid(1) * lc->grid(2);
+  std::uint32_t threads = std::uint32_t{lc->block[0]} * lc->block[1] * lc->block[2];
+  if (blocks == 0 || threads == 0) return d;
+  Bytes smem = Bytes{lc->static_smem} + lc->dynamic_smem;
+  OccupancyResult occ = occupancy(g, {threads, lc->registers, smem});
+  std::uint32_t bps = std::max<std::uint32_t>(1, occ.blocks_per_sm);
+  d.sms = static_cast<std::uint32_t>(std::min<std::uint64_t>(blocks, g.sm_count));
+  double per_sm = std::min<double>(bps, std::ceil(static_cast<double>(blocks) / d.sms));
+  double f = per_sm / std::max<std::uint32_t>(1, g.max_blocks_per_sm);
+  f = std::max(f, per_sm * threads / std::max<std::uint32_t>(1, g.max_threads_per_sm));
+  if (lc->registers) f = std::max(f, per_sm * threads * lc->registers / std::max<std::uint32_t>(1, g.registers_per_sm));
+  if (g.shared_memory_per_sm) f = std::max(f, per_sm * static_cast<double>(smem) / static_cast<double>(g.shared_memory_per_sm));
+  d.sm_fraction = static_cast<float>(std::min(1.0, f));
+  return d;
+}
+
+ShareDemand GpuShareModel::demand(NodeId n, const Graph& g) const {
+  OpId o = g.origin(n);
+  if (o == kNone || o >= t_.ops.size()) {
+    if (g.nccl(n)) return kernel_demand(nullptr, "", true);
+    ShareDemand d;
+    d.sms = spec_.gpu.sm_count;
+    d.sm_fraction = 1.0f;
+    d.hbm = 0.3f;
+    return d;
+  }
+  const Op& op = t_.ops[o];
+  if (op.kind == OpKind::Kernel) return kernel_demand(t_.launch(op), t_.name(op), (op.flags & Op::kFlagNccl) != 0 || g.nccl(n));
+  ShareDemand d;  // copies and memsets: copy engines, no SMs
+  const CopyInfo* ci = t_.copy(op);
+  bool host = ci && (ci->copy_kind == MemcpyKind::HtoD || ci->copy_kind == MemcpyKind::DtoH);
+  d.hbm = host ? 0.02f : 1.0f;
+  return d;
+}
+
+void enable_sharing(Graph& g, const HwSpec& spec) {
+  auto m = std::make_shared<GpuShareModel>(*g.trace, spec);
+  g.sharing = m;
+  if (g.trace->measured) calibrate_sharing(g, *m);
+}
+
+}  // namespace bneck

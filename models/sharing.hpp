@@ -1,0 +1,41 @@
+// Model card: what a device op demands of its GPU when it shares it (the engine's fluid model:
+// sim/engine/sharing.hpp says how rates are solved).
+// Captures:
+//   SMs: blocks spread over min(grid, SMs) SMs; each holds blocks_per_SM x its per-block footprint,
+//     the largest fraction of threads, registers, shared memory or block slots (occupancy model:
+//     blocks per SM from threads, registers and shared memory). No launch configuration: all SMs,
+//     all of each. Copies and memsets run on copy engines: no SMs.
+//   HBM (fraction of the achievable bandwidth moved alone): memory-class kernels (elementwise,
+//     reductions, norms, softmax, copies) 1; GEMMs, convolutions and attention 0.3 (their operands
+//     are re-read from L2; an assumption until the work model gives bytes per kernel); other
+//     kernels 0.3; device-to-device copies and memsets 1; host copies 0.02 (PCIe, ~55 GB/s of
+//     ~4 TB/s); communication kernels 0.2, at a fixed rate.
+// Valid: kernels launched with the trace's geometry on the spec's GPU; synthetic nodes take their
+//   origin op's demand, collectives synthesized from nothing a NCCL ring's (24 blocks of 544
+//   threads, 96 registers, 101 KiB shared memory: an H200 all-reduce's launch).
+// Source: the CUDA occupancy calculator; validate/reference/h200/concurrency (pairs, GEMM beside
+//   all-reduce on two H200s).
+#pragma once
+#include "hw/spec.hpp"
+#include "sim/engine/sharing.hpp"
+
+namespace bneck {
+
+class GpuShareModel : public ShareModel {
+ public:
+  GpuShareModel(const Trace& t, HwSpec spec) : t_(t), spec_(std::move(spec)) {}
+  ShareDemand demand(NodeId n, const Graph& g) const override;
+  std::uint32_t sm_count(std::uint32_t) const override { return spec_.gpu.sm_count; }
+  // The demand of a kernel with this launch geometry, class name and flags on the spec's GPU.
+  ShareDemand kernel_demand(const LaunchConfig* lc, const std::string& name, bool nccl) const;
+
+ private:
+  const Trace& t_;
+  HwSpec spec_;
+};
+
+// Builds the graph's sharing model for `spec` and calibrates the alone times of the trace's
+// overlapped ops (measured traces), so that replay stays exact.
+void enable_sharing(Graph& g, const HwSpec& spec);
+
+}  // namespace bneck

@@ -1,0 +1,56 @@
+// Model card: sharing a GPU among concurrent ops (fluid resource model, in the spirit of SimGrid's
+// max-min sharing, with the block scheduler's order for SMs).
+// Captures: device ops that run at the same time on one GPU progress at rates (fractions of their
+//   speed alone) set by what they share:
+//   - SMs: a kernel's blocks spread over `sms` SMs (its grid, up to all) and hold `sm_fraction` of
+//     each (the largest of threads, registers, shared memory and block slots its resident blocks
+//     take). SMs go in start order (the block scheduler dispatches an earlier kernel's blocks
+//     first): a later kernel gets only SMs with room left for its footprint; its rate is capped by
+//     the share of the SMs it asked for that it got (a persistent GEMM beside NCCL's 24 blocks:
+//     108 / 132 SMs -> 0.82). A kernel that gets none waits at rate 0.
+//   - HBM: an op moving `hbm` of the achievable bandwidth when alone; rates are then shared
+//     max-min fairly (water-filling: equal rates, capped by each op's SM share, until the sum of
+//     rate x hbm reaches 1).
+//   - Communication kernels hold their SMs and bandwidth but keep their own time (rate 1): a
+//     collective's progress is set by its last arrival and the links, not modelled as shared.
+// Rates are re-solved whenever an op starts or finishes on the GPU; an op alone runs at rate 1.
+// Calibration for exact replay: under the overlap a trace shows, an op's alone time is its measured
+//   time less the time sharing cost it there (the integral of 1 - rate over its measured interval),
+//   so that the simulation reproduces the measured durations and a what-if that removes the other
+//   op runs it at its alone time.
+// Not modelled: L2 capacity and bandwidth, NVLink/PCIe links shared by copies and collectives,
+//   copy engines beyond the engine's FIFO resource, stream priorities, and kernels' memory-level
+//   parallelism at partial occupancy.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "sim/graph/graph.hpp"
+
+namespace bneck {
+
+struct ShareDemand {
+  std::uint32_t sms = 0;  // SMs its blocks spread over (0: none, e.g. a copy engine's copy)
+  float sm_fraction = 0;  // of each such SM it holds, 0..1
+  float hbm = 0;          // fraction of the achievable HBM bandwidth it moves alone, 0..1
+  bool fixed_rate = false;  // communication: holds resources, keeps its own time
+};
+
+// What the engine asks about a graph's device ops (models/sharing.hpp implements it).
+class ShareModel {
+ public:
+  virtual ~ShareModel() = default;
+  virtual ShareDemand demand(NodeId n, const Graph& g) const = 0;
+  virtual std::uint32_t sm_count(std::uint32_t device) const = 0;
+};
+
+// Rates (0..1) of ops running together on one GPU, given in start order. `rates` is resized.
+// `binding[i]`: 0 alone or unconstrained, 1 SMs, 2 HBM.
+void solve_rates(const std::vector<ShareDemand>& ops, std::uint32_t sm_count, std::vector<double>& rates,
+                 std::vector<std::uint8_t>* binding = nullptr);
+
+// Sets g.alone from the measured overlap of the trace's device ops (see the model card). Only ops
+// that overlapped another on their GPU and lost time get an entry.
+void calibrate_sharing(Graph& g, const ShareModel& m);
+
+}  // namespace bneck
