@@ -1,0 +1,171 @@
+// Contention: the fluid sharing model (sim/engine/sharing.hpp). Hand-computed rates and schedules,
+// and what-ifs on the H200 pairs of validate/reference/h200/concurrency against their measured alone
+// times.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <deque>
+
+#include "helpers.hpp"
+#include "models/replay.hpp"
+#include "models/whatif/run.hpp"
+#include "sim/analysis/ranges.hpp"
+#include "sim/engine/sharing.hpp"
+
+using namespace bneck;
+using namespace bneck::test;
+
+namespace {
+
+ShareDemand dem(std::uint32_t sms, float f, float hbm, bool fixed = false) {
+  ShareDemand d;
+  d.sms = sms;
+  d.sm_fraction = f;
+  d.hbm = hbm;
+  d.fixed_rate = fixed;
+  return d;
+}
+
+// Every device op demands the same: all 132 SMs at half of each, and all of HBM.
+class HalfSmFullHbm : public ShareModel {
+ public:
+  ShareDemand demand(NodeId, const Graph&) const override { return dem(132, 0.5f, 1.0f); }
+  std::uint32_t sm_count(std::uint32_t) const override { return 132; }
+};
+
+const char* kPair = R"({"format": "bneck-workload",
+  "lanes": [{"kind": "stream", "name": "a"}, {"kind": "stream", "name": "b"}],
+  "ops": [
+    {"kind": "kernel", "name": "copy_a", "lane": 0, "duration": "%A%", "start": "0 ms"},
+    {"kind": "kernel", "name": "copy_b", "lane": 1, "duration": "%B%", "start": "2 ms"}]})";
+
+std::string pair(const std::string& a, const std::string& b) {
+  std::string s = kPair;
+  s.replace(s.find("%A%"), 3, a);
+  s.replace(s.find("%B%"), 3, b);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("rates: SMs in start order, then HBM max-min fair (hand-computed)", "[sharing]") {
+  std::vector<double> r;
+  std::vector<std::uint8_t> why;
+  // NCCL's 24 blocks (80 % of an SM each by registers) first, then a persistent GEMM that needs
+  // 98 % of every SM: the GEMM runs on the 132 - 24 = 108 SMs left, 108 / 132 = 0.818 of its speed.
+  solve_rates({dem(24, 0.8f, 0.2f, true), dem(132, 0.98f, 0.3f)}, 132, r, &why);
+  CHECK(r[0] == 1.0);
+  CHECK(r[1] == Approx(108.0 / 132));
+  CHECK(why[1] == 1);
+  // Two copies at half occupancy fit side by side; both need all of HBM: half each.
+  solve_rates({dem(132, 0.5f, 1), dem(132, 0.5f, 1)}, 132, r, &why);
+  CHECK(r[0] == Approx(0.5));
+  CHECK(r[1] == Approx(0.5));
+  CHECK(why[0] == 2);
+  // Two kernels that each fill the GPU: the later one waits (rate 0).
+  solve_rates({dem(132, 1, 1), dem(132, 1, 1)}, 132, r);
+  CHECK(r[0] == 1.0);
+  CHECK(r[1] == 0.0);
+  // A device-to-device copy (copy engine: no SMs, all of HBM) beside a GEMM using 30 % of HBM:
+  // 1.3 x the bandwidth asked, equal rates of 1 / 1.3.
+  solve_rates({dem(0, 0, 1), dem(132, 1, 0.3f)}, 132, r);
+  CHECK(r[0] == Approx(1 / 1.3));
+  CHECK(r[1] == Approx(1 / 1.3));
+  // Water-filling with a cap: the second gets 12 of 48 SMs it asked for (rate 0.25) and takes a
+  // quarter of HBM; the first, alone on the rest, gets 0.75.
+  solve_rates({dem(120, 1, 1), dem(48, 1, 1)}, 132, r);
+  CHECK(r[1] == Approx(0.25));
+  CHECK(r[0] == Approx(0.75));
+}
+
+TEST_CASE("the engine re-solves rates as ops start and end (hand-computed)", "[sharing][engine]") {
+  // a (10 ms alone) runs alone 0..2 ms; b (4 ms alone) joins at 2 ms; both at half speed (HBM):
+  // b's 4 ms take 8 ms, ending at 10 ms, when a has done 2 + 4 = 6 ms; a's last 4 ms alone: 14 ms.
+  Trace t = workload(pair("10 ms", "4 ms"));
+  Graph g = build_graph(t);
+  g.sharing = std::make_shared<HalfSmFullHbm>();
+  SimResult r = simulate(g, MeasuredCostModel());
+  CHECK(r.start[1] == 2 * kNsPerMs);
+  CHECK(r.end[1] == 10 * kNsPerMs);
+  CHECK(r.end[0] == 14 * kNsPerMs);
+  REQUIRE(r.shared.count(0));
+  CHECK(r.shared.at(0).alone_ns == 10 * kNsPerMs);
+  CHECK(r.shared.at(0).binding == 2);  // HBM
+  // Without sharing each keeps its time.
+  g.sharing = nullptr;
+  SimResult off = simulate(g, MeasuredCostModel());
+  CHECK(off.end[0] == 10 * kNsPerMs);
+  CHECK(off.end[1] == 6 * kNsPerMs);
+}
+
+TEST_CASE("calibration: the measured overlap gives each op its alone time, and replay stays exact", "[sharing][engine]") {
+  // Measured: a 0..14 ms, b 2..10 ms, both halved while together (the schedule above). Sharing cost
+  // each 8 ms x 0.5 = 4 ms: a alone 14 - 4 = 10 ms, b alone 8 - 4 = 4 ms.
+  Trace t = workload(pair("14 ms", "8 ms"));
+  t.measured = true;
+  Graph g = build_graph(t);
+  HalfSmFullHbm m;
+  g.sharing = std::make_shared<HalfSmFullHbm>();
+  calibrate_sharing(g, m);
+  CHECK(g.alone.at(0) == 10 * kNsPerMs);
+  CHECK(g.alone.at(1) == 4 * kNsPerMs);
+  SimResult r = simulate(g, MeasuredCostModel());
+  CHECK(r.end[0] == 14 * kNsPerMs);
+  CHECK(r.end[1] == 10 * kNsPerMs);
+  // Removing b runs a at its alone time.
+  g.trace_removed.assign(t.ops.size(), false);
+  g.trace_removed[1] = true;
+  SimResult alone = simulate(g, MeasuredCostModel());
+  CHECK(alone.end[0] == 10 * kNsPerMs);
+}
+
+namespace {
+std::string conc(const std::string& f) { return source_dir() + "/validate/reference/h200/concurrency/" + f; }
+
+double range_median(const std::string& path, const std::string& range, std::vector<Transform> tr, bool predicted) {
+  static std::deque<Trace> keep;
+  Trace* t = &keep.emplace_back(load_traces({path}));
+  WhatIfOptions opt;
+  opt.range_regex = range;
+  opt.transforms = std::move(tr);
+  if (opt.transforms.empty()) opt.transforms.push_back(parse_transform("scale", "1:kind=kernel"));
+  WhatIfReport w = run_whatif(*t, opt);
+  std::vector<double> v;
+  for (const auto& r : w.ranges) v.push_back(static_cast<double>(predicted ? r.predicted_ns : r.measured_span_ns));
+  return median(v);
+}
+}  // namespace
+
+TEST_CASE("H200 pairs: removing one of two concurrent kernels forecasts the other's measured alone time", "[sharing][e2e]") {
+  // validate/concurrency/pairs.cu under nsys on an H200 (5 rounds per case): copy kernels at full
+  // (8 blocks of 256 threads per SM) and half occupancy, cuBLAS bf16 8192^3 GEMMs.
+  const std::string T = conc("pairs_k.sqlite");
+  const double copy = range_median(T, "copy_alone", {}, false), half = range_median(T, "half_alone", {}, false),
+               gemm = range_median(T, "gemm_alone", {}, false);
+  struct Case {
+    const char* range;
+    const char* remove;
+    double alone;
+  } cases[] = {
+      {"gemm_gemm", "stream=13", gemm},      {"gemm_gemm", "stream=14", gemm},     // the second GEMM waits for SMs
+      {"copy_then_gemm", "stream=13", gemm}, {"copy_then_gemm", "stream=14", copy},
+      {"half_half", "stream=13", half},      {"half_half", "stream=14", half},     // side by side, HBM halved
+      {"half_then_gemm", "stream=13", gemm}, {"half_then_gemm", "stream=14", half},
+  };
+  for (const Case& c : cases) {
+    double p = range_median(T, c.range, {parse_transform("remove", std::string("range~") + c.range + "&" + c.remove)}, true);
+    INFO(c.range << " without " << c.remove << ": predicted " << p << " ns, measured alone " << c.alone << " ns");
+    CHECK(std::fabs(p - c.alone) / c.alone <= 0.05);
+  }
+}
+
+TEST_CASE("two H200s: removing the all-reduce beside a GEMM forecasts the GEMM alone", "[sharing][e2e]") {
+  // validate/concurrency/gemm_allreduce.py: 4 bf16 8192^3 GEMMs, alone and beside a 256 MiB NCCL
+  // all-reduce on its own stream (24 blocks: the GEMM runs on 108 of 132 SMs meanwhile).
+  const std::string T = conc("gemm_ar");
+  double alone = range_median(T, "gemm_alone", {}, false);
+  double together = range_median(T, "gemm_ar", {}, false);
+  double p = range_median(T, "gemm_ar", {parse_transform("remove", "name~AllReduce_Sum_bf16")}, true);
+  INFO("GEMMs alone " << alone << " ns, beside the all-reduce " << together << " ns, predicted without it " << p << " ns");
+  CHECK(together > alone * 1.04);  // what sharing costs, as measured
+  CHECK(std::fabs(p - alone) / alone <= 0.05);
+}
