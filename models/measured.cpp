@@ -1,18 +1,18 @@
 #include "models/measured.hpp"
 
+#include <algorithm>
+
 namespace bneck {
 
 TimeNs MeasuredCostModel::duration(OpId n, const Graph& g) const {
   const Op& o = g.trace->ops[n];
-  if (!g.alone.empty()) {  // overlapped ops: their time alone (sharing calibration)
-    auto it = g.alone.find(n);
-    if (it != g.alone.end()) return it->second;
-  }
+  TimeNs d = o.duration();
   if (!g.intrinsic.empty()) {  // blocking calls' own time; collective members' part after the last arrival
     auto it = g.intrinsic.find(n);
-    if (it != g.intrinsic.end()) return it->second;
+    if (it != g.intrinsic.end()) d = it->second;
   }
-  return o.duration();
+  // Ops that overlapped others in the trace: their time alone (sharing calibration).
+  return std::max<TimeNs>(0, d - g.lost_to_sharing(n));
 }
 
 }  // namespace bneck

@@ -178,6 +178,28 @@ ReplayReport run_replay(const Trace& t, const ReplayOptions& opt) {
     rep.simulated_ranks = {sim};
   }
   rep.waits = collective_waits(g, simulated);
+  {
+    std::map<std::string, SharedRow> rows;
+    std::map<std::string, std::array<std::size_t, 3>> why;
+    for (NodeId n = 0; n < rep.sim.shared.size(); ++n) {
+      if (!rep.sim.shared[n]) continue;
+      TimeNs took = rep.sim.end[n] - rep.sim.start[n], alone = node_duration(*rep.model_impl, g, n);
+      if (took <= alone) continue;
+      SharedRow& row = rows[g.name(n)];
+      row.name = g.name(n);
+      row.count++;
+      row.alone_ns += alone;
+      row.shared_ns += took;
+      why[row.name][rep.sim.shared[n]]++;
+      rep.lost_to_sharing_ns += took - alone;
+    }
+    for (auto& [k, row] : rows) {
+      row.bound = why[k][2] > why[k][1] ? "HBM" : "SMs";
+      rep.shared.push_back(row);
+    }
+    std::sort(rep.shared.begin(), rep.shared.end(),
+              [](const SharedRow& a, const SharedRow& b) { return a.shared_ns - a.alone_ns > b.shared_ns - b.alone_ns; });
+  }
   // The run's critical path over its GPU span: the walk stops at host work that ended before the
   // first device op started (process start-up, allocations).
   const TimeNs gpu_begin = rep.simulated.begin;
@@ -193,11 +215,18 @@ ReplayReport run_replay(const Trace& t, const ReplayOptions& opt) {
         rr.measured_span_ns = rs.measured.length();
         rr.simulated_span_ns = rs.simulated.length();
         rr.critical_path = range_critical_path(rep.sim, rs);
-        for (NodeId o : rs.nodes) rr.slack.emplace_back(o, 0);
+        for (NodeId o : rs.nodes) {
+          rr.slack.emplace_back(o, 0);
+          if (o < rep.sim.shared.size() && rep.sim.shared[o])
+            rr.lost_to_sharing_ns += std::max<TimeNs>(0, rep.sim.end[o] - rep.sim.start[o] - node_duration(*rep.model_impl, g, o));
+        }
       }
       rep.ranges.push_back(std::move(rr));
     }
   }
+  // What sharing cost is counted: its per-node tables can go before slack takes its memory.
+  rep.sim.shared = {};
+  rep.graph->sharing_lost = {};
   // The paths are walked: the bindings can go before slack takes its memory.
   rep.slack = compute_slack(*rep.graph, rep.sim, std::move(rep.sim.start_src));
   rep.sim.start_src = {};

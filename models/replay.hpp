@@ -31,6 +31,14 @@ struct RangeResult {
   TimeNs measured_span_ns = 0, simulated_span_ns = 0;
   std::vector<OpId> critical_path;
   std::vector<std::pair<OpId, TimeNs>> slack;  // device ops of the range and their slack
+  TimeNs lost_to_sharing_ns = 0;  // its device ops' simulated time beyond their time alone
+};
+
+// Device ops that ran slower than alone because they shared their GPU, by kernel name.
+struct SharedRow {
+  std::string name, bound;  // bound: "SMs" or "HBM" (the more frequent)
+  std::size_t count = 0;
+  TimeNs alone_ns = 0, shared_ns = 0;
 };
 
 // Per kernel class: the roofline table of a model-mode or retargeted replay.
@@ -66,6 +74,8 @@ struct ReplayReport {
   std::vector<RangeResult> ranges;
   std::vector<RankStats> measured_ranks, simulated_ranks;  // one per process with device ops
   std::vector<CollectiveWait> waits;                       // matched collectives, simulated
+  std::vector<SharedRow> shared;                           // by time lost, largest first
+  TimeNs lost_to_sharing_ns = 0;
   double import_s = 0, graph_s = 0, replay_s = 0, analysis_s = 0;
   double import_rss_mb = 0, graph_rss_mb = 0, replay_rss_mb = 0, analysis_rss_mb = 0;  // peak RSS after each phase
 };

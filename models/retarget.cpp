@@ -70,9 +70,10 @@ TimeNs RetargetCostModel::duration(OpId n, const Graph& g) const {
   const Op& o = g.trace->ops[n];
   if (is_device_op(o.kind) && !(o.flags & Op::kFlagNccl)) {
     // Hybrid scales what was measured: an op that overlapped others, its time alone.
-    if (mode_ == DurationMode::Hybrid && !g.alone.empty() && o.duration() > 0)
-      if (auto it = g.alone.find(n); it != g.alone.end())
-        return static_cast<TimeNs>(std::llround(static_cast<double>(times_[n]) * static_cast<double>(it->second) / static_cast<double>(o.duration())));
+    if (mode_ == DurationMode::Hybrid && o.duration() > 0)
+      if (TimeNs lost = g.lost_to_sharing(n))
+        return static_cast<TimeNs>(
+            std::llround(static_cast<double>(times_[n]) * static_cast<double>(std::max<TimeNs>(0, o.duration() - lost)) / static_cast<double>(o.duration())));
     return times_[n];
   }
   if (o.flags & Op::kFlagNccl) {

@@ -8,10 +8,22 @@
 
 namespace bneck {
 
+GpuShareModel::GpuShareModel(const Trace& t, HwSpec spec) : t_(t), spec_(std::move(spec)) {
+  // Kernel classes by name, once per distinct name (demands are asked per op, from several threads).
+  class_of_name_.assign(t.strings.size(), -1);
+  for (const Op& o : t.ops)
+    if (o.kind == OpKind::Kernel && o.name < class_of_name_.size() && class_of_name_[o.name] < 0)
+      class_of_name_[o.name] = static_cast<std::int8_t>(classify_kernel(t.name(o)));
+}
+
 ShareDemand GpuShareModel::kernel_demand(const LaunchConfig* lc, const std::string& name, bool nccl) const {
+  return demand_of_class(lc, static_cast<int>(nccl ? KernelClass::Communication : classify_kernel(name)));
+}
+
+ShareDemand GpuShareModel::demand_of_class(const LaunchConfig* lc, int cls) const {
   const GpuSpec& g = spec_.gpu;
   ShareDemand d;
-  KernelClass c = nccl ? KernelClass::Communication : classify_kernel(name);
+  auto c = static_cast<KernelClass>(cls);
   switch (c) {
     case KernelClass::Elementwise: case KernelClass::Reduction: case KernelClass::Softmax: case KernelClass::Norm:
     case KernelClass::Copy: d.hbm = 1.0f; break;
@@ -56,7 +68,13 @@ ShareDemand GpuShareModel::demand(NodeId n, const Graph& g) const {
     return d;
   }
   const Op& op = t_.ops[o];
-  if (op.kind == OpKind::Kernel) return kernel_demand(t_.launch(op), t_.name(op), (op.flags & Op::kFlagNccl) != 0 || g.nccl(n));
+  if (op.kind == OpKind::Kernel) {
+    bool nccl = (op.flags & Op::kFlagNccl) != 0 || g.nccl(n);
+    int cls = nccl ? static_cast<int>(KernelClass::Communication)
+                   : op.name < class_of_name_.size() && class_of_name_[op.name] >= 0 ? class_of_name_[op.name]
+                                                                                      : static_cast<int>(classify_kernel(t_.name(op)));
+    return demand_of_class(t_.launch(op), cls);
+  }
   ShareDemand d;  // copies and memsets: copy engines, no SMs
   const CopyInfo* ci = t_.copy(op);
   bool host = ci && (ci->copy_kind == MemcpyKind::HtoD || ci->copy_kind == MemcpyKind::DtoH);

@@ -23,15 +23,17 @@ namespace bneck {
 
 class GpuShareModel : public ShareModel {
  public:
-  GpuShareModel(const Trace& t, HwSpec spec) : t_(t), spec_(std::move(spec)) {}
+  GpuShareModel(const Trace& t, HwSpec spec);
   ShareDemand demand(NodeId n, const Graph& g) const override;
   std::uint32_t sm_count(std::uint32_t) const override { return spec_.gpu.sm_count; }
   // The demand of a kernel with this launch geometry, class name and flags on the spec's GPU.
   ShareDemand kernel_demand(const LaunchConfig* lc, const std::string& name, bool nccl) const;
 
  private:
+  ShareDemand demand_of_class(const LaunchConfig* lc, int cls) const;
   const Trace& t_;
   HwSpec spec_;
+  std::vector<std::int8_t> class_of_name_;  // per string id: the kernel class of kernels so named (-1: none)
 };
 
 // Builds the graph's sharing model for `spec` and calibrates the alone times of the trace's

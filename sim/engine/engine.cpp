@@ -49,6 +49,7 @@ class Engine {
       for (const auto& l : g_.lanes)
         if (l.device != kNone) devices = std::max(devices, l.device + 1);
       running_.resize(devices);
+      r.shared.assign(n, 0);
     }
 
     for (OpId u = 0; u < n; ++u) {
@@ -130,9 +131,9 @@ class Engine {
       if (x.done || (rate == x.rate && x.version != 0)) continue;
       x.rate = rate;
       ++x.version;
-      if (rate < 1.0) {
-        auto& info = r.shared[x.node];
-        if (info.binding == 0 || binding_.empty() || binding_[k] == 1) info.binding = binding_.empty() ? 0 : binding_[k];
+      if (rate < 1.0 && k < binding_.size()) {
+        std::uint8_t& b = r.shared[x.node];
+        if (b == 0 || binding_[k] == 1) b = binding_[k];
       }
       if (rate > 0) {
         double dt = std::max(0.0, x.remaining) / rate;
@@ -152,14 +153,13 @@ class Engine {
     return true;
   }
   // A WorkDone event: false if stale (its op's rate changed since it was scheduled).
-  bool shared_done(const Event& ev, SimResult& r) {
+  bool shared_done(const Event& ev, SimResult&) {
     if (ev.version == 0) return true;
     std::uint32_t dev = g_.device(ev.node);
     auto& run = running_[dev];
     auto it = std::find_if(run.begin(), run.end(), [&](const Running& x) { return x.node == ev.node; });
     if (it == run.end() || it->done || it->version != ev.version) return false;
     advance(run);
-    if (auto s = r.shared.find(ev.node); s != r.shared.end()) s->second.alone_ns = duration(ev.node);
     it->done = true;
     it->remaining = 0;
     return true;

@@ -27,13 +27,9 @@ struct SimResult {
   std::unordered_map<OpId, std::uint32_t> end_src;  // nodes whose end an end->end (or, with kViaStart,
                                                    // a start->end) edge determined
   std::vector<TimeNs> resource_busy;       // per Graph::resources entry, ns busy (summed over capacity)
-  // Sharing (Graph::sharing): device ops that ran slower than alone, with their alone time and
-  // what bound them (1 SMs, 2 HBM).
-  struct Shared {
-    TimeNs alone_ns = 0;
-    std::uint8_t binding = 0;
-  };
-  std::unordered_map<OpId, Shared> shared;
+  // Sharing (Graph::sharing), per node: 0 if it ran at full speed, else what slowed it (1 SMs,
+  // 2 HBM); empty without sharing. Its time alone is the cost model's duration.
+  std::vector<std::uint8_t> shared;
   std::uint64_t events = 0;
   static constexpr std::uint32_t kViaStart = 0x80000000u;
   static constexpr std::uint32_t kViaResource = 0x40000000u;

@@ -14,14 +14,16 @@ void solve_rates(const std::vector<ShareDemand>& ops, std::uint32_t sm_count, st
   if (binding) binding->assign(n, 0);
   if (n == 0) return;
   // SMs in start order. Groups of SMs with the same room left, roomiest first.
-  std::vector<std::pair<double, std::uint32_t>> groups{{1.0, std::max<std::uint32_t>(sm_count, 1)}};
+  thread_local std::vector<std::pair<double, std::uint32_t>> groups, next;
+  thread_local std::vector<std::size_t> flex;
+  groups.assign(1, {1.0, std::max<std::uint32_t>(sm_count, 1)});
   constexpr double kEps = 1e-9;
   for (std::size_t i = 0; i < n; ++i) {
     const ShareDemand& d = ops[i];
     if (d.sms == 0 || d.sm_fraction <= 0) continue;
     std::uint32_t need = std::min(d.sms, std::max<std::uint32_t>(sm_count, 1)), got = 0;
     const double f = std::min<double>(d.sm_fraction, 1.0);
-    std::vector<std::pair<double, std::uint32_t>> next;
+    next.clear();
     for (auto [room, count] : groups) {
       std::uint32_t take = room + kEps >= f ? std::min(count, need - got) : 0;
       got += take;
@@ -42,7 +44,7 @@ void solve_rates(const std::vector<ShareDemand>& ops, std::uint32_t sm_count, st
   // HBM: fixed-rate ops take theirs; the others share the rest max-min fairly (water-filling on
   // the rate, each capped by its SM share).
   double left = 1.0;
-  std::vector<std::size_t> flex;
+  flex.clear();
   for (std::size_t i = 0; i < n; ++i) {
     if (ops[i].fixed_rate) left -= ops[i].hbm;
     else if (ops[i].hbm > 0) flex.push_back(i);
@@ -72,30 +74,36 @@ void solve_rates(const std::vector<ShareDemand>& ops, std::uint32_t sm_count, st
 
 namespace {
 
-void late_starts(Graph& g, const ShareModel& m, std::uint32_t dev, const std::vector<std::pair<TimeNs, std::int64_t>>& sweep) {
-  const Trace& t = *g.trace;
-  // The device's kernels in start order, and each one's launch and stream-order in-edges (from its
-  // launch call and from the previous op of its stream).
-  std::vector<OpId> kernels, prev;
-  std::map<LaneId, OpId> last_on_lane;
-  for (auto [tm, code] : sweep) {
-    if (code <= 0) continue;
-    OpId o = static_cast<OpId>(code - 1);
-    auto it = last_on_lane.find(t.ops[o].lane);
-    if (t.ops[o].kind == OpKind::Kernel) {
-      kernels.push_back(o);
-      prev.push_back(it == last_on_lane.end() ? kNone : it->second);
-    }
-    last_on_lane[t.ops[o].lane] = o;
-  }
-  struct In {
-    EdgeProps* p;
-    TimeNs src_time;
+// One GPU's device ops as the trace shows them, swept in start order.
+struct DeviceSweep {
+  struct Active {
+    OpId op;
+    TimeNs end;
+    ShareDemand demand;
+    bool has_demand;
+    double lost;  // ns of alone-speed work not done while shared
   };
-  auto in_edges = [&](std::size_t k) {
-    std::vector<In> out;
-    OpId u = kernels[k];
-    for (OpId src : {t.ops[u].link, prev[k]}) {
+  std::vector<Active> active;  // in start order
+  TimeNs prev = 0;
+};
+
+struct In {
+  EdgeProps* p;
+  TimeNs src_time;
+};
+
+}  // namespace
+
+void calibrate_sharing(Graph& g, const ShareModel& m) {
+  const Trace& t = *g.trace;
+  g.sharing_lost.clear();
+  std::vector<std::uint32_t> lost(t.ops.size(), 0);
+  bool any = false;
+  // Launch and stream-order in-edges of a kernel (from its launch call and its stream's previous op).
+  std::vector<OpId> prev_on_lane(t.lanes.size(), kNone);
+  auto in_edges = [&](OpId u, OpId prev, std::vector<In>& out) {
+    out.clear();
+    for (OpId src : {t.ops[u].link, prev}) {
       if (src == kNone) continue;
       for (auto e : boost::make_iterator_range(boost::out_edges(src, g.csr))) {
         EdgeProps& p = g.csr[e];
@@ -104,99 +112,102 @@ void late_starts(Graph& g, const ShareModel& m, std::uint32_t dev, const std::ve
         out.push_back({&p, p.attach() == DepType::StartToStart ? t.ops[src].start : t.ops[src].end()});
       }
     }
-    return out;
   };
-  // The shortest delay of each edge type on this device (what a launch or a stream's next op needs).
-  std::map<EdgeType, TimeNs> nominal;
-  for (std::size_t k = 0; k < kernels.size(); ++k)
-    for (const In& in : in_edges(k)) {
-      auto [it, fresh] = nominal.emplace(in.p->type(), in.p->delay());
+  auto device_of = [&](OpId i) -> std::uint32_t {
+    const Op& o = t.ops[i];
+    if (!is_device_op(o.kind) || o.duration() <= 0) return kNone;
+    return g.device(i);
+  };
+  // The shortest delay of each edge type into a device's kernels (what a launch or a stream's next
+  // op needs when nothing holds it back).
+  std::map<std::pair<std::uint32_t, EdgeType>, TimeNs> nominal;
+  std::vector<In> ins;
+  for (OpId i = 0; i < t.ops.size(); ++i) {
+    std::uint32_t dev = device_of(i);
+    if (dev == kNone) continue;
+    OpId prev = prev_on_lane[t.ops[i].lane];
+    prev_on_lane[t.ops[i].lane] = i;
+    if (t.ops[i].kind != OpKind::Kernel) continue;
+    in_edges(i, prev, ins);
+    for (const In& in : ins) {
+      auto [it, fresh] = nominal.emplace(std::make_pair(dev, in.p->type()), in.p->delay());
       if (!fresh) it->second = std::min(it->second, in.p->delay());
     }
-  std::vector<ShareDemand> d;
-  std::vector<double> rates;
-  for (std::size_t k = 0; k < kernels.size(); ++k) {
-    OpId u = kernels[k];
-    std::vector<In> ins = in_edges(k);
-    TimeNs earliest = std::numeric_limits<TimeNs>::min();
-    bool late = false;
-    for (const In& in : ins) {
-      earliest = std::max(earliest, in.src_time + std::min(in.p->delay(), nominal[in.p->type()]));
-      late = late || in.p->delay() > nominal[in.p->type()];
-    }
-    if (!late || earliest >= t.ops[u].start) continue;
-    // What ran on the GPU at `earliest` and still ran when u started, in start order.
-    d.clear();
-    for (auto [tm, code] : sweep) {
-      if (code <= 0) continue;
-      OpId o = static_cast<OpId>(code - 1);
-      if (o == u || t.ops[o].start > earliest) continue;
-      if (t.ops[o].end() >= t.ops[u].start) d.push_back(m.demand(o, g));
-    }
-    if (d.empty()) continue;
-    d.push_back(m.demand(u, g));
-    solve_rates(d, m.sm_count(dev), rates);
-    if (rates.back() > 0) continue;
-    for (const In& in : ins) in.p->set_delay(std::min(in.p->delay(), nominal[in.p->type()]));
   }
-}
-
-}  // namespace
-
-void calibrate_sharing(Graph& g, const ShareModel& m) {
-  g.alone.clear();
-  const Trace& t = *g.trace;
-  // Boundaries of the measured device ops, per GPU.
-  std::map<std::uint32_t, std::vector<std::pair<TimeNs, std::int64_t>>> sweeps;  // (time, +op+1 start / -(op+1) end)
-  for (OpId i = 0; i < t.ops.size(); ++i) {
-    const Op& o = t.ops[i];
-    if (!is_device_op(o.kind) || o.duration() <= 0) continue;
-    std::uint32_t dev = g.device(i);
-    if (dev == kNone) continue;
-    auto& v = sweeps[dev];
-    v.emplace_back(o.start, static_cast<std::int64_t>(i) + 1);
-    v.emplace_back(o.end(), -(static_cast<std::int64_t>(i) + 1));
-  }
+  std::fill(prev_on_lane.begin(), prev_on_lane.end(), kNone);
+  std::map<std::uint32_t, DeviceSweep> sweeps;
   std::vector<ShareDemand> demands;
   std::vector<double> rates;
-  for (auto& [dev, v] : sweeps) {
-    std::sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.first != b.first ? a.first < b.first : a.second < b.second; });  // ends first
-    std::vector<OpId> active;  // in start order
-    std::map<OpId, ShareDemand> demand_of;
-    std::map<OpId, double> lost;  // ns of alone-speed work not done while shared
-    TimeNs prev = 0;
-    for (auto [tm, code] : v) {
-      if (active.size() >= 2 && tm > prev) {
+  auto demand_of = [&](DeviceSweep::Active& a) -> const ShareDemand& {
+    if (!a.has_demand) {
+      a.demand = m.demand(a.op, g);
+      a.has_demand = true;
+    }
+    return a.demand;
+  };
+  // Integrates the rates of a GPU's active ops up to `until`, retiring those that end by then.
+  auto advance = [&](std::uint32_t dev, DeviceSweep& d, TimeNs until) {
+    while (true) {
+      TimeNs next = until;
+      for (const auto& a : d.active) next = std::min(next, a.end);
+      if (d.active.size() >= 2 && next > d.prev) {
         demands.clear();
-        for (OpId a : active) demands.push_back(demand_of[a]);
+        for (auto& a : d.active) demands.push_back(demand_of(a));
         solve_rates(demands, m.sm_count(dev), rates);
-        for (std::size_t k = 0; k < active.size(); ++k)
-          if (rates[k] < 1.0 && !demands[k].fixed_rate) lost[active[k]] += (1.0 - rates[k]) * static_cast<double>(tm - prev);
+        for (std::size_t k = 0; k < d.active.size(); ++k)
+          if (rates[k] < 1.0 && !demands[k].fixed_rate) d.active[k].lost += (1.0 - rates[k]) * static_cast<double>(next - d.prev);
       }
-      prev = tm;
-      if (code > 0) {
-        OpId op = static_cast<OpId>(code - 1);
-        active.push_back(op);
-        if (active.size() >= 2)
-          for (OpId a : active)
-            if (!demand_of.count(a)) demand_of[a] = m.demand(a, g);
-      } else {
-        OpId op = static_cast<OpId>(-code - 1);
-        active.erase(std::find(active.begin(), active.end(), op));
-        demand_of.erase(op);
+      d.prev = std::max(d.prev, next);
+      bool retired = false;
+      for (std::size_t k = 0; k < d.active.size();) {
+        if (d.active[k].end > next) { ++k; continue; }
+        auto cut = std::llround(d.active[k].lost);
+        if (cut > 0) {
+          lost[d.active[k].op] = static_cast<std::uint32_t>(std::min<long long>(cut, 0xFFFFFFFFll));
+          any = true;
+        }
+        d.active.erase(d.active.begin() + static_cast<std::ptrdiff_t>(k));
+        retired = true;
+      }
+      if (!retired || next >= until) break;
+    }
+  };
+  for (OpId i = 0; i < t.ops.size(); ++i) {
+    std::uint32_t dev = device_of(i);
+    if (dev == kNone) continue;
+    const Op& o = t.ops[i];
+    OpId prev = prev_on_lane[o.lane];
+    prev_on_lane[o.lane] = i;
+    DeviceSweep& d = sweeps[dev];
+    advance(dev, d, o.start);
+    // A kernel that started late because the GPU was full: a delay learned from the trace would
+    // hold it back even when what filled the GPU is gone. Its launch and stream-order edges keep
+    // the device's shortest delays; the engine holds it at rate 0 until SMs free up.
+    if (o.kind == OpKind::Kernel && !d.active.empty()) {
+      in_edges(i, prev, ins);
+      TimeNs earliest = std::numeric_limits<TimeNs>::min();
+      bool late = false;
+      for (const In& in : ins) {
+        TimeNs nom = nominal[{dev, in.p->type()}];
+        earliest = std::max(earliest, in.src_time + std::min(in.p->delay(), nom));
+        late = late || in.p->delay() > nom;
+      }
+      if (late && earliest < o.start) {
+        demands.clear();
+        for (auto& a : d.active)
+          if (t.ops[a.op].start <= earliest) demands.push_back(demand_of(a));
+        if (!demands.empty()) {
+          demands.push_back(m.demand(i, g));
+          solve_rates(demands, m.sm_count(dev), rates);
+          if (rates.back() == 0)
+            for (const In& in : ins) in.p->set_delay(std::min(in.p->delay(), nominal[{dev, in.p->type()}]));
+        }
       }
     }
-    // Kernels that started late because the GPU was full: a launch delay learned from the trace
-    // would hold them back even when what filled the GPU is gone. Their launch edges keep the
-    // device's shortest launch delay; the engine holds them at rate 0 until SMs free up.
-    late_starts(g, m, dev, v);
-    for (auto [op, l] : lost) {
-      TimeNs base = t.ops[op].duration();
-      if (auto it = g.intrinsic.find(op); it != g.intrinsic.end()) base = it->second;
-      auto cut = static_cast<TimeNs>(std::llround(l));
-      if (cut > 0) g.alone[op] = std::max<TimeNs>(0, base - cut);
-    }
+    d.active.push_back({i, o.end(), {}, false, 0.0});
   }
+  for (auto& [dev, d] : sweeps) advance(dev, d, std::numeric_limits<TimeNs>::max());
+  if (any) g.sharing_lost = std::move(lost);
 }
 
 }  // namespace bneck

@@ -49,8 +49,9 @@ class ShareModel {
 void solve_rates(const std::vector<ShareDemand>& ops, std::uint32_t sm_count, std::vector<double>& rates,
                  std::vector<std::uint8_t>* binding = nullptr);
 
-// Sets g.alone from the measured overlap of the trace's device ops (see the model card). Only ops
-// that overlapped another on their GPU and lost time get an entry.
+// Sets g.sharing_lost from the measured overlap of the trace's device ops (see the model card), in
+// one pass over the ops in start order; kernels that started late behind a full GPU get their
+// launch delays back (the engine holds them at rate 0 instead).
 void calibrate_sharing(Graph& g, const ShareModel& m);
 
 }  // namespace bneck

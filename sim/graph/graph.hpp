@@ -146,9 +146,11 @@ struct Graph {
   // Intrinsic duration of blocking calls that waited (see header comment); others use the op's.
   std::unordered_map<OpId, TimeNs> intrinsic;
   // Sharing (sim/engine/sharing.hpp): when set, concurrent device ops share their GPU's SMs and HBM
-  // and durations emerge; `alone` holds the alone time of measured ops that overlapped (calibrated).
+  // and durations emerge; `sharing_lost` holds, per trace op, the ns that sharing cost it in the
+  // trace (calibrated; its time alone is its measured time less that; empty: none lost time).
   std::shared_ptr<const ShareModel> sharing;
-  std::unordered_map<OpId, TimeNs> alone;
+  std::vector<std::uint32_t> sharing_lost;
+  TimeNs lost_to_sharing(OpId n) const { return n < sharing_lost.size() ? sharing_lost[n] : 0; }
   GraphStats stats;
   std::map<std::string, Anomaly> anomalies;  // dependencies the builder could not resolve
 
