@@ -25,9 +25,15 @@ ShareDemand GpuShareModel::demand_of_class(const LaunchConfig* lc, int cls) cons
   ShareDemand d;
   auto c = static_cast<KernelClass>(cls);
   switch (c) {
-    case KernelClass::Elementwise: case KernelClass::Reduction: case KernelClass::Softmax: case KernelClass::Norm:
+    case KernelClass::Elementwise:
+    case KernelClass::Reduction:
+    case KernelClass::Softmax:
+    case KernelClass::Norm:
     case KernelClass::Copy: d.hbm = 1.0f; break;
-    case KernelClass::Communication: d.hbm = 0.2f; d.fixed_rate = true; break;
+    case KernelClass::Communication:
+      d.hbm = 0.2f;
+      d.fixed_rate = true;
+      break;
     default: d.hbm = 0.3f; break;
   }
   d.sms = g.sm_count;
@@ -70,9 +76,9 @@ ShareDemand GpuShareModel::demand(NodeId n, const Graph& g) const {
   const Op& op = t_.ops[o];
   if (op.kind == OpKind::Kernel) {
     bool nccl = (op.flags & Op::kFlagNccl) != 0 || g.nccl(n);
-    int cls = nccl ? static_cast<int>(KernelClass::Communication)
-                   : op.name < class_of_name_.size() && class_of_name_[op.name] >= 0 ? class_of_name_[op.name]
-                                                                                      : static_cast<int>(classify_kernel(t_.name(op)));
+    int cls = nccl                                                              ? static_cast<int>(KernelClass::Communication)
+              : op.name < class_of_name_.size() && class_of_name_[op.name] >= 0 ? class_of_name_[op.name]
+                                                                                : static_cast<int>(classify_kernel(t_.name(op)));
     return demand_of_class(t_.launch(op), cls);
   }
   ShareDemand d;  // copies and memsets: copy engines, no SMs

@@ -145,9 +145,9 @@ TEST_CASE("H200 pairs: removing one of two concurrent kernels forecasts the othe
     const char* remove;
     double alone;
   } cases[] = {
-      {"gemm_gemm", "stream=13", gemm},      {"gemm_gemm", "stream=14", gemm},     // the second GEMM waits for SMs
+      {"gemm_gemm", "stream=13", gemm},      {"gemm_gemm", "stream=14", gemm},  // the second GEMM waits for SMs
       {"copy_then_gemm", "stream=13", gemm}, {"copy_then_gemm", "stream=14", copy},
-      {"half_half", "stream=13", half},      {"half_half", "stream=14", half},     // side by side, HBM halved
+      {"half_half", "stream=13", half},      {"half_half", "stream=14", half},  // side by side, HBM halved
       {"half_then_gemm", "stream=13", gemm}, {"half_then_gemm", "stream=14", half},
   };
   for (const Case& c : cases) {

@@ -24,12 +24,12 @@ struct MicrobenchWorkload {
     Host,    // first host call's start to the last one's end (a host clock around the calls)
     Device,  // the device ops alone (CUPTI)
   };
-  Trace trace;                    // finalized; op durations are the models' times
-  std::vector<KernelWork> work;   // per op
+  Trace trace;                       // finalized; op durations are the models' times
+  std::vector<KernelWork> work;      // per op
   std::vector<TimeNs> launch_delay;  // per op: a device op starts this long after its call began
   Window window = Window::Events;
-  double per = 1;                 // the measurement is the window divided by this (repeats in one timing)
-  bool cuda_graph = false;        // the calls are captured into one CUDA graph
+  double per = 1;           // the measurement is the window divided by this (repeats in one timing)
+  bool cuda_graph = false;  // the calls are captured into one CUDA graph
 };
 
 // The workload of measurement `m` on `hw`, or nullopt when no description exists for its family.

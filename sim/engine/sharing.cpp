@@ -33,8 +33,10 @@ void solve_rates(const std::vector<ShareDemand>& ops, std::uint32_t sm_count, st
     std::sort(next.begin(), next.end(), [](auto& a, auto& b) { return a.first > b.first; });
     groups.clear();  // merge equal rooms
     for (auto& g : next) {
-      if (!groups.empty() && std::fabs(groups.back().first - g.first) < kEps) groups.back().second += g.second;
-      else groups.push_back(g);
+      if (!groups.empty() && std::fabs(groups.back().first - g.first) < kEps)
+        groups.back().second += g.second;
+      else
+        groups.push_back(g);
     }
     if (got < need && !d.fixed_rate) {
       rates[i] = static_cast<double>(got) / need;
@@ -46,8 +48,10 @@ void solve_rates(const std::vector<ShareDemand>& ops, std::uint32_t sm_count, st
   double left = 1.0;
   flex.clear();
   for (std::size_t i = 0; i < n; ++i) {
-    if (ops[i].fixed_rate) left -= ops[i].hbm;
-    else if (ops[i].hbm > 0) flex.push_back(i);
+    if (ops[i].fixed_rate)
+      left -= ops[i].hbm;
+    else if (ops[i].hbm > 0)
+      flex.push_back(i);
   }
   left = std::max(left, 0.0);
   double want = 0;
@@ -59,7 +63,7 @@ void solve_rates(const std::vector<ShareDemand>& ops, std::uint32_t sm_count, st
   for (std::size_t k = 0; k < flex.size(); ++k) {
     std::size_t i = flex[k];
     double level = weight > 0 ? left / weight : 0;  // the common rate of the ops not yet capped
-    if (rates[i] <= level) {                         // capped below the level: keeps its rate
+    if (rates[i] <= level) {                        // capped below the level: keeps its rate
       left -= rates[i] * ops[i].hbm;
       weight -= ops[i].hbm;
       continue;
@@ -160,7 +164,10 @@ void calibrate_sharing(Graph& g, const ShareModel& m) {
       d.prev = std::max(d.prev, next);
       bool retired = false;
       for (std::size_t k = 0; k < d.active.size();) {
-        if (d.active[k].end > next) { ++k; continue; }
+        if (d.active[k].end > next) {
+          ++k;
+          continue;
+        }
         auto cut = std::llround(d.active[k].lost);
         if (cut > 0) {
           lost[d.active[k].op] = static_cast<std::uint32_t>(std::min<long long>(cut, 0xFFFFFFFFll));

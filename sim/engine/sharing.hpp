@@ -30,9 +30,9 @@
 namespace bneck {
 
 struct ShareDemand {
-  std::uint32_t sms = 0;  // SMs its blocks spread over (0: none, e.g. a copy engine's copy)
-  float sm_fraction = 0;  // of each such SM it holds, 0..1
-  float hbm = 0;          // fraction of the achievable HBM bandwidth it moves alone, 0..1
+  std::uint32_t sms = 0;    // SMs its blocks spread over (0: none, e.g. a copy engine's copy)
+  float sm_fraction = 0;    // of each such SM it holds, 0..1
+  float hbm = 0;            // fraction of the achievable HBM bandwidth it moves alone, 0..1
   bool fixed_rate = false;  // communication: holds resources, keeps its own time
 };
 
