@@ -1,6 +1,9 @@
 #include "helpers.hpp"
 
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
+#include <unistd.h>
 
 namespace bneck::test {
 
@@ -15,6 +18,42 @@ Replayed replay(Trace t) {
   MeasuredCostModel m;
   r.sim = simulate(r.graph, m);
   return r;
+}
+
+std::string tmp(const std::string& name) { return "/tmp/bneck_kineto_" + std::to_string(::getpid()) + "_" + name; }
+
+// One rank of a data-parallel step: a GEMM of `gemm_us`, then an all-reduce on the same stream
+// that ends at `end_us` (when the last rank arrived plus 500 us of transfer).
+// With `comm_stream` != 7 the all-reduce runs on its own stream, launched at `launch_us`.
+std::string rank_trace(int rank, double gemm_us, double end_us, int comm_stream, double launch_us) {
+  const double k0 = 10;  // kernels start 10 us after their launch
+  const double n0 = comm_stream == 7 ? k0 + gemm_us : launch_us + 10;
+  nlohmann::json ev = nlohmann::json::array();
+  auto api = [&](const char* name, double ts, double dur, int corr) {
+    ev.push_back({{"ph", "X"}, {"cat", "cuda_runtime"}, {"name", name}, {"pid", 100 + rank}, {"tid", 100 + rank}, {"ts", ts}, {"dur", dur},
+                  {"args", {{"correlation", corr}}}});
+  };
+  auto kernel = [&](const std::string& name, double ts, double dur, int corr, int stream) {
+    ev.push_back({{"ph", "X"}, {"cat", "kernel"}, {"name", name}, {"pid", 0}, {"tid", stream}, {"ts", ts}, {"dur", dur},
+                  {"args", {{"correlation", corr}, {"device", 0}, {"stream", stream}, {"grid", {132, 1, 1}}, {"block", {256, 1, 1}}}}});
+  };
+  ev.push_back({{"ph", "X"}, {"cat", "user_annotation"}, {"name", "ProfilerStep#1"}, {"pid", 100 + rank}, {"tid", 100 + rank}, {"ts", 0},
+                {"dur", end_us + 50}});
+  ev.push_back({{"ph", "X"}, {"cat", "cpu_op"}, {"name", "record_param_comms"}, {"pid", 100 + rank}, {"tid", 100 + rank}, {"ts", launch_us - 1},
+                {"dur", 15}, {"args", {{"Collective name", "allreduce"}, {"In msg nelems", 1048576}, {"Out msg nelems", 1048576},
+                                       {"dtype", "Float"}, {"Process Group Name", "0"}, {"Process Group Ranks", "[0, 1]"}, {"Group size", 2}}}});
+  api("cudaLaunchKernel", 0, 5, 1);
+  api("cudaLaunchKernel", launch_us, 5, 2);
+  api("cudaDeviceSynchronize", launch_us + 10, end_us + 10 - (launch_us + 10), 3);
+  kernel("gemm_rank" + std::to_string(rank), k0, gemm_us, 1, 7);
+  kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", n0, end_us - n0, 2, comm_stream);
+  nlohmann::json j = {{"schemaVersion", 1},
+                      {"deviceProperties", {{{"id", 0}, {"name", "NVIDIA H200"}, {"numSms", 132}}}},
+                      {"distributedInfo", {{"backend", "nccl"}, {"rank", rank}, {"world_size", 2}}},
+                      {"traceEvents", ev}};
+  std::string path = tmp("rank" + std::to_string(rank) + ".json");
+  std::ofstream(path) << j.dump();
+  return path;
 }
 
 }  // namespace bneck::test

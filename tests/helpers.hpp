@@ -21,4 +21,11 @@ struct Replayed {
 };
 Replayed replay(Trace t);
 
+// A temporary file name of this process for the Kineto tests.
+std::string tmp(const std::string& name);
+// One rank of a data-parallel step as a Kineto file: a GEMM of `gemm_us`, then an all-reduce on
+// the same stream that ends at `end_us` (when the last rank arrived plus 500 us of transfer).
+// With `comm_stream` != 7 the all-reduce runs on its own stream, launched at `launch_us`.
+std::string rank_trace(int rank, double gemm_us, double end_us, int comm_stream = 7, double launch_us = 20);
+
 }  // namespace bneck::test
