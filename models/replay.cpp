@@ -224,9 +224,6 @@ ReplayReport run_replay(const Trace& t, const ReplayOptions& opt) {
       rep.ranges.push_back(std::move(rr));
     }
   }
-  // What sharing cost is counted: its per-node tables can go before slack takes its memory.
-  rep.sim.shared = {};
-  rep.graph->sharing_lost = {};
   // The paths are walked: the bindings can go before slack takes its memory.
   rep.slack = compute_slack(*rep.graph, rep.sim, std::move(rep.sim.start_src));
   rep.sim.start_src = {};

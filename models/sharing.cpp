@@ -16,10 +16,6 @@ GpuShareModel::GpuShareModel(const Trace& t, HwSpec spec) : t_(t), spec_(std::mo
       class_of_name_[o.name] = static_cast<std::int8_t>(classify_kernel(t.name(o)));
 }
 
-ShareDemand GpuShareModel::kernel_demand(const LaunchConfig* lc, const std::string& name, bool nccl) const {
-  return demand_of_class(lc, static_cast<int>(nccl ? KernelClass::Communication : classify_kernel(name)));
-}
-
 ShareDemand GpuShareModel::demand_of_class(const LaunchConfig* lc, int cls) const {
   const GpuSpec& g = spec_.gpu;
   ShareDemand d;
@@ -66,7 +62,7 @@ ShareDemand GpuShareModel::demand_of_class(const LaunchConfig* lc, int cls) cons
 ShareDemand GpuShareModel::demand(NodeId n, const Graph& g) const {
   OpId o = g.origin(n);
   if (o == kNone || o >= t_.ops.size()) {
-    if (g.nccl(n)) return kernel_demand(nullptr, "", true);
+    if (g.nccl(n)) return demand_of_class(nullptr, static_cast<int>(KernelClass::Communication));
     ShareDemand d;
     d.sms = spec_.gpu.sm_count;
     d.sm_fraction = 1.0f;

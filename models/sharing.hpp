@@ -26,10 +26,9 @@ class GpuShareModel : public ShareModel {
   GpuShareModel(const Trace& t, HwSpec spec);
   ShareDemand demand(NodeId n, const Graph& g) const override;
   std::uint32_t sm_count(std::uint32_t) const override { return spec_.gpu.sm_count; }
-  // The demand of a kernel with this launch geometry, class name and flags on the spec's GPU.
-  ShareDemand kernel_demand(const LaunchConfig* lc, const std::string& name, bool nccl) const;
 
  private:
+  // The demand of a kernel of class `cls` (KernelClass) with this launch geometry on the spec's GPU.
   ShareDemand demand_of_class(const LaunchConfig* lc, int cls) const;
   const Trace& t_;
   HwSpec spec_;
