@@ -81,8 +81,10 @@ using nlohmann::json;
 
 void merge(json& base, const json& over) {
   for (auto it = over.begin(); it != over.end(); ++it) {
-    if (it.value().is_object() && base.contains(it.key()) && base[it.key()].is_object()) merge(base[it.key()], it.value());
-    else base[it.key()] = it.value();
+    if (it.value().is_object() && base.contains(it.key()) && base[it.key()].is_object())
+      merge(base[it.key()], it.value());
+    else
+      base[it.key()] = it.value();
   }
 }
 
@@ -91,9 +93,7 @@ json read_json_file(const std::string& path) {
   if (!in) throw InputError(path, "cannot open hardware spec");
   try {
     return json::parse(in);
-  } catch (const json::parse_error& e) {
-    throw InputError(path, std::string("malformed JSON: ") + e.what());
-  }
+  } catch (const json::parse_error& e) { throw InputError(path, std::string("malformed JSON: ") + e.what()); }
 }
 
 // Loads a spec by preset name or path and resolves `extends` (child fields win).
@@ -141,9 +141,7 @@ class Fields {
     if (!j_.contains(section) || !j_[section].is_object() || !j_[section].contains(key)) return nullptr;
     return &j_[section][key];
   }
-  [[noreturn]] void fail(const std::string& path, const std::string& what) const {
-    throw InputError(origin_, path + ": " + what);
-  }
+  [[noreturn]] void fail(const std::string& path, const std::string& what) const { throw InputError(origin_, path + ": " + what); }
   template <typename F>
   auto unit(const std::string& sec, const std::string& key, F parse, decltype(parse("")) dflt) const {
     const json* v = get(sec, key);
@@ -151,9 +149,7 @@ class Fields {
     if (!v->is_string()) fail(sec + "." + key, "must be a string with a unit");
     try {
       return parse(v->get<std::string>());
-    } catch (const InputError& e) {
-      fail(sec + "." + key, e.what());
-    }
+    } catch (const InputError& e) { fail(sec + "." + key, e.what()); }
   }
   double number(const std::string& sec, const std::string& key, double dflt) const {
     const json* v = get(sec, key);
@@ -226,9 +222,7 @@ HwSpec parse_hw(const json& j, const std::string& origin) {
       Bytes w = 0;
       try {
         w = parse_bytes(it.key());
-      } catch (const InputError& e) {
-        f.fail(path, e.what());
-      }
+      } catch (const InputError& e) { f.fail(path, e.what()); }
       double cap = std::string(key) == "access_efficiency" ? 4.0 : 1.0;
       if (!it.value().is_number() || it.value().get<double>() <= 0 || it.value().get<double>() > cap)
         f.fail(path, cap > 1 ? "must be in (0, 4]" : "must be in (0, 1]");
@@ -246,16 +240,12 @@ HwSpec parse_hw(const json& j, const std::string& origin) {
       GpuSpec::GemmFit fit;
       try {
         fit.overhead = parse_duration(it.value()["overhead"].get<std::string>());
-      } catch (const InputError& e) {
-        f.fail(path, e.what());
-      }
+      } catch (const InputError& e) { f.fail(path, e.what()); }
       fit.efficiency = it.value()["efficiency"].get<double>();
       if (it.value().contains("submit")) {
         try {
           fit.submit = parse_duration(it.value()["submit"].get<std::string>());
-        } catch (const std::exception& e) {
-          f.fail(path + ".submit", e.what());
-        }
+        } catch (const std::exception& e) { f.fail(path + ".submit", e.what()); }
       }
       if (fit.efficiency <= 0 || fit.efficiency > 1) f.fail(path, "efficiency must be in (0, 1]");
       g.gemm_fit[*d] = fit;
@@ -274,9 +264,7 @@ HwSpec parse_hw(const json& j, const std::string& origin) {
         if (!u.value().is_string()) f.fail(path, "must be a rate such as \"989 TFLOP/s\"");
         try {
           g.peak[static_cast<int>(*d)][static_cast<std::size_t>(unit)] = parse_op_rate(u.value().get<std::string>());
-        } catch (const InputError& e) {
-          f.fail(path, e.what());
-        }
+        } catch (const InputError& e) { f.fail(path, e.what()); }
       }
     }
   }
@@ -304,9 +292,7 @@ HwSpec parse_hw(const json& j, const std::string& origin) {
         c.latency = parse_duration(v["latency"].get<std::string>());
         c.bandwidth = parse_bandwidth(v["bandwidth"].get<std::string>());
         if (v.contains("submit")) c.submit = parse_duration(v["submit"].get<std::string>());
-      } catch (const InputError& e) {
-        f.fail(path, e.what());
-      }
+      } catch (const InputError& e) { f.fail(path, e.what()); }
       if (v.contains("curve")) {
         if (!v["curve"].is_array()) f.fail(path + ".curve", "must be a list of [\"size\", \"time\"] pairs");
         for (std::size_t i = 0; i < v["curve"].size(); ++i) {
@@ -316,9 +302,7 @@ HwSpec parse_hw(const json& j, const std::string& origin) {
             f.fail(where, "expected [\"4 KiB\", \"2.1 us\"]");
           try {
             c.curve.emplace_back(parse_bytes(pt[0].get<std::string>()), parse_duration(pt[1].get<std::string>()));
-          } catch (const InputError& e) {
-            f.fail(where, e.what());
-          }
+          } catch (const InputError& e) { f.fail(where, e.what()); }
           if (i > 0 && c.curve[i].first <= c.curve[i - 1].first) f.fail(where, "sizes must ascend");
         }
       }
@@ -326,7 +310,8 @@ HwSpec parse_hw(const json& j, const std::string& origin) {
     }
   }
   if (const json* cc = f.get("node", "collectives")) {
-    if (!cc->is_object()) f.fail("node.collectives", "must map kinds to {\"latency\": \"10 us\", \"bus_bandwidth\": \"360 GB/s\", \"ranks\": 8}");
+    if (!cc->is_object())
+      f.fail("node.collectives", "must map kinds to {\"latency\": \"10 us\", \"bus_bandwidth\": \"360 GB/s\", \"ranks\": 8}");
     for (auto it = cc->begin(); it != cc->end(); ++it) {
       std::string path = "node.collectives." + it.key();
       const json& v = it.value();
@@ -337,9 +322,7 @@ HwSpec parse_hw(const json& j, const std::string& origin) {
       try {
         c.latency = parse_duration(v["latency"].get<std::string>());
         c.bus_bandwidth = parse_bandwidth(v["bus_bandwidth"].get<std::string>());
-      } catch (const InputError& e) {
-        f.fail(path, e.what());
-      }
+      } catch (const InputError& e) { f.fail(path, e.what()); }
       c.ranks = v["ranks"].get<std::uint32_t>();
       n.collectives[it.key()] = c;
     }
@@ -348,7 +331,8 @@ HwSpec parse_hw(const json& j, const std::string& origin) {
   c.nodes = f.count("cluster", "nodes", 1);
   c.nic_bandwidth = f.unit("cluster", "nic_bandwidth", bw, 0.0);
   c.nic_latency = f.unit("cluster", "nic_latency", dur, TimeNs{0});
-  if (j.contains("match") && (!j["match"].is_array() || !std::all_of(j["match"].begin(), j["match"].end(), [](const json& x) { return x.is_string(); })))
+  if (j.contains("match") &&
+      (!j["match"].is_array() || !std::all_of(j["match"].begin(), j["match"].end(), [](const json& x) { return x.is_string(); })))
     f.fail("match", "must be a list of strings that a device name contains (lower case)");
   if (j.contains("sources")) {
     if (!j["sources"].is_object()) f.fail("sources", "must map field paths to sources");
@@ -394,7 +378,7 @@ std::vector<std::string> unsourced_fields(const HwSpec& h) {
       return;
     }
     bool numeric = v.is_number() || (v.is_string() && !v.get<std::string>().empty() &&
-                                      (std::isdigit(static_cast<unsigned char>(v.get<std::string>()[0])) != 0));
+                                     (std::isdigit(static_cast<unsigned char>(v.get<std::string>()[0])) != 0));
     if (numeric && !sourced(path)) out.push_back(path);
   };
   for (const char* sec : {"gpu", "node", "cluster"})

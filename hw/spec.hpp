@@ -26,21 +26,21 @@ struct GpuSpec {
   std::uint32_t sm_count = 0;
   double clock_hz = 0;
   Bytes memory_bytes = 0;
-  double memory_bandwidth = 0;       // bytes/s, datasheet
+  double memory_bandwidth = 0;  // bytes/s, datasheet
   Bytes l2_bytes = 0;
-  double l2_bandwidth = 0;           // bytes/s
+  double l2_bandwidth = 0;  // bytes/s
   std::uint32_t registers_per_sm = 65536, max_registers_per_thread = 255, register_allocation_unit = 256;
   std::uint32_t warp_allocation_granularity = 4;
   std::uint32_t max_threads_per_sm = 2048, max_blocks_per_sm = 32, max_threads_per_block = 1024, warp_size = 32;
   Bytes shared_memory_per_sm = 0, shared_memory_per_block = 0, reserved_shared_memory_per_block = 0;
   Bytes shared_memory_allocation_unit = 128;
   std::array<std::array<double, 2>, kDtypeCount> peak{};  // [dtype][unit] op/s, dense; 0: unsupported
-  TimeNs launch_latency = 0;         // GPU-side: submission to kernel start on an idle GPU
-  TimeNs host_launch_overhead = 0;   // CPU time of one cudaLaunchKernel
-  TimeNs graph_node_latency = 0;     // gap between consecutive kernels of a CUDA graph
-  TimeNs graph_launch_overhead = 0;  // CPU time of one cudaGraphLaunch
-  TimeNs kernel_tail = 0;            // fixed per-kernel cost besides the roofline (ramp, drain)
-  double memory_efficiency = 1;      // achievable fraction of memory_bandwidth (streaming)
+  TimeNs launch_latency = 0;                              // GPU-side: submission to kernel start on an idle GPU
+  TimeNs host_launch_overhead = 0;                        // CPU time of one cudaLaunchKernel
+  TimeNs graph_node_latency = 0;                          // gap between consecutive kernels of a CUDA graph
+  TimeNs graph_launch_overhead = 0;                       // CPU time of one cudaGraphLaunch
+  TimeNs kernel_tail = 0;                                 // fixed per-kernel cost besides the roofline (ramp, drain)
+  double memory_efficiency = 1;                           // achievable fraction of memory_bandwidth (streaming)
   // Achievable fraction of memory_bandwidth by the bytes one thread accesses at once (2, 4, 8, 16);
   // empty: memory_efficiency for every width.
   std::map<Bytes, double> access_efficiency;
@@ -66,12 +66,12 @@ struct GpuSpec {
     if (it == access_efficiency.end()) return std::prev(it)->second;
     return it->second;
   }
-  double compute_efficiency = 1;     // achievable fraction of a peak rate
+  double compute_efficiency = 1;  // achievable fraction of a peak rate
   // Calibrated GEMM fits per precision: time = overhead + FLOPs / (peak x efficiency).
   struct GemmFit {
-    TimeNs overhead = 0;       // device-side fixed cost of one GEMM kernel, as traces record it
+    TimeNs overhead = 0;  // device-side fixed cost of one GEMM kernel, as traces record it
     double efficiency = 0;
-    TimeNs submit = 0;         // what a host-timed call adds (library and launch), microbenchmarks only
+    TimeNs submit = 0;  // what a host-timed call adds (library and launch), microbenchmarks only
   };
   std::map<Dtype, GemmFit> gemm_fit;
   double peak_of(Dtype d, ComputeUnit u) const { return peak[static_cast<int>(d)][static_cast<int>(u)]; }
@@ -81,13 +81,13 @@ struct GpuSpec {
 
 struct NodeSpec {
   std::uint32_t gpus = 1;
-  double nvlink_bandwidth = 0;       // bytes/s per GPU, one direction
+  double nvlink_bandwidth = 0;  // bytes/s per GPU, one direction
   TimeNs nvlink_latency = 0;
   std::uint32_t pcie_generation = 0;
-  double pcie_bandwidth = 0;         // bytes/s per direction (pinned memory copies)
+  double pcie_bandwidth = 0;  // bytes/s per direction (pinned memory copies)
   TimeNs pcie_latency = 0;
-  double pageable_bandwidth = 0;     // bytes/s host<->device through a pageable staging buffer
-  Bytes pageable_chunk = 0;          // pageable copies up to this size go at the pinned rate
+  double pageable_bandwidth = 0;  // bytes/s host<->device through a pageable staging buffer
+  Bytes pageable_chunk = 0;       // pageable copies up to this size go at the pinned rate
   std::string host;
   // Calibrated copy paths ("h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable", "d2d"):
   // time = latency + bytes / bandwidth (d2d: bytes read plus written), or, where a measured curve
@@ -96,7 +96,7 @@ struct NodeSpec {
   struct CopyPath {
     TimeNs latency = 0;
     double bandwidth = 0;
-    TimeNs submit = 0;         // what a host-timed copy adds besides the device-side latency
+    TimeNs submit = 0;                            // what a host-timed copy adds besides the device-side latency
     std::vector<std::pair<Bytes, TimeNs>> curve;  // (copy size, device time), sizes ascending
   };
   std::map<std::string, CopyPath> copy_paths;
@@ -112,17 +112,17 @@ struct NodeSpec {
 
 struct ClusterSpec {
   std::uint32_t nodes = 1;
-  double nic_bandwidth = 0;          // bytes/s per GPU
+  double nic_bandwidth = 0;  // bytes/s per GPU
   TimeNs nic_latency = 0;
 };
 
 struct HwSpec {
   std::string name, description;
-  std::vector<std::string> chain;    // the preset and the ones it extends, most derived first
+  std::vector<std::string> chain;  // the preset and the ones it extends, most derived first
   GpuSpec gpu;
   NodeSpec node;
   ClusterSpec cluster;
-  nlohmann::json resolved;           // the merged JSON
+  nlohmann::json resolved;                     // the merged JSON
   std::map<std::string, std::string> sources;  // field path ("gpu.memory_bandwidth") -> source
 };
 

@@ -26,9 +26,9 @@ namespace bneck {
 
 struct Coalescing {
   std::uint32_t sectors_per_request = 0;
-  std::uint64_t bytes_moved = 0;        // 32-byte sectors through L1/L2
+  std::uint64_t bytes_moved = 0;  // 32-byte sectors through L1/L2
   double efficiency = 0;
-  std::uint64_t dram_bytes_moved = 0;   // 64-byte DRAM segments (H100/H200 fetch granularity)
+  std::uint64_t dram_bytes_moved = 0;  // 64-byte DRAM segments (H100/H200 fetch granularity)
 };
 Coalescing coalesce(std::uint32_t elem_bytes, std::uint32_t stride_elems, std::uint32_t threads = 32);
 

@@ -9,8 +9,12 @@ double bus_factor(CollKind k, std::uint32_t ranks) {
   const double n = std::max<std::uint32_t>(1, ranks);
   switch (k) {
     case CollKind::AllReduce: return 2.0 * (n - 1) / n;
-    case CollKind::AllGather: case CollKind::ReduceScatter: case CollKind::AllToAll: return (n - 1) / n;
-    case CollKind::Broadcast: case CollKind::Reduce: case CollKind::SendRecv: return 1.0;
+    case CollKind::AllGather:
+    case CollKind::ReduceScatter:
+    case CollKind::AllToAll: return (n - 1) / n;
+    case CollKind::Broadcast:
+    case CollKind::Reduce:
+    case CollKind::SendRecv: return 1.0;
     case CollKind::Unknown: break;
   }
   return 1.0;
@@ -38,7 +42,7 @@ CollectiveEstimate collective_time(const HwSpec& hw, CollKind kind, Bytes bytes,
     lat = std::max(lat, hw.cluster.nic_latency);
     e.link = "nic";
   }
-  if (lat <= 0) lat = 2 * kNsPerUs;       // no figure in the spec: NCCL's per-step latency order
+  if (lat <= 0) lat = 2 * kNsPerUs;  // no figure in the spec: NCCL's per-step latency order
   if (bw <= 0) bw = 10e9;
   const double s = static_cast<double>(bytes), n = std::max<std::uint32_t>(1, ranks);
   double steps = ring_steps(kind, n);

@@ -27,8 +27,8 @@ double bus_factor(CollKind k, std::uint32_t ranks);
 
 struct CollectiveEstimate {
   TimeNs time_ns = 0;
-  std::string algorithm;   // "ring" or "tree" (or "none" for one rank)
-  std::string link;        // "nvlink", "pcie", "nic"
+  std::string algorithm;      // "ring" or "tree" (or "none" for one rank)
+  std::string link;           // "nvlink", "pcie", "nic"
   double link_bandwidth = 0;  // bytes/s used
   TimeNs latency_ns = 0;      // alpha part
 };

@@ -11,7 +11,8 @@
 namespace bneck {
 
 const char* to_string(KernelClass c) {
-  static const char* const names[] = {"gemm", "conv", "attention", "elementwise", "reduction", "softmax", "norm", "communication", "copy", "other"};
+  static const char* const names[] = {"gemm",    "conv", "attention",     "elementwise", "reduction",
+                                      "softmax", "norm", "communication", "copy",        "other"};
   return names[static_cast<int>(c)];
 }
 
@@ -42,13 +43,11 @@ KernelClass classify_kernel(std::string_view name) {
   if (has(n, "layer_norm") || has(n, "layernorm") || has(n, "rms_norm") || has(n, "rmsnorm") || has(n, "batch_norm") ||
       has(n, "batchnorm") || has(n, "gammabeta") || has(n, "norm_"))
     return KernelClass::Norm;
-  if (has(n, "reduce") || has(n, "reduction") || has(n, "sum_kernel") || has(n, "argmax") || has(n, "mean"))
-    return KernelClass::Reduction;
-  if (has(n, "copy") || has(n, "memcpy") || has(n, "cat") || has(n, "transpose") || has(n, "permute"))
-    return KernelClass::Copy;
-  if (has(n, "elementwise") || has(n, "vectorized") || has(n, "multi_tensor_apply") || has(n, "pointwise") ||
-      has(n, "unrolled") || has(n, "fill") || has(n, "op_") || has(n, "fused") || has(n, "axpy") || has(n, "scale") ||
-      has(n, "relu") || has(n, "gelu") || has(n, "silu") || has(n, "add") || has(n, "mul"))
+  if (has(n, "reduce") || has(n, "reduction") || has(n, "sum_kernel") || has(n, "argmax") || has(n, "mean")) return KernelClass::Reduction;
+  if (has(n, "copy") || has(n, "memcpy") || has(n, "cat") || has(n, "transpose") || has(n, "permute")) return KernelClass::Copy;
+  if (has(n, "elementwise") || has(n, "vectorized") || has(n, "multi_tensor_apply") || has(n, "pointwise") || has(n, "unrolled") ||
+      has(n, "fill") || has(n, "op_") || has(n, "fused") || has(n, "axpy") || has(n, "scale") || has(n, "relu") || has(n, "gelu") ||
+      has(n, "silu") || has(n, "add") || has(n, "mul"))
     return KernelClass::Elementwise;
   return KernelClass::Other;
 }
@@ -91,9 +90,15 @@ std::vector<std::vector<std::int64_t>> parse_nvtx_sizes(std::string_view text) {
       in_num = true;
       continue;
     }
-    if (in_num) { cur.push_back(num); num = 0; in_num = false; }
-    if (c == '[') { ++depth; cur.clear(); }
-    else if (c == ']') {
+    if (in_num) {
+      cur.push_back(num);
+      num = 0;
+      in_num = false;
+    }
+    if (c == '[') {
+      ++depth;
+      cur.clear();
+    } else if (c == ']') {
       if (--depth == 1) out.push_back(cur);
     }
   }
@@ -190,7 +195,8 @@ KernelEstimate model_kernel(const Trace& t, OpId k, const KernelWork& w, const H
     in.memory_efficiency = g.streaming_efficiency_for(w.access_width);
     if (w.read_bytes >= 0 && w.bytes > 0) {  // reads and writes at their own rates
       double rd = std::min(w.read_bytes, w.bytes);
-      in.memory_efficiency = w.bytes / (rd / g.access_efficiency_for(w.access_width) + (w.bytes - rd) / g.write_efficiency_for(w.access_width));
+      in.memory_efficiency =
+          w.bytes / (rd / g.access_efficiency_for(w.access_width) + (w.bytes - rd) / g.write_efficiency_for(w.access_width));
     }
   }
   TimeNs tail = g.kernel_tail;
@@ -258,7 +264,8 @@ std::vector<KernelWork> estimate_work(const Trace& t, const HwSpec& source) {
     KernelWork total;
     if (!op_work(op, sizes, dtype_bytes(work[ks[0]].dtype), total)) continue;
     // Math goes to the op's compute-class kernels if it has any, bytes are shared by all.
-    std::size_t compute = static_cast<std::size_t>(std::count_if(ks.begin(), ks.end(), [&](OpId k) { return is_compute_class(work[k].cls); }));
+    std::size_t compute =
+        static_cast<std::size_t>(std::count_if(ks.begin(), ks.end(), [&](OpId k) { return is_compute_class(work[k].cls); }));
     for (OpId k : ks) {
       KernelWork& w = work[k];
       bool gets_math = compute == 0 || is_compute_class(w.cls);

@@ -26,9 +26,7 @@
 
 namespace bneck {
 
-enum class KernelClass : std::uint8_t {
-  Gemm = 0, Conv, Attention, Elementwise, Reduction, Softmax, Norm, Communication, Copy, Other
-};
+enum class KernelClass : std::uint8_t { Gemm = 0, Conv, Attention, Elementwise, Reduction, Softmax, Norm, Communication, Copy, Other };
 inline constexpr int kKernelClassCount = 10;
 const char* to_string(KernelClass c);
 KernelClass classify_kernel(std::string_view name);
@@ -45,15 +43,15 @@ struct KernelWork {
   Dtype dtype = Dtype::FP32;
   ComputeUnit unit = ComputeUnit::Simt;
   double flops = 0, bytes = 0;
-  bool from_shapes = false;   // false: inferred from the measured duration
-  double weight_elems = 0;    // GEMM forward (addmm): elements of the weight operand (autocast casts it)
-  Bytes access_width = 0;     // bytes one thread moves per access, where known (launch geometry):
-                              // the memory time uses the calibrated efficiency of that width
-  bool from_geometry = false; // bytes from the launch geometry (threads x element x arrays)
-  double read_bytes = -1;     // of `bytes`, those read (the rest written), where known: with an
-                              // access width, reads and writes take their own calibrated rates
+  bool from_shapes = false;        // false: inferred from the measured duration
+  double weight_elems = 0;         // GEMM forward (addmm): elements of the weight operand (autocast casts it)
+  Bytes access_width = 0;          // bytes one thread moves per access, where known (launch geometry):
+                                   // the memory time uses the calibrated efficiency of that width
+  bool from_geometry = false;      // bytes from the launch geometry (threads x element x arrays)
+  double read_bytes = -1;          // of `bytes`, those read (the rest written), where known: with an
+                                   // access width, reads and writes take their own calibrated rates
   MemLevel level = MemLevel::Hbm;  // where its working set streams from
-  std::string op;             // the aten op it came from, if any
+  std::string op;                  // the aten op it came from, if any
 };
 
 // How a launch geometry stretches the roofline's times on `g`: a grid of fewer blocks than SMs
@@ -79,6 +77,5 @@ KernelEstimate model_kernel(const Trace& t, OpId k, const KernelWork& w, const H
 // Work of every kernel of the trace (indexed by op id; non-kernels left default), with `source`
 // the spec of the GPU the trace was captured on (for inference).
 std::vector<KernelWork> estimate_work(const Trace& t, const HwSpec& source);
-
 
 }  // namespace bneck

@@ -30,11 +30,14 @@ OccupancyResult occupancy(const GpuSpec& g, const OccupancyInput& in) {
     r.by_registers = static_cast<std::uint32_t>(warps_by_regs / wpb);
   }
   Bytes smem = in.shared_bytes_per_block + g.reserved_shared_memory_per_block;
-  if (in.shared_bytes_per_block > g.shared_memory_per_block) r.by_shared_memory = 0;
-  else r.by_shared_memory = static_cast<std::uint32_t>(g.shared_memory_per_sm / std::max<Bytes>(1, ceil_to(smem, g.shared_memory_allocation_unit)));
+  if (in.shared_bytes_per_block > g.shared_memory_per_block)
+    r.by_shared_memory = 0;
+  else
+    r.by_shared_memory =
+        static_cast<std::uint32_t>(g.shared_memory_per_sm / std::max<Bytes>(1, ceil_to(smem, g.shared_memory_allocation_unit)));
   r.by_blocks = g.max_blocks_per_sm;
-  std::pair<std::uint32_t, const char*> lim[] = {{r.by_warps, "warps"}, {r.by_registers, "registers"},
-                                                 {r.by_shared_memory, "shared_memory"}, {r.by_blocks, "blocks"}};
+  std::pair<std::uint32_t, const char*> lim[] = {
+      {r.by_warps, "warps"}, {r.by_registers, "registers"}, {r.by_shared_memory, "shared_memory"}, {r.by_blocks, "blocks"}};
   auto best = std::min_element(std::begin(lim), std::end(lim), [](auto& a, auto& b) { return a.first < b.first; });
   r.blocks_per_sm = best->first;
   r.limiter = best->second;

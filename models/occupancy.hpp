@@ -26,8 +26,8 @@ struct OccupancyInput {
 struct OccupancyResult {
   std::uint32_t blocks_per_sm = 0;
   std::uint32_t warps_per_sm = 0;
-  double occupancy = 0;               // active warps / max warps per SM
-  std::string limiter;                // "warps", "registers", "shared_memory", "blocks"
+  double occupancy = 0;  // active warps / max warps per SM
+  std::string limiter;   // "warps", "registers", "shared_memory", "blocks"
   std::uint32_t by_warps = 0, by_registers = 0, by_shared_memory = 0, by_blocks = 0;
 };
 
@@ -40,9 +40,9 @@ OccupancyResult occupancy(const GpuSpec& g, const OccupancyInput& in);
 // Valid: blocks of equal duration; persistent and cooperative kernels are one wave by design.
 // Source: NVIDIA, "GPU Performance Background User's Guide" (wave quantization).
 struct Waves {
-  double waves = 0;           // ceil
-  double efficiency = 1;      // useful fraction of the slots of those waves
-  std::uint64_t slots = 0;    // blocks resident at once on the device
+  double waves = 0;         // ceil
+  double efficiency = 1;    // useful fraction of the slots of those waves
+  std::uint64_t slots = 0;  // blocks resident at once on the device
 };
 Waves wave_quantization(std::uint64_t blocks, std::uint32_t blocks_per_sm, std::uint32_t sm_count);
 

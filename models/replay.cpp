@@ -126,8 +126,7 @@ ReplayReport run_replay(const Trace& t, const ReplayOptions& opt) {
   if (opt.sharing && t.measured) {  // on the trace's GPU; a GPU no preset matches replays without sharing
     try {
       enable_sharing(*rep.graph, source_spec(t, opt.source_hw));
-    } catch (const InputError&) {
-    }
+    } catch (const InputError&) {}
   }
   rep.graph_s = secs_since(t0);
   rep.graph_rss_mb = peak_rss_mb();

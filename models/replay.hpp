@@ -31,7 +31,7 @@ struct RangeResult {
   TimeNs measured_span_ns = 0, simulated_span_ns = 0;
   std::vector<OpId> critical_path;
   std::vector<std::pair<OpId, TimeNs>> slack;  // device ops of the range and their slack
-  TimeNs lost_to_sharing_ns = 0;  // its device ops' simulated time beyond their time alone
+  TimeNs lost_to_sharing_ns = 0;               // its device ops' simulated time beyond their time alone
 };
 
 // Device ops that ran slower than alone because they shared their GPU, by kernel name.

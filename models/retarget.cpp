@@ -21,8 +21,7 @@ TimeNs model_device_op(const Trace& t, OpId i, const KernelWork& w, const HwSpec
   const CopyInfo* ci = t.copy(o);
   Bytes b = ci ? ci->bytes : 0;
   if (o.kind == OpKind::Memset) return memset_time(hw, b);
-  return transfer_time(hw, ci ? ci->copy_kind : MemcpyKind::Unknown, ci ? ci->src : MemKind::Unknown,
-                       ci ? ci->dst : MemKind::Unknown, b);
+  return transfer_time(hw, ci ? ci->copy_kind : MemcpyKind::Unknown, ci ? ci->src : MemKind::Unknown, ci ? ci->dst : MemKind::Unknown, b);
 }
 
 RetargetCostModel::RetargetCostModel(const Trace& t, HwSpec source, HwSpec target, DurationMode mode)
@@ -60,8 +59,10 @@ RetargetCostModel::RetargetCostModel(const Trace& t, HwSpec source, HwSpec targe
       times_[i] = tgt;
     } else {
       TimeNs src = model_device_op(t, i, work_[i], source_);
-      times_[i] = src > 0 ? static_cast<TimeNs>(std::llround(static_cast<double>(o.duration()) * static_cast<double>(tgt) / static_cast<double>(src)))
-                          : o.duration();
+      times_[i] =
+          src > 0
+              ? static_cast<TimeNs>(std::llround(static_cast<double>(o.duration()) * static_cast<double>(tgt) / static_cast<double>(src)))
+              : o.duration();
     }
   }
 }
@@ -73,7 +74,8 @@ TimeNs RetargetCostModel::duration(OpId n, const Graph& g) const {
     if (mode_ == DurationMode::Hybrid && o.duration() > 0)
       if (TimeNs lost = g.lost_to_sharing(n))
         return static_cast<TimeNs>(
-            std::llround(static_cast<double>(times_[n]) * static_cast<double>(std::max<TimeNs>(0, o.duration() - lost)) / static_cast<double>(o.duration())));
+            std::llround(static_cast<double>(times_[n]) * static_cast<double>(std::max<TimeNs>(0, o.duration() - lost)) /
+                         static_cast<double>(o.duration())));
     return times_[n];
   }
   if (o.flags & Op::kFlagNccl) {

@@ -35,7 +35,9 @@ class RetargetCostModel : public CostModel {
   // described op by op, as validate/ describes its microbenchmarks).
   RetargetCostModel(const Trace& t, HwSpec source, HwSpec target, DurationMode mode);
   RetargetCostModel(const Trace& t, HwSpec source, HwSpec target, DurationMode mode, std::vector<KernelWork> work);
-  const char* name() const override { return mode_ == DurationMode::Model ? "model" : mode_ == DurationMode::Hybrid ? "hybrid" : "measured"; }
+  const char* name() const override {
+    return mode_ == DurationMode::Model ? "model" : mode_ == DurationMode::Hybrid ? "hybrid" : "measured";
+  }
   const char* description() const override { return "roofline, waves and transfers on a target GPU (models/retarget.hpp)"; }
   TimeNs duration(OpId n, const Graph& g) const override;
   const std::vector<KernelWork>& work() const { return work_; }

@@ -23,9 +23,9 @@ struct RooflineResult {
   double ridge_flop_per_byte = 0;    // P / BW (with efficiencies)
   double attainable_flop_per_s = 0;  // at this kernel's intensity
   double compute_time_s = 0, memory_time_s = 0;
-  TimeNs time_ns = 0;                // max of the two + tail
+  TimeNs time_ns = 0;  // max of the two + tail
   Bound bound = Bound::Memory;
-  double peak = 0, bandwidth = 0;    // effective rates used
+  double peak = 0, bandwidth = 0;  // effective rates used
 };
 
 struct RooflineInput {
@@ -35,7 +35,7 @@ struct RooflineInput {
   double bytes = 0;
   MemLevel level = MemLevel::Hbm;
   bool with_tail = true;
-  double memory_efficiency = -1;     // < 0: the spec's
+  double memory_efficiency = -1;  // < 0: the spec's
   double compute_efficiency = -1;
 };
 

@@ -14,9 +14,16 @@ GpuShareModel::GpuShareModel(const Trace& t, HwSpec spec) : t_(t), spec_(std::mo
   for (const Op& o : t.ops)
     if (o.kind == OpKind::Kernel && o.name < class_of_name_.size() && class_of_name_[o.name] < 0)
       class_of_name_[o.name] = static_cast<std::int8_t>(classify_kernel(t.name(o)));
+  // Occupancy once per distinct launch configuration.
+  blocks_per_sm_.reserve(t.kernels.size());
+  for (const LaunchConfig& lc : t.kernels) {
+    std::uint32_t threads = std::uint32_t{lc.block[0]} * lc.block[1] * lc.block[2];
+    OccupancyResult occ = occupancy(spec_.gpu, {threads, lc.registers, Bytes{lc.static_smem} + lc.dynamic_smem});
+    blocks_per_sm_.push_back(static_cast<std::uint16_t>(std::clamp<std::uint32_t>(occ.blocks_per_sm, 1, 0xFFFF)));
+  }
 }
 
-ShareDemand GpuShareModel::demand_of_class(const LaunchConfig* lc, int cls) const {
+ShareDemand GpuShareModel::demand_of_class(const LaunchConfig* lc, int cls, std::uint32_t blocks_per_sm) const {
   const GpuSpec& g = spec_.gpu;
   ShareDemand d;
   auto c = static_cast<KernelClass>(cls);
@@ -47,8 +54,8 @@ ShareDemand GpuShareModel::demand_of_class(const LaunchConfig* lc, int cls) cons
   std::uint32_t threads = std::uint32_t{lc->block[0]} * lc->block[1] * lc->block[2];
   if (blocks == 0 || threads == 0) return d;
   Bytes smem = Bytes{lc->static_smem} + lc->dynamic_smem;
-  OccupancyResult occ = occupancy(g, {threads, lc->registers, smem});
-  std::uint32_t bps = std::max<std::uint32_t>(1, occ.blocks_per_sm);
+  std::uint32_t bps =
+      blocks_per_sm ? blocks_per_sm : std::max<std::uint32_t>(1, occupancy(g, {threads, lc->registers, smem}).blocks_per_sm);
   d.sms = static_cast<std::uint32_t>(std::min<std::uint64_t>(blocks, g.sm_count));
   double per_sm = std::min<double>(bps, std::ceil(static_cast<double>(blocks) / d.sms));
   double f = per_sm / std::max<std::uint32_t>(1, g.max_blocks_per_sm);
@@ -75,7 +82,8 @@ ShareDemand GpuShareModel::demand(NodeId n, const Graph& g) const {
     int cls = nccl                                                              ? static_cast<int>(KernelClass::Communication)
               : op.name < class_of_name_.size() && class_of_name_[op.name] >= 0 ? class_of_name_[op.name]
                                                                                 : static_cast<int>(classify_kernel(t_.name(op)));
-    return demand_of_class(t_.launch(op), cls);
+    const LaunchConfig* lc = t_.launch(op);
+    return demand_of_class(lc, cls, lc && op.extra < blocks_per_sm_.size() ? blocks_per_sm_[op.extra] : 0);
   }
   ShareDemand d;  // copies and memsets: copy engines, no SMs
   const CopyInfo* ci = t_.copy(op);

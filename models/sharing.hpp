@@ -29,10 +29,12 @@ class GpuShareModel : public ShareModel {
 
  private:
   // The demand of a kernel of class `cls` (KernelClass) with this launch geometry on the spec's GPU.
-  ShareDemand demand_of_class(const LaunchConfig* lc, int cls) const;
+  // `blocks_per_sm`: the launch's occupancy when known (0: compute it).
+  ShareDemand demand_of_class(const LaunchConfig* lc, int cls, std::uint32_t blocks_per_sm = 0) const;
   const Trace& t_;
   HwSpec spec_;
-  std::vector<std::int8_t> class_of_name_;  // per string id: the kernel class of kernels so named (-1: none)
+  std::vector<std::int8_t> class_of_name_;    // per string id: the kernel class of kernels so named (-1: none)
+  std::vector<std::uint16_t> blocks_per_sm_;  // per entry of the trace's kernels table (distinct launches)
 };
 
 // Builds the graph's sharing model for `spec` and calibrates the alone times of the trace's

@@ -32,9 +32,17 @@ TimeNs transfer_time(const HwSpec& hw, MemcpyKind kind, MemKind src, MemKind dst
   if (!n.copy_paths.empty()) {  // calibrated paths
     const char* path = nullptr;
     switch (kind) {
-      case MemcpyKind::HtoD: case MemcpyKind::HtoA: case MemcpyKind::UvmHtoD: path = pageable ? "h2d_pageable" : "h2d_pinned"; break;
-      case MemcpyKind::DtoH: case MemcpyKind::AtoH: case MemcpyKind::UvmDtoH: path = pageable ? "d2h_pageable" : "d2h_pinned"; break;
-      case MemcpyKind::DtoD: case MemcpyKind::AtoA: case MemcpyKind::AtoD: case MemcpyKind::DtoA: case MemcpyKind::UvmDtoD: path = "d2d"; break;
+      case MemcpyKind::HtoD:
+      case MemcpyKind::HtoA:
+      case MemcpyKind::UvmHtoD: path = pageable ? "h2d_pageable" : "h2d_pinned"; break;
+      case MemcpyKind::DtoH:
+      case MemcpyKind::AtoH:
+      case MemcpyKind::UvmDtoH: path = pageable ? "d2h_pageable" : "d2h_pinned"; break;
+      case MemcpyKind::DtoD:
+      case MemcpyKind::AtoA:
+      case MemcpyKind::AtoD:
+      case MemcpyKind::DtoA:
+      case MemcpyKind::UvmDtoD: path = "d2d"; break;
       default: break;
     }
     if (path) {
@@ -54,8 +62,12 @@ TimeNs transfer_time(const HwSpec& hw, MemcpyKind kind, MemKind src, MemKind dst
     }
   }
   switch (kind) {
-    case MemcpyKind::HtoD: case MemcpyKind::DtoH: case MemcpyKind::HtoA: case MemcpyKind::AtoH:
-    case MemcpyKind::UvmHtoD: case MemcpyKind::UvmDtoH:
+    case MemcpyKind::HtoD:
+    case MemcpyKind::DtoH:
+    case MemcpyKind::HtoA:
+    case MemcpyKind::AtoH:
+    case MemcpyKind::UvmHtoD:
+    case MemcpyKind::UvmDtoH:
       if (!pageable || n.pageable_bandwidth <= 0) return n.pcie_latency + over(b, n.pcie_bandwidth);
       {
         // Through the staging buffer: the first chunk at the pinned rate, the rest at the host's.
@@ -65,8 +77,7 @@ TimeNs transfer_time(const HwSpec& hw, MemcpyKind kind, MemKind src, MemKind dst
     case MemcpyKind::PtoP:
       return (n.nvlink_bandwidth > 0 ? n.nvlink_latency : n.pcie_latency) +
              over(b, n.nvlink_bandwidth > 0 ? n.nvlink_bandwidth : n.pcie_bandwidth);
-    case MemcpyKind::HtoH:
-      return over(b, n.pageable_bandwidth > 0 ? n.pageable_bandwidth : n.pcie_bandwidth);
+    case MemcpyKind::HtoH: return over(b, n.pageable_bandwidth > 0 ? n.pageable_bandwidth : n.pcie_bandwidth);
     default:  // device to device: read and write through HBM
       return hw.gpu.kernel_tail + over(2 * b, hw.gpu.memory_bandwidth * hw.gpu.memory_efficiency);
   }

@@ -30,18 +30,47 @@ std::string rank_trace(int rank, double gemm_us, double end_us, int comm_stream,
   const double n0 = comm_stream == 7 ? k0 + gemm_us : launch_us + 10;
   nlohmann::json ev = nlohmann::json::array();
   auto api = [&](const char* name, double ts, double dur, int corr) {
-    ev.push_back({{"ph", "X"}, {"cat", "cuda_runtime"}, {"name", name}, {"pid", 100 + rank}, {"tid", 100 + rank}, {"ts", ts}, {"dur", dur},
+    ev.push_back({{"ph", "X"},
+                  {"cat", "cuda_runtime"},
+                  {"name", name},
+                  {"pid", 100 + rank},
+                  {"tid", 100 + rank},
+                  {"ts", ts},
+                  {"dur", dur},
                   {"args", {{"correlation", corr}}}});
   };
   auto kernel = [&](const std::string& name, double ts, double dur, int corr, int stream) {
-    ev.push_back({{"ph", "X"}, {"cat", "kernel"}, {"name", name}, {"pid", 0}, {"tid", stream}, {"ts", ts}, {"dur", dur},
+    ev.push_back({{"ph", "X"},
+                  {"cat", "kernel"},
+                  {"name", name},
+                  {"pid", 0},
+                  {"tid", stream},
+                  {"ts", ts},
+                  {"dur", dur},
                   {"args", {{"correlation", corr}, {"device", 0}, {"stream", stream}, {"grid", {132, 1, 1}}, {"block", {256, 1, 1}}}}});
   };
-  ev.push_back({{"ph", "X"}, {"cat", "user_annotation"}, {"name", "ProfilerStep#1"}, {"pid", 100 + rank}, {"tid", 100 + rank}, {"ts", 0},
+  ev.push_back({{"ph", "X"},
+                {"cat", "user_annotation"},
+                {"name", "ProfilerStep#1"},
+                {"pid", 100 + rank},
+                {"tid", 100 + rank},
+                {"ts", 0},
                 {"dur", end_us + 50}});
-  ev.push_back({{"ph", "X"}, {"cat", "cpu_op"}, {"name", "record_param_comms"}, {"pid", 100 + rank}, {"tid", 100 + rank}, {"ts", launch_us - 1},
-                {"dur", 15}, {"args", {{"Collective name", "allreduce"}, {"In msg nelems", 1048576}, {"Out msg nelems", 1048576},
-                                       {"dtype", "Float"}, {"Process Group Name", "0"}, {"Process Group Ranks", "[0, 1]"}, {"Group size", 2}}}});
+  ev.push_back({{"ph", "X"},
+                {"cat", "cpu_op"},
+                {"name", "record_param_comms"},
+                {"pid", 100 + rank},
+                {"tid", 100 + rank},
+                {"ts", launch_us - 1},
+                {"dur", 15},
+                {"args",
+                 {{"Collective name", "allreduce"},
+                  {"In msg nelems", 1048576},
+                  {"Out msg nelems", 1048576},
+                  {"dtype", "Float"},
+                  {"Process Group Name", "0"},
+                  {"Process Group Ranks", "[0, 1]"},
+                  {"Group size", 2}}}});
   api("cudaLaunchKernel", 0, 5, 1);
   api("cudaLaunchKernel", launch_us, 5, 2);
   api("cudaDeviceSynchronize", launch_us + 10, end_us + 10 - (launch_us + 10), 3);

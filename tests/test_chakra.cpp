@@ -100,8 +100,9 @@ TEST_CASE("Chakra execution traces: JSON and protobuf nodes replay by their depe
 TEST_CASE("the Chakra and PyTorch execution traces of ../shared import", "[chakra][shared]") {
   // chakra's test data: the same graph as JSON and as protobuf; both replay to the same span.
   std::string dir = tmp("chakra_tests");
-  std::string cmd = "mkdir -p '" + dir + "' && tar xzf '" + shared_dir() + "/traces/chakra/mlcommons_chakra_tests/json_trace.tar.gz' -C '" + dir +
-                    "' && tar xzf '" + shared_dir() + "/traces/chakra/mlcommons_chakra_tests/feeder_tests_trace.tar.gz' -C '" + dir + "'";
+  std::string cmd = "mkdir -p '" + dir + "' && tar xzf '" + shared_dir() + "/traces/chakra/mlcommons_chakra_tests/json_trace.tar.gz' -C '" +
+                    dir + "' && tar xzf '" + shared_dir() + "/traces/chakra/mlcommons_chakra_tests/feeder_tests_trace.tar.gz' -C '" + dir +
+                    "'";
   REQUIRE(std::system(cmd.c_str()) == 0);
   auto span = [](const std::string& p) {
     auto r = replay(load_trace(p));
@@ -117,10 +118,11 @@ TEST_CASE("the Chakra and PyTorch execution traces of ../shared import", "[chakr
   CHECK(span(dir + "/jsonData/small_chakra.0.json").first == 7);
   std::system(("rm -rf '" + dir + "'").c_str());
   // PyTorch execution traces: operators and their tensor dependencies (no durations in them).
-  for (const char* f : {"/traces/chakra/param_pytorch_et/resnet_1gpu_et.json.gz", "/traces/chakra/param_pytorch_et/resnet_2gpu_et.json.gz",
-                        "/traces/chakra/param_pytorch_et/resnet_et.json.gz", "/traces/kineto/param_dlrm_8rank_v100/dlrm_pytorch_et/dlrm_eg_0.json",
-                        "/traces/kineto/hta/execution_trace/benchmark_simple_add_et.json.gz",
-                        "/traces/kineto/param_single_gpu_rtx2080ti/linear_et.json.gz"}) {
+  for (const char* f :
+       {"/traces/chakra/param_pytorch_et/resnet_1gpu_et.json.gz", "/traces/chakra/param_pytorch_et/resnet_2gpu_et.json.gz",
+        "/traces/chakra/param_pytorch_et/resnet_et.json.gz", "/traces/kineto/param_dlrm_8rank_v100/dlrm_pytorch_et/dlrm_eg_0.json",
+        "/traces/kineto/hta/execution_trace/benchmark_simple_add_et.json.gz",
+        "/traces/kineto/param_single_gpu_rtx2080ti/linear_et.json.gz"}) {
     INFO(f);
     Trace t = load_trace(shared_dir() + f);
     CHECK(t.ops.size() > 10);

@@ -89,7 +89,8 @@ TEST_CASE("bad input: one error line naming the file, exit code 2", "[cli][error
     fs::remove(p);
     sqlite3* db = nullptr;
     REQUIRE(sqlite3_open(p.string().c_str(), &db) == SQLITE_OK);
-    REQUIRE(sqlite3_exec(db, "CREATE TABLE recipes(name TEXT); INSERT INTO recipes VALUES('bread');", nullptr, nullptr, nullptr) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(db, "CREATE TABLE recipes(name TEXT); INSERT INTO recipes VALUES('bread');", nullptr, nullptr, nullptr) ==
+            SQLITE_OK);
     sqlite3_close(db);
     expect_bad_input(p.string(), "no CUDA activity tables");
   }
@@ -149,7 +150,8 @@ TEST_CASE("replay --json - writes the contract's keys to stdout", "[cli]") {
   REQUIRE(r.code == 0);
   auto j = nlohmann::json::parse(r.out);
   for (const char* k : {"makespan_ns", "measured_makespan_ns", "critical_path", "overlap", "ranges"}) CHECK(j.contains(k));
-  for (const char* k : {"compute_ns", "communication_ns", "memcpy_ns", "compute_comm_overlap_ns", "exposed_communication_ns", "gpu_idle_ns"})
+  for (const char* k :
+       {"compute_ns", "communication_ns", "memcpy_ns", "compute_comm_overlap_ns", "exposed_communication_ns", "gpu_idle_ns"})
     CHECK(j["overlap"].contains(k));
   REQUIRE(j["critical_path"].size() > 0);
   for (const char* k : {"id", "name", "kind", "device", "stream", "start_ns", "end_ns"}) CHECK(j["critical_path"][0].contains(k));
@@ -258,13 +260,14 @@ TEST_CASE("whatif and sweep from the command line", "[cli][whatif]") {
   for (const char* k : {"name", "measured_span_ns", "baseline_ns", "predicted_ns"}) CHECK(j["ranges"][0].contains(k));
   CHECK(j["predicted_ns"].get<TimeNs>() <= j["baseline_ns"].get<TimeNs>());
   CHECK(j["transforms"].size() == 2);
-  CHECK(run("whatif '" + demo_trace() + "'").code == 2);                         // no transform
-  CHECK(run("whatif '" + demo_trace() + "' --scale fast:name~x").code == 2);     // bad factor
-  CHECK(run("whatif '" + demo_trace() + "' --frobnicate").code == 2);            // unknown option
+  CHECK(run("whatif '" + demo_trace() + "'").code == 2);                      // no transform
+  CHECK(run("whatif '" + demo_trace() + "' --scale fast:name~x").code == 2);  // bad factor
+  CHECK(run("whatif '" + demo_trace() + "' --frobnicate").code == 2);         // unknown option
   fs::path csv = tmp_dir() / "sweep.csv";
   fs::path sc = tmp_dir() / "scenario.json";
   std::ofstream(sc.string()) << R"({"name": "fast-spin", "transforms": [{"scale": "4:name~spin"}]})";
-  Run s = run("sweep '" + demo_trace() + "' --hw h200-sxm,h100-sxm,a100-sxm-80gb --scenario '" + sc.string() + "' --jobs 2 --csv '" + csv.string() + "'");
+  Run s = run("sweep '" + demo_trace() + "' --hw h200-sxm,h100-sxm,a100-sxm-80gb --scenario '" + sc.string() + "' --jobs 2 --csv '" +
+              csv.string() + "'");
   INFO(s.err);
   REQUIRE(s.code == 0);
   std::string text = slurp(csv);
@@ -281,8 +284,11 @@ namespace {
 std::size_t longest_line(const std::string& s) {
   std::size_t best = 0, cur = 0;
   for (char c : s) {
-    if (c == '\n') { best = std::max(best, cur); cur = 0; }
-    else ++cur;
+    if (c == '\n') {
+      best = std::max(best, cur);
+      cur = 0;
+    } else
+      ++cur;
   }
   return std::max(best, cur);
 }

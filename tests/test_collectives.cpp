@@ -120,10 +120,22 @@ TEST_CASE("ranks traced on different clocks are aligned on their collectives", "
     nlohmann::json ev = nlohmann::json::array();
     for (int k = 0; k < 3; ++k) {
       double t0 = 1000.0 * k + shift_us, start = t0 + (rank ? 210 : 10), end = t0 + 700;
-      ev.push_back({{"ph", "X"}, {"cat", "cuda_runtime"}, {"name", "cudaLaunchKernel"}, {"pid", 1 + rank}, {"tid", 1}, {"ts", t0}, {"dur", 5},
+      ev.push_back({{"ph", "X"},
+                    {"cat", "cuda_runtime"},
+                    {"name", "cudaLaunchKernel"},
+                    {"pid", 1 + rank},
+                    {"tid", 1},
+                    {"ts", t0},
+                    {"dur", 5},
                     {"args", {{"correlation", k + 1}}}});
-      ev.push_back({{"ph", "X"}, {"cat", "kernel"}, {"name", "ncclKernel_AllReduce_RING_LL_Sum_float"}, {"pid", 0}, {"tid", 20},
-                    {"ts", start}, {"dur", end - start}, {"args", {{"correlation", k + 1}, {"device", 0}, {"stream", 20}}}});
+      ev.push_back({{"ph", "X"},
+                    {"cat", "kernel"},
+                    {"name", "ncclKernel_AllReduce_RING_LL_Sum_float"},
+                    {"pid", 0},
+                    {"tid", 20},
+                    {"ts", start},
+                    {"dur", end - start},
+                    {"args", {{"correlation", k + 1}, {"device", 0}, {"stream", 20}}}});
     }
     nlohmann::json j = {{"distributedInfo", {{"rank", rank}, {"world_size", 2}}}, {"traceEvents", ev}};
     std::string path = tmp("clock" + std::to_string(rank) + ".json");

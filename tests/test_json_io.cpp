@@ -38,9 +38,7 @@ TEST_CASE("malformed workloads are rejected naming the file and the record", "[j
   auto bad = [](const std::string& text) {
     try {
       workload(text);
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
+    } catch (const InputError& e) { return std::string(e.what()); }
     return std::string("no error");
   };
   CHECK_THAT(bad("{\"format\": \"bneck-workload\", \"lanes\": [{\"kind\": \"stream\"}], \"ops\": [{\"lane\": 0}]}"),
@@ -49,7 +47,8 @@ TEST_CASE("malformed workloads are rejected naming the file and the record", "[j
              Catch::Contains("ops[0]"));
   CHECK_THAT(bad("{\"format\": \"bneck-workload\", \"lanes\": [{\"kind\": \"stream\"}], \"ops\": [{\"lane\": 3, \"duration\": \"1 ms\"}]}"),
              Catch::Contains("lane"));
-  CHECK_THAT(bad("{\"format\": \"bneck-workload\", \"lanes\": [{\"kind\": \"stream\"}], \"ops\": [{\"lane\": 0, \"duration\": \"1 ms\", \"after\": [7]}]}"),
+  CHECK_THAT(bad("{\"format\": \"bneck-workload\", \"lanes\": [{\"kind\": \"stream\"}], \"ops\": [{\"lane\": 0, \"duration\": \"1 ms\", "
+                 "\"after\": [7]}]}"),
              Catch::Contains("after"));
   CHECK_THAT(bad("{\"format\": \"something-else\"}"), Catch::Contains("format"));
   CHECK_THAT(bad("{\"format\": \"bneck-workload\", \"ops\": [ {"), Catch::Contains("malformed JSON"));

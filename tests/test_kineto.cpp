@@ -22,7 +22,6 @@
 using namespace bneck;
 using namespace bneck::test;
 
-
 TEST_CASE("Kineto timestamps: float microseconds to integer nanoseconds from the text", "[kineto]") {
   CHECK(kineto_us_to_ns("1694128201427784") == 1'694'128'201'427'784'000);
   // 16 significant digits: a double would round the last one.
@@ -78,23 +77,24 @@ TEST_CASE("canonical kernel names agree across nsys and Kineto spellings", "[kin
 
 TEST_CASE("every Kineto and Chakra trace in ../shared imports", "[kineto][shared]") {
   const std::string k = shared_dir() + "/traces/kineto/";
-  for (const char* f : {"hta/trace_filter/sampled_rank-0.json.gz", "hta/trace_filter/sampled_rank-1.json.gz",
-                        "hta/nccl_parser_config/nccl_data.json.gz", "hta/df_index_resolver/df_index_resolver.json.gz",
-                        "hta/negative_queue_length_values_check/rank0.json.gz", "hta/trace_diff/control/control.json.gz",
-                        "hta/trace_diff/test/test.json.gz", "hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz",
-                        "hta/critical_path/simple_add/benchmark_result_493459_1694039959_trace.json.gz",
-                        "hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz",
-                        "hta/critical_path/cuda_event_sync/event_sync_trace.json.gz",
-                        "hta/critical_path/cuda_event_sync_multi_stream/event_sync_trace.json.gz",
-                        "hta/execution_trace/benchmark_simple_add_trace.json.gz", "hta/triton_example/triton_example.json.gz",
-                        "hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz", "param_single_gpu_rtx2080ti/linear_kineto.json.gz",
-                        "param_single_gpu_rtx2080ti/resnet_kineto.json.gz"}) {
+  for (const char* f :
+       {"hta/trace_filter/sampled_rank-0.json.gz", "hta/trace_filter/sampled_rank-1.json.gz", "hta/nccl_parser_config/nccl_data.json.gz",
+        "hta/df_index_resolver/df_index_resolver.json.gz", "hta/negative_queue_length_values_check/rank0.json.gz",
+        "hta/trace_diff/control/control.json.gz", "hta/trace_diff/test/test.json.gz",
+        "hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz",
+        "hta/critical_path/simple_add/benchmark_result_493459_1694039959_trace.json.gz",
+        "hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz",
+        "hta/critical_path/cuda_event_sync/event_sync_trace.json.gz",
+        "hta/critical_path/cuda_event_sync_multi_stream/event_sync_trace.json.gz", "hta/execution_trace/benchmark_simple_add_trace.json.gz",
+        "hta/triton_example/triton_example.json.gz", "hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz",
+        "param_single_gpu_rtx2080ti/linear_kineto.json.gz", "param_single_gpu_rtx2080ti/resnet_kineto.json.gz"}) {
     INFO(f);
     Trace t;
     REQUIRE_NOTHROW(t = load_trace(k + f));
     CHECK(t.device_op_count() > 0);
     ReplayReport rep = run_replay(t, ReplayOptions{});
-    double e = std::fabs(static_cast<double>(rep.simulated.length() - rep.measured.length())) / static_cast<double>(std::max<TimeNs>(1, rep.measured.length()));
+    double e = std::fabs(static_cast<double>(rep.simulated.length() - rep.measured.length())) /
+               static_cast<double>(std::max<TimeNs>(1, rep.measured.length()));
     CHECK(e <= 0.02);
   }
 }

@@ -94,8 +94,10 @@ TEST_CASE("occupancy equals the CUDA occupancy API on an H200", "[models][occupa
                      r["static_smem"].get<Bytes>() + r["dynamic_smem"].get<Bytes>()};
     OccupancyResult o = occupancy(h.gpu, q);
     ++rows;
-    if (o.blocks_per_sm == r["blocks_per_sm"].get<std::uint32_t>()) ++equal;
-    else INFO(r.dump() << " bneck: " << o.blocks_per_sm << " (" << o.limiter << ")");
+    if (o.blocks_per_sm == r["blocks_per_sm"].get<std::uint32_t>())
+      ++equal;
+    else
+      INFO(r.dump() << " bneck: " << o.blocks_per_sm << " (" << o.limiter << ")");
     CHECK(o.blocks_per_sm == r["blocks_per_sm"].get<std::uint32_t>());
   }
   CHECK(rows > 1000);
@@ -123,12 +125,13 @@ TEST_CASE("transfers: latency plus bytes over the path's bandwidth", "[models][t
 }
 
 TEST_CASE("transfers: a calibrated curve is piecewise linear between its measured sizes", "[models][transfer]") {
-  nlohmann::json j = nlohmann::json::parse(R"({"name": "c", "gpu": {"sm_count": 1, "memory_bandwidth": "1 TB/s", "peak": {"fp32": {"simt": "1 TFLOP/s"}}},
+  nlohmann::json j =
+      nlohmann::json::parse(R"({"name": "c", "gpu": {"sm_count": 1, "memory_bandwidth": "1 TB/s", "peak": {"fp32": {"simt": "1 TFLOP/s"}}},
     "node": {"copy_paths": {"h2d_pageable": {"latency": "1 us", "bandwidth": "1 GB/s",
       "curve": [["64 KiB", "8 us"], ["1 MiB", "88 us"], ["16 MiB", "1288 us"], ["256 MiB", "41 ms"]]}}}})");
   HwSpec h = parse_hw(j, "c.json");
   auto t = [&](Bytes b) { return transfer_time(h, MemcpyKind::HtoD, MemKind::Pageable, MemKind::Device, b); };
-  CHECK(t(1ull << 20) == 88'000);   // on a point
+  CHECK(t(1ull << 20) == 88'000);  // on a point
   // Between 1 MiB (88 us) and 16 MiB (1288 us): 1200 us per 15 MiB = 80 us per MiB; 4 MiB -> 88 + 3 x 80 = 328 us.
   CHECK(t(4ull << 20) == 328'000);
   // Past the last point, the last segment's rate: (41 ms - 1.288 ms) / 240 MiB = 165.47 us per MiB;
@@ -145,8 +148,8 @@ TEST_CASE("transfers: a calibrated curve is piecewise linear between its measure
 
 TEST_CASE("hardware presets: every number sourced, extends resolved, errors named", "[hw]") {
   auto names = hw_preset_names();
-  for (const char* want : {"h200-sxm", "h100-sxm", "h100-pcie", "a100-sxm-80gb", "b200", "l40s", "rtx3090", "rtx2080ti",
-                           "v100-sxm2", "hypothetical-120tf-2tbs"})
+  for (const char* want : {"h200-sxm", "h100-sxm", "h100-pcie", "a100-sxm-80gb", "b200", "l40s", "rtx3090", "rtx2080ti", "v100-sxm2",
+                           "hypothetical-120tf-2tbs"})
     CHECK(std::find(names.begin(), names.end(), want) != names.end());
   for (const auto& n : names) {
     INFO(n);
@@ -157,7 +160,7 @@ TEST_CASE("hardware presets: every number sourced, extends resolved, errors name
   }
   HwSpec h200 = load_hw("h200-sxm");
   CHECK(h200.chain == std::vector<std::string>{"h200-sxm", "h100-sxm"});
-  CHECK(h200.gpu.memory_bandwidth == Approx(4.8e12));              // its own
+  CHECK(h200.gpu.memory_bandwidth == Approx(4.8e12));                             // its own
   CHECK(h200.gpu.peak_of(Dtype::BF16, ComputeUnit::Tensor) == Approx(989.4e12));  // inherited
   CHECK(h200.gpu.l2_bytes == 62914560);
   CHECK_THROWS_WITH(load_hw("h300-imaginary"), Catch::Contains("no such hardware preset"));
@@ -169,7 +172,8 @@ TEST_CASE("hardware presets: every number sourced, extends resolved, errors name
   CHECK(preset_for_device_name("Tesla V100-SXM2-32GB") == "v100-sxm2");
   CHECK(preset_for_device_name("AMD Instinct MI300X").empty());
   CHECK(preset_for_device("NVIDIA H200") == "h200-sxm-calibrated");
-  nlohmann::json bad = nlohmann::json::parse(R"({"name": "x", "gpu": {"sm_count": 10, "memory_bandwidth": "fast", "peak": {"fp32": {"simt": "1 TFLOP/s"}}}})");
+  nlohmann::json bad = nlohmann::json::parse(
+      R"({"name": "x", "gpu": {"sm_count": 10, "memory_bandwidth": "fast", "peak": {"fp32": {"simt": "1 TFLOP/s"}}}})");
   CHECK_THROWS_WITH(parse_hw(bad, "x.json"), Catch::Contains("x.json") && Catch::Contains("gpu.memory_bandwidth"));
 }
 

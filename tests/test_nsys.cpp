@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "helpers.hpp"
+#include "traces/cuda_api.hpp"
 #include "traces/nsys/nsys_importer.hpp"
 
 using namespace bneck;
@@ -51,8 +52,8 @@ TEST_CASE("the bundled demo trace imports with its devices, streams, ranges and 
     if (is_device_op(o.kind) && o.link != kNone) ++linked;
     if (o.flags & Op::kFlagGraphNode) ++graph_nodes;
   }
-  CHECK(linked == 62);      // every device op found its launching call
-  CHECK(graph_nodes == 18); // 3 nodes x 6 graph launches
+  CHECK(linked == 62);       // every device op found its launching call
+  CHECK(graph_nodes == 18);  // 3 nodes x 6 graph launches
   std::size_t waits = 0, records = 0;
   for (const Op& o : t.ops) {
     if (o.api_class() == ApiClass::StreamWait && t.api(o) && t.api(o)->has_event && t.api(o)->stream != kNone) ++waits;
@@ -63,7 +64,11 @@ TEST_CASE("the bundled demo trace imports with its devices, streams, ranges and 
 }
 
 TEST_CASE("the public nsys exports of three schema versions import", "[nsys][shared]") {
-  struct Case { const char* path; std::size_t kernels, memcpys, memsets; const char* version; };
+  struct Case {
+    const char* path;
+    std::size_t kernels, memcpys, memsets;
+    const char* version;
+  };
   const Case cases[] = {
       {"dlprof_lenet_rtx2070s/nsys_profile.sqlite", 46, 12, 4, "2022.1"},
       {"dlprof_lenet_rtx2070s/w_Relu/nsys_profile.sqlite", 59, 13, 4, "2022.1"},
@@ -85,8 +90,7 @@ TEST_CASE("the public nsys exports of three schema versions import", "[nsys][sha
   // cuLaunchKernelEx) and names NVTX ranges via textId.
   Trace trt = load_trace(shared_dir() + "/traces/nsys/memfusion_rtx3090_tensorrt/report1.sqlite");
   std::size_t linked = 0;
-  for (const Op& o : trt.ops)
-    linked += o.kind == OpKind::Kernel && o.link != kNone && trt.ops[o.link].api_class() == ApiClass::Launch;
+  for (const Op& o : trt.ops) linked += o.kind == OpKind::Kernel && o.link != kNone && trt.ops[o.link].api_class() == ApiClass::Launch;
   CHECK(linked == 36);
   std::size_t driver = 0;
   for (const Op& o : trt.ops) driver += o.kind == OpKind::Kernel && o.link != kNone && trt.name(trt.ops[o.link]) == "cuLaunchKernelEx";

@@ -29,15 +29,14 @@ void check_fidelity(const std::string& path, const std::string& range_re, std::s
   }
   CHECK(errs.size() >= min_ranges);
   CHECK(median(errs) <= 0.01);
-  double whole = std::fabs(static_cast<double>(rep.simulated.length() - rep.measured.length())) / static_cast<double>(rep.measured.length());
+  double whole =
+      std::fabs(static_cast<double>(rep.simulated.length() - rep.measured.length())) / static_cast<double>(rep.measured.length());
   CHECK(whole <= 0.01);
 }
 
 }  // namespace
 
-TEST_CASE("replay reproduces the bundled demo trace's iteration spans", "[e2e]") {
-  check_fidelity(demo_trace(), "iter.*", 6);
-}
+TEST_CASE("replay reproduces the bundled demo trace's iteration spans", "[e2e]") { check_fidelity(demo_trace(), "iter.*", 6); }
 
 TEST_CASE("replay fidelity on every H200 trace and every range", "[e2e][shared]") {
   check_fidelity(h200("streams_base.sqlite"), "round.*", 6);
@@ -52,11 +51,15 @@ TEST_CASE("replay fidelity on every H200 trace and every range", "[e2e][shared]"
 
 TEST_CASE("measured spans match the ground truth table of the H200 README", "[e2e][shared]") {
   // Medians from ../shared/traces/h200/README.md.
-  struct Case { const char* file; const char* range; double ms; };
+  struct Case {
+    const char* file;
+    const char* range;
+    double ms;
+  };
   const Case cases[] = {{"streams_base.sqlite", "round.*", 12.20}, {"streams_fast.sqlite", "round.*", 9.69},
-                        {"chain.sqlite", "fp32_chain2", 0.879}, {"chain.sqlite", "bf16_fused4", 0.405},
-                        {"decode_eager.sqlite", "tok.*", 1.29}, {"decode_graph.sqlite", "tok.*", 0.144},
-                        {"block_fp32.sqlite", "step.*", 109.7}, {"memcpy.sqlite", "h2d_pinned_268435456", 4.85}};
+                        {"chain.sqlite", "fp32_chain2", 0.879},    {"chain.sqlite", "bf16_fused4", 0.405},
+                        {"decode_eager.sqlite", "tok.*", 1.29},    {"decode_graph.sqlite", "tok.*", 0.144},
+                        {"block_fp32.sqlite", "step.*", 109.7},    {"memcpy.sqlite", "h2d_pinned_268435456", 4.85}};
   for (const auto& c : cases) {
     INFO(c.file << " " << c.range);
     Trace t = load_trace(h200(c.file));
@@ -90,8 +93,10 @@ TEST_CASE("streams_base: the critical path and k_aux's slack", "[e2e][critical][
     CHECK(got == want);
     for (auto& [o, slack] : r.slack) {
       std::string n = t.name(t.ops[o]);
-      if (n.rfind("k_aux", 0) == 0) CHECK(slack == Approx(2.5e6).epsilon(0.02));
-      else CHECK(slack < 50'000);  // the path's ops: (near) zero
+      if (n.rfind("k_aux", 0) == 0)
+        CHECK(slack == Approx(2.5e6).epsilon(0.02));
+      else
+        CHECK(slack < 50'000);  // the path's ops: (near) zero
     }
   }
 }

@@ -10,9 +10,9 @@ TEST_CASE("durations carry units and become integer nanoseconds", "[units]") {
   CHECK(parse_duration("1.5ms") == 1'500'000);
   CHECK(parse_duration("300 ns") == 300);
   CHECK(parse_duration("2 s") == 2'000'000'000);
-  CHECK(parse_duration("0.0004 us") == 0);  // rounds to the nearest ns
-  CHECK_THROWS_AS(parse_duration("5"), InputError);       // no unit
-  CHECK(parse_duration("0") == 0);                          // zero needs none
+  CHECK(parse_duration("0.0004 us") == 0);           // rounds to the nearest ns
+  CHECK_THROWS_AS(parse_duration("5"), InputError);  // no unit
+  CHECK(parse_duration("0") == 0);                   // zero needs none
   CHECK(parse_bytes("0") == 0);
   CHECK_THROWS_AS(parse_bytes("48"), InputError);
   CHECK_THROWS_AS(parse_duration("5 parsecs"), InputError);

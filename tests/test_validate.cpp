@@ -14,7 +14,7 @@ using namespace bneck::test;
 
 namespace {
 std::string reference() { return source_dir() + "/validate/reference/h200/measurements.json"; }
-}
+}  // namespace
 
 TEST_CASE("calibration on the H200 measurements predicts the held-out half", "[validate]") {
   Measurements m = load_measurements(reference());
@@ -80,8 +80,15 @@ TEST_CASE("collective calibration recovers latency and bus bandwidth from NCCL m
   nlohmann::json ms = {{"format", "bneck-measurements"}, {"version", 1}, {"device", {{"name", "NVIDIA H200"}, {"gpus", 8}}}};
   nlohmann::json items = nlohmann::json::array();
   for (double s = 8; s <= 1073741824.0; s *= 4)
-    items.push_back({{"family", "collective"}, {"name", "all_reduce"}, {"kind", "all_reduce"}, {"ranks", 8}, {"size", s}, {"bytes", s},
-                     {"flops", 0}, {"time_ns", 20000.0 + s * 1.75 / 360e9 * 1e9}, {"repeats", 11}});
+    items.push_back({{"family", "collective"},
+                     {"name", "all_reduce"},
+                     {"kind", "all_reduce"},
+                     {"ranks", 8},
+                     {"size", s},
+                     {"bytes", s},
+                     {"flops", 0},
+                     {"time_ns", 20000.0 + s * 1.75 / 360e9 * 1e9},
+                     {"repeats", 11}});
   ms["measurements"] = items;
   std::string path = "/tmp/bneck_test_coll_" + std::to_string(::getpid()) + ".json";
   std::ofstream(path) << ms.dump();
@@ -113,8 +120,16 @@ TEST_CASE("repeated runs of one configuration share a half, and the copy curve t
   const double run_a[] = {20000, 80000, 300000, 1200000}, run_b[] = {24000, 78000, 310000, 1220000};
   for (int r = 0; r < 2; ++r)
     for (int i = 0; i < 4; ++i)
-      items.push_back({{"family", "memcpy"}, {"name", "h2d_pinned"}, {"path", "h2d_pinned"}, {"size", sizes[i]}, {"bytes", sizes[i]},
-                       {"event_ns", 1e9}, {"device_records", 21}, {"flops", 0}, {"time_ns", r ? run_b[i] : run_a[i]}, {"repeats", 21}});
+      items.push_back({{"family", "memcpy"},
+                       {"name", "h2d_pinned"},
+                       {"path", "h2d_pinned"},
+                       {"size", sizes[i]},
+                       {"bytes", sizes[i]},
+                       {"event_ns", 1e9},
+                       {"device_records", 21},
+                       {"flops", 0},
+                       {"time_ns", r ? run_b[i] : run_a[i]},
+                       {"repeats", 21}});
   nlohmann::json ms = {{"format", "bneck-measurements"}, {"version", 1}, {"device", {{"name", "NVIDIA H200"}}}, {"measurements", items}};
   std::string path = "/tmp/bneck_test_runs_" + std::to_string(::getpid()) + ".json";
   std::ofstream(path) << ms.dump();
@@ -151,7 +166,8 @@ TEST_CASE("microbenchmarks are timed through the replay's models and engine (han
   };
   // Copy of 1 GB with 16-byte accesses: 1 GB read at 0.5 TB/s (2 ms) + 1 GB written at 1 TB/s
   // (1 ms) + the tail (1 us), seen by events from the call: + 5 us of launch latency.
-  Measurement copy = measure("stream", "copy_f32x4", {{"width_bytes", 16}, {"array_bytes", 1e9}, {"bytes", 2e9}, {"blocks", 244141}, {"threads", 256}});
+  Measurement copy =
+      measure("stream", "copy_f32x4", {{"width_bytes", 16}, {"array_bytes", 1e9}, {"bytes", 2e9}, {"blocks", 244141}, {"threads", 256}});
   CHECK(predict(copy, hw) == Approx(3006000).margin(2));
   // Four chained kernels of 100 MB read + 100 MB written each (0.2 + 0.1 ms + 1 us = 301 us): the
   // host launches them 4 us apart, each waits for the one before: 5 us + 4 x 301 us = 1209 us.

@@ -1,4 +1,5 @@
 // Calculators: bneck roofline | occupancy | coalesce | tile | amdahl | collective, each with --json.
+#include <iomanip>
 #include <cmath>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -19,7 +20,7 @@ using nlohmann::json;
 namespace {
 
 void emit(const std::string& json_out, const json& j, const std::function<void()>& text) {
-  if (!json_out.empty()) write_output(json_out, [&](std::ostream& o) { o << j.dump(2) << "\n"; });
+  if (!json_out.empty()) write_output(json_out, [&](std::ostream& o) { o << std::setw(2) << j << "\n"; });
   if (json_out != "-") text();
 }
 
@@ -29,10 +30,7 @@ Dtype parse_dtype(const std::string& s) {
   return *d;
 }
 
-
 }  // namespace
-
-
 
 void add_occupancy(CLI::App& sub, Action& action) {
   static std::string hw = "h200-sxm", smem = "0 B", json_out;
@@ -46,12 +44,17 @@ void add_occupancy(CLI::App& sub, Action& action) {
     action = [] {
       HwSpec h = load_hw(hw);
       OccupancyResult r = occupancy(h.gpu, {threads, regs, parse_bytes(smem)});
-      json j = {{"hw", h.name}, {"blocks_per_sm", r.blocks_per_sm}, {"warps_per_sm", r.warps_per_sm}, {"occupancy", r.occupancy},
-                {"limiter", r.limiter}, {"by", {{"warps", r.by_warps}, {"registers", r.by_registers}, {"shared_memory", r.by_shared_memory}, {"blocks", r.by_blocks}}}};
+      json j = {
+          {"hw", h.name},
+          {"blocks_per_sm", r.blocks_per_sm},
+          {"warps_per_sm", r.warps_per_sm},
+          {"occupancy", r.occupancy},
+          {"limiter", r.limiter},
+          {"by", {{"warps", r.by_warps}, {"registers", r.by_registers}, {"shared_memory", r.by_shared_memory}, {"blocks", r.by_blocks}}}};
       emit(json_out, j, [&] {
         std::printf("%s: %u threads, %u registers, %s shared per block\n", h.name.c_str(), threads, regs, smem.c_str());
-        std::printf("  blocks per SM %u (limits: warps %u, registers %u, shared memory %u, blocks %u), limiter: %s\n",
-                    r.blocks_per_sm, r.by_warps, r.by_registers, r.by_shared_memory, r.by_blocks, r.limiter.c_str());
+        std::printf("  blocks per SM %u (limits: warps %u, registers %u, shared memory %u, blocks %u), limiter: %s\n", r.blocks_per_sm,
+                    r.by_warps, r.by_registers, r.by_shared_memory, r.by_blocks, r.limiter.c_str());
         std::printf("  warps per SM %u, occupancy %.1f%%\n", r.warps_per_sm, r.occupancy * 100);
       });
       return 0;
@@ -69,12 +72,11 @@ void add_coalesce(CLI::App& sub, Action& action) {
     action = [] {
       if (elem == 0) throw InputError("--elem-bytes must be positive");
       Coalescing c = coalesce(elem, stride);
-      json j = {{"elem_bytes", elem}, {"stride", stride}, {"sectors_per_request", c.sectors_per_request},
+      json j = {{"elem_bytes", elem},           {"stride", stride},           {"sectors_per_request", c.sectors_per_request},
                 {"bytes_moved", c.bytes_moved}, {"efficiency", c.efficiency}, {"dram_bytes_moved", c.dram_bytes_moved}};
       emit(json_out, j, [&] {
-        std::printf("a warp reading %u-byte elements %u apart: %u sectors of 32 B, %llu bytes moved for %u used (%.1f%%)\n",
-                    elem, stride, c.sectors_per_request, static_cast<unsigned long long>(c.bytes_moved), 32 * elem,
-                    c.efficiency * 100);
+        std::printf("a warp reading %u-byte elements %u apart: %u sectors of 32 B, %llu bytes moved for %u used (%.1f%%)\n", elem, stride,
+                    c.sectors_per_request, static_cast<unsigned long long>(c.bytes_moved), 32 * elem, c.efficiency * 100);
       });
       return 0;
     };
@@ -92,7 +94,8 @@ void add_tile(CLI::App& sub, Action& action) {
       Dtype d = parse_dtype(dtype);
       double fpb = tile_flop_per_byte(width, dtype_bytes(d));
       json j = {{"width", width}, {"dtype", to_string(d)}, {"flop_per_byte", fpb}};
-      emit(json_out, j, [&] { std::printf("a %s tile of width %g: 2b^2 FLOPs per 2b elements loaded = %g FLOP/byte\n", to_string(d), width, fpb); });
+      emit(json_out, j,
+           [&] { std::printf("a %s tile of width %g: 2b^2 FLOPs per 2b elements loaded = %g FLOP/byte\n", to_string(d), width, fpb); });
       return 0;
     };
   });
@@ -142,22 +145,31 @@ void add_collective(CLI::App& sub, Action& action) {
   sub.callback([&action] {
     action = [] {
       CollKind k = collective_kind_from_name(kind);
-      if (k == CollKind::Unknown) throw InputError("--kind " + kind + ": expected allreduce, allgather, reducescatter, broadcast, reduce, alltoall or sendrecv");
+      if (k == CollKind::Unknown)
+        throw InputError("--kind " + kind + ": expected allreduce, allgather, reducescatter, broadcast, reduce, alltoall or sendrecv");
       if (ranks == 0) throw InputError("--ranks must be at least 1");
       HwSpec h = load_target_hw(hw);
       Bytes b = parse_bytes(bytes);
       CollectiveEstimate e = collective_time(h, k, b, ranks);
       double t = static_cast<double>(std::max<TimeNs>(1, e.time_ns)) * 1e-9;
       double algbw = static_cast<double>(b) / t, busbw = algbw * bus_factor(k, ranks);
-      json j = {{"hw", h.name}, {"kind", to_string(k)}, {"bytes", b}, {"ranks", ranks}, {"time_ns", e.time_ns},
-                {"algorithm", e.algorithm}, {"link", e.link}, {"link_bandwidth_bytes_per_s", e.link_bandwidth},
-                {"latency_ns", e.latency_ns}, {"algbw_bytes_per_s", algbw}, {"busbw_bytes_per_s", busbw},
+      json j = {{"hw", h.name},
+                {"kind", to_string(k)},
+                {"bytes", b},
+                {"ranks", ranks},
+                {"time_ns", e.time_ns},
+                {"algorithm", e.algorithm},
+                {"link", e.link},
+                {"link_bandwidth_bytes_per_s", e.link_bandwidth},
+                {"latency_ns", e.latency_ns},
+                {"algbw_bytes_per_s", algbw},
+                {"busbw_bytes_per_s", busbw},
                 {"bus_factor", bus_factor(k, ranks)}};
       emit(json_out, j, [&] {
-        std::printf("%s of %s on %u ranks of %s: %s (%s over %s at %s; latency part %s); algbw %s, busbw %s (x%.4g)\n",
-                    to_string(k), format_bytes(b).c_str(), ranks, h.name.c_str(), format_duration(e.time_ns).c_str(), e.algorithm.c_str(),
-                    e.link.c_str(), format_bandwidth(e.link_bandwidth).c_str(), format_duration(e.latency_ns).c_str(),
-                    format_bandwidth(algbw).c_str(), format_bandwidth(busbw).c_str(), bus_factor(k, ranks));
+        std::printf("%s of %s on %u ranks of %s: %s (%s over %s at %s; latency part %s); algbw %s, busbw %s (x%.4g)\n", to_string(k),
+                    format_bytes(b).c_str(), ranks, h.name.c_str(), format_duration(e.time_ns).c_str(), e.algorithm.c_str(), e.link.c_str(),
+                    format_bandwidth(e.link_bandwidth).c_str(), format_duration(e.latency_ns).c_str(), format_bandwidth(algbw).c_str(),
+                    format_bandwidth(busbw).c_str(), bus_factor(k, ranks));
       });
       return 0;
     };

@@ -1,4 +1,5 @@
 // bneck hw list | bneck hw show NAME|FILE [--json FILE]
+#include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -21,7 +22,7 @@ void add_hw(CLI::App& sub, Action& action) {
         HwSpec h = load_hw(n);
         arr.push_back({{"name", n}, {"description", h.description}, {"extends", h.chain.size() > 1 ? json(h.chain[1]) : json(nullptr)}});
       }
-      if (!json_out.empty()) write_output(json_out, [&](std::ostream& o) { o << arr.dump(2) << "\n"; });
+      if (!json_out.empty()) write_output(json_out, [&](std::ostream& o) { o << std::setw(2) << arr << "\n"; });
       if (json_out != "-")
         for (const auto& a : arr)
           std::printf("%-26s %s\n", a["name"].get<std::string>().c_str(), a["description"].get<std::string>().c_str());
@@ -37,7 +38,7 @@ void add_hw(CLI::App& sub, Action& action) {
       json out = h.resolved;
       out["extends_chain"] = h.chain;
       out["unsourced"] = unsourced_fields(h);
-      if (!json_out.empty()) write_output(json_out, [&](std::ostream& o) { o << out.dump(2) << "\n"; });
+      if (!json_out.empty()) write_output(json_out, [&](std::ostream& o) { o << std::setw(2) << out << "\n"; });
       if (json_out == "-") return 0;
       std::cout << h.name << ": " << h.description << "\n";
       if (h.chain.size() > 1) {

@@ -1,4 +1,5 @@
 // bneck info TRACE [--json FILE]
+#include <iomanip>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -20,9 +21,14 @@ json info_json(const Trace& t) {
   j["measured"] = t.measured;
   json devs = json::array();
   for (const auto& d : t.devices)
-    devs.push_back({{"id", d.id}, {"name", d.name}, {"sm_count", d.sm_count}, {"clock", format_frequency(d.clock_hz)},
-                    {"memory_bandwidth", format_bandwidth(d.memory_bandwidth)}, {"l2", format_bytes(d.l2_bytes)},
-                    {"memory", format_bytes(d.memory_bytes)}, {"compute_capability", std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor)},
+    devs.push_back({{"id", d.id},
+                    {"name", d.name},
+                    {"sm_count", d.sm_count},
+                    {"clock", format_frequency(d.clock_hz)},
+                    {"memory_bandwidth", format_bandwidth(d.memory_bandwidth)},
+                    {"l2", format_bytes(d.l2_bytes)},
+                    {"memory", format_bytes(d.memory_bytes)},
+                    {"compute_capability", std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor)},
                     {"async_engines", d.async_engines}});
   j["devices"] = devs;
   json procs = json::array();
@@ -38,7 +44,11 @@ json info_json(const Trace& t) {
   for (const Op& o : t.ops) {
     kinds[o.kind == OpKind::Kernel && (o.flags & Op::kFlagNccl) ? "collective" : to_string(o.kind)]++;
     if (o.kind == OpKind::Api) classes[to_string(o.api_class())]++;
-    if (!any) { first = o.start; last = o.end(); any = true; }
+    if (!any) {
+      first = o.start;
+      last = o.end();
+      any = true;
+    }
     first = std::min(first, o.start);
     last = std::max(last, o.end());
   }
@@ -59,11 +69,11 @@ void info_text(const Trace& t, const json& j, std::ostream& out) {
   out << "trace   " << t.source << "\nformat  " << t.format << (t.measured ? "" : " (hand-written workload)") << "\n";
   for (const auto& d : j["devices"])
     out << "device  " << d["id"] << ": " << d["name"].get<std::string>() << ", " << d["sm_count"] << " SMs, "
-        << d["clock"].get<std::string>() << ", " << d["memory_bandwidth"].get<std::string>() << ", L2 "
-        << d["l2"].get<std::string>() << ", " << d["memory"].get<std::string>() << ", cc "
-        << d["compute_capability"].get<std::string>() << "\n";
+        << d["clock"].get<std::string>() << ", " << d["memory_bandwidth"].get<std::string>() << ", L2 " << d["l2"].get<std::string>()
+        << ", " << d["memory"].get<std::string>() << ", cc " << d["compute_capability"].get<std::string>() << "\n";
   for (const auto& p : t.processes)
-    out << "process " << p.pid << (p.name.empty() ? "" : " " + p.name) << (p.rank != kNone ? ", rank " + std::to_string(p.rank) : "") << "\n";
+    out << "process " << p.pid << (p.name.empty() ? "" : " " + p.name) << (p.rank != kNone ? ", rank " + std::to_string(p.rank) : "")
+        << "\n";
   if (!t.collectives.empty()) {
     std::size_t joined = 0;
     for (const auto& c : t.collectives) joined += c.members.size() > 1;
@@ -80,7 +90,10 @@ void info_text(const Trace& t, const json& j, std::ostream& out) {
   out << "ranges  " << t.ranges.size() << " (" << rnames.size() << " distinct names)";
   std::size_t shown = 0;
   for (auto& [k, v] : rnames) {
-    if (shown++ >= 12) { out << " ..."; break; }
+    if (shown++ >= 12) {
+      out << " ...";
+      break;
+    }
     out << (shown == 1 ? ": " : ", ") << short_name(k, 30) << (v > 1 ? " x" + std::to_string(v) : "");
   }
   out << "\n";
@@ -95,13 +108,15 @@ void info_text(const Trace& t, const json& j, std::ostream& out) {
 void add_info(CLI::App& sub, Action& action) {
   static std::vector<std::string> trace;
   static std::string json_out;
-  sub.add_option("TRACE", trace, "trace file(s): nsys .sqlite, Kineto .json[.gz], bneck JSON; several files (or a directory) = one trace per rank")->required();
+  sub.add_option("TRACE", trace,
+                 "trace file(s): nsys .sqlite, Kineto .json[.gz], bneck JSON; several files (or a directory) = one trace per rank")
+      ->required();
   sub.add_option("--json", json_out, "write JSON to FILE ('-' for stdout)");
   sub.callback([&action] {
     action = [] {
       Trace t = load_traces(trace);
       json j = info_json(t);
-      if (!json_out.empty()) write_output(json_out, [&](std::ostream& o) { o << j.dump(2) << "\n"; });
+      if (!json_out.empty()) write_output(json_out, [&](std::ostream& o) { o << std::setw(2) << j << "\n"; });
       if (json_out != "-") info_text(t, j, std::cout);
       return 0;
     };

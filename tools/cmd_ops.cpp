@@ -1,4 +1,5 @@
 // bneck ops TRACE [--select SEL] [--json FILE] [--limit N]
+#include <iomanip>
 #include <nlohmann/json.hpp>
 #include <ostream>
 
@@ -16,7 +17,9 @@ void add_ops(CLI::App& sub, Action& action) {
   static std::string json_out, select;
   static std::size_t limit = 200;
   static bool all_ops = false;
-  sub.add_option("TRACE", trace, "trace file(s): nsys .sqlite, Kineto .json[.gz], bneck JSON; several files (or a directory) = one trace per rank")->required();
+  sub.add_option("TRACE", trace,
+                 "trace file(s): nsys .sqlite, Kineto .json[.gz], bneck JSON; several files (or a directory) = one trace per rank")
+      ->required();
   sub.add_option("--select", select, "selector, e.g. 'kind=kernel&name~gemm&dur>10us' (see DESIGN.md)");
   sub.add_option("--json", json_out, "write JSON to FILE ('-' for stdout)");
   sub.add_option("--limit", limit, "list at most N ops (0: all)")->capture_default_str();
@@ -62,7 +65,7 @@ void add_ops(CLI::App& sub, Action& action) {
             arr.push_back(std::move(oj));
           }
           j["ops"] = std::move(arr);
-          o << j.dump(1) << "\n";
+          o << std::setw(1) << j << "\n";
         });
       }
       if (json_out != "-") {
@@ -84,7 +87,8 @@ void add_ops(CLI::App& sub, Action& action) {
                       stream.c_str(), format_duration(op.start - base).c_str(), format_duration(op.duration()).c_str(),
                       short_name(t.name(op), 70).c_str(), details.c_str());
         }
-        std::printf("%zu matched%s\n", matched, matched > hits.size() ? (", " + std::to_string(hits.size()) + " listed (--limit)").c_str() : "");
+        std::printf("%zu matched%s\n", matched,
+                    matched > hits.size() ? (", " + std::to_string(hits.size()) + " listed (--limit)").c_str() : "");
       }
       return 0;
     };

@@ -1,4 +1,5 @@
 // bneck replay TRACE [--range REGEX] [--hw SPEC] [--json FILE] [--chrome-trace FILE]
+#include <iomanip>
 #include <chrono>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -15,12 +16,15 @@ void add_replay(CLI::App& sub, Action& action) {
   static std::vector<std::string> trace;
   static std::string json_out, chrome_out, range, hw, source_hw, durations, sharing = "on";
   static std::size_t top = 15;
-  sub.add_option("TRACE", trace, "trace file(s): nsys .sqlite, Kineto .json[.gz], bneck JSON; several files (or a directory) = one trace per rank")->required();
+  sub.add_option("TRACE", trace,
+                 "trace file(s): nsys .sqlite, Kineto .json[.gz], bneck JSON; several files (or a directory) = one trace per rank")
+      ->required();
   sub.add_option("--range", range, "report the NVTX ranges whose name matches REGEX in full");
   sub.add_option("--hw", hw, "retarget to this GPU: a preset (bneck hw list) or a spec file");
   sub.add_option("--durations", durations, "measured | model | hybrid (default: measured; hybrid with --hw)");
   sub.add_option("--source-hw", source_hw, "the trace's GPU, if its device name does not tell");
-  sub.add_option("--sharing", sharing, "on: concurrent device ops share their GPU's SMs and HBM (sim/engine/sharing.hpp); off: each keeps its time")
+  sub.add_option("--sharing", sharing,
+                 "on: concurrent device ops share their GPU's SMs and HBM (sim/engine/sharing.hpp); off: each keeps its time")
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
   sub.add_option("--json", json_out, "write the report as JSON to FILE ('-' for stdout)");
@@ -31,7 +35,10 @@ void add_replay(CLI::App& sub, Action& action) {
       ReplayOptions opt;
       opt.hw = hw;
       opt.source_hw = source_hw;
-      if (!durations.empty()) { opt.durations = durations; opt.durations_explicit = true; }
+      if (!durations.empty()) {
+        opt.durations = durations;
+        opt.durations_explicit = true;
+      }
       opt.top = top;
       opt.sharing = sharing == "on";
       if (!range.empty()) opt.range_regex = range;
@@ -45,9 +52,9 @@ void add_replay(CLI::App& sub, Action& action) {
       if (!json_out.empty()) {
         nlohmann::json j = replay_json(rep, opt);
         j["timing_s"] = {{"import", rep.import_s}, {"graph", rep.graph_s}, {"replay", rep.replay_s}, {"analysis", rep.analysis_s}};
-        j["peak_rss_mb_after"] = {{"import", rep.import_rss_mb}, {"graph", rep.graph_rss_mb}, {"replay", rep.replay_rss_mb},
-                                  {"analysis", rep.analysis_rss_mb}};
-        write_output(json_out, [&](std::ostream& o) { o << j.dump(1) << "\n"; });
+        j["peak_rss_mb_after"] = {
+            {"import", rep.import_rss_mb}, {"graph", rep.graph_rss_mb}, {"replay", rep.replay_rss_mb}, {"analysis", rep.analysis_rss_mb}};
+        write_output(json_out, [&](std::ostream& o) { o << std::setw(1) << j << "\n"; });
       }
       if (!chrome_out.empty()) write_output(chrome_out, [&](std::ostream& o) { write_chrome_trace(rep, o); });
       if (json_out != "-") print_replay_text(rep, opt, std::cout);

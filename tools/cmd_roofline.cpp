@@ -1,5 +1,6 @@
 // bneck roofline --hw SPEC --dtype T --flops F --bytes B [--unit simt|tensor] [--json FILE]
 // bneck roofline TRACE [--hw SPEC] [--svg FILE] [--json FILE]: the trace's kernels on the roofline
+#include <iomanip>
 #include <cmath>
 #include <fstream>
 #include <iostream>
@@ -20,7 +21,6 @@ using nlohmann::json;
 
 namespace {
 
-
 // Log-log roofline: attainable FLOP/s over arithmetic intensity, one dot per kernel name.
 void write_svg(std::ostream& out, const HwSpec& hw, Dtype roof_dtype, const std::vector<json>& points) {
   const double W = 900, H = 600, L = 80, R = 30, T = 40, B = 70;
@@ -28,12 +28,17 @@ void write_svg(std::ostream& out, const HwSpec& hw, Dtype roof_dtype, const std:
   double peak = hw.gpu.peak_of(roof_dtype, hw.gpu.best_unit(roof_dtype)) * hw.gpu.compute_efficiency;
   double bw = hw.gpu.memory_bandwidth * hw.gpu.memory_efficiency;
   double ymax = std::pow(10, std::ceil(std::log10(peak * 1.5))), ymin = ymax / 1e7;
-  auto X = [&](double v) { return L + (std::log10(std::max(v, xmin)) - std::log10(xmin)) / (std::log10(xmax) - std::log10(xmin)) * (W - L - R); };
-  auto Y = [&](double v) { return H - B - (std::log10(std::max(v, ymin)) - std::log10(ymin)) / (std::log10(ymax) - std::log10(ymin)) * (H - T - B); };
-  out << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+  auto X = [&](double v) {
+    return L + (std::log10(std::max(v, xmin)) - std::log10(xmin)) / (std::log10(xmax) - std::log10(xmin)) * (W - L - R);
+  };
+  auto Y = [&](double v) {
+    return H - B - (std::log10(std::max(v, ymin)) - std::log10(ymin)) / (std::log10(ymax) - std::log10(ymin)) * (H - T - B);
+  };
+  out << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
+      << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   out << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  out << "<text x=\"" << L << "\" y=\"24\" font-size=\"15\">Roofline: " << hw.name << " (" << to_string(roof_dtype)
-      << " peak " << format_op_rate(peak) << ", " << format_bandwidth(bw) << ")</text>\n";
+  out << "<text x=\"" << L << "\" y=\"24\" font-size=\"15\">Roofline: " << hw.name << " (" << to_string(roof_dtype) << " peak "
+      << format_op_rate(peak) << ", " << format_bandwidth(bw) << ")</text>\n";
   for (double d = xmin; d <= xmax * 1.001; d *= 10) {
     out << "<line x1=\"" << X(d) << "\" y1=\"" << T << "\" x2=\"" << X(d) << "\" y2=\"" << H - B << "\" stroke=\"#eee\"/>";
     out << "<text x=\"" << X(d) << "\" y=\"" << H - B + 18 << "\" text-anchor=\"middle\">" << d << "</text>\n";
@@ -45,15 +50,16 @@ void write_svg(std::ostream& out, const HwSpec& hw, Dtype roof_dtype, const std:
   out << "<text x=\"" << (L + W - R) / 2 << "\" y=\"" << H - 25 << "\" text-anchor=\"middle\">arithmetic intensity (FLOP/byte)</text>\n";
   // The roof: bandwidth slope up to the ridge, then the peak.
   double ridge = peak / bw;
-  out << "<polyline fill=\"none\" stroke=\"black\" stroke-width=\"2\" points=\"" << X(xmin) << "," << Y(xmin * bw) << " " << X(ridge)
-      << "," << Y(peak) << " " << X(xmax) << "," << Y(peak) << "\"/>\n";
+  out << "<polyline fill=\"none\" stroke=\"black\" stroke-width=\"2\" points=\"" << X(xmin) << "," << Y(xmin * bw) << " " << X(ridge) << ","
+      << Y(peak) << " " << X(xmax) << "," << Y(peak) << "\"/>\n";
   const char* colors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
   for (const auto& p : points) {
     double x = p["intensity"], y = p["achieved_flop_per_s"];
     int c = p["class_index"];
     double r = 3 + std::min(12.0, std::sqrt(p["time_ns"].get<double>() / 1e5));
     out << "<circle cx=\"" << X(x) << "\" cy=\"" << Y(y) << "\" r=\"" << r << "\" fill=\"" << colors[c % 10]
-        << "\" fill-opacity=\"0.6\"><title>" << p["name"].get<std::string>() << " (" << p["class"].get<std::string>() << ")</title></circle>\n";
+        << "\" fill-opacity=\"0.6\"><title>" << p["name"].get<std::string>() << " (" << p["class"].get<std::string>()
+        << ")</title></circle>\n";
   }
   double ly = T + 10;
   for (int c = 0; c < kKernelClassCount; ++c) {
@@ -91,17 +97,24 @@ void add_roofline(CLI::App& sub, Action& action) {
         if (!unit.empty() && unit != "simt" && unit != "tensor") throw InputError("--unit must be simt or tensor");
         RooflineInput in{*d, u, parse_amount(flops, "--flops"), parse_amount(bytes, "--bytes"), MemLevel::Hbm, false, -1, -1};
         RooflineResult r = roofline(h.gpu, in);
-        json j = {{"hw", h.name}, {"dtype", to_string(*d)}, {"unit", to_string(u)}, {"peak_flop_per_s", r.peak},
-                  {"bandwidth_bytes_per_s", r.bandwidth}, {"ridge_flop_per_byte", r.ridge_flop_per_byte},
-                  {"intensity_flop_per_byte", in.bytes > 0 ? in.flops / in.bytes : 0.0}, {"attainable_flop_per_s", r.attainable_flop_per_s},
-                  {"time_ns", r.time_ns}, {"bound", to_string(r.bound)}};
-        if (!json_out.empty()) write_output(json_out, [&](std::ostream& o) { o << j.dump(2) << "\n"; });
+        json j = {{"hw", h.name},
+                  {"dtype", to_string(*d)},
+                  {"unit", to_string(u)},
+                  {"peak_flop_per_s", r.peak},
+                  {"bandwidth_bytes_per_s", r.bandwidth},
+                  {"ridge_flop_per_byte", r.ridge_flop_per_byte},
+                  {"intensity_flop_per_byte", in.bytes > 0 ? in.flops / in.bytes : 0.0},
+                  {"attainable_flop_per_s", r.attainable_flop_per_s},
+                  {"time_ns", r.time_ns},
+                  {"bound", to_string(r.bound)}};
+        if (!json_out.empty()) write_output(json_out, [&](std::ostream& o) { o << std::setw(2) << j << "\n"; });
         if (json_out != "-")
-          std::printf("%s %s on %s: peak %s, bandwidth %s, ridge %.4g FLOP/byte\n  intensity %.4g FLOP/byte: attainable %s, "
-                      "time %s, %s-bound\n",
-                      to_string(*d), to_string(u), h.name.c_str(), format_op_rate(r.peak).c_str(), format_bandwidth(r.bandwidth).c_str(),
-                      r.ridge_flop_per_byte, j["intensity_flop_per_byte"].get<double>(), format_op_rate(r.attainable_flop_per_s).c_str(),
-                      format_duration(r.time_ns).c_str(), to_string(r.bound));
+          std::printf(
+              "%s %s on %s: peak %s, bandwidth %s, ridge %.4g FLOP/byte\n  intensity %.4g FLOP/byte: attainable %s, "
+              "time %s, %s-bound\n",
+              to_string(*d), to_string(u), h.name.c_str(), format_op_rate(r.peak).c_str(), format_bandwidth(r.bandwidth).c_str(),
+              r.ridge_flop_per_byte, j["intensity_flop_per_byte"].get<double>(), format_op_rate(r.attainable_flop_per_s).c_str(),
+              format_duration(r.time_ns).c_str(), to_string(r.bound));
         return 0;
       }
       Trace t = load_trace(trace);
@@ -115,8 +128,15 @@ void add_roofline(CLI::App& sub, Action& action) {
         if (o.kind != OpKind::Kernel || (o.flags & Op::kFlagNccl)) continue;
         json& p = agg[o.name];
         if (p.is_null())
-          p = {{"name", t.name(o)}, {"class", to_string(work[i].cls)}, {"class_index", static_cast<int>(work[i].cls)},
-               {"dtype", to_string(work[i].dtype)}, {"flops", 0.0}, {"bytes", 0.0}, {"time_ns", 0.0}, {"count", 0}, {"from_shapes", work[i].from_shapes}};
+          p = {{"name", t.name(o)},
+               {"class", to_string(work[i].cls)},
+               {"class_index", static_cast<int>(work[i].cls)},
+               {"dtype", to_string(work[i].dtype)},
+               {"flops", 0.0},
+               {"bytes", 0.0},
+               {"time_ns", 0.0},
+               {"count", 0},
+               {"from_shapes", work[i].from_shapes}};
         p["flops"] = p["flops"].get<double>() + work[i].flops;
         p["bytes"] = p["bytes"].get<double>() + work[i].bytes;
         p["time_ns"] = p["time_ns"].get<double>() + static_cast<double>(o.duration());
@@ -130,10 +150,11 @@ void add_roofline(CLI::App& sub, Action& action) {
         p["achieved_bytes_per_s"] = tn > 0 ? b / (tn * 1e-9) : 0;
         points.push_back(p);
       }
-      std::sort(points.begin(), points.end(), [](const json& a, const json& b) { return a["time_ns"].get<double>() > b["time_ns"].get<double>(); });
+      std::sort(points.begin(), points.end(),
+                [](const json& a, const json& b) { return a["time_ns"].get<double>() > b["time_ns"].get<double>(); });
       if (!svg_out.empty()) write_output(svg_out, [&](std::ostream& o) { write_svg(o, h, *d, points); });
       json j = {{"trace", t.source}, {"hw", h.name}, {"kernels", points}};
-      if (!json_out.empty()) write_output(json_out, [&](std::ostream& o) { o << j.dump(1) << "\n"; });
+      if (!json_out.empty()) write_output(json_out, [&](std::ostream& o) { o << std::setw(1) << j << "\n"; });
       if (json_out != "-") {
         std::printf("%-48s %-11s %6s %12s %12s %14s %s\n", "kernel", "class", "count", "time", "FLOP/byte", "achieved", "work from");
         for (std::size_t i = 0; i < points.size() && i < 25; ++i) {

@@ -42,24 +42,27 @@ struct Vary {
 };
 
 Vary parse_vary(const std::string& s) {
-  static const std::map<std::string, std::string> fields = {
-      {"hbm_bandwidth", "memory_bandwidth"}, {"memory_bandwidth", "memory_bandwidth"}, {"l2_bandwidth", "l2_bandwidth"},
-      {"sm_count", "sm_count"}, {"clock", "clock"}, {"launch_latency", "launch_latency"}, {"kernel_tail", "kernel_tail"}};
+  static const std::map<std::string, std::string> fields = {{"hbm_bandwidth", "memory_bandwidth"},
+                                                            {"memory_bandwidth", "memory_bandwidth"},
+                                                            {"l2_bandwidth", "l2_bandwidth"},
+                                                            {"sm_count", "sm_count"},
+                                                            {"clock", "clock"},
+                                                            {"launch_latency", "launch_latency"},
+                                                            {"kernel_tail", "kernel_tail"}};
   auto eq = s.find('='), dots = s.find(".."), colon = s.rfind(':');
   if (eq == std::string::npos || dots == std::string::npos || colon == std::string::npos || colon < dots)
     throw InputError("--vary " + s + ": expected FIELD=LO..HI:N, e.g. hbm_bandwidth=2TB/s..8TB/s:7");
   Vary v;
   std::string key = s.substr(0, eq);
   auto it = fields.find(key);
-  if (it == fields.end()) throw InputError("--vary " + s + ": FIELD is one of hbm_bandwidth, l2_bandwidth, sm_count, clock, launch_latency, kernel_tail");
+  if (it == fields.end())
+    throw InputError("--vary " + s + ": FIELD is one of hbm_bandwidth, l2_bandwidth, sm_count, clock, launch_latency, kernel_tail");
   v.field = it->second;
   std::string lo = s.substr(eq + 1, dots - eq - 1), hi = s.substr(dots + 2, colon - dots - 2);
   int n = 0;
   try {
     n = std::stoi(s.substr(colon + 1));
-  } catch (...) {
-    n = 0;
-  }
+  } catch (...) { n = 0; }
   if (n < 2 || n > 1000) throw InputError("--vary " + s + ": N must be 2..1000");
   auto parse = [&](const std::string& x) -> std::pair<double, std::string> {
     if (v.field == "sm_count") return {std::stod(x), ""};
@@ -71,10 +74,14 @@ Vary parse_vary(const std::string& s) {
   double b = parse(hi).first;
   for (int k = 0; k < n; ++k) {
     double x = a + (b - a) * k / (n - 1);
-    if (v.field == "sm_count") v.values.push_back(std::to_string(std::llround(x)));
-    else if (unit == "Hz") v.values.push_back(format_frequency(x));
-    else if (unit == "ns") v.values.push_back(std::to_string(std::llround(x)) + " ns");
-    else v.values.push_back(format_bandwidth(x));
+    if (v.field == "sm_count")
+      v.values.push_back(std::to_string(std::llround(x)));
+    else if (unit == "Hz")
+      v.values.push_back(format_frequency(x));
+    else if (unit == "ns")
+      v.values.push_back(std::to_string(std::llround(x)) + " ns");
+    else
+      v.values.push_back(format_bandwidth(x));
   }
   return v;
 }
@@ -103,18 +110,23 @@ void add_sweep(CLI::App& sub, Action& action) {
       std::vector<std::string> hws = split_list(hw_list);
       if (hws.empty()) throw InputError("--hw: give at least one spec");
       std::optional<Vary> vy;
-      if (!vary.empty()) vy = parse_vary(vary);
-      else if (!svg.empty()) throw InputError("--svg needs --vary");
+      if (!vary.empty())
+        vy = parse_vary(vary);
+      else if (!svg.empty())
+        throw InputError("--svg needs --vary");
       // Specs: presets, files, or derived overlays written next to nothing (kept in memory as JSON files in a temp dir).
       std::vector<Case> cases;
       std::vector<std::string> temp_files;
       for (const auto& h : hws) {
-        (void)load_hw(h);  // fail early with the preset list
+        (void)load_hw(h);                                        // fail early with the preset list
         std::vector<std::pair<std::string, std::string>> specs;  // (spec to load, vary value)
-        if (!vy) specs.push_back({h, ""});
+        if (!vy)
+          specs.push_back({h, ""});
         else
           for (const auto& val : vy->values) {
-            json overlay = {{"name", h + " " + vy->field + "=" + val}, {"extends", h}, {"gpu", json::object()},
+            json overlay = {{"name", h + " " + vy->field + "=" + val},
+                            {"extends", h},
+                            {"gpu", json::object()},
                             {"sources", {{"gpu." + vy->field, "bneck sweep --vary"}}}};
             overlay["gpu"][vy->field] = vy->field == "sm_count" ? json(std::stoul(val)) : json(val);
             std::string path = "/tmp/bneck_sweep_" + std::to_string(::getpid()) + "_" + std::to_string(temp_files.size()) + ".json";
@@ -140,7 +152,8 @@ void add_sweep(CLI::App& sub, Action& action) {
       for (const auto& c : cases)
         if (!c.error.empty()) throw InputError("sweep case " + c.hw + " / " + c.scenario + ": " + c.error);
       auto write_csv = [&](std::ostream& o) {
-        o << "trace,hw," << (vy ? vy->field + "," : "") << "scenario,baseline_ns,predicted_ns,speedup,compute_bound_ns,memory_bound_ns,latency_bound_ns\n";
+        o << "trace,hw," << (vy ? vy->field + "," : "")
+          << "scenario,baseline_ns,predicted_ns,speedup,compute_bound_ns,memory_bound_ns,latency_bound_ns\n";
         for (const auto& c : cases) {
           o << '"' << t.source << "\"," << c.hw << ",";
           if (vy) o << '"' << c.vary_value << "\",";
@@ -159,7 +172,8 @@ void add_sweep(CLI::App& sub, Action& action) {
           std::size_t nv = vy->values.size();
           auto X = [&](std::size_t k) { return L + (W - L - R) * static_cast<double>(k) / static_cast<double>(nv - 1); };
           auto Y = [&](double v) { return H - B - (H - T - B) * v / ymax; };
-          o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
+          o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
+            << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
             << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"" << L << "\" y=\"24\" font-size=\"15\">" << t.source
             << ": predicted time over " << vy->field << "</text>\n";
           for (std::size_t k = 0; k < nv; ++k)
@@ -177,8 +191,8 @@ void add_sweep(CLI::App& sub, Action& action) {
               std::size_t k = 0;
               for (const auto& c : cases)
                 if (c.hw == h && c.scenario == sc.name) o << X(k++) << "," << Y(static_cast<double>(c.predicted)) << " ";
-              o << "\"/>\n<text x=\"" << W - R + 8 << "\" y=\"" << T + 16 * static_cast<double>(line) << "\" fill=\"" << colors[line % 6] << "\">"
-                << h << " / " << sc.name << "</text>\n";
+              o << "\"/>\n<text x=\"" << W - R + 8 << "\" y=\"" << T + 16 * static_cast<double>(line) << "\" fill=\"" << colors[line % 6]
+                << "\">" << h << " / " << sc.name << "</text>\n";
               ++line;
             }
           o << "</svg>\n";

@@ -1,5 +1,6 @@
 // bneck calibrate MEASUREMENTS.json -o FILE [--base PRESET] [--name NAME]
 // bneck validate-report MEASUREMENTS.json --hw FILE [--json FILE] [--svg FILE]
+#include <iomanip>
 #include <cmath>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -44,21 +45,27 @@ void add_validate_report(CLI::App& sub, Action& action) {
       Measurements m = load_measurements(meas);
       HwSpec h = load_hw(hw);
       AccuracyReport r = accuracy(m, h);
-      json j = {{"measurements", meas}, {"hw", h.name}, {"median_error", r.median_error}, {"p90_error", r.p90_error}, {"held_out", r.held_out}};
+      json j = {
+          {"measurements", meas}, {"hw", h.name}, {"median_error", r.median_error}, {"p90_error", r.p90_error}, {"held_out", r.held_out}};
       json fam = json::object();
       for (const auto& f : r.families)
-        fam[f.family] = f.modelled ? json{{"n", f.n}, {"held_out", f.held_out}, {"mape", f.mape}, {"median_error", f.median}, {"p90_error", f.p90}}
-                                   : json{{"n", f.n}, {"modelled", false}};
+        fam[f.family] = f.modelled
+                            ? json{{"n", f.n}, {"held_out", f.held_out}, {"mape", f.mape}, {"median_error", f.median}, {"p90_error", f.p90}}
+                            : json{{"n", f.n}, {"modelled", false}};
       j["families"] = fam;
       json rows = json::array();
       for (std::size_t i = 0; i < m.items.size(); ++i) {
         const auto& x = m.items[i];
-        rows.push_back({{"family", x.family}, {"name", x.name}, {"size", measurement_size(x)},
-                        {"measured_ns", x.time_ns}, {"predicted_ns", r.predicted[i]}, {"held_out", !x.train},
+        rows.push_back({{"family", x.family},
+                        {"name", x.name},
+                        {"size", measurement_size(x)},
+                        {"measured_ns", x.time_ns},
+                        {"predicted_ns", r.predicted[i]},
+                        {"held_out", !x.train},
                         {"error", r.predicted[i] > 0 ? (r.predicted[i] - x.time_ns) / x.time_ns : 0.0}});
       }
       j["cases"] = rows;
-      if (!json_out.empty()) write_output(json_out, [&](std::ostream& o) { o << j.dump(1) << "\n"; });
+      if (!json_out.empty()) write_output(json_out, [&](std::ostream& o) { o << std::setw(1) << j << "\n"; });
       if (!svg_out.empty()) {
         write_output(svg_out, [&](std::ostream& o) {
           const double W = 700, H = 700, L = 80, B = 60, T = 40, R = 30, lo = 1e3, hi = 1e9;
@@ -66,27 +73,34 @@ void add_validate_report(CLI::App& sub, Action& action) {
             double f = (std::log10(std::clamp(v, lo, hi)) - std::log10(lo)) / (std::log10(hi) - std::log10(lo));
             return y ? H - B - f * (H - T - B) : L + f * (W - L - R);
           };
-          o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
+          o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
+            << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
             << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"" << L << "\" y=\"24\" font-size=\"15\">" << h.name
             << ": predicted vs measured (held-out: filled)</text>\n";
           for (double d = lo; d <= hi * 1.01; d *= 10) {
-            o << "<line x1=\"" << P(d, false) << "\" y1=\"" << T << "\" x2=\"" << P(d, false) << "\" y2=\"" << H - B << "\" stroke=\"#eee\"/>"
-              << "<text x=\"" << P(d, false) << "\" y=\"" << H - B + 16 << "\" text-anchor=\"middle\">" << format_duration(static_cast<TimeNs>(d)) << "</text>\n";
+            o << "<line x1=\"" << P(d, false) << "\" y1=\"" << T << "\" x2=\"" << P(d, false) << "\" y2=\"" << H - B
+              << "\" stroke=\"#eee\"/>"
+              << "<text x=\"" << P(d, false) << "\" y=\"" << H - B + 16 << "\" text-anchor=\"middle\">"
+              << format_duration(static_cast<TimeNs>(d)) << "</text>\n";
             o << "<line x1=\"" << L << "\" y1=\"" << P(d, true) << "\" x2=\"" << W - R << "\" y2=\"" << P(d, true) << "\" stroke=\"#eee\"/>"
-              << "<text x=\"" << L - 4 << "\" y=\"" << P(d, true) + 4 << "\" text-anchor=\"end\">" << format_duration(static_cast<TimeNs>(d)) << "</text>\n";
+              << "<text x=\"" << L - 4 << "\" y=\"" << P(d, true) + 4 << "\" text-anchor=\"end\">"
+              << format_duration(static_cast<TimeNs>(d)) << "</text>\n";
           }
-          o << "<line x1=\"" << P(lo, false) << "\" y1=\"" << P(lo, true) << "\" x2=\"" << P(hi, false) << "\" y2=\"" << P(hi, true) << "\" stroke=\"black\"/>\n";
+          o << "<line x1=\"" << P(lo, false) << "\" y1=\"" << P(lo, true) << "\" x2=\"" << P(hi, false) << "\" y2=\"" << P(hi, true)
+            << "\" stroke=\"black\"/>\n";
           const char* colors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
           std::map<std::string, int> fidx;
           for (std::size_t i = 0; i < m.items.size(); ++i) {
             if (r.predicted[i] <= 0) continue;
             int c = fidx.emplace(m.items[i].family, static_cast<int>(fidx.size())).first->second;
             o << "<circle cx=\"" << P(m.items[i].time_ns, false) << "\" cy=\"" << P(r.predicted[i], true) << "\" r=\"4\" "
-              << (m.items[i].train ? "fill=\"none\" stroke=\"" : "fill=\"") << colors[c % 8] << "\"><title>" << m.items[i].name << "</title></circle>\n";
+              << (m.items[i].train ? "fill=\"none\" stroke=\"" : "fill=\"") << colors[c % 8] << "\"><title>" << m.items[i].name
+              << "</title></circle>\n";
           }
           double ly = T + 10;
           for (auto& [f, c] : fidx) {
-            o << "<circle cx=\"" << L + 20 << "\" cy=\"" << ly << "\" r=\"4\" fill=\"" << colors[c % 8] << "\"/><text x=\"" << L + 30 << "\" y=\"" << ly + 4 << "\">" << f << "</text>\n";
+            o << "<circle cx=\"" << L + 20 << "\" cy=\"" << ly << "\" r=\"4\" fill=\"" << colors[c % 8] << "\"/><text x=\"" << L + 30
+              << "\" y=\"" << ly + 4 << "\">" << f << "</text>\n";
             ly += 16;
           }
           o << "</svg>\n";
@@ -98,7 +112,8 @@ void add_validate_report(CLI::App& sub, Action& action) {
         std::printf("  %-12s %5s %9s %8s %8s %8s\n", "family", "n", "held-out", "MAPE", "median", "p90");
         for (const auto& f : r.families)
           if (f.modelled)
-            std::printf("  %-12s %5zu %9zu %7.1f%% %7.1f%% %7.1f%%\n", f.family.c_str(), f.n, f.held_out, f.mape * 100, f.median * 100, f.p90 * 100);
+            std::printf("  %-12s %5zu %9zu %7.1f%% %7.1f%% %7.1f%%\n", f.family.c_str(), f.n, f.held_out, f.mape * 100, f.median * 100,
+                        f.p90 * 100);
           else
             std::printf("  %-12s %5zu  (measured; no model predicts it yet)\n", f.family.c_str(), f.n);
       }

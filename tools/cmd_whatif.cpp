@@ -1,6 +1,7 @@
 // bneck whatif TRACE [--range REGEX] [TRANSFORM...] [--scenario FILE] [--json FILE] [--chrome-trace FILE]
 // Transforms (models/whatif/registry.cpp) apply in the order given; a --scenario file's transforms
 // expand in place. `--list-transforms [markdown]` prints the table (the README's list).
+#include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -21,7 +22,8 @@ void add_whatif(CLI::App& sub, Action& action) {
   sub.add_option("--json", json_out, "write JSON to FILE ('-' for stdout)");
   sub.add_option("--chrome-trace", chrome_out, "write the baseline and predicted timelines to FILE");
   sub.add_option("--source-hw", source_hw, "the trace's GPU, if its device name does not tell");
-  sub.add_option("--sharing", sharing, "on: concurrent device ops share their GPU's SMs and HBM (sim/engine/sharing.hpp); off: each keeps its time")
+  sub.add_option("--sharing", sharing,
+                 "on: concurrent device ops share their GPU's SMs and HBM (sim/engine/sharing.hpp); off: each keeps its time")
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
   sub.add_option("--top", top, "rows in the text tables")->capture_default_str();
@@ -47,7 +49,7 @@ void add_whatif(CLI::App& sub, Action& action) {
       opt.top = top;
       Trace t = load_traces({trace});
       WhatIfReport rep = run_whatif(t, opt);
-      if (!json_out.empty()) write_output(json_out, [&](std::ostream& o) { o << whatif_json(rep).dump(1) << "\n"; });
+      if (!json_out.empty()) write_output(json_out, [&](std::ostream& o) { o << std::setw(1) << whatif_json(rep) << "\n"; });
       if (!chrome_out.empty()) write_output(chrome_out, [&](std::ostream& o) { write_whatif_chrome_trace(rep, o); });
       if (json_out != "-") print_whatif_text(rep, opt, std::cout);
       return 0;

@@ -66,7 +66,10 @@ int main(int argc, char** argv) {
     for (const auto& st : subtools()) {
       if (cmd == st.name) known = true;
       std::size_t d = edit_distance(cmd, st.name);
-      if (d < best_d) { best_d = d; best = st.name; }
+      if (d < best_d) {
+        best_d = d;
+        best = st.name;
+      }
     }
     if (!known) {
       std::fprintf(stderr, "bneck: unknown subcommand '%s'%s\n", cmd.c_str(),

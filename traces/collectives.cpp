@@ -12,7 +12,8 @@
 namespace bneck {
 
 const char* to_string(CollKind k) {
-  static const char* const n[] = {"unknown", "all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "all_to_all", "send_recv"};
+  static const char* const n[] = {"unknown",   "all_reduce", "all_gather", "reduce_scatter",
+                                  "broadcast", "reduce",     "all_to_all", "send_recv"};
   return n[static_cast<int>(k)];
 }
 
@@ -42,8 +43,10 @@ Trace merge_traces(std::vector<Trace> parts) {
   std::set<std::uint32_t> ranks_seen;
   for (std::size_t pi = 0; pi < parts.size(); ++pi) {
     Trace& p = parts[pi];
-    if (m.format.empty()) m.format = p.format;
-    else if (m.format.find(p.format) == std::string::npos) m.format += " + " + p.format;
+    if (m.format.empty())
+      m.format = p.format;
+    else if (m.format.find(p.format) == std::string::npos)
+      m.format += " + " + p.format;
     m.measured = m.measured && p.measured;
     std::vector<StrId> str(p.strings.size());
     for (StrId s = 0; s < p.strings.size(); ++s) str[s] = m.strings.intern(p.strings.str(s));
@@ -94,7 +97,10 @@ Trace merge_traces(std::vector<Trace> parts) {
     }
     for (auto& [k, a] : p.anomalies) {
       auto& x = m.anomalies[k];
-      if (x.count == 0) { x.severity = a.severity; x.example = a.example; }
+      if (x.count == 0) {
+        x.severity = a.severity;
+        x.example = a.example;
+      }
       x.count += a.count;
     }
   }
@@ -104,7 +110,8 @@ Trace merge_traces(std::vector<Trace> parts) {
     for (const auto& p : parts) srcs.push_back(p.source);
     std::string dir = srcs[0].substr(0, srcs[0].rfind('/') == std::string::npos ? 0 : srcs[0].rfind('/'));
     for (const auto& sname : srcs)
-      while (!dir.empty() && sname.compare(0, dir.size() + 1, dir + "/") != 0) dir = dir.substr(0, dir.rfind('/') == std::string::npos ? 0 : dir.rfind('/'));
+      while (!dir.empty() && sname.compare(0, dir.size() + 1, dir + "/") != 0)
+        dir = dir.substr(0, dir.rfind('/') == std::string::npos ? 0 : dir.rfind('/'));
     m.source = (dir.empty() ? std::string(".") : dir) + "/ (" + std::to_string(srcs.size()) + " files)";
   }
   parts.clear();
@@ -125,7 +132,10 @@ void align_ranks(Trace& t) {
     TimeNs ref_end = 0;
     bool has_ref = false;
     for (OpId m : c.members)
-      if (t.rank_of(t.ops[m]) == ref) { ref_end = t.ops[m].end(); has_ref = true; }
+      if (t.rank_of(t.ops[m]) == ref) {
+        ref_end = t.ops[m].end();
+        has_ref = true;
+      }
     if (!has_ref) continue;
     for (OpId m : c.members) off[t.rank_of(t.ops[m])].push_back(ref_end - t.ops[m].end());
   }
@@ -148,7 +158,10 @@ void align_ranks(Trace& t) {
   }
   for (Range& r : t.ranges) {
     auto it = shift.find(t.rank_of_lane(r.lane));
-    if (it != shift.end()) { r.start += it->second; r.end += it->second; }
+    if (it != shift.end()) {
+      r.start += it->second;
+      r.end += it->second;
+    }
   }
   for (auto& [rank, s] : shift)
     t.note("merge: rank clocks aligned on their collectives' ends", Severity::Info,
@@ -178,8 +191,10 @@ std::string field(const std::string& text, const std::string& key) {
   if (p < text.size() && text[p] == '[') {
     int depth = 0;
     for (std::size_t q = p; q < text.size(); ++q) {
-      if (text[q] == '[') ++depth;
-      else if (text[q] == ']' && --depth == 0) return text.substr(p, q - p + 1);
+      if (text[q] == '[')
+        ++depth;
+      else if (text[q] == ']' && --depth == 0)
+        return text.substr(p, q - p + 1);
     }
     return text.substr(p);
   }
@@ -202,7 +217,8 @@ void match_collectives(Trace& t) {
   std::map<LaneId, std::vector<std::size_t>> comm_ranges;
   for (std::size_t i = 0; i < t.ranges.size(); ++i) {
     const std::string& n = t.strings.str(t.ranges[i].name);
-    if (n.rfind("nccl:", 0) == 0 || n.rfind("record_param_comms", 0) == 0 || n.rfind("c10d::", 0) == 0) comm_ranges[t.ranges[i].lane].push_back(i);
+    if (n.rfind("nccl:", 0) == 0 || n.rfind("record_param_comms", 0) == 0 || n.rfind("c10d::", 0) == 0)
+      comm_ranges[t.ranges[i].lane].push_back(i);
   }
   for (auto& [l, v] : comm_ranges)
     std::sort(v.begin(), v.end(), [&](std::size_t a, std::size_t b) { return t.ranges[a].start < t.ranges[b].start; });
@@ -231,11 +247,15 @@ void match_collectives(Trace& t) {
         double ne = std::atof(field(n, "in_nelems").c_str());
         if (ne > 0) ci.bytes = static_cast<Bytes>(ne * elem_bytes(field(n, "dtype")));
         std::string g = field(n, "group"), gr = field(n, "group_ranks");
-        if (!g.empty()) ci.group = g;
-        else if (gr.size() > 2) ci.group = gr;
+        if (!g.empty())
+          ci.group = g;
+        else if (gr.size() > 2)
+          ci.group = gr;
         double gs = std::atof(field(n, "group_size").c_str());
-        if (gs > 0) ci.group_size = static_cast<std::uint32_t>(gs);
-        else if (gr.size() > 2) ci.group_size = static_cast<std::uint32_t>(std::count(gr.begin(), gr.end(), ',') + 1);
+        if (gs > 0)
+          ci.group_size = static_cast<std::uint32_t>(gs);
+        else if (gr.size() > 2)
+          ci.group_size = static_cast<std::uint32_t>(std::count(gr.begin(), gr.end(), ',') + 1);
       } else if (n.rfind("nccl:", 0) == 0 && !have_anno) {
         have_anno = true;
         CollKind k = collective_kind_from_name(n.substr(5, n.find(',') == std::string::npos ? std::string::npos : n.find(',') - 5));
@@ -281,7 +301,10 @@ void match_collectives(Trace& t) {
   const auto traced_ranks = static_cast<std::uint32_t>(per_rank.size());
   for (auto& [group, by_rank] : seqs) {
     std::size_t n = SIZE_MAX, longest = 0;
-    for (auto& [r, v] : by_rank) { n = std::min(n, v.size()); longest = std::max(longest, v.size()); }
+    for (auto& [r, v] : by_rank) {
+      n = std::min(n, v.size());
+      longest = std::max(longest, v.size());
+    }
     if (longest != n)
       t.note("collectives: ranks issued different numbers of collectives in a group; the extra ones stay unmatched", Severity::Warning,
              "group " + group + ": " + std::to_string(n) + " vs " + std::to_string(longest));

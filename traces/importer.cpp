@@ -54,7 +54,10 @@ Trace load_trace(const std::string& path, const ImportOptions& opt) {
   int best_score = 0;
   for (const auto& imp : importers()) {
     int s = imp->sniff(head, path);
-    if (s > best_score) { best_score = s; best = imp.get(); }
+    if (s > best_score) {
+      best_score = s;
+      best = imp.get();
+    }
   }
   if (!best) {
     std::string names;
@@ -73,7 +76,9 @@ Trace load_traces(const std::vector<std::string>& paths, const ImportOptions& op
       if (DIR* d = ::opendir(p.c_str())) {
         while (dirent* e = ::readdir(d)) {
           std::string n = e->d_name;
-          auto ends = [&](const std::string& suf) { return n.size() > suf.size() && n.compare(n.size() - suf.size(), suf.size(), suf) == 0; };
+          auto ends = [&](const std::string& suf) {
+            return n.size() > suf.size() && n.compare(n.size() - suf.size(), suf.size(), suf) == 0;
+          };
           if (n[0] != '.' && (ends(".json") || ends(".json.gz") || ends(".sqlite"))) in_dir.push_back(p + "/" + n);
         }
         ::closedir(d);
@@ -95,9 +100,7 @@ Trace load_traces(const std::vector<std::string>& paths, const ImportOptions& op
     for (std::size_t i; (i = next.fetch_add(1)) < files.size();) {
       try {
         parts[i] = load_trace(files[i], opt);
-      } catch (...) {
-        errors[i] = std::current_exception();
-      }
+      } catch (...) { errors[i] = std::current_exception(); }
     }
   };
   std::size_t threads = std::min<std::size_t>(files.size(), std::max(1u, std::thread::hardware_concurrency()));

@@ -10,7 +10,7 @@
 namespace bneck {
 
 struct ImportOptions {
-  bool progress = true;   // phase lines on stderr when an import takes more than a second
+  bool progress = true;  // phase lines on stderr when an import takes more than a second
 };
 
 class Importer {

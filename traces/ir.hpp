@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "sim/base/strings.hpp"
@@ -29,28 +30,47 @@ inline bool is_device_op(OpKind k) { return k != OpKind::Api; }
 
 // What a host API call does, as far as dependencies are concerned.
 enum class ApiClass : std::uint8_t {
-  Other = 0,         // CPU time only
-  Launch = 1,        // kernel launch (runtime or driver)
-  GraphLaunch = 2,   // cudaGraphLaunch: all node ops share its correlation id
-  MemcpyAsync = 3,   // asynchronous copy/memset submission
-  MemcpySync = 4,    // blocking copy/memset: returns after its device op ends
-  EventRecord = 5,   // ApiInfo::stream, ApiInfo::event
-  StreamWait = 6,    // cudaStreamWaitEvent: ApiInfo::stream waits for ApiInfo::event
-  StreamSync = 7,    // cudaStreamSynchronize: ApiInfo::stream
-  EventSync = 8,     // cudaEventSynchronize: ApiInfo::event
-  DeviceSync = 9,    // cudaDeviceSynchronize / cuCtxSynchronize: ApiInfo::device
+  Other = 0,        // CPU time only
+  Launch = 1,       // kernel launch (runtime or driver)
+  GraphLaunch = 2,  // cudaGraphLaunch: all node ops share its correlation id
+  MemcpyAsync = 3,  // asynchronous copy/memset submission
+  MemcpySync = 4,   // blocking copy/memset: returns after its device op ends
+  EventRecord = 5,  // ApiInfo::stream, ApiInfo::event
+  StreamWait = 6,   // cudaStreamWaitEvent: ApiInfo::stream waits for ApiInfo::event
+  StreamSync = 7,   // cudaStreamSynchronize: ApiInfo::stream
+  EventSync = 8,    // cudaEventSynchronize: ApiInfo::event
+  DeviceSync = 9,   // cudaDeviceSynchronize / cuCtxSynchronize: ApiInfo::device
 };
 const char* to_string(ApiClass c);
 std::optional<ApiClass> api_class_from_string(std::string_view s);
 
 enum class MemcpyKind : std::uint8_t {
-  Unknown = 0, HtoD = 1, DtoH = 2, HtoA = 3, AtoH = 4, AtoA = 5, AtoD = 6, DtoA = 7, DtoD = 8, HtoH = 9,
-  PtoP = 10, UvmHtoD = 11, UvmDtoH = 12, UvmDtoD = 13
+  Unknown = 0,
+  HtoD = 1,
+  DtoH = 2,
+  HtoA = 3,
+  AtoH = 4,
+  AtoA = 5,
+  AtoD = 6,
+  DtoA = 7,
+  DtoD = 8,
+  HtoH = 9,
+  PtoP = 10,
+  UvmHtoD = 11,
+  UvmDtoH = 12,
+  UvmDtoD = 13
 };
 const char* to_string(MemcpyKind k);
 std::optional<MemcpyKind> memcpy_kind_from_string(std::string_view s);
 enum class MemKind : std::uint8_t {
-  Pageable = 0, Pinned = 1, Device = 2, Array = 3, Managed = 4, DeviceStatic = 5, ManagedStatic = 6, Unknown = 7
+  Pageable = 0,
+  Pinned = 1,
+  Device = 2,
+  Array = 3,
+  Managed = 4,
+  DeviceStatic = 5,
+  ManagedStatic = 6,
+  Unknown = 7
 };
 const char* to_string(MemKind k);
 std::optional<MemKind> mem_kind_from_string(std::string_view s);
@@ -61,21 +81,25 @@ std::optional<MemKind> mem_kind_from_string(std::string_view s);
 struct Op {
   TimeNs start = 0;
   StrId name = 0;
-  LaneId lane = kNone;     // thread lane for Api ops, stream lane for device ops
+  LaneId lane = kNone;          // thread lane for Api ops, stream lane for device ops
   std::uint32_t link = kNone;   // device op: id of the launching Api op; Api op: kNone
   std::uint32_t extra = kNone;  // index into kernels / copies / apis side tables
   OpKind kind = OpKind::Api;
-  std::uint8_t flags = 0;       // Op::kFlag*
-  std::uint16_t sub = 0;        // Api ops: ApiClass
+  std::uint8_t flags = 0;  // Op::kFlag*
+  std::uint16_t sub = 0;   // Api ops: ApiClass
 
-  TimeNs duration() const {
-    return (dur_ & kDurUs) ? static_cast<TimeNs>(dur_ & ~kDurUs) * 1000 : static_cast<TimeNs>(dur_);
-  }
+  TimeNs duration() const { return (dur_ & kDurUs) ? static_cast<TimeNs>(dur_ & ~kDurUs) * 1000 : static_cast<TimeNs>(dur_); }
   TimeNs end() const { return start + duration(); }
   // Returns false if the duration had to be clamped (negative, or over 35 minutes).
   bool set_duration(TimeNs d) {
-    if (d < 0) { dur_ = 0; return false; }
-    if (d <= static_cast<TimeNs>(~kDurUs)) { dur_ = static_cast<std::uint32_t>(d); return true; }
+    if (d < 0) {
+      dur_ = 0;
+      return false;
+    }
+    if (d <= static_cast<TimeNs>(~kDurUs)) {
+      dur_ = static_cast<std::uint32_t>(d);
+      return true;
+    }
     TimeNs us = (d + 500) / 1000;
     bool ok = us <= static_cast<TimeNs>(~kDurUs);
     dur_ = kDurUs | static_cast<std::uint32_t>(std::min<TimeNs>(us, ~kDurUs));
@@ -84,9 +108,9 @@ struct Op {
   bool set_end(TimeNs e) { return set_duration(e - start); }
   ApiClass api_class() const { return kind == OpKind::Api ? static_cast<ApiClass>(sub) : ApiClass::Other; }
   void set_api_class(ApiClass c) { sub = static_cast<std::uint16_t>(c); }
-  static constexpr std::uint8_t kFlagNccl = 1;        // communication kernel (NCCL/RCCL)
-  static constexpr std::uint8_t kFlagGraphNode = 2;   // executed as a CUDA graph node
-  static constexpr std::uint8_t kFlagReleased = 4;    // workload op with an explicit release time (start)
+  static constexpr std::uint8_t kFlagNccl = 1;       // communication kernel (NCCL/RCCL)
+  static constexpr std::uint8_t kFlagGraphNode = 2;  // executed as a CUDA graph node
+  static constexpr std::uint8_t kFlagReleased = 4;   // workload op with an explicit release time (start)
 
  private:
   static constexpr std::uint32_t kDurUs = 0x80000000u;
@@ -94,41 +118,60 @@ struct Op {
 };
 static_assert(sizeof(Op) == 32, "Op must stay compact");
 
-struct LaunchConfig {          // 24 bytes; grid y and z are at most 65535 in CUDA
+struct LaunchConfig {  // 24 bytes; grid y and z are at most 65535 in CUDA
   std::uint32_t grid_x = 1;
   std::uint16_t grid_yz[2] = {1, 1};
   std::uint32_t grid(int i) const { return i == 0 ? grid_x : grid_yz[i - 1]; }
   void set_grid(int i, std::uint64_t v) {
-    if (i == 0) grid_x = static_cast<std::uint32_t>(std::min<std::uint64_t>(v, 0xFFFFFFFFu));
-    else grid_yz[i - 1] = static_cast<std::uint16_t>(std::min<std::uint64_t>(v, 0xFFFFu));
+    if (i == 0)
+      grid_x = static_cast<std::uint32_t>(std::min<std::uint64_t>(v, 0xFFFFFFFFu));
+    else
+      grid_yz[i - 1] = static_cast<std::uint16_t>(std::min<std::uint64_t>(v, 0xFFFFu));
   }
   std::uint16_t block[3] = {1, 1, 1};
-  std::uint16_t registers = 0;           // per thread
-  std::uint32_t static_smem = 0;         // bytes per block
-  std::uint32_t dynamic_smem = 0;        // bytes per block
+  std::uint16_t registers = 0;     // per thread
+  std::uint32_t static_smem = 0;   // bytes per block
+  std::uint32_t dynamic_smem = 0;  // bytes per block
 };
 static_assert(sizeof(LaunchConfig) == 24, "LaunchConfig must stay compact");
 
-struct CopyInfo {              // memcpy and memset
+// Importers: the trace's kernels side table holds each distinct launch configuration once (a
+// trace of millions of kernels has a few thousand), and each kernel op's `extra` points at its
+// configuration. The interner lives while a trace is imported.
+class LaunchInterner {
+ public:
+  std::uint32_t intern(std::vector<LaunchConfig>& table, const LaunchConfig& lc);
+
+ private:
+  struct Hash {
+    std::size_t operator()(const LaunchConfig& c) const;
+  };
+  struct Eq {
+    bool operator()(const LaunchConfig& a, const LaunchConfig& b) const;
+  };
+  std::unordered_map<LaunchConfig, std::uint32_t, Hash, Eq> index_;
+};
+
+struct CopyInfo {  // memcpy and memset
   Bytes bytes = 0;
   MemcpyKind copy_kind = MemcpyKind::Unknown;
   MemKind src = MemKind::Unknown;
   MemKind dst = MemKind::Unknown;
 };
 
-struct ApiInfo {                  // only for api ops whose class needs it (events, syncs)
-  LaneId stream = kNone;          // EventRecord, StreamWait, StreamSync (stream lane)
-  std::uint32_t device = kNone;   // DeviceSync (device index)
-  std::uint64_t event = 0;        // EventRecord, StreamWait, EventSync (trace's event id)
+struct ApiInfo {                 // only for api ops whose class needs it (events, syncs)
+  LaneId stream = kNone;         // EventRecord, StreamWait, StreamSync (stream lane)
+  std::uint32_t device = kNone;  // DeviceSync (device index)
+  std::uint64_t event = 0;       // EventRecord, StreamWait, EventSync (trace's event id)
   bool has_event = false;
 };
 
 struct Device {
-  std::uint32_t id = 0;           // device id as the trace shows it
+  std::uint32_t id = 0;  // device id as the trace shows it
   std::string name;
   std::uint32_t sm_count = 0;
   double clock_hz = 0;
-  double memory_bandwidth = 0;    // bytes/s
+  double memory_bandwidth = 0;  // bytes/s
   Bytes l2_bytes = 0;
   Bytes memory_bytes = 0;
   std::uint32_t cc_major = 0, cc_minor = 0;
@@ -148,9 +191,9 @@ enum class LaneKind : std::uint8_t { Thread = 0, Stream = 1 };
 
 struct Lane {
   LaneKind kind = LaneKind::Thread;
-  std::uint32_t process = 0;      // index into processes
-  std::uint32_t device = kNone;   // index into devices (streams)
-  std::uint64_t native_id = 0;    // tid or stream id as the trace shows it
+  std::uint32_t process = 0;     // index into processes
+  std::uint32_t device = kNone;  // index into devices (streams)
+  std::uint64_t native_id = 0;   // tid or stream id as the trace shows it
   std::string name;
   // Execution traces (Chakra): ops of an unordered lane follow only their dependencies, not the
   // lane's op order, up to `capacity` at a time (0: the trace's own, normally 1; kNone: no limit).
@@ -158,18 +201,18 @@ struct Lane {
   std::uint32_t capacity = 0;
 };
 
-struct Range {                    // an NVTX push/pop (or start/end) range on a host thread
+struct Range {  // an NVTX push/pop (or start/end) range on a host thread
   TimeNs start = 0, end = 0;
   StrId name = 0;
-  LaneId lane = kNone;            // thread lane
+  LaneId lane = kNone;  // thread lane
   std::uint16_t depth = 0;
-  std::uint32_t parent = kNone;   // index of the enclosing range on the same thread
+  std::uint32_t parent = kNone;  // index of the enclosing range on the same thread
 };
 
 // StartToEnd: the target cannot end before the source started plus the delay plus the target's
 // own duration (a collective: no member finishes before the last one arrived and did its part).
 enum class DepType : std::uint8_t { EndToStart = 0, StartToStart = 1, EndToEnd = 2, StartToEnd = 3 };
-struct ExplicitDep {              // workload files: explicit dependencies
+struct ExplicitDep {  // workload files: explicit dependencies
   OpId from = 0, to = 0;
   DepType type = DepType::EndToStart;
   TimeNs delay = 0;
@@ -180,11 +223,11 @@ enum class CollKind : std::uint8_t { Unknown = 0, AllReduce, AllGather, ReduceSc
 const char* to_string(CollKind k);
 struct Collective {
   CollKind kind = CollKind::Unknown;
-  Bytes bytes = 0;                // message size per rank (the input buffer), 0 if unknown
-  std::uint32_t group_size = 0;   // ranks in the process group (may exceed the traced ranks)
-  std::string group;              // process group name, or "world"
-  std::uint32_t seq = 0;          // position in the group's sequence
-  std::vector<OpId> members;      // one communication kernel per traced rank, by rank order
+  Bytes bytes = 0;               // message size per rank (the input buffer), 0 if unknown
+  std::uint32_t group_size = 0;  // ranks in the process group (may exceed the traced ranks)
+  std::string group;             // process group name, or "world"
+  std::uint32_t seq = 0;         // position in the group's sequence
+  std::vector<OpId> members;     // one communication kernel per traced rank, by rank order
   // Ranks taking part: the group's size, or the traced members if more.
   std::uint32_t ranks() const { return std::max<std::uint32_t>(group_size, static_cast<std::uint32_t>(members.size())); }
 };
@@ -193,19 +236,19 @@ enum class Severity : std::uint8_t { Info = 0, Warning = 1, Error = 2 };
 struct Anomaly {
   std::uint64_t count = 0;
   Severity severity = Severity::Info;
-  std::string example;            // first occurrence, naming the record
+  std::string example;  // first occurrence, naming the record
 };
 
 struct Trace {
-  std::string source;             // file it came from
-  std::string format;             // "nsys-sqlite 2025.3.2", "bneck-json", ...
-  bool measured = true;           // ops carry measured times (false: hand-written workload)
+  std::string source;    // file it came from
+  std::string format;    // "nsys-sqlite 2025.3.2", "bneck-json", ...
+  bool measured = true;  // ops carry measured times (false: hand-written workload)
   StringTable strings;
   std::vector<Device> devices;
   std::vector<Process> processes;
   std::vector<Lane> lanes;
-  std::vector<Op> ops;            // sorted by (start, id) after finalize()
-  std::vector<LaunchConfig> kernels;
+  std::vector<Op> ops;                // sorted by (start, id) after finalize()
+  std::vector<LaunchConfig> kernels;  // distinct launch configurations (LaunchInterner)
   std::vector<CopyInfo> copies;
   std::vector<ApiInfo> apis;
   std::vector<Range> ranges;
@@ -235,9 +278,7 @@ struct Trace {
     std::uint32_t p = l < lanes.size() ? lanes[l].process : 0;
     return p < processes.size() && processes[p].rank != kNone ? processes[p].rank : p;
   }
-  const LaunchConfig* launch(const Op& op) const {
-    return op.kind == OpKind::Kernel && op.extra != kNone ? &kernels[op.extra] : nullptr;
-  }
+  const LaunchConfig* launch(const Op& op) const { return op.kind == OpKind::Kernel && op.extra != kNone ? &kernels[op.extra] : nullptr; }
   std::string lane_label(LaneId l) const;
   std::size_t device_op_count() const;
   // Sorts ops by (start, kind, lane) and remaps every op reference; checks invariants.

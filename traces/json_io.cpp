@@ -31,13 +31,21 @@ void write_trace_json(const Trace& t, std::ostream& out) {
   j["measured"] = t.measured;
   json devs = json::array();
   for (const auto& d : t.devices)
-    devs.push_back({{"id", d.id}, {"name", d.name}, {"sm_count", d.sm_count}, {"clock", format_frequency(d.clock_hz)},
-                    {"clock_hz", d.clock_hz}, {"memory_bandwidth_bytes_per_s", d.memory_bandwidth},
-                    {"l2_bytes", d.l2_bytes}, {"memory_bytes", d.memory_bytes},
+    devs.push_back({{"id", d.id},
+                    {"name", d.name},
+                    {"sm_count", d.sm_count},
+                    {"clock", format_frequency(d.clock_hz)},
+                    {"clock_hz", d.clock_hz},
+                    {"memory_bandwidth_bytes_per_s", d.memory_bandwidth},
+                    {"l2_bytes", d.l2_bytes},
+                    {"memory_bytes", d.memory_bytes},
                     {"compute_capability", std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor)},
-                    {"async_engines", d.async_engines}, {"max_warps_per_sm", d.max_warps_per_sm},
-                    {"max_blocks_per_sm", d.max_blocks_per_sm}, {"max_threads_per_block", d.max_threads_per_block},
-                    {"registers_per_sm", d.regs_per_sm}, {"shared_memory_per_sm_bytes", d.smem_per_sm}});
+                    {"async_engines", d.async_engines},
+                    {"max_warps_per_sm", d.max_warps_per_sm},
+                    {"max_blocks_per_sm", d.max_blocks_per_sm},
+                    {"max_threads_per_block", d.max_threads_per_block},
+                    {"registers_per_sm", d.regs_per_sm},
+                    {"shared_memory_per_sm_bytes", d.smem_per_sm}});
   j["devices"] = devs;
   json procs = json::array();
   for (const auto& p : t.processes) {
@@ -49,8 +57,7 @@ void write_trace_json(const Trace& t, std::ostream& out) {
   json lanes = json::array();
   for (std::size_t i = 0; i < t.lanes.size(); ++i) {
     const Lane& l = t.lanes[i];
-    json lj = {{"id", i}, {"kind", l.kind == LaneKind::Thread ? "thread" : "stream"}, {"process", l.process},
-               {"native_id", l.native_id}};
+    json lj = {{"id", i}, {"kind", l.kind == LaneKind::Thread ? "thread" : "stream"}, {"process", l.process}, {"native_id", l.native_id}};
     if (l.device != kNone) lj["device"] = l.device;
     if (!l.name.empty()) lj["name"] = l.name;
     lanes.push_back(lj);
@@ -59,8 +66,7 @@ void write_trace_json(const Trace& t, std::ostream& out) {
   json ops = json::array();
   for (std::size_t i = 0; i < t.ops.size(); ++i) {
     const Op& o = t.ops[i];
-    json oj = {{"id", i}, {"kind", to_string(o.kind)}, {"name", t.name(o)}, {"lane", o.lane},
-               {"start_ns", o.start}, {"end_ns", o.end()}};
+    json oj = {{"id", i}, {"kind", to_string(o.kind)}, {"name", t.name(o)}, {"lane", o.lane}, {"start_ns", o.start}, {"end_ns", o.end()}};
     if (o.link != kNone) oj["launched_by"] = o.link;
     if (o.flags & Op::kFlagNccl) oj["communication"] = true;
     if (o.flags & Op::kFlagGraphNode) oj["graph_node"] = true;
@@ -91,12 +97,14 @@ void write_trace_json(const Trace& t, std::ostream& out) {
     ranges.push_back({{"name", t.strings.str(r.name)}, {"lane", r.lane}, {"start_ns", r.start}, {"end_ns", r.end}});
   j["ranges"] = ranges;
   json deps = json::array();
-  for (const auto& d : t.deps)
-    deps.push_back({{"from", d.from}, {"to", d.to}, {"type", dep_type_name(d.type)}, {"delay_ns", d.delay}});
+  for (const auto& d : t.deps) deps.push_back({{"from", d.from}, {"to", d.to}, {"type", dep_type_name(d.type)}, {"delay_ns", d.delay}});
   j["deps"] = deps;
   json an = json::object();
   for (const auto& [k, a] : t.anomalies)
-    an[k] = {{"count", a.count}, {"severity", a.severity == Severity::Error ? "error" : a.severity == Severity::Warning ? "warning" : "info"},
+    an[k] = {{"count", a.count},
+             {"severity", a.severity == Severity::Error     ? "error"
+                          : a.severity == Severity::Warning ? "warning"
+                                                            : "info"},
              {"example", a.example}};
   j["anomalies"] = an;
   out << j.dump(1) << '\n';
@@ -111,8 +119,7 @@ class JsonReader {
   Trace run() {
     if (!j_.is_object()) fail("top level", "expected a JSON object");
     std::string fmt = j_.value("format", "");
-    if (fmt != "bneck-trace" && fmt != "bneck-workload")
-      fail("top level", "\"format\" must be \"bneck-trace\" or \"bneck-workload\"");
+    if (fmt != "bneck-trace" && fmt != "bneck-workload") fail("top level", "\"format\" must be \"bneck-trace\" or \"bneck-workload\"");
     t_.format = fmt == "bneck-trace" ? "bneck-json" : "bneck-workload";
     read_devices();
     read_processes();
@@ -125,9 +132,7 @@ class JsonReader {
   }
 
  private:
-  [[noreturn]] void fail(const std::string& rec, const std::string& what) const {
-    throw InputError(t_.source, rec + ": " + what);
-  }
+  [[noreturn]] void fail(const std::string& rec, const std::string& what) const { throw InputError(t_.source, rec + ": " + what); }
   const json& arr(const char* key) {
     static const json empty = json::array();
     if (!j_.contains(key)) return empty;
@@ -148,17 +153,14 @@ class JsonReader {
     }
     return v.get<T>();
   }
-  TimeNs time_field(const json& o, const char* ns_key, const char* unit_key, const std::string& rec, TimeNs dflt,
-                    bool* present = nullptr) {
+  TimeNs time_field(const json& o, const char* ns_key, const char* unit_key, const std::string& rec, TimeNs dflt, bool* present = nullptr) {
     if (present) *present = true;
     if (o.contains(ns_key)) return num<TimeNs>(o, ns_key, rec, 0);
     if (o.contains(unit_key)) {
       if (!o[unit_key].is_string()) fail(rec, std::string("\"") + unit_key + "\" must be a string with a unit, e.g. \"2 ms\"");
       try {
         return parse_duration(o[unit_key].get<std::string>());
-      } catch (const InputError& e) {
-        fail(rec, e.what());
-      }
+      } catch (const InputError& e) { fail(rec, e.what()); }
     }
     if (present) *present = false;
     return dflt;
@@ -188,9 +190,7 @@ class JsonReader {
         try {
           dv.cc_major = static_cast<std::uint32_t>(std::stoul(cc.substr(0, p)));
           dv.cc_minor = static_cast<std::uint32_t>(std::stoul(cc.substr(p + 1)));
-        } catch (...) {
-          fail(rec, "malformed compute_capability");
-        }
+        } catch (...) { fail(rec, "malformed compute_capability"); }
       }
       dv.async_engines = num<std::uint32_t>(d, "async_engines", rec, 0);
       dv.max_warps_per_sm = num<std::uint32_t>(d, "max_warps_per_sm", rec, 0);
@@ -290,28 +290,34 @@ class JsonReader {
           const json& g = o[key];
           if (!g.is_array() || g.size() != 3) fail(rec, std::string("\"") + key + "\" must be [x, y, z]");
           for (int k = 0; k < 3; ++k) {
-            if (!g[static_cast<std::size_t>(k)].is_number_unsigned()) fail(rec, std::string("\"") + key + "\" entries must be positive integers");
+            if (!g[static_cast<std::size_t>(k)].is_number_unsigned())
+              fail(rec, std::string("\"") + key + "\" entries must be positive integers");
             auto v = g[static_cast<std::size_t>(k)].get<std::uint64_t>();
-            if (key[0] == 'g') lc.set_grid(k, v);
-            else lc.block[k] = static_cast<std::uint16_t>(std::min<std::uint64_t>(v, 0xFFFFu));
+            if (key[0] == 'g')
+              lc.set_grid(k, v);
+            else
+              lc.block[k] = static_cast<std::uint16_t>(std::min<std::uint64_t>(v, 0xFFFFu));
           }
         }
         lc.registers = num<std::uint16_t>(o, "registers_per_thread", rec, 0);
         lc.static_smem = num<std::uint32_t>(o, "static_shared_bytes", rec, 0);
         lc.dynamic_smem = num<std::uint32_t>(o, "dynamic_shared_bytes", rec, 0);
-        op.extra = static_cast<std::uint32_t>(t_.kernels.size());
-        t_.kernels.push_back(lc);
+        op.extra = launches_.intern(t_.kernels, lc);
       } else if (op.kind == OpKind::Memcpy || op.kind == OpKind::Memset) {
         CopyInfo ci;
         ci.bytes = num<Bytes>(o, "bytes", rec, 0);
         if (o.contains("size")) {
-          try { ci.bytes = parse_bytes(str(o, "size", rec)); } catch (const InputError& e) { fail(rec, e.what()); }
+          try {
+            ci.bytes = parse_bytes(str(o, "size", rec));
+          } catch (const InputError& e) { fail(rec, e.what()); }
         }
         auto ck = memcpy_kind_from_string(str(o, "copy_kind", rec, "unknown"));
         auto sk = mem_kind_from_string(str(o, "src_kind", rec, "unknown"));
         auto dk = mem_kind_from_string(str(o, "dst_kind", rec, "unknown"));
         if (!ck || !sk || !dk) fail(rec, "unknown copy_kind/src_kind/dst_kind");
-        ci.copy_kind = *ck; ci.src = *sk; ci.dst = *dk;
+        ci.copy_kind = *ck;
+        ci.src = *sk;
+        ci.dst = *dk;
         op.extra = static_cast<std::uint32_t>(t_.copies.size());
         t_.copies.push_back(ci);
       }
@@ -355,11 +361,16 @@ class JsonReader {
       dep.to = num<std::uint32_t>(d, "to", rec, kNone);
       if (dep.from >= t_.ops.size() || dep.to >= t_.ops.size() || dep.from == dep.to) fail(rec, "\"from\"/\"to\" must name two ops");
       std::string ty = str(d, "type", rec, "end_to_start");
-      if (ty == "end_to_start") dep.type = DepType::EndToStart;
-      else if (ty == "start_to_start") dep.type = DepType::StartToStart;
-      else if (ty == "end_to_end") dep.type = DepType::EndToEnd;
-      else if (ty == "start_to_end") dep.type = DepType::StartToEnd;
-      else fail(rec, "unknown \"type\"");
+      if (ty == "end_to_start")
+        dep.type = DepType::EndToStart;
+      else if (ty == "start_to_start")
+        dep.type = DepType::StartToStart;
+      else if (ty == "end_to_end")
+        dep.type = DepType::EndToEnd;
+      else if (ty == "start_to_end")
+        dep.type = DepType::StartToEnd;
+      else
+        fail(rec, "unknown \"type\"");
       dep.delay = time_field(d, "delay_ns", "delay", rec, 0);
       t_.deps.push_back(dep);
     }
@@ -367,6 +378,7 @@ class JsonReader {
 
   const json& j_;
   Trace t_;
+  LaunchInterner launches_;
 };
 
 }  // namespace

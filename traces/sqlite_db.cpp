@@ -39,7 +39,10 @@ SqliteStmt::~SqliteStmt() { sqlite3_finalize(st_); }
 
 bool SqliteStmt::step() {
   int rc = sqlite3_step(st_);
-  if (rc == SQLITE_ROW) { ++rows_; return true; }
+  if (rc == SQLITE_ROW) {
+    ++rows_;
+    return true;
+  }
   if (rc == SQLITE_DONE) return false;
   db_.fail(std::string("read failed at record ") + std::to_string(rows_ + 1) + " (" + sqlite3_errmsg(db_.handle()) +
            ") in query: " + sql_.substr(0, 120));

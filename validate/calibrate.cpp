@@ -18,7 +18,6 @@ using nlohmann::json;
 
 namespace {
 
-
 // Weighted least squares: rows A x ~ b with weights 1/b (relative residuals).
 Eigen::VectorXd relative_lsq(const std::vector<std::vector<double>>& rows, const std::vector<double>& y) {
   Eigen::MatrixXd A(static_cast<Eigen::Index>(rows.size()), static_cast<Eigen::Index>(rows.front().size()));
@@ -38,7 +37,6 @@ std::string bw_str(double bps) {
   return b;
 }
 
-
 }  // namespace
 
 double measurement_size(const Measurement& m) {
@@ -53,9 +51,7 @@ Measurements load_measurements(const std::string& path) {
   json j;
   try {
     j = json::parse(in);
-  } catch (const json::parse_error& e) {
-    throw InputError(path, std::string("malformed JSON: ") + e.what());
-  }
+  } catch (const json::parse_error& e) { throw InputError(path, std::string("malformed JSON: ") + e.what()); }
   if (!j.is_object() || j.value("format", "") != "bneck-measurements" || !j.contains("measurements") || !j["measurements"].is_array())
     throw InputError(path, "not a bneck-measurements file (validate/bench/bneck_validate output)");
   Measurements m;
@@ -81,7 +77,8 @@ Measurements load_measurements(const std::string& path) {
   std::map<std::string, std::vector<std::size_t>> groups;
   for (std::size_t i = 0; i < m.items.size(); ++i) groups[m.items[i].family + "/" + m.items[i].name].push_back(i);
   for (auto& [group, v] : groups) {
-    std::stable_sort(v.begin(), v.end(), [&](std::size_t a, std::size_t b) { return measurement_size(m.items[a]) < measurement_size(m.items[b]); });
+    std::stable_sort(v.begin(), v.end(),
+                     [&](std::size_t a, std::size_t b) { return measurement_size(m.items[a]) < measurement_size(m.items[b]); });
     // Repeated runs: the same parameters apart from the timing fields.
     auto key = [&](std::size_t i) {
       nlohmann::json p = m.items[i].params;
@@ -212,7 +209,8 @@ Calibration calibrate(const Measurements& ms, const std::string& base_preset, co
     for (const auto& m : ms.items)
       if (m.family == "launch" && m.name == "empty_events") empty = &m;
     if (empty && gpu.contains("kernel_tail")) {
-      double node_ns = gpu.contains("graph_node_latency") ? static_cast<double>(parse_duration(gpu["graph_node_latency"].get<std::string>())) : 0;
+      double node_ns =
+          gpu.contains("graph_node_latency") ? static_cast<double>(parse_duration(gpu["graph_node_latency"].get<std::string>())) : 0;
       // The device-side cost of a minimal kernel is what a CUDA graph pays per empty node; the
       // rest of what events see around one kernel (the stream intercept) is launch latency. (The
       // intercept is an extrapolation from 64 MiB up and too noisy to split further.)
@@ -220,8 +218,8 @@ Calibration calibrate(const Measurements& ms, const std::string& base_preset, co
       double launch = std::max(0.0, intercept - node_ns);
       gpu["launch_latency"] = ns_str(launch);
       gpu["kernel_tail"] = ns_str(node_ns);
-      sources["gpu.launch_latency"] = src + ", stream family intercept less the kernel tail (events around one empty kernel: " +
-                                      ns_str(empty->time_ns) + ")";
+      sources["gpu.launch_latency"] =
+          src + ", stream family intercept less the kernel tail (events around one empty kernel: " + ns_str(empty->time_ns) + ")";
       sources["gpu.kernel_tail"] = src + ", launch family (the device-side cost of an empty CUDA graph node)";
       c.log.push_back("launch: latency " + ns_str(launch) + "; kernel tail " + gpu["kernel_tail"].get<std::string>());
       // A cuBLAS call timed with events also includes the library's host work before its launch:
@@ -320,7 +318,8 @@ Calibration calibrate(const Measurements& ms, const std::string& base_preset, co
       Eigen::VectorXd x = relative_lsq(rows.first, rows.second);
       double busbw = x(1) > 0 ? 1.0 / (x(1) * 1e-9) : 1e12;
       cc[kind] = {{"latency", ns_str(x(0))}, {"bus_bandwidth", bw_str(busbw)}, {"ranks", ranks[kind]}};
-      c.log.push_back("collective " + kind + " on " + std::to_string(ranks[kind]) + " GPUs: " + ns_str(x(0)) + " + S x busfactor / " + bw_str(busbw));
+      c.log.push_back("collective " + kind + " on " + std::to_string(ranks[kind]) + " GPUs: " + ns_str(x(0)) + " + S x busfactor / " +
+                      bw_str(busbw));
     }
     if (!cc.empty()) {
       node["collectives"] = cc;
@@ -342,8 +341,12 @@ Calibration calibrate(const Measurements& ms, const std::string& base_preset, co
       residuals[f] = {{"n", v.size()}, {"median_error", v[v.size() / 2]}, {"max_error", v.back()}};
     }
   }
-  c.overlay = {{"name", overlay_name}, {"extends", base_preset},
-               {"description", base.description + ", calibrated from " + ms.source}, {"gpu", gpu}, {"node", node}, {"sources", sources},
+  c.overlay = {{"name", overlay_name},
+               {"extends", base_preset},
+               {"description", base.description + ", calibrated from " + ms.source},
+               {"gpu", gpu},
+               {"node", node},
+               {"sources", sources},
                {"calibration", {{"measurements", ms.source}, {"device", ms.device}, {"log", c.log}, {"training_residuals", residuals}}}};
   return c;
 }
@@ -352,7 +355,8 @@ double predict(const Measurement& m, const HwSpec& hw) {
   if (m.family == "collective") {  // the collective model, as model-mode replay times NCCL kernels
     auto n = static_cast<std::uint32_t>(m.params.value("ranks", 1));
     if (n < 2) return -1;
-    return static_cast<double>(collective_time(hw, collective_kind_from_name(m.name), static_cast<Bytes>(m.params.value("size", m.bytes)), n).time_ns);
+    return static_cast<double>(
+        collective_time(hw, collective_kind_from_name(m.name), static_cast<Bytes>(m.params.value("size", m.bytes)), n).time_ns);
   }
   // Everything else: the microbenchmark's ops through the replay's models and engine.
   auto w = describe_microbenchmark(m, hw);

@@ -1,8 +1,8 @@
 // Calibration of the hardware model from measured microbenchmarks, and the accuracy report.
 //
 // Each (family, name) group is sorted by size; even positions are the training half, odd ones the
-// held-out half (repeated runs of one configuration share a position; their median is fitted). calibrate() fits on the training half only (Eigen least squares, relative
-// residuals) and writes an overlay that `extends` the base preset:
+// held-out half (repeated runs of one configuration share a position; their median is fitted). calibrate() fits on the training half only
+// (Eigen least squares, relative residuals) and writes an overlay that `extends` the base preset:
 //   stream    -> gpu.kernel_tail and gpu.access_efficiency per access width (t = tail + bytes / (BW e_w))
 //   l2        -> gpu.l2_bandwidth
 //   gemm      -> gpu.gemm_fit per precision (t = overhead + FLOPs / (peak e))
@@ -39,8 +39,8 @@ double measurement_size(const Measurement& m);
 Measurements load_measurements(const std::string& path);
 
 struct Calibration {
-  nlohmann::json overlay;                 // a spec file extending the base preset
-  std::vector<std::string> log;           // what was fitted, with residuals
+  nlohmann::json overlay;        // a spec file extending the base preset
+  std::vector<std::string> log;  // what was fitted, with residuals
 };
 Calibration calibrate(const Measurements& m, const std::string& base_preset, const std::string& overlay_name);
 
@@ -50,13 +50,13 @@ double predict(const Measurement& m, const HwSpec& hw);
 struct FamilyStats {
   std::string family;
   std::size_t n = 0, held_out = 0;
-  double mape = 0, median = 0, p90 = 0;   // over the held-out measurements, fractions
-  bool modelled = true;                   // false: measured, but no model predicts it yet
+  double mape = 0, median = 0, p90 = 0;  // over the held-out measurements, fractions
+  bool modelled = true;                  // false: measured, but no model predicts it yet
 };
 struct AccuracyReport {
-  std::vector<double> predicted;          // per measurement
+  std::vector<double> predicted;  // per measurement
   std::vector<FamilyStats> families;
-  double median_error = 0, p90_error = 0; // held-out, fractions
+  double median_error = 0, p90_error = 0;  // held-out, fractions
   std::size_t held_out = 0;
 };
 AccuracyReport accuracy(const Measurements& m, const HwSpec& hw);

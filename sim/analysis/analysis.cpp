@@ -11,7 +11,8 @@ namespace bneck {
 OpClass op_class(const Op& o) {
   switch (o.kind) {
     case OpKind::Api: return OpClass::Host;
-    case OpKind::Memcpy: case OpKind::Memset: return OpClass::Memcpy;
+    case OpKind::Memcpy:
+    case OpKind::Memset: return OpClass::Memcpy;
     case OpKind::Kernel: return (o.flags & Op::kFlagNccl) ? OpClass::Communication : OpClass::Compute;
   }
   return OpClass::Host;
@@ -20,7 +21,8 @@ OpClass op_class(const Op& o) {
 OpClass node_class(const Graph& g, NodeId n) {
   switch (g.kind(n)) {
     case OpKind::Api: return OpClass::Host;
-    case OpKind::Memcpy: case OpKind::Memset: return OpClass::Memcpy;
+    case OpKind::Memcpy:
+    case OpKind::Memset: return OpClass::Memcpy;
     case OpKind::Kernel: return g.nccl(n) ? OpClass::Communication : OpClass::Compute;
   }
   return OpClass::Host;
@@ -38,8 +40,10 @@ using Intervals = std::vector<std::pair<TimeNs, TimeNs>>;
 // Appends [s,e) to a merged list built from intervals sorted by start.
 void add_merged(Intervals& v, TimeNs s, TimeNs e) {
   if (e <= s) return;
-  if (!v.empty() && s <= v.back().second) v.back().second = std::max(v.back().second, e);
-  else v.emplace_back(s, e);
+  if (!v.empty() && s <= v.back().second)
+    v.back().second = std::max(v.back().second, e);
+  else
+    v.emplace_back(s, e);
 }
 TimeNs total(const Intervals& v) {
   TimeNs t = 0;
@@ -52,7 +56,10 @@ TimeNs intersect(const Intervals& a, const Intervals& b) {
   while (i < a.size() && j < b.size()) {
     TimeNs s = std::max(a[i].first, b[j].first), e = std::min(a[i].second, b[j].second);
     if (e > s) t += e - s;
-    if (a[i].second < b[j].second) ++i; else ++j;
+    if (a[i].second < b[j].second)
+      ++i;
+    else
+      ++j;
   }
   return t;
 }
@@ -78,12 +85,13 @@ Overlap overlap_of(const Graph& g, const Schedule& s, std::vector<OpId> idx) {
     std::uint32_t d = g.device(i);
     return d == kNone || d >= ndev ? 0u : d;
   };
-  // By device, then start: one pass.
-  std::sort(idx.begin(), idx.end(), [&](OpId a, OpId b) {
+  // By device, then start: one pass. (A replay's schedule is most often in order already.)
+  auto by_dev_start = [&](OpId a, OpId b) {
     std::uint32_t da = dev_of(a), db = dev_of(b);
     if (da != db) return da < db;
     return s.start(a) != s.start(b) ? s.start(a) < s.start(b) : a < b;
-  });
+  };
+  if (!std::is_sorted(idx.begin(), idx.end(), by_dev_start)) std::sort(idx.begin(), idx.end(), by_dev_start);
   Overlap ov;
   std::size_t k = 0;
   while (k < idx.size()) {
@@ -94,7 +102,11 @@ Overlap overlap_of(const Graph& g, const Schedule& s, std::vector<OpId> idx) {
     for (; k < idx.size() && dev_of(idx[k]) == d; ++k) {
       OpId i = idx[k];
       TimeNs b = s.start(i), e = s.end(i);
-      if (!any) { first = b; last = e; any = true; }
+      if (!any) {
+        first = b;
+        last = e;
+        any = true;
+      }
       last = std::max(last, e);
       add_merged(cls[static_cast<int>(node_class(g, i))], b, e);
       add_merged(all, b, e);
@@ -124,7 +136,11 @@ Span device_span(const Graph& g, const Schedule& s) {
     for (OpId i = 0; i < g.num_nodes(); ++i) {
       if (s.measured() && !g.measured(i)) continue;
       if (pass == 0 && !g.is_device(i)) continue;
-      if (!any) { sp.begin = s.start(i); sp.end = s.end(i); any = true; }
+      if (!any) {
+        sp.begin = s.start(i);
+        sp.end = s.end(i);
+        any = true;
+      }
       sp.begin = std::min(sp.begin, s.start(i));
       sp.end = std::max(sp.end, s.end(i));
     }
@@ -142,7 +158,10 @@ std::vector<CollectiveWait> collective_waits(const Graph& g, const Schedule& s) 
     TimeNs first = std::numeric_limits<TimeNs>::max(), last = std::numeric_limits<TimeNs>::min();
     for (OpId m : col.members) {
       first = std::min(first, s.start(m));
-      if (s.start(m) > last) { last = s.start(m); w.straggler = g.rank(m); }
+      if (s.start(m) > last) {
+        last = s.start(m);
+        w.straggler = g.rank(m);
+      }
       w.end_ns = std::max(w.end_ns, s.end(m));
     }
     w.start_ns = first;
@@ -229,6 +248,7 @@ std::vector<OpId> critical_path(const SimResult& r, OpId last, const std::functi
     at_end = !(src & SimResult::kViaStart);
   }
   std::reverse(path.begin(), path.end());
+  path.shrink_to_fit();  // up to half its capacity is slack, on a path of millions of ops
   return path;
 }
 
@@ -275,9 +295,7 @@ std::vector<TimeNs> compute_slack(const Graph& g, const SimResult& r, std::vecto
 std::regex range_regex(const std::string& text) {
   try {
     return std::regex(text);
-  } catch (const std::regex_error& e) {
-    throw InputError("--range '" + text + "': bad regular expression (" + e.what() + ")");
-  }
+  } catch (const std::regex_error& e) { throw InputError("--range '" + text + "': bad regular expression (" + e.what() + ")"); }
 }
 
 RangeIndex::RangeIndex(const Trace& t) : t_(t) {

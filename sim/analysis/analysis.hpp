@@ -13,7 +13,7 @@ namespace bneck {
 // A schedule: start and end per graph node (the trace's measured times, or a SimResult's). A
 // measured schedule covers the trace's nodes only: analyses skip synthetic ones in it.
 struct Schedule {
-  const Trace* trace = nullptr;              // measured times when the vectors are null
+  const Trace* trace = nullptr;  // measured times when the vectors are null
   const std::vector<TimeNs>* starts = nullptr;
   const std::vector<TimeNs>* ends = nullptr;
   TimeNs start(OpId i) const { return starts ? (*starts)[i] : trace->ops[i].start; }
@@ -34,12 +34,12 @@ const char* to_string(OpClass c);
 // NCCL kernels are communication; memcpy and memset are memcpy).
 struct Overlap {
   TimeNs compute_ns = 0, communication_ns = 0, memcpy_ns = 0;
-  TimeNs compute_comm_overlap_ns = 0;    // compute and communication at once
-  TimeNs exposed_communication_ns = 0;   // communication with no compute beside it
+  TimeNs compute_comm_overlap_ns = 0;   // compute and communication at once
+  TimeNs exposed_communication_ns = 0;  // communication with no compute beside it
   TimeNs compute_memcpy_overlap_ns = 0;
-  TimeNs gpu_busy_ns = 0;                // any device op running
-  TimeNs gpu_idle_ns = 0;                // per device: its first-op-to-last-op window minus busy
-  TimeNs window_ns = 0;                  // sum over devices of first op start to last op end
+  TimeNs gpu_busy_ns = 0;  // any device op running
+  TimeNs gpu_idle_ns = 0;  // per device: its first-op-to-last-op window minus busy
+  TimeNs window_ns = 0;    // sum over devices of first op start to last op end
 };
 // `include` selects ops (default: every device op).
 Overlap compute_overlap(const Graph& g, const Schedule& s, const std::function<bool(OpId)>& include = {});
@@ -58,17 +58,17 @@ struct RankStats {
   std::uint32_t rank = 0, process = 0;
   Span span;
   Overlap overlap;
-  std::size_t collectives = 0;     // matched collectives (2+ traced members) it took part in
-  std::size_t last_arrivals = 0;   // of those, the ones it arrived at last
-  TimeNs waited_ns = 0;            // its members' time between their start and the last arrival
-  TimeNs made_wait_ns = 0;         // the other members' waiting at the collectives it arrived last at
+  std::size_t collectives = 0;    // matched collectives (2+ traced members) it took part in
+  std::size_t last_arrivals = 0;  // of those, the ones it arrived at last
+  TimeNs waited_ns = 0;           // its members' time between their start and the last arrival
+  TimeNs made_wait_ns = 0;        // the other members' waiting at the collectives it arrived last at
 };
 std::vector<RankStats> rank_stats(const Graph& g, const Schedule& s);
 struct CollectiveWait {
-  std::size_t index = 0;           // into t.collectives
-  std::uint32_t straggler = 0;     // rank that arrived last
-  TimeNs arrival_spread_ns = 0;    // last arrival minus first arrival
-  TimeNs start_ns = 0, end_ns = 0; // first arrival, last member end
+  std::size_t index = 0;            // into t.collectives
+  std::uint32_t straggler = 0;      // rank that arrived last
+  TimeNs arrival_spread_ns = 0;     // last arrival minus first arrival
+  TimeNs start_ns = 0, end_ns = 0;  // first arrival, last member end
 };
 std::vector<CollectiveWait> collective_waits(const Graph& g, const Schedule& s);
 
@@ -104,8 +104,8 @@ class RangeIndex {
  private:
   const Trace& t_;
   std::vector<std::uint32_t> lane_offset_;
-  std::vector<OpId> thread_ops_;     // api ops grouped by lane, by start
-  std::vector<OpId> by_link_;        // device ops sorted by launching op
+  std::vector<OpId> thread_ops_;  // api ops grouped by lane, by start
+  std::vector<OpId> by_link_;     // device ops sorted by launching op
 };
 
 }  // namespace bneck

@@ -10,8 +10,7 @@ namespace bneck {
 class InputError : public std::runtime_error {
  public:
   explicit InputError(const std::string& what) : std::runtime_error(what) {}
-  InputError(const std::string& file, const std::string& what)
-      : std::runtime_error(file + ": " + what) {}
+  InputError(const std::string& file, const std::string& what) : std::runtime_error(file + ": " + what) {}
 };
 
 }  // namespace bneck

@@ -14,9 +14,15 @@ using StrId = std::uint32_t;
 class StringTable {
  public:
   StringTable() { intern(""); }
-  StringTable(const StringTable& o) { for (const auto& s : o.strings_) intern(s); }
+  StringTable(const StringTable& o) {
+    for (const auto& s : o.strings_) intern(s);
+  }
   StringTable& operator=(const StringTable& o) {
-    if (this != &o) { strings_.clear(); index_.clear(); for (const auto& s : o.strings_) intern(s); }
+    if (this != &o) {
+      strings_.clear();
+      index_.clear();
+      for (const auto& s : o.strings_) intern(s);
+    }
     return *this;
   }
   StringTable(StringTable&&) noexcept = default;

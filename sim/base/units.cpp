@@ -21,8 +21,8 @@ Split split_number_unit(std::string_view text, const char* what) {
   std::size_t i = 0;
   while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
   std::size_t j = i;
-  while (j < s.size() && (std::isdigit(static_cast<unsigned char>(s[j])) || s[j] == '.' || s[j] == '-' ||
-                          s[j] == '+' || s[j] == 'e' || s[j] == 'E')) {
+  while (j < s.size() &&
+         (std::isdigit(static_cast<unsigned char>(s[j])) || s[j] == '.' || s[j] == '-' || s[j] == '+' || s[j] == 'e' || s[j] == 'E')) {
     // stop at 'e'/'E' when it begins a unit (no digit follows), e.g. never for our units
     ++j;
   }
@@ -66,11 +66,16 @@ TimeNs parse_duration(std::string_view text) {
   auto [v, u] = split_number_unit(text, "duration");
   if (u.empty() && v == 0) return 0;  // zero needs no unit
   double f;
-  if (u == "ns") f = 1;
-  else if (u == "us" || u == "\xc2\xb5s") f = 1e3;
-  else if (u == "ms") f = 1e6;
-  else if (u == "s") f = 1e9;
-  else throw InputError("duration '" + std::string(text) + "': unknown unit '" + u + "' (ns, us, ms, s)");
+  if (u == "ns")
+    f = 1;
+  else if (u == "us" || u == "\xc2\xb5s")
+    f = 1e3;
+  else if (u == "ms")
+    f = 1e6;
+  else if (u == "s")
+    f = 1e9;
+  else
+    throw InputError("duration '" + std::string(text) + "': unknown unit '" + u + "' (ns, us, ms, s)");
   double ns = std::round(v * f);
   if (std::fabs(ns) > 9.2e18) throw InputError("duration '" + std::string(text) + "' out of range");
   return static_cast<TimeNs>(ns);
@@ -92,9 +97,12 @@ double parse_op_rate(std::string_view text) {
   if (u.empty() && v == 0) return 0;
   std::string_view uv(u);
   std::size_t cut = 0;
-  if (uv.size() >= 6 && uv.substr(uv.size() - 6) == "FLOP/s") cut = 6;
-  else if (uv.size() >= 4 && uv.substr(uv.size() - 4) == "OP/s") cut = 4;
-  else throw InputError("rate '" + std::string(text) + "': unit must end in FLOP/s or OP/s (e.g. 989 TFLOP/s)");
+  if (uv.size() >= 6 && uv.substr(uv.size() - 6) == "FLOP/s")
+    cut = 6;
+  else if (uv.size() >= 4 && uv.substr(uv.size() - 4) == "OP/s")
+    cut = 4;
+  else
+    throw InputError("rate '" + std::string(text) + "': unit must end in FLOP/s or OP/s (e.g. 989 TFLOP/s)");
   bool ok;
   double f = prefix_factor(uv.substr(0, uv.size() - cut), ok);
   if (!ok) throw InputError("rate '" + std::string(text) + "': unknown prefix");
@@ -103,8 +111,7 @@ double parse_op_rate(std::string_view text) {
 
 double parse_frequency(std::string_view text) {
   auto [v, u] = split_number_unit(text, "frequency");
-  if (u.size() < 2 || u.substr(u.size() - 2) != "Hz")
-    throw InputError("frequency '" + std::string(text) + "': unit must end in Hz");
+  if (u.size() < 2 || u.substr(u.size() - 2) != "Hz") throw InputError("frequency '" + std::string(text) + "': unit must end in Hz");
   bool ok;
   double f = prefix_factor(std::string_view(u).substr(0, u.size() - 2), ok);
   if (!ok) throw InputError("frequency '" + std::string(text) + "': unknown prefix");
@@ -128,18 +135,20 @@ double parse_amount(std::string_view text, const char* what) {
     double v = std::stod(s, &pos);
     if (pos != s.size() || !std::isfinite(v) || v < 0) throw std::invalid_argument(s);
     return v;
-  } catch (const std::exception&) {
-    throw InputError(std::string(what) + " '" + s + "': expected a non-negative number (e.g. 2.4e12)");
-  }
+  } catch (const std::exception&) { throw InputError(std::string(what) + " '" + s + "': expected a non-negative number (e.g. 2.4e12)"); }
 }
 
 std::string format_duration(TimeNs ns) {
   double a = std::fabs(static_cast<double>(ns));
   char buf[64];
-  if (a >= 1e9) std::snprintf(buf, sizeof buf, "%.3f s", static_cast<double>(ns) / 1e9);
-  else if (a >= 1e6) std::snprintf(buf, sizeof buf, "%.3f ms", static_cast<double>(ns) / 1e6);
-  else if (a >= 1e3) std::snprintf(buf, sizeof buf, "%.3f us", static_cast<double>(ns) / 1e3);
-  else std::snprintf(buf, sizeof buf, "%lld ns", static_cast<long long>(ns));
+  if (a >= 1e9)
+    std::snprintf(buf, sizeof buf, "%.3f s", static_cast<double>(ns) / 1e9);
+  else if (a >= 1e6)
+    std::snprintf(buf, sizeof buf, "%.3f ms", static_cast<double>(ns) / 1e6);
+  else if (a >= 1e3)
+    std::snprintf(buf, sizeof buf, "%.3f us", static_cast<double>(ns) / 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%lld ns", static_cast<long long>(ns));
   return buf;
 }
 

@@ -6,8 +6,8 @@
 
 namespace bneck {
 
-using TimeNs = std::int64_t;   // a point in time or a duration, integer nanoseconds
-using Bytes = std::uint64_t;   // a size in bytes
+using TimeNs = std::int64_t;  // a point in time or a duration, integer nanoseconds
+using Bytes = std::uint64_t;  // a size in bytes
 
 inline constexpr TimeNs kNsPerUs = 1'000;
 inline constexpr TimeNs kNsPerMs = 1'000'000;

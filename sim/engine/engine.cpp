@@ -13,15 +13,17 @@ namespace bneck {
 namespace {
 
 constexpr TimeNs kMinTime = std::numeric_limits<TimeNs>::min() / 4;
+constexpr TimeNs kNever = std::numeric_limits<TimeNs>::max();
+constexpr TimeNs kHeld = kNever - 1;
 
-enum class EvType : std::uint8_t { Ready = 0, WorkDone = 1, Complete = 2 };
+enum class EvType : std::uint8_t { Ready = 0, WorkDone = 1, Complete = 2, SharedDone = 3 };
 
 struct Event {
   TimeNs t;
   std::uint64_t seq;
   OpId node;
   EvType type;
-  std::uint32_t version = 0;  // WorkDone of a shared op: stale unless it matches the op's
+  std::uint32_t version = 0;  // SharedDone (node = the GPU): stale unless it matches the GPU's
   bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
 };
 
@@ -32,8 +34,8 @@ class Engine {
   SimResult run() {
     const std::size_t n = g_.num_nodes();
     SimResult r;
-    r.start.assign(n, kMinTime);   // start-dependency accumulator until the node starts
-    r.end.assign(n, kMinTime);     // end-dependency accumulator until the node ends
+    r.start.assign(n, kMinTime);  // start-dependency accumulator until the node starts
+    r.end.assign(n, kMinTime);    // end-dependency accumulator until the node ends
     r.start_src.assign(n, kNone);
     r.resource_busy.assign(g_.resources.size(), 0);
     pending_start_.assign(n, 0);
@@ -49,6 +51,7 @@ class Engine {
       for (const auto& l : g_.lanes)
         if (l.device != kNone) devices = std::max(devices, l.device + 1);
       running_.resize(devices);
+      shared_version_.assign(devices, 0);
       r.shared.assign(n, 0);
     }
 
@@ -56,13 +59,17 @@ class Engine {
       for (auto e : boost::make_iterator_range(boost::out_edges(u, g_.csr))) {
         OpId v = boost::target(e, g_.csr);
         DepType at = g_.csr[e].attach();
-        if (at == DepType::EndToEnd || at == DepType::StartToEnd) pending_end_[v]++;
-        else pending_start_[v]++;
+        if (at == DepType::EndToEnd || at == DepType::StartToEnd)
+          pending_end_[v]++;
+        else
+          pending_start_[v]++;
       }
     }
     for (OpId u = 0; u < n; ++u) {
-      if (pending_start_[u] == 0) push(g_.release(u), u, EvType::Ready, r);
-      else if (g_.released(u)) r.start[u] = g_.release(u);
+      if (pending_start_[u] == 0)
+        push(g_.release(u), u, EvType::Ready, r);
+      else if (g_.released(u))
+        r.start[u] = g_.release(u);
     }
     while (!q_.empty()) {
       Event ev = q_.top();
@@ -71,18 +78,21 @@ class Engine {
       now_ = ev.t;
       switch (ev.type) {
         case EvType::Ready: try_start(ev.node, r); break;
-        case EvType::WorkDone:
-          if (shared_done(ev, r)) work_done(ev.node, r);
-          break;
+        case EvType::WorkDone: work_done(ev.node, r); break;
+        case EvType::SharedDone: shared_done(ev, r); break;
         case EvType::Complete: complete(ev.node, r); break;
       }
     }
     if (completed_ != n) {
       OpId stuck = 0;
       for (OpId u = 0; u < n; ++u)
-        if (pending_start_[u] != 0 || r.end[u] == kMinTime) { stuck = u; break; }
-      throw InputError(g_.trace ? g_.trace->source : std::string("graph"), "dependency cycle: op " + std::to_string(stuck) + " (" + g_.name(stuck) +
-                                      ") never becomes ready; " + std::to_string(n - completed_) + " ops cannot run");
+        if (pending_start_[u] != 0 || r.end[u] == kMinTime) {
+          stuck = u;
+          break;
+        }
+      throw InputError(g_.trace ? g_.trace->source : std::string("graph"), "dependency cycle: op " + std::to_string(stuck) + " (" +
+                                                                               g_.name(stuck) + ") never becomes ready; " +
+                                                                               std::to_string(n - completed_) + " ops cannot run");
     }
     return r;
   }
@@ -96,7 +106,7 @@ class Engine {
     double remaining;  // ns of alone-speed work
     double rate;
     TimeNs since;
-    std::uint32_t version;
+    TimeNs finish;  // when its work is done at the current rate
     bool has_demand;
     bool done;  // its work is done; it holds the GPU until it completes (end dependencies)
     ShareDemand demand;
@@ -128,18 +138,25 @@ class Engine {
     for (std::size_t k = 0; k < run.size(); ++k) {
       Running& x = run[k];
       double rate = rates_[k];
-      if (x.done || (rate == x.rate && x.version != 0)) continue;
+      if (x.done || (rate == x.rate && x.finish != kNever)) continue;
       x.rate = rate;
-      ++x.version;
       if (rate < 1.0 && k < binding_.size()) {
         std::uint8_t& b = r.shared[x.node];
         if (b == 0 || binding_[k] == 1) b = binding_[k];
       }
-      if (rate > 0) {
-        double dt = std::max(0.0, x.remaining) / rate;
-        push(now_ + static_cast<TimeNs>(std::ceil(dt - 1e-6)), x.node, EvType::WorkDone, r, x.version);
-      }
+      // Held at rate 0: not scheduled until its rate rises (kHeld, unlike a new op's kNever, is
+      // a rate already solved).
+      x.finish = rate > 0 ? now_ + static_cast<TimeNs>(std::ceil(std::max(0.0, x.remaining) / rate - 1e-6)) : kHeld;
     }
+    schedule_shared(dev, r);
+  }
+  // One event per GPU: the earliest moment one of its running ops finishes its work.
+  void schedule_shared(std::uint32_t dev, SimResult& r) {
+    TimeNs next = kNever;
+    for (const Running& x : running_[dev])
+      if (!x.done) next = std::min(next, x.finish);
+    ++shared_version_[dev];
+    if (next < kHeld) push(next, dev, EvType::SharedDone, r, shared_version_[dev]);
   }
   // A device op starts on a GPU whose ops share it. False if it does not take part.
   bool start_shared(OpId u, TimeNs d, SimResult& r) {
@@ -148,21 +165,25 @@ class Engine {
     if (dev == kNone || dev >= running_.size()) return false;
     auto& run = running_[dev];
     advance(run);
-    run.push_back(Running{u, static_cast<double>(d), 1.0, now_, 0, false, false, {}});
+    run.push_back(Running{u, static_cast<double>(d), 1.0, now_, kNever, false, false, {}});
     resolve(dev, r);
     return true;
   }
-  // A WorkDone event: false if stale (its op's rate changed since it was scheduled).
-  bool shared_done(const Event& ev, SimResult&) {
-    if (ev.version == 0) return true;
-    std::uint32_t dev = g_.device(ev.node);
+  // A GPU's SharedDone event: the ops whose work is done by now are done (stale events are skipped).
+  void shared_done(const Event& ev, SimResult& r) {
+    std::uint32_t dev = ev.node;
+    if (dev >= running_.size() || ev.version != shared_version_[dev]) return;
     auto& run = running_[dev];
-    auto it = std::find_if(run.begin(), run.end(), [&](const Running& x) { return x.node == ev.node; });
-    if (it == run.end() || it->done || it->version != ev.version) return false;
     advance(run);
-    it->done = true;
-    it->remaining = 0;
-    return true;
+    done_now_.clear();
+    for (auto& x : run)
+      if (!x.done && x.finish <= now_) {
+        x.done = true;
+        x.remaining = 0;
+        done_now_.push_back(x.node);
+      }
+    schedule_shared(dev, r);
+    for (std::size_t k = 0; k < done_now_.size(); ++k) work_done(done_now_[k], r);
   }
   // A shared op completes: it leaves its GPU, whose other ops are re-solved.
   void leave_shared(OpId u, SimResult& r) {
@@ -186,8 +207,14 @@ class Engine {
 
   void try_start(OpId u, SimResult& r) {
     std::size_t lr = lane_res(u), er = extra_res(u);
-    if (in_use_[lr] >= capacity_[lr]) { waiters_[lr].push_back(u); return; }
-    if (er != kNone && in_use_[er] >= capacity_[er]) { waiters_[er].push_back(u); return; }
+    if (in_use_[lr] >= capacity_[lr]) {
+      waiters_[lr].push_back(u);
+      return;
+    }
+    if (er != kNone && in_use_[er] >= capacity_[er]) {
+      waiters_[er].push_back(u);
+      return;
+    }
     in_use_[lr]++;
     if (er != kNone) {
       if (in_use_[er]++ == 0) busy_since_[er - g_.lanes.size()] = now_;
@@ -199,7 +226,8 @@ class Engine {
     for (auto e : boost::make_iterator_range(boost::out_edges(u, g_.csr))) {
       const EdgeProps& p = g_.csr[e];
       OpId v = boost::target(e, g_.csr);
-      if (p.attach() == DepType::StartToStart) relax_start(v, now_ + p.delay(), u | SimResult::kViaStart, r);
+      if (p.attach() == DepType::StartToStart)
+        relax_start(v, now_ + p.delay(), u | SimResult::kViaStart, r);
       else if (p.attach() == DepType::StartToEnd)
         relax_end(v, now_ + p.delay() + duration(v), u | SimResult::kViaStart, r);
     }
@@ -207,7 +235,10 @@ class Engine {
 
   // An end dependency of v fired: v completes no earlier than t (once its own work is done).
   void relax_end(OpId v, TimeNs t, std::uint32_t src, SimResult& r) {
-    if (t > r.end[v]) { r.end[v] = t; r.end_src[v] = src; }
+    if (t > r.end[v]) {
+      r.end[v] = t;
+      r.end_src[v] = src;
+    }
     auto& pe = pending_end_[v];
     if (--pe == 0) {
       auto w = work_done_at_.find(v);
@@ -288,6 +319,8 @@ class Engine {
   std::vector<TimeNs> busy_since_;
   std::size_t completed_ = 0;
   std::vector<std::vector<Running>> running_;  // per GPU, in start order (sharing only)
+  std::vector<std::uint32_t> shared_version_;  // per GPU: the SharedDone event that is current
+  std::vector<OpId> done_now_;
   std::vector<ShareDemand> demands_;
   std::vector<double> rates_;
   std::vector<std::uint8_t> binding_;

@@ -19,14 +19,14 @@
 namespace bneck {
 
 struct SimResult {
-  std::vector<TimeNs> start, end;          // per node, simulated
+  std::vector<TimeNs> start, end;  // per node, simulated
   // What determined each node's start: the source node of the binding edge (kNone for a root),
   // with kViaStart set when the edge left the source's start (start->start) and kViaResource
   // when the node waited for a lane or resource that the source released.
   std::vector<std::uint32_t> start_src;
   std::unordered_map<OpId, std::uint32_t> end_src;  // nodes whose end an end->end (or, with kViaStart,
-                                                   // a start->end) edge determined
-  std::vector<TimeNs> resource_busy;       // per Graph::resources entry, ns busy (summed over capacity)
+                                                    // a start->end) edge determined
+  std::vector<TimeNs> resource_busy;                // per Graph::resources entry, ns busy (summed over capacity)
   // Sharing (Graph::sharing), per node: 0 if it ran at full speed, else what slowed it (1 SMs,
   // 2 HBM); empty without sharing. Its time alone is the cost model's duration.
   std::vector<std::uint8_t> shared;

@@ -13,36 +13,60 @@ void solve_rates(const std::vector<ShareDemand>& ops, std::uint32_t sm_count, st
   rates.assign(n, 1.0);
   if (binding) binding->assign(n, 0);
   if (n == 0) return;
-  // SMs in start order. Groups of SMs with the same room left, roomiest first.
-  thread_local std::vector<std::pair<double, std::uint32_t>> groups, next;
-  thread_local std::vector<std::size_t> flex;
-  groups.assign(1, {1.0, std::max<std::uint32_t>(sm_count, 1)});
+  const std::uint32_t sms_total = std::max<std::uint32_t>(sm_count, 1);
   constexpr double kEps = 1e-9;
-  for (std::size_t i = 0; i < n; ++i) {
-    const ShareDemand& d = ops[i];
-    if (d.sms == 0 || d.sm_fraction <= 0) continue;
-    std::uint32_t need = std::min(d.sms, std::max<std::uint32_t>(sm_count, 1)), got = 0;
-    const double f = std::min<double>(d.sm_fraction, 1.0);
-    next.clear();
-    for (auto [room, count] : groups) {
-      std::uint32_t take = room + kEps >= f ? std::min(count, need - got) : 0;
-      got += take;
-      if (take) next.emplace_back(room - f, take);
-      if (count > take) next.emplace_back(room, count - take);
+  // When the footprints of all the ops fit on one SM together, each gets every SM it asks for.
+  double total_fraction = 0;
+  for (const ShareDemand& d : ops)
+    if (d.sms > 0 && d.sm_fraction > 0) total_fraction += std::min<double>(d.sm_fraction, 1.0);
+  if (total_fraction > 1.0 + kEps) {
+    // SMs in start order. Groups of SMs with the same room left, roomiest first; a group list
+    // never grows past n + 1 entries (each op splits at most one group), so small problems (the
+    // usual few ops on a GPU) stay on the stack.
+    using Group = std::pair<double, std::uint32_t>;
+    constexpr std::size_t kStack = 32;
+    Group stack_buf[3 * (kStack + 2)];
+    std::vector<Group> heap_buf;
+    Group* buf = stack_buf;
+    const std::size_t cap = n + 2;
+    if (n > kStack) {
+      heap_buf.resize(3 * cap);
+      buf = heap_buf.data();
     }
-    std::sort(next.begin(), next.end(), [](auto& a, auto& b) { return a.first > b.first; });
-    groups.clear();  // merge equal rooms
-    for (auto& g : next) {
-      if (!groups.empty() && std::fabs(groups.back().first - g.first) < kEps)
-        groups.back().second += g.second;
-      else
-        groups.push_back(g);
-    }
-    if (got < need && !d.fixed_rate) {
-      rates[i] = static_cast<double>(got) / need;
-      if (binding) (*binding)[i] = 1;
+    Group *groups = buf, *taken = buf + cap, *rest = buf + 2 * cap;
+    std::size_t ng = 1;
+    groups[0] = {1.0, sms_total};
+    for (std::size_t i = 0; i < n; ++i) {
+      const ShareDemand& d = ops[i];
+      if (d.sms == 0 || d.sm_fraction <= 0) continue;
+      std::uint32_t need = std::min(d.sms, sms_total), got = 0;
+      const double f = std::min<double>(d.sm_fraction, 1.0);
+      // The op takes SMs from the roomiest groups down: the groups it takes from, less f, stay in
+      // order among themselves, as do the rest; merging the two keeps the list sorted.
+      std::size_t nt = 0, nr = 0;
+      for (std::size_t k = 0; k < ng; ++k) {
+        auto [room, count] = groups[k];
+        std::uint32_t take = room + kEps >= f ? std::min(count, need - got) : 0;
+        got += take;
+        if (take) taken[nt++] = {room - f, take};
+        if (count > take) rest[nr++] = {room, count - take};
+      }
+      ng = 0;
+      std::size_t x = 0, y = 0;
+      while (x < nt || y < nr) {
+        const Group& g = y == nr || (x < nt && taken[x].first > rest[y].first) ? taken[x++] : rest[y++];
+        if (ng && std::fabs(groups[ng - 1].first - g.first) < kEps)
+          groups[ng - 1].second += g.second;
+        else
+          groups[ng++] = g;
+      }
+      if (got < need && !d.fixed_rate) {
+        rates[i] = static_cast<double>(got) / need;
+        if (binding) (*binding)[i] = 1;
+      }
     }
   }
+  thread_local std::vector<std::size_t> flex;
   // HBM: fixed-rate ops take theirs; the others share the rest max-min fairly (water-filling on
   // the rate, each capped by its SM share).
   double left = 1.0;
@@ -101,8 +125,6 @@ struct In {
 void calibrate_sharing(Graph& g, const ShareModel& m) {
   const Trace& t = *g.trace;
   g.sharing_lost.clear();
-  std::vector<std::uint32_t> lost(t.ops.size(), 0);
-  bool any = false;
   // Launch and stream-order in-edges of a kernel (from its launch call and its stream's previous op).
   std::vector<OpId> prev_on_lane(t.lanes.size(), kNone);
   auto in_edges = [&](OpId u, OpId prev, std::vector<In>& out) {
@@ -169,10 +191,7 @@ void calibrate_sharing(Graph& g, const ShareModel& m) {
           continue;
         }
         auto cut = std::llround(d.active[k].lost);
-        if (cut > 0) {
-          lost[d.active[k].op] = static_cast<std::uint32_t>(std::min<long long>(cut, 0xFFFFFFFFll));
-          any = true;
-        }
+        if (cut > 0) g.set_lost_to_sharing(d.active[k].op, static_cast<std::uint32_t>(std::min<long long>(cut, 0xFFFFFFFFll)));
         d.active.erase(d.active.begin() + static_cast<std::ptrdiff_t>(k));
         retired = true;
       }
@@ -214,7 +233,6 @@ void calibrate_sharing(Graph& g, const ShareModel& m) {
     d.active.push_back({i, o.end(), {}, false, 0.0});
   }
   for (auto& [dev, d] : sweeps) advance(dev, d, std::numeric_limits<TimeNs>::max());
-  if (any) g.sharing_lost = std::move(lost);
 }
 
 }  // namespace bneck

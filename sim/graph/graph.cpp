@@ -10,45 +10,14 @@
 
 namespace bneck {
 
-std::uint32_t Graph::rank_of_process(std::uint32_t p) const {
-  if (trace && p < trace->processes.size()) return trace->processes[p].rank != kNone ? trace->processes[p].rank : p;
-  // Synthetic ranks follow the trace's highest rank.
-  std::uint32_t top = 0;
-  if (trace)
-    for (std::uint32_t q = 0; q < trace->processes.size(); ++q) top = std::max(top, rank_of_process(q) + 1);
-  return top + (p - (trace ? static_cast<std::uint32_t>(trace->processes.size()) : 0));
-}
-
-TimeNs Graph::release(NodeId n) const {
-  if (synthetic(n)) return side[synth(n).side].release;
-  OpId o = origin(n);
-  return trace && o < trace->ops.size() ? trace->ops[o].start : 0;
-}
-
-std::string Graph::name(NodeId n) const {
-  if (const SideInfo* s = side_of(n); s && !s->name.empty()) return s->name;
-  OpId o = origin(n);
-  return trace && o < trace->ops.size() ? trace->name(trace->ops[o]) : "node " + std::to_string(n);
-}
-
-std::string Graph::lane_label(LaneId l) const {
-  if (l < lanes.size() && !lanes[l].name.empty()) return lanes[l].name;
-  return trace && l < trace->lanes.size() ? trace->lane_label(l) : "lane " + std::to_string(l);
-}
-
-const char* to_string(EdgeType t) {
-  static const char* const names[] = {"host_order", "launch", "graph_launch", "stream_order", "event", "host_sync", "explicit", "thread_wake", "collective"};
-  return names[static_cast<int>(t)];
-}
-
 namespace {
 
 // Per-lane op lists in FIFO order (trace ops are sorted by start), with the submission time of
 // each device op (its launching call's start) for "last op submitted before T" queries.
 struct LaneIndex {
-  std::vector<std::uint32_t> offset;   // lanes + 1
+  std::vector<std::uint32_t> offset;  // lanes + 1
   std::vector<OpId> ops;
-  std::vector<TimeNs> submit;          // parallel to ops
+  std::vector<TimeNs> submit;  // parallel to ops
 
   void build(const Trace& t) {
     offset.assign(t.lanes.size() + 1, 0);
@@ -99,8 +68,12 @@ int copy_class(const Trace& t, const Op& o) {
   const CopyInfo* ci = t.copy(o);
   if (!ci) return kD2D;
   switch (ci->copy_kind) {
-    case MemcpyKind::HtoD: case MemcpyKind::HtoA: case MemcpyKind::UvmHtoD: return kH2D;
-    case MemcpyKind::DtoH: case MemcpyKind::AtoH: case MemcpyKind::UvmDtoH: return kD2H;
+    case MemcpyKind::HtoD:
+    case MemcpyKind::HtoA:
+    case MemcpyKind::UvmHtoD: return kH2D;
+    case MemcpyKind::DtoH:
+    case MemcpyKind::AtoH:
+    case MemcpyKind::UvmDtoH: return kD2H;
     default: return kD2D;
   }
 }
@@ -130,7 +103,8 @@ class Builder {
     if (!infer_waits_.empty()) {
       device_streams_.resize(t_.devices.size() + 1);
       for (LaneId l = 0; l < t_.lanes.size(); ++l)
-        if (t_.lanes[l].kind == LaneKind::Stream) device_streams_[std::min<std::size_t>(t_.lanes[l].device, t_.devices.size())].push_back(l);
+        if (t_.lanes[l].kind == LaneKind::Stream)
+          device_streams_[std::min<std::size_t>(t_.lanes[l].device, t_.devices.size())].push_back(l);
     }
     for (std::uint32_t c = 0; c < t_.collectives.size(); ++c) {
       const Collective& col = t_.collectives[c];
@@ -142,7 +116,10 @@ class Builder {
       }
       if (t_.measured && last_start > first_end) {  // some member ended before another began
         auto& a = anomalies_["graph: collective whose members do not overlap in time (clock skew or a mismatch): not joined"];
-        if (a.count++ == 0) { a.severity = Severity::Warning; a.example = t_.name(t_.ops[col.members[0]]) + " #" + std::to_string(col.seq); }
+        if (a.count++ == 0) {
+          a.severity = Severity::Warning;
+          a.example = t_.name(t_.ops[col.members[0]]) + " #" + std::to_string(col.seq);
+        }
         continue;
       }
       for (OpId m : col.members) member_of_[m] = {c, last_start};
@@ -188,8 +165,10 @@ class Builder {
         props.emplace_back(e.explicit_delay, e.type, e.attach);
         g.stats.edges_by_type[static_cast<int>(e.type)]++;
       }
-      if (calibrate_) calibrate(i, o, in, props.data() + first, g);
-      else nominal_only(in, props.data() + first);
+      if (calibrate_)
+        calibrate(i, o, in, props.data() + first, g);
+      else
+        nominal_only(in, props.data() + first);
     }
     if (calibrate_) {
       learn_nominals();
@@ -200,8 +179,7 @@ class Builder {
     lanes_ = LaneIndex{};
     targets.shrink_to_fit();
     props.shrink_to_fit();
-    g.csr = CsrGraph(boost::construct_inplace_from_sources_and_targets, sources, targets, props,
-                     static_cast<std::uint32_t>(t_.ops.size()));
+    g.csr = CsrGraph(boost::construct_inplace_from_sources_and_targets, sources, targets, props, static_cast<std::uint32_t>(t_.ops.size()));
     std::vector<std::uint32_t>().swap(sources);
     init_nodes(g);
     build_resources(g);
@@ -250,15 +228,18 @@ class Builder {
       case ApiClass::StreamWait:
         if (info && info->has_event && info->stream != kNone) {
           auto it = last_record_.find(event_key(o, info->event));
-          if (it != last_record_.end() && it->second != kNone)
-            waits_[info->stream].push_back({o.start, it->second});
+          if (it != last_record_.end() && it->second != kNone) waits_[info->stream].push_back({o.start, it->second});
         } else {
           missing("stream wait without its stream or event", o);
         }
         break;
       case ApiClass::StreamSync:
-        if (info && info->stream != kNone) sync_from(lanes_.last_before(info->stream, o.start));
-        else { missing("stream synchronize without its stream: synchronizing every stream", o); sync_streams(kNone); }
+        if (info && info->stream != kNone)
+          sync_from(lanes_.last_before(info->stream, o.start));
+        else {
+          missing("stream synchronize without its stream: synchronizing every stream", o);
+          sync_streams(kNone);
+        }
         break;
       case ApiClass::EventSync:
         if (info && info->has_event) {
@@ -268,11 +249,8 @@ class Builder {
           missing("event synchronize without its event", o);
         }
         break;
-      case ApiClass::DeviceSync:
-        sync_streams(info && info->device != kNone ? info->device : kNone);
-        break;
-      default:
-        break;
+      case ApiClass::DeviceSync: sync_streams(info && info->device != kNone ? info->device : kNone); break;
+      default: break;
     }
     // A blocking copy returns when its own device op is done.
     if (o.api_class() == ApiClass::MemcpySync) {
@@ -307,9 +285,7 @@ class Builder {
   }
 
   // Event ids are per process.
-  std::uint64_t event_key(const Op& o, std::uint64_t ev) const {
-    return (static_cast<std::uint64_t>(t_.lanes[o.lane].process) << 48) ^ ev;
-  }
+  std::uint64_t event_key(const Op& o, std::uint64_t ev) const { return (static_cast<std::uint64_t>(t_.lanes[o.lane].process) << 48) ^ ev; }
 
   void missing(const char* what, const Op& o) {
     auto& a = anomalies_[std::string("graph: ") + what];
@@ -382,7 +358,10 @@ class Builder {
     auto& s = samples_[key];
     auto& seen = seen_[key];
     ++seen;
-    if (s.size() < kReservoir) { s.push_back(v); return; }
+    if (s.size() < kReservoir) {
+      s.push_back(v);
+      return;
+    }
     rng_ = rng_ * 6364136223846793005ull + 1442695040888963407ull;
     std::uint64_t j = (rng_ >> 11) % seen;
     if (j < kReservoir) s[j] = v;
@@ -453,7 +432,8 @@ class Builder {
       case EdgeType::Event: return 1;
       case EdgeType::Explicit: return 2;
       case EdgeType::HostSync: return 3;
-      case EdgeType::Launch: case EdgeType::GraphLaunch: return 4;
+      case EdgeType::Launch:
+      case EdgeType::GraphLaunch: return 4;
       case EdgeType::HostOrder: return 5;
       case EdgeType::ThreadWake: return 6;
       case EdgeType::Collective: return 7;
@@ -481,8 +461,7 @@ class Builder {
       auto k = static_cast<std::size_t>(bind_start);
       props[k].set_binding(true);
       g.stats.bound_by_type[static_cast<int>(in[k].type)]++;
-      sample(nominal_key(in[k].type, t_.lanes[o.lane].device, o.kind == OpKind::Api ? 3 : launch_category(o)),
-             props[k].delay());
+      sample(nominal_key(in[k].type, t_.lanes[o.lane].device, o.kind == OpKind::Api ? 3 : launch_category(o)), props[k].delay());
     }
     if (bind_end >= 0 && best_end > o.start) {
       // The call was blocked: it returned `wake` after the awaited op ended.
@@ -516,7 +495,10 @@ class Builder {
       std::vector<TimeNs> last_end(t_.lanes.size(), std::numeric_limits<TimeNs>::min());
       std::vector<std::vector<TimeNs>> open(t_.lanes.size());
       for (const Op& o : t_.ops) {
-        if (o.start >= last_end[o.lane]) { last_end[o.lane] = o.end(); continue; }
+        if (o.start >= last_end[o.lane]) {
+          last_end[o.lane] = o.end();
+          continue;
+        }
         auto& v = open[o.lane];
         v.erase(std::remove_if(v.begin(), v.end(), [&](TimeNs e) { return e <= o.start; }), v.end());
         if (v.empty()) v.push_back(last_end[o.lane]);
@@ -526,7 +508,8 @@ class Builder {
       }
     }
     for (LaneId l = 0; l < t_.lanes.size(); ++l)
-      if (t_.lanes[l].capacity) cap[l] = t_.lanes[l].capacity == kNone ? std::numeric_limits<std::uint32_t>::max() / 2 : t_.lanes[l].capacity;
+      if (t_.lanes[l].capacity)
+        cap[l] = t_.lanes[l].capacity == kNone ? std::numeric_limits<std::uint32_t>::max() / 2 : t_.lanes[l].capacity;
     for (LaneId l = 0; l < t_.lanes.size(); ++l) g.lanes[l].capacity = cap[l];
     std::map<std::pair<std::uint32_t, int>, std::vector<std::pair<TimeNs, int>>> sweeps;
     bool any = false;
@@ -544,7 +527,10 @@ class Builder {
     for (auto& [k, v] : sweeps) {
       std::sort(v.begin(), v.end());  // ends (-1) before starts (+1) at equal times
       int cur = 0, peak = 1;
-      for (auto& [tm, d] : v) { cur += d; peak = std::max(peak, cur); }
+      for (auto& [tm, d] : v) {
+        cur += d;
+        peak = std::max(peak, cur);
+      }
       if (!t_.measured) peak = 1;
       std::string dev = k.first < t_.devices.size() ? std::to_string(t_.devices[k.first].id) : "?";
       g.resources.push_back({"gpu" + dev + " " + names[k.second], static_cast<std::uint32_t>(peak)});
@@ -557,8 +543,8 @@ class Builder {
     }
   }
 
-  std::vector<std::uint8_t> infer_waits_;              // per process: its stream waits lack their events
-  std::vector<std::vector<LaneId>> device_streams_;   // per device: its stream lanes
+  std::vector<std::uint8_t> infer_waits_;                                 // per process: its stream waits lack their events
+  std::vector<std::vector<LaneId>> device_streams_;                       // per device: its stream lanes
   std::unordered_map<OpId, std::pair<std::uint32_t, TimeNs>> member_of_;  // collective, its last arrival
   const Trace& t_;
   bool calibrate_;

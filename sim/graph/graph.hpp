@@ -66,8 +66,8 @@ class EdgeProps {
 };
 static_assert(sizeof(EdgeProps) == 8);
 
-using CsrGraph = boost::compressed_sparse_row_graph<boost::directedS, boost::no_property, EdgeProps,
-                                                     boost::no_property, std::uint32_t, std::uint32_t>;
+using CsrGraph =
+    boost::compressed_sparse_row_graph<boost::directedS, boost::no_property, EdgeProps, boost::no_property, std::uint32_t, std::uint32_t>;
 
 inline constexpr std::uint16_t kNoResource = 0xFFFF;
 
@@ -90,11 +90,11 @@ using NodeId = std::uint32_t;
 // transforms add lanes (a communication stream, the streams and threads of a new rank).
 struct GraphLane {
   LaneKind kind = LaneKind::Thread;
-  std::uint32_t device = kNone;   // graph device index (trace devices first, then synthetic ones)
-  std::uint32_t process = 0;      // graph process index (one per rank)
-  std::uint32_t capacity = 1;     // ops it runs at once (1, or the trace's peak overlap)
+  std::uint32_t device = kNone;  // graph device index (trace devices first, then synthetic ones)
+  std::uint32_t process = 0;     // graph process index (one per rank)
+  std::uint32_t capacity = 1;    // ops it runs at once (1, or the trace's peak overlap)
   bool fifo = true;
-  std::string name;               // set for synthetic lanes; trace lanes use Trace::lane_label
+  std::string name;  // set for synthetic lanes; trace lanes use Trace::lane_label
 };
 
 // Where a node's intrinsic duration comes from.
@@ -109,24 +109,24 @@ enum class DurationSource : std::uint8_t {
 // its edges); synthetic nodes follow, node T + k being nodes[k]. Details of synthetic or re-timed
 // nodes live in a side table (Graph::side).
 struct Node {
-  LaneId lane = kNone;       // graph lane
+  LaneId lane = kNone;  // graph lane
   std::uint32_t side = kNone;
   OpKind kind = OpKind::Api;
-  std::uint8_t flags = 0;    // Node::k*
-  std::uint16_t resource = kNoResource;  // shared hardware held while running (copy engine)
-  static constexpr std::uint8_t kRemoved = 2;    // removed by a transform: a zero-time pass-through
-  static constexpr std::uint8_t kNccl = 8;       // communication kernel
+  std::uint8_t flags = 0;                      // Node::k*
+  std::uint16_t resource = kNoResource;        // shared hardware held while running (copy engine)
+  static constexpr std::uint8_t kRemoved = 2;  // removed by a transform: a zero-time pass-through
+  static constexpr std::uint8_t kNccl = 8;     // communication kernel
 };
 static_assert(sizeof(Node) == 12, "Node must stay compact");
 
 struct SideInfo {
-  OpId origin = kNone;        // synthetic nodes: the op cloned (its time and work); kNone: none
+  OpId origin = kNone;  // synthetic nodes: the op cloned (its time and work); kNone: none
   DurationSource source = DurationSource::Op;
-  TimeNs fixed_ns = 0;        // Fixed
-  double work_fraction = 1;   // Origin: share of the origin op's work (a split kernel: 1/N)
-  TimeNs release = 0;         // earliest start when the node has no start dependency
-  std::string name;           // synthetic nodes: shown in reports
-  std::string transform;      // the transform that synthesized or re-timed it
+  TimeNs fixed_ns = 0;       // Fixed
+  double work_fraction = 1;  // Origin: share of the origin op's work (a split kernel: 1/N)
+  TimeNs release = 0;        // earliest start when the node has no start dependency
+  std::string name;          // synthetic nodes: shown in reports
+  std::string transform;     // the transform that synthesized or re-timed it
 };
 
 class ShareModel;  // sim/engine/sharing.hpp
@@ -134,23 +134,28 @@ class ShareModel;  // sim/engine/sharing.hpp
 struct Graph {
   const Trace* trace = nullptr;
   CsrGraph csr;
-  std::vector<Node> nodes;               // synthetic nodes: node num_trace_nodes() + k is nodes[k]
+  std::vector<Node> nodes;  // synthetic nodes: node num_trace_nodes() + k is nodes[k]
   std::vector<SideInfo> side;
   std::unordered_map<NodeId, std::uint32_t> trace_side;  // trace nodes with side info (re-timed)
-  std::vector<bool> trace_removed;       // trace nodes removed by a transform (empty: none)
-  std::vector<std::uint16_t> trace_resource;  // per trace node, empty if no node needs one
-  std::vector<GraphLane> lanes;          // trace lanes first
-  std::uint32_t num_devices = 0;         // trace devices, then synthetic ones
-  std::uint32_t num_processes = 0;       // trace processes (ranks), then synthetic ones
+  std::vector<bool> trace_removed;                       // trace nodes removed by a transform (empty: none)
+  std::vector<std::uint16_t> trace_resource;             // per trace node, empty if no node needs one
+  std::vector<GraphLane> lanes;                          // trace lanes first
+  std::uint32_t num_devices = 0;                         // trace devices, then synthetic ones
+  std::uint32_t num_processes = 0;                       // trace processes (ranks), then synthetic ones
   std::vector<Resource> resources;
   // Intrinsic duration of blocking calls that waited (see header comment); others use the op's.
   std::unordered_map<OpId, TimeNs> intrinsic;
   // Sharing (sim/engine/sharing.hpp): when set, concurrent device ops share their GPU's SMs and HBM
   // and durations emerge; `sharing_lost` holds, per trace op, the ns that sharing cost it in the
-  // trace (calibrated; its time alone is its measured time less that; empty: none lost time).
+  // trace (calibrated; its time alone is its measured time less that; empty: none lost).
   std::shared_ptr<const ShareModel> sharing;
   std::vector<std::uint32_t> sharing_lost;
-  TimeNs lost_to_sharing(OpId n) const { return n < sharing_lost.size() ? sharing_lost[n] : 0; }
+  TimeNs lost_to_sharing(NodeId n) const { return n < sharing_lost.size() ? sharing_lost[n] : 0; }
+  void set_lost_to_sharing(NodeId n, std::uint32_t ns) {  // trace nodes only
+    if (n >= num_trace_nodes()) return;
+    if (sharing_lost.empty()) sharing_lost.assign(num_trace_nodes(), 0);
+    sharing_lost[n] = ns;
+  }
   GraphStats stats;
   std::map<std::string, Anomaly> anomalies;  // dependencies the builder could not resolve
 

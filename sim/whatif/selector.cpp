@@ -12,8 +12,11 @@ std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;
   std::string cur;
   for (char c : s) {
-    if (c == sep) { out.push_back(cur); cur.clear(); }
-    else cur += c;
+    if (c == sep) {
+      out.push_back(cur);
+      cur.clear();
+    } else
+      cur += c;
   }
   out.push_back(cur);
   return out;
@@ -38,17 +41,27 @@ Selector Selector::parse(const std::string& text) {
     std::string key = term.substr(0, op), val = term.substr(op + 1);
     char c = term[op];
     try {
-      if (key == "name" && c == '~') { t.kind = Term::Name; t.re = std::regex(val); }
-      else if (key == "range" && c == '~') { t.kind = Term::Range; t.re = std::regex(val); }
-      else if (key == "kind" && c == '=') {
+      if (key == "name" && c == '~') {
+        t.kind = Term::Name;
+        t.re = std::regex(val);
+      } else if (key == "range" && c == '~') {
+        t.kind = Term::Range;
+        t.re = std::regex(val);
+      } else if (key == "kind" && c == '=') {
         t.kind = Term::KindIs;
         if (val != "kernel" && val != "memcpy" && val != "memset" && val != "collective" && val != "api")
           throw InputError("selector term '" + term + "': kind must be kernel, memcpy, memset, collective or api");
         t.value = val;
-      } else if (key == "stream" && c == '=') { t.kind = Term::Stream; t.ids = {parse_uint(val, term)}; }
-      else if (key == "device" && c == '=') { t.kind = Term::Device; t.ids = {parse_uint(val, term)}; }
-      else if (key == "rank" && c == '=') { t.kind = Term::Rank; t.ids = {parse_uint(val, term)}; }
-      else if (key == "id" && c == '=') {
+      } else if (key == "stream" && c == '=') {
+        t.kind = Term::Stream;
+        t.ids = {parse_uint(val, term)};
+      } else if (key == "device" && c == '=') {
+        t.kind = Term::Device;
+        t.ids = {parse_uint(val, term)};
+      } else if (key == "rank" && c == '=') {
+        t.kind = Term::Rank;
+        t.ids = {parse_uint(val, term)};
+      } else if (key == "id" && c == '=') {
         t.kind = Term::Ids;
         for (const auto& x : split(val, ',')) t.ids.push_back(parse_uint(x, term));
         std::sort(t.ids.begin(), t.ids.end());
@@ -56,11 +69,10 @@ Selector Selector::parse(const std::string& text) {
         t.kind = c == '>' ? Term::DurGt : Term::DurLt;
         t.dur = parse_duration(val);
       } else {
-        throw InputError("selector term '" + term + "': unknown key or operator (name~, kind=, stream=, device=, rank=, range~, dur>, dur<, id=)");
+        throw InputError("selector term '" + term +
+                         "': unknown key or operator (name~, kind=, stream=, device=, rank=, range~, dur>, dur<, id=)");
       }
-    } catch (const std::regex_error& e) {
-      throw InputError("selector term '" + term + "': bad regular expression (" + e.what() + ")");
-    }
+    } catch (const std::regex_error& e) { throw InputError("selector term '" + term + "': bad regular expression (" + e.what() + ")"); }
     s.terms_.push_back(std::move(t));
   }
   return s;
@@ -81,8 +93,10 @@ void Selector::bind(const Trace& t) {
       auto [lo, hi] = idx.api_span(ri);
       for (std::size_t p = lo; p < hi; ++p) hit[idx.api_at(p)] = true;
     }
-    if (in_range_.empty()) in_range_ = std::move(hit);
-    else for (std::size_t i = 0; i < hit.size(); ++i) in_range_[i] = in_range_[i] && hit[i];
+    if (in_range_.empty())
+      in_range_ = std::move(hit);
+    else
+      for (std::size_t i = 0; i < hit.size(); ++i) in_range_[i] = in_range_[i] && hit[i];
   }
 }
 
@@ -95,8 +109,10 @@ bool Selector::matches(OpId id) const {
         if (!std::regex_search(t.name(o), term.re)) return false;
         break;
       case Term::KindIs:
-        if (term.value == "collective") { if (!(o.flags & Op::kFlagNccl)) return false; }
-        else if (term.value != to_string(o.kind)) return false;
+        if (term.value == "collective") {
+          if (!(o.flags & Op::kFlagNccl)) return false;
+        } else if (term.value != to_string(o.kind))
+          return false;
         break;
       case Term::Stream:
         if (o.kind == OpKind::Api || t.lanes[o.lane].native_id != term.ids[0]) return false;

@@ -68,16 +68,18 @@ void generate(const std::string& path, long kernels, int streams) {
            "BEGIN;");
   sqlite3_stmt *rt = nullptr, *kt = nullptr;
   sqlite3_prepare_v2(db, "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES(?,?,0,?,?,?,0,NULL)", -1, &rt, nullptr);
-  sqlite3_prepare_v2(db,
-                     "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES(?,?,0,1,?,?,?,?,?,NULL,1,0,?,?,1,1,?,1,1,?,0,0,0,?,0,NULL)",
-                     -1, &kt, nullptr);
+  sqlite3_prepare_v2(db, "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES(?,?,0,1,?,?,?,?,?,NULL,1,0,?,?,1,1,?,1,1,?,0,0,0,?,0,NULL)", -1,
+                     &kt, nullptr);
   const std::int64_t gpid = (1ll << 48) | (4242ll << 24), gtid = gpid | 4242;
   std::vector<std::int64_t> free_at(static_cast<std::size_t>(streams), 0);
   std::int64_t t = 1'000'000'000, corr = 1;
   std::uint64_t rng = 12345;
   auto api = [&](std::int64_t s, std::int64_t e, std::int64_t c, int name) {
-    sqlite3_bind_int64(rt, 1, s); sqlite3_bind_int64(rt, 2, e); sqlite3_bind_int64(rt, 3, gtid);
-    sqlite3_bind_int64(rt, 4, c); sqlite3_bind_int(rt, 5, name);
+    sqlite3_bind_int64(rt, 1, s);
+    sqlite3_bind_int64(rt, 2, e);
+    sqlite3_bind_int64(rt, 3, gtid);
+    sqlite3_bind_int64(rt, 4, c);
+    sqlite3_bind_int(rt, 5, name);
     if (sqlite3_step(rt) != SQLITE_DONE) die("insert runtime");
     sqlite3_reset(rt);
   };
@@ -90,11 +92,18 @@ void generate(const std::string& path, long kernels, int streams) {
     api(a0, a1, corr, 1);
     std::int64_t k0 = std::max(a0 + 4000, free_at[static_cast<std::size_t>(s)] + 600), k1 = k0 + dur;
     free_at[static_cast<std::size_t>(s)] = k1;
-    sqlite3_bind_int64(kt, 1, k0); sqlite3_bind_int64(kt, 2, k1); sqlite3_bind_int(kt, 3, 13 + s);
-    sqlite3_bind_int64(kt, 4, corr); sqlite3_bind_int64(kt, 5, gpid);
-    sqlite3_bind_int(kt, 6, 10 + 2 * kind); sqlite3_bind_int(kt, 7, 11 + 2 * kind);
-    sqlite3_bind_int(kt, 8, 32 + 8 * kind); sqlite3_bind_int(kt, 9, 132 * (1 + kind)); sqlite3_bind_int(kt, 10, 256);
-    sqlite3_bind_int(kt, 11, 1024 * kind); sqlite3_bind_int64(kt, 12, i);
+    sqlite3_bind_int64(kt, 1, k0);
+    sqlite3_bind_int64(kt, 2, k1);
+    sqlite3_bind_int(kt, 3, 13 + s);
+    sqlite3_bind_int64(kt, 4, corr);
+    sqlite3_bind_int64(kt, 5, gpid);
+    sqlite3_bind_int(kt, 6, 10 + 2 * kind);
+    sqlite3_bind_int(kt, 7, 11 + 2 * kind);
+    sqlite3_bind_int(kt, 8, 32 + 8 * kind);
+    sqlite3_bind_int(kt, 9, 132 * (1 + kind));
+    sqlite3_bind_int(kt, 10, 256);
+    sqlite3_bind_int(kt, 11, 1024 * kind);
+    sqlite3_bind_int64(kt, 12, i);
     if (sqlite3_step(kt) != SQLITE_DONE) die("insert kernel");
     sqlite3_reset(kt);
     ++corr;
@@ -145,25 +154,33 @@ void generate_kineto(const std::string& path, double mb) {
   std::ofstream o(path);
   if (!o) die("cannot write " + path);
   o << R"K({"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H200", "numSms": 132}], )K"
-    << R"K("distributedInfo": {"backend": "nccl", "rank": 0, "world_size": 1}, "traceEvents": [)K" << "\n";
+    << R"K("distributedInfo": {"backend": "nccl", "rank": 0, "world_size": 1}, "traceEvents": [)K"
+    << "\n";
   const double target = mb * 1e6;
   double t = 5080223668421.487;
   long k = 0;
   char buf[2048];
   while (static_cast<double>(o.tellp()) < target) {
     long corr = 2 * k + 100;
-    int n = std::snprintf(buf, sizeof buf,
-        R"K(  {"ph": "X", "cat": "cpu_op", "name": "aten::addmm", "pid": 474, "tid": 474, "ts": %.3f, "dur": 30.125, "args": {"External id": %ld, "Record function id": 0, "Sequence number": %ld, "Fwd thread id": 0, "Ev Idx": %ld, "Input Dims": [[2048], [8192, 2048], [2048, 2048], [], []], "Input type": ["float", "float", "float", "Scalar", "Scalar"]}},)K" "\n"
-        R"K(  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 474, "tid": 474, "ts": %.3f, "dur": 6.212, "args": {"External id": %ld, "cbid": 211, "correlation": %ld}},)K" "\n"
-        R"K(  {"ph": "s", "id": %ld, "pid": 474, "tid": 474, "ts": %.3f, "cat": "ac2g", "name": "ac2g"},)K" "\n"
-        R"K(  {"ph": "X", "cat": "kernel", "name": "sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas", "pid": 0, "tid": 7, "ts": %.3f, "dur": 21.504, "args": {"External id": %ld, "queued": 0, "device": 0, "context": 1, "stream": 7, "correlation": %ld, "registers per thread": 168, "shared memory": 213248, "blocks per SM": 0.969697, "warps per SM": 3.878788, "grid": [128, 1, 1], "block": [384, 1, 1], "est. achieved occupancy %%": 6}},)K" "\n"
-        R"K(  {"ph": "f", "id": %ld, "pid": 0, "tid": 7, "ts": %.3f, "cat": "ac2g", "name": "ac2g", "bp": "e"},)K" "\n",
+    int n = std::snprintf(
+        buf, sizeof buf,
+        R"K(  {"ph": "X", "cat": "cpu_op", "name": "aten::addmm", "pid": 474, "tid": 474, "ts": %.3f, "dur": 30.125, "args": {"External id": %ld, "Record function id": 0, "Sequence number": %ld, "Fwd thread id": 0, "Ev Idx": %ld, "Input Dims": [[2048], [8192, 2048], [2048, 2048], [], []], "Input type": ["float", "float", "float", "Scalar", "Scalar"]}},)K"
+        "\n"
+        R"K(  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 474, "tid": 474, "ts": %.3f, "dur": 6.212, "args": {"External id": %ld, "cbid": 211, "correlation": %ld}},)K"
+        "\n"
+        R"K(  {"ph": "s", "id": %ld, "pid": 474, "tid": 474, "ts": %.3f, "cat": "ac2g", "name": "ac2g"},)K"
+        "\n"
+        R"K(  {"ph": "X", "cat": "kernel", "name": "sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas", "pid": 0, "tid": 7, "ts": %.3f, "dur": 21.504, "args": {"External id": %ld, "queued": 0, "device": 0, "context": 1, "stream": 7, "correlation": %ld, "registers per thread": 168, "shared memory": 213248, "blocks per SM": 0.969697, "warps per SM": 3.878788, "grid": [128, 1, 1], "block": [384, 1, 1], "est. achieved occupancy %%": 6}},)K"
+        "\n"
+        R"K(  {"ph": "f", "id": %ld, "pid": 0, "tid": 7, "ts": %.3f, "cat": "ac2g", "name": "ac2g", "bp": "e"},)K"
+        "\n",
         t, k, k, k, t + 2.1, k, corr, corr, t + 2.1, t + 9.3, k, corr, corr, t + 9.3);
     o.write(buf, n);
     t += 25.0;
     ++k;
   }
-  o << R"K(  {"ph": "X", "cat": "Trace", "ts": 5080223667820.216, "dur": 1.0, "pid": "Spans", "tid": "PyTorch Profiler", "name": "PyTorch Profiler (0)", "args": {"Op count": 0}}]})K" << "\n";
+  o << R"K(  {"ph": "X", "cat": "Trace", "ts": 5080223667820.216, "dur": 1.0, "pid": "Spans", "tid": "PyTorch Profiler", "name": "PyTorch Profiler (0)", "args": {"Op count": 0}}]})K"
+    << "\n";
 }
 
 int kineto_bench(const std::string& file, double mb, const std::string& bneck, bool regenerate) {
@@ -187,8 +204,8 @@ int kineto_bench(const std::string& file, double mb, const std::string& bneck, b
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) die("bneck info failed");
   double rss_mb = static_cast<double>(ru.ru_maxrss) / 1024.0;
   std::printf("synthetic Kineto trace: %.0f MB\n", bytes / 1e6);
-  std::printf("  bneck info (streamed import, IR built): %.2f s = %.0f MB/s, peak RSS %.0f MiB (%.2f x the file)\n", s,
-              bytes / 1e6 / s, rss_mb, rss_mb * 1048576.0 / bytes);
+  std::printf("  bneck info (streamed import, IR built): %.2f s = %.0f MB/s, peak RSS %.0f MiB (%.2f x the file)\n", s, bytes / 1e6 / s,
+              rss_mb, rss_mb * 1048576.0 / bytes);
   return 0;
 }
 
@@ -200,14 +217,24 @@ int main(int argc, char** argv) {
   bool regenerate = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    auto next = [&]() -> std::string { if (i + 1 >= argc) die("missing value for " + a); return argv[++i]; };
-    if (a == "--kernels") kernels = std::stol(next());
-    else if (a == "--streams") streams = std::stoi(next());
-    else if (a == "--file") file = next();
-    else if (a == "--bneck") bneck = next();
-    else if (a == "--regenerate") regenerate = true;
-    else if (a == "--kineto-mb") kineto_mb = std::stod(next());
-    else die("unknown argument " + a);
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) die("missing value for " + a);
+      return argv[++i];
+    };
+    if (a == "--kernels")
+      kernels = std::stol(next());
+    else if (a == "--streams")
+      streams = std::stoi(next());
+    else if (a == "--file")
+      file = next();
+    else if (a == "--bneck")
+      bneck = next();
+    else if (a == "--regenerate")
+      regenerate = true;
+    else if (a == "--kineto-mb")
+      kineto_mb = std::stod(next());
+    else
+      die("unknown argument " + a);
   }
   if (kineto_mb > 0) return kineto_bench(file == "bench_nsys_10M.sqlite" ? "bench_kineto.json" : file, kineto_mb, bneck, regenerate);
   if (regenerate || !std::ifstream(file).good()) {
@@ -259,8 +286,8 @@ int main(int argc, char** argv) {
   std::printf("synthetic nsys export: %ld kernels on %d streams, %ld rows (kernels + API calls)\n", kernels, streams, rows);
   std::printf("  sqlite3 reading the same rows and columns: %8.2f s\n", base_s);
   std::printf("  bneck replay, whole process:               %8.2f s  (%.2fx the SQLite read)\n", total_s, total_s / base_s);
-  std::printf("    import %.2f s, graph %.2f s, replay %.2f s, analysis %.2f s\n", ts["import"].get<double>(),
-              ts["graph"].get<double>(), ts["replay"].get<double>(), ts["analysis"].get<double>());
+  std::printf("    import %.2f s, graph %.2f s, replay %.2f s, analysis %.2f s\n", ts["import"].get<double>(), ts["graph"].get<double>(),
+              ts["replay"].get<double>(), ts["analysis"].get<double>());
   auto& rss = j["peak_rss_mb_after"];
   std::printf("    peak RSS after import %.0f MiB, graph %.0f MiB, replay %.0f MiB, analysis %.0f MiB\n", rss["import"].get<double>(),
               rss["graph"].get<double>(), rss["replay"].get<double>(), rss["analysis"].get<double>());

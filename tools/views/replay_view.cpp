@@ -35,7 +35,6 @@ std::string signed_pct(double x) {
   return b;
 }
 
-
 }  // namespace
 
 std::string short_name(const std::string& name, std::size_t max) {
@@ -45,9 +44,14 @@ std::string short_name(const std::string& name, std::size_t max) {
   if (s.rfind("void ", 0) == 0) s = s.substr(5);
   int depth = 0;
   for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '<') ++depth;
-    else if (s[i] == '>') --depth;
-    else if (s[i] == '(' && depth == 0 && i > 0 && s.compare(i, 21, "(anonymous namespace)") != 0) { s.resize(i); break; }
+    if (s[i] == '<')
+      ++depth;
+    else if (s[i] == '>')
+      --depth;
+    else if (s[i] == '(' && depth == 0 && i > 0 && s.compare(i, 21, "(anonymous namespace)") != 0) {
+      s.resize(i);
+      break;
+    }
   }
   if (s.size() > max) s = s.substr(0, max - 3) + "...";
   return s;
@@ -81,7 +85,8 @@ std::string lpad(const std::string& s, std::size_t w) { return s.size() >= w ? s
 json op_json(const Trace& t, OpId id, TimeNs start, TimeNs end) {
   const Op& o = t.ops[id];
   const Lane& ln = t.lanes[o.lane];
-  json j = {{"id", id}, {"name", t.name(o)}, {"kind", o.kind == OpKind::Kernel && (o.flags & Op::kFlagNccl) ? "collective" : to_string(o.kind)}};
+  json j = {
+      {"id", id}, {"name", t.name(o)}, {"kind", o.kind == OpKind::Kernel && (o.flags & Op::kFlagNccl) ? "collective" : to_string(o.kind)}};
   j["device"] = ln.device != kNone ? json(t.devices[ln.device].id) : json(nullptr);
   j["stream"] = ln.kind == LaneKind::Stream ? json(ln.native_id) : json(nullptr);
   if (ln.kind == LaneKind::Thread) j["thread"] = ln.native_id;
@@ -100,8 +105,8 @@ void print_ranks(const ReplayReport& r, std::ostream& out) {
     const RankStats& s = r.simulated_ranks[i];
     const RankStats& m = r.measured_ranks[i];
     double err = m.span.length() ? static_cast<double>(s.span.length() - m.span.length()) / static_cast<double>(m.span.length()) : 0;
-    out << "  " << pad(std::to_string(s.rank), 4) << lpad(format_duration(m.span.length()), 14) << lpad(format_duration(s.span.length()), 14)
-        << lpad(signed_pct(err), 10) << lpad(format_duration(s.overlap.compute_ns), 14)
+    out << "  " << pad(std::to_string(s.rank), 4) << lpad(format_duration(m.span.length()), 14)
+        << lpad(format_duration(s.span.length()), 14) << lpad(signed_pct(err), 10) << lpad(format_duration(s.overlap.compute_ns), 14)
         << lpad(format_duration(s.overlap.communication_ns), 15) << lpad(format_duration(s.overlap.exposed_communication_ns), 14)
         << lpad(format_duration(s.waited_ns), 13) << lpad(std::to_string(s.last_arrivals) + "/" + std::to_string(s.collectives), 9)
         << lpad(format_duration(s.overlap.gpu_idle_ns), 14) << "\n";
@@ -120,7 +125,8 @@ void print_ranks(const ReplayReport& r, std::ostream& out) {
          "   arrived at last, i.e. the others waited for it)\n";
   std::vector<CollectiveWait> w = r.waits;
   std::sort(w.begin(), w.end(), [](const CollectiveWait& a, const CollectiveWait& b) {
-    return a.arrival_spread_ns != b.arrival_spread_ns ? a.arrival_spread_ns > b.arrival_spread_ns : a.index < b.index; });
+    return a.arrival_spread_ns != b.arrival_spread_ns ? a.arrival_spread_ns > b.arrival_spread_ns : a.index < b.index;
+  });
   if (!w.empty()) out << "  longest waits: ";
   for (std::size_t i = 0; i < w.size() && i < 5; ++i) {
     const Collective& c = t.collectives[w[i].index];
@@ -142,7 +148,8 @@ void print_replay_text(const ReplayReport& r, const ReplayOptions& opt, std::ost
   for (std::size_t d = 0; d < t.devices.size(); ++d) {
     std::size_t same = 1;
     while (d + same < t.devices.size() && t.devices[d + same].name == t.devices[d].name) ++same;
-    out << (d ? ", " : "") << (same > 1 ? std::to_string(same) + " x " : "") << (t.devices[d].name.empty() ? "unnamed GPU" : t.devices[d].name)
+    out << (d ? ", " : "") << (same > 1 ? std::to_string(same) + " x " : "")
+        << (t.devices[d].name.empty() ? "unnamed GPU" : t.devices[d].name)
         << (t.devices[d].sm_count ? " (" + std::to_string(t.devices[d].sm_count) + " SMs)" : "");
     d += same - 1;
   }
@@ -150,13 +157,14 @@ void print_replay_text(const ReplayReport& r, const ReplayOptions& opt, std::ost
   out << "  ops: " << counts[1] << " kernels, " << counts[2] << " memcpy, " << counts[3] << " memset, " << counts[0]
       << " API calls; graph: " << r.graph->num_edges() << " edges; model: " << r.model << "\n\n";
 
-  double err = r.measured.length() ? static_cast<double>(r.simulated.length() - r.measured.length()) / static_cast<double>(r.measured.length()) : 0;
+  double err =
+      r.measured.length() ? static_cast<double>(r.simulated.length() - r.measured.length()) / static_cast<double>(r.measured.length()) : 0;
   out << "GPU span (first device op start to last end)\n";
   if (!t.measured)
     out << "  simulated " << format_duration(r.simulated.length()) << "   (a workload or execution trace: nothing measured to compare)\n\n";
   else
-    out << "  simulated " << format_duration(r.simulated.length()) << "   measured " << format_duration(r.measured.length())
-        << "   error " << (err >= 0 ? "+" : "") << pct(err) << "\n\n";
+    out << "  simulated " << format_duration(r.simulated.length()) << "   measured " << format_duration(r.measured.length()) << "   error "
+        << (err >= 0 ? "+" : "") << pct(err) << "\n\n";
 
   auto ov_row = [&](const char* name, TimeNs sim, TimeNs meas) {
     double span = static_cast<double>(std::max<TimeNs>(1, r.simulated_overlap.window_ns));
@@ -181,10 +189,9 @@ void print_replay_text(const ReplayReport& r, const ReplayOptions& opt, std::ost
   const auto& cp = r.critical_path;
   if (!cp.empty()) {
     OpId last = cp.back();
-    out << "Critical path: " << cp.size() << " ops, " << format_duration(r.sim.end[last] - r.sim.start[cp.front()])
-        << ", ending with " << short_name(t.name(t.ops[last])) << " at +" << format_duration(r.sim.end[last] - r.simulated.begin) << "\n";
-    for (auto& [k, v] : path_breakdown(*r.graph, r.sim, cp))
-      out << "  " << pad(k, 26) << lpad(format_duration(v), 14) << "\n";
+    out << "Critical path: " << cp.size() << " ops, " << format_duration(r.sim.end[last] - r.sim.start[cp.front()]) << ", ending with "
+        << short_name(t.name(t.ops[last])) << " at +" << format_duration(r.sim.end[last] - r.simulated.begin) << "\n";
+    for (auto& [k, v] : path_breakdown(*r.graph, r.sim, cp)) out << "  " << pad(k, 26) << lpad(format_duration(v), 14) << "\n";
     std::map<std::string, std::pair<std::size_t, TimeNs>> on_cp;
     for (OpId n : cp)
       if (is_device_op(t.ops[n].kind)) {
@@ -193,7 +200,8 @@ void print_replay_text(const ReplayReport& r, const ReplayOptions& opt, std::ost
         e.second += r.sim.end[n] - r.sim.start[n];
       }
     std::vector<std::pair<std::string, std::pair<std::size_t, TimeNs>>> rows(on_cp.begin(), on_cp.end());
-    std::sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.second.second != b.second.second ? a.second.second > b.second.second : a.first < b.first; });
+    std::sort(rows.begin(), rows.end(),
+              [](auto& a, auto& b) { return a.second.second != b.second.second ? a.second.second > b.second.second : a.first < b.first; });
     out << "  device ops on the critical path:\n";
     for (std::size_t i = 0; i < rows.size() && i < opt.top; ++i)
       out << "    " << pad(short_name(rows[i].first, 56), 58) << lpad(std::to_string(rows[i].second.first) + "x", 8)
@@ -202,7 +210,10 @@ void print_replay_text(const ReplayReport& r, const ReplayOptions& opt, std::ost
   }
 
   // Top device ops by total time, with their share of the critical path and their least slack.
-  struct Agg { std::size_t n = 0; TimeNs total = 0, on_cp = 0, min_slack = std::numeric_limits<TimeNs>::max(); };
+  struct Agg {
+    std::size_t n = 0;
+    TimeNs total = 0, on_cp = 0, min_slack = std::numeric_limits<TimeNs>::max();
+  };
   std::map<StrId, Agg> agg;
   std::vector<bool> in_cp(t.ops.size(), false);
   for (OpId n : cp) in_cp[n] = true;
@@ -216,7 +227,8 @@ void print_replay_text(const ReplayReport& r, const ReplayOptions& opt, std::ost
     a.min_slack = std::min(a.min_slack, r.slack[i]);
   }
   std::vector<std::pair<StrId, Agg>> top(agg.begin(), agg.end());
-  std::sort(top.begin(), top.end(), [](auto& a, auto& b) { return a.second.total != b.second.total ? a.second.total > b.second.total : a.first < b.first; });
+  std::sort(top.begin(), top.end(),
+            [](auto& a, auto& b) { return a.second.total != b.second.total ? a.second.total > b.second.total : a.first < b.first; });
   out << "Top device ops by total time\n  " << pad("name", 48) << lpad("count", 8) << lpad("total", 13) << lpad("avg", 13)
       << lpad("on crit. path", 15) << lpad("min slack", 13) << "\n";
   for (std::size_t i = 0; i < top.size() && i < opt.top; ++i) {
@@ -231,13 +243,16 @@ void print_replay_text(const ReplayReport& r, const ReplayOptions& opt, std::ost
     out << "Ranges matching '" << *opt.range_regex << "': " << r.ranges.size() << "\n";
     std::vector<double> errs;
     const bool ranks = r.measured_ranks.size() > 1;
-    out << "  " << (ranks ? pad("rank", 6) : "") << pad("range", 28) << lpad("start", 14) << lpad("measured", 14) << lpad("simulated", 14) << lpad("error", 10) << "\n";
+    out << "  " << (ranks ? pad("rank", 6) : "") << pad("range", 28) << lpad("start", 14) << lpad("measured", 14) << lpad("simulated", 14)
+        << lpad("error", 10) << "\n";
     for (const auto& rr : r.ranges) {
-      double e = rr.measured_span_ns ? static_cast<double>(rr.simulated_span_ns - rr.measured_span_ns) / static_cast<double>(rr.measured_span_ns) : 0;
+      double e = rr.measured_span_ns
+                     ? static_cast<double>(rr.simulated_span_ns - rr.measured_span_ns) / static_cast<double>(rr.measured_span_ns)
+                     : 0;
       if (rr.measured_span_ns) errs.push_back(std::fabs(e));
-      out << "  " << (ranks ? pad(std::to_string(rr.rank), 6) : "") << pad(short_name(rr.name, 26), 28) << lpad(format_duration(rr.start_ns - r.measured.begin), 14)
-          << lpad(format_duration(rr.measured_span_ns), 14) << lpad(format_duration(rr.simulated_span_ns), 14)
-          << lpad(signed_pct(e), 10) << "\n";
+      out << "  " << (ranks ? pad(std::to_string(rr.rank), 6) : "") << pad(short_name(rr.name, 26), 28)
+          << lpad(format_duration(rr.start_ns - r.measured.begin), 14) << lpad(format_duration(rr.measured_span_ns), 14)
+          << lpad(format_duration(rr.simulated_span_ns), 14) << lpad(signed_pct(e), 10) << "\n";
     }
     if (!errs.empty()) {
       out << "  median |error| " << pct(median(errs)) << ", max |error| " << pct(*std::max_element(errs.begin(), errs.end())) << "\n";
@@ -247,8 +262,7 @@ void print_replay_text(const ReplayReport& r, const ReplayOptions& opt, std::ost
         if (r.graph->is_device(n)) names.push_back(r.graph->name(n));
       out << "  critical path of " << first.name;
       if (ranks) out << " (rank " << first.rank << ")";
-      out << ":\n"
-          << runs_text(names, "    ") << "\n  off the path, with slack:\n";
+      out << ":\n" << runs_text(names, "    ") << "\n  off the path, with slack:\n";
       std::unordered_set<OpId> oncp(first.critical_path.begin(), first.critical_path.end());
       names.clear();
       for (auto& [o, sl] : first.slack)
@@ -265,8 +279,8 @@ void print_replay_text(const ReplayReport& r, const ReplayOptions& opt, std::ost
     for (const auto& c : r.classes) {
       double e = c.measured_ns ? static_cast<double>(c.model_source_ns - c.measured_ns) / static_cast<double>(c.measured_ns) : 0;
       out << "  " << pad(c.cls, 14) << lpad(std::to_string(c.kernels), 7) << lpad(std::to_string(c.with_shapes), 8)
-          << lpad(format_duration(c.measured_ns), 13) << lpad(format_duration(c.model_source_ns), 13)
-          << lpad(signed_pct(e), 11) << lpad(format_duration(c.predicted_ns), 13) << lpad(c.bound, 10)
+          << lpad(format_duration(c.measured_ns), 13) << lpad(format_duration(c.model_source_ns), 13) << lpad(signed_pct(e), 11)
+          << lpad(format_duration(c.predicted_ns), 13) << lpad(c.bound, 10)
           << lpad(c.achieved_fraction > 0 ? pct(c.achieved_fraction) : "-", 9) << "\n";
     }
     out << "  ('model here': the models alone on the trace's GPU; 'of peak': the share of the binding resource's\n"
@@ -274,16 +288,16 @@ void print_replay_text(const ReplayReport& r, const ReplayOptions& opt, std::ost
     out << "Kernels that moved most\n";
     for (std::size_t i = 0; i < r.moved.size() && i < opt.top; ++i) {
       const auto& mk = r.moved[i];
-      out << "  " << pad(short_name(mk.name, 44), 46) << lpad(std::to_string(mk.count) + "x", 6) << lpad(format_duration(mk.measured_ns), 13)
-          << " -> " << lpad(format_duration(mk.predicted_ns), 12) << "  " << mk.reason << "\n";
+      out << "  " << pad(short_name(mk.name, 44), 46) << lpad(std::to_string(mk.count) + "x", 6)
+          << lpad(format_duration(mk.measured_ns), 13) << " -> " << lpad(format_duration(mk.predicted_ns), 12) << "  " << mk.reason << "\n";
     }
     out << "\n";
   }
 
   if (!r.shared.empty()) {
-    out << "Sharing: device ops slowed by concurrent ones (SMs in start order, HBM shared; "
-        << format_duration(r.lost_to_sharing_ns) << " lost in all)\n  " << pad("name", 48) << lpad("count", 8) << lpad("alone", 13)
-        << lpad("shared", 13) << lpad("bound by", 10) << "\n";
+    out << "Sharing: device ops slowed by concurrent ones (SMs in start order, HBM shared; " << format_duration(r.lost_to_sharing_ns)
+        << " lost in all)\n  " << pad("name", 48) << lpad("count", 8) << lpad("alone", 13) << lpad("shared", 13) << lpad("bound by", 10)
+        << "\n";
     for (std::size_t i = 0; i < r.shared.size() && i < opt.top; ++i) {
       const SharedRow& row = r.shared[i];
       out << "  " << pad(short_name(row.name, 46), 48) << lpad(std::to_string(row.count), 8) << lpad(format_duration(row.alone_ns), 13)
@@ -296,8 +310,7 @@ void print_replay_text(const ReplayReport& r, const ReplayOptions& opt, std::ost
   for (auto& [k, a] : r.graph->anomalies) all[k] = a;
   if (!all.empty()) {
     out << "Anomalies (counted, not fatal)\n";
-    for (auto& [k, a] : all)
-      out << "  " << pad(k, 56) << lpad(std::to_string(a.count), 8) << "  e.g. " << a.example << "\n";
+    for (auto& [k, a] : all) out << "  " << pad(k, 56) << lpad(std::to_string(a.count), 8) << "  e.g. " << a.example << "\n";
   }
 }
 
@@ -309,7 +322,9 @@ json replay_json(const ReplayReport& r, const ReplayOptions& opt) {
   j["model"] = r.model;
   j["makespan_ns"] = r.simulated.length();
   j["measured_makespan_ns"] = r.measured.length();
-  j["makespan_error"] = r.measured.length() ? static_cast<double>(r.simulated.length() - r.measured.length()) / static_cast<double>(r.measured.length()) : 0.0;
+  j["makespan_error"] = r.measured.length()
+                            ? static_cast<double>(r.simulated.length() - r.measured.length()) / static_cast<double>(r.measured.length())
+                            : 0.0;
   json cp = json::array();
   for (std::size_t i = 0; i < r.critical_path.size() && i < opt.cp_limit; ++i) {
     OpId n = r.critical_path[i];
@@ -329,9 +344,14 @@ json replay_json(const ReplayReport& r, const ReplayOptions& opt) {
   for (std::size_t i = 0; i < r.simulated_ranks.size() && i < r.measured_ranks.size(); ++i) {
     const RankStats& s = r.simulated_ranks[i];
     const RankStats& m = r.measured_ranks[i];
-    ranks.push_back({{"rank", s.rank}, {"measured_span_ns", m.span.length()}, {"simulated_span_ns", s.span.length()},
-                     {"overlap", overlap_json(s.overlap)}, {"measured_overlap", overlap_json(m.overlap)},
-                     {"collectives", s.collectives}, {"collective_wait_ns", s.waited_ns}, {"last_arrivals", s.last_arrivals},
+    ranks.push_back({{"rank", s.rank},
+                     {"measured_span_ns", m.span.length()},
+                     {"simulated_span_ns", s.span.length()},
+                     {"overlap", overlap_json(s.overlap)},
+                     {"measured_overlap", overlap_json(m.overlap)},
+                     {"collectives", s.collectives},
+                     {"collective_wait_ns", s.waited_ns},
+                     {"last_arrivals", s.last_arrivals},
                      {"made_others_wait_ns", s.made_wait_ns}});
   }
   j["ranks"] = std::move(ranks);
@@ -340,16 +360,26 @@ json replay_json(const ReplayReport& r, const ReplayOptions& opt) {
     for (const CollectiveWait& w : r.waits) {
       const Collective& c = t.collectives[w.index];
       json members = json::array();
-      for (OpId m : c.members) members.push_back({{"rank", t.rank_of(t.ops[m])}, {"id", m}, {"start_ns", r.sim.start[m]}, {"end_ns", r.sim.end[m]}});
-      cj.push_back({{"kind", to_string(c.kind)}, {"group", c.group}, {"seq", c.seq}, {"bytes", c.bytes}, {"group_size", c.group_size},
-                    {"straggler_rank", w.straggler}, {"arrival_spread_ns", w.arrival_spread_ns}, {"members", members}});
+      for (OpId m : c.members)
+        members.push_back({{"rank", t.rank_of(t.ops[m])}, {"id", m}, {"start_ns", r.sim.start[m]}, {"end_ns", r.sim.end[m]}});
+      cj.push_back({{"kind", to_string(c.kind)},
+                    {"group", c.group},
+                    {"seq", c.seq},
+                    {"bytes", c.bytes},
+                    {"group_size", c.group_size},
+                    {"straggler_rank", w.straggler},
+                    {"arrival_spread_ns", w.arrival_spread_ns},
+                    {"members", members}});
     }
     j["collectives"] = std::move(cj);
   }
   if (opt.range_regex) {
     json ranges = json::array();
     for (const auto& rr : r.ranges) {
-      json rj = {{"name", rr.name}, {"rank", rr.rank}, {"start_ns", rr.start_ns}, {"measured_span_ns", rr.measured_span_ns},
+      json rj = {{"name", rr.name},
+                 {"rank", rr.rank},
+                 {"start_ns", rr.start_ns},
+                 {"measured_span_ns", rr.measured_span_ns},
                  {"simulated_span_ns", rr.simulated_span_ns}};
       json rcp = json::array();
       for (OpId n : rr.critical_path) rcp.push_back(op_json(t, n, r.sim.start[n], r.sim.end[n]));
@@ -373,14 +403,25 @@ json replay_json(const ReplayReport& r, const ReplayOptions& opt) {
     j["target_hw"] = r.target_hw;
     json cls = json::array();
     for (const auto& c : r.classes)
-      cls.push_back({{"class", c.cls}, {"ops", c.kernels}, {"with_shapes", c.with_shapes}, {"measured_ns", c.measured_ns},
-                     {"model_source_ns", c.model_source_ns}, {"predicted_ns", c.predicted_ns}, {"flops", c.flops},
-                     {"bytes", c.bytes}, {"bound", c.bound}, {"achieved_fraction_of_peak", c.achieved_fraction}});
+      cls.push_back({{"class", c.cls},
+                     {"ops", c.kernels},
+                     {"with_shapes", c.with_shapes},
+                     {"measured_ns", c.measured_ns},
+                     {"model_source_ns", c.model_source_ns},
+                     {"predicted_ns", c.predicted_ns},
+                     {"flops", c.flops},
+                     {"bytes", c.bytes},
+                     {"bound", c.bound},
+                     {"achieved_fraction_of_peak", c.achieved_fraction}});
     j["roofline"] = cls;
     json mv = json::array();
     for (std::size_t i = 0; i < r.moved.size() && i < 50; ++i)
-      mv.push_back({{"name", r.moved[i].name}, {"count", r.moved[i].count}, {"measured_ns", r.moved[i].measured_ns},
-                    {"predicted_ns", r.moved[i].predicted_ns}, {"bound", r.moved[i].bound}, {"reason", r.moved[i].reason}});
+      mv.push_back({{"name", r.moved[i].name},
+                    {"count", r.moved[i].count},
+                    {"measured_ns", r.moved[i].measured_ns},
+                    {"predicted_ns", r.moved[i].predicted_ns},
+                    {"bound", r.moved[i].bound},
+                    {"reason", r.moved[i].reason}});
     j["moved"] = mv;
   }
 
@@ -396,13 +437,18 @@ json replay_json(const ReplayReport& r, const ReplayOptions& opt) {
   g["inferred_waits"] = r.graph->stats.inferred_waits;
   json res = json::array();
   for (std::size_t k = 0; k < r.graph->resources.size(); ++k)
-    res.push_back({{"name", r.graph->resources[k].name}, {"capacity", r.graph->resources[k].capacity}, {"busy_ns", r.sim.resource_busy[k]}});
+    res.push_back(
+        {{"name", r.graph->resources[k].name}, {"capacity", r.graph->resources[k].capacity}, {"busy_ns", r.sim.resource_busy[k]}});
   g["resources"] = res;
   j["graph"] = g;
   json an = json::object();
   auto add = [&](const std::map<std::string, Anomaly>& m) {
     for (auto& [k, a] : m)
-      an[k] = {{"count", a.count}, {"severity", a.severity == Severity::Error ? "error" : a.severity == Severity::Warning ? "warning" : "info"}, {"example", a.example}};
+      an[k] = {{"count", a.count},
+               {"severity", a.severity == Severity::Error     ? "error"
+                            : a.severity == Severity::Warning ? "warning"
+                                                              : "info"},
+               {"example", a.example}};
   };
   add(t.anomalies);
   add(r.graph->anomalies);
@@ -411,10 +457,15 @@ json replay_json(const ReplayReport& r, const ReplayOptions& opt) {
 }
 
 json overlap_json(const Overlap& o) {
-  return json{{"compute_ns", o.compute_ns}, {"communication_ns", o.communication_ns}, {"memcpy_ns", o.memcpy_ns},
-              {"compute_comm_overlap_ns", o.compute_comm_overlap_ns}, {"exposed_communication_ns", o.exposed_communication_ns},
-              {"compute_memcpy_overlap_ns", o.compute_memcpy_overlap_ns}, {"gpu_busy_ns", o.gpu_busy_ns},
-              {"gpu_idle_ns", o.gpu_idle_ns}, {"window_ns", o.window_ns}};
+  return json{{"compute_ns", o.compute_ns},
+              {"communication_ns", o.communication_ns},
+              {"memcpy_ns", o.memcpy_ns},
+              {"compute_comm_overlap_ns", o.compute_comm_overlap_ns},
+              {"exposed_communication_ns", o.exposed_communication_ns},
+              {"compute_memcpy_overlap_ns", o.compute_memcpy_overlap_ns},
+              {"gpu_busy_ns", o.gpu_busy_ns},
+              {"gpu_idle_ns", o.gpu_idle_ns},
+              {"window_ns", o.window_ns}};
 }
 
 void write_two_timelines(std::ostream& out, const Trace& t, const Schedule& a, const std::string& name_a, const Schedule& b,
@@ -434,7 +485,13 @@ void write_two_timelines(std::ostream& out, const Trace& t, const Schedule& a, c
   out << ",\n" << json({{"ph", "M"}, {"name", "process_name"}, {"pid", 2}, {"args", {{"name", name_b}}}}).dump();
   for (std::size_t l = 0; l < t.lanes.size(); ++l)
     for (int pid : {1, 2})
-      out << ",\n" << json({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", l}, {"args", {{"name", t.lane_label(static_cast<LaneId>(l))}}}}).dump();
+      out << ",\n"
+          << json({{"ph", "M"},
+                   {"name", "thread_name"},
+                   {"pid", pid},
+                   {"tid", l},
+                   {"args", {{"name", t.lane_label(static_cast<LaneId>(l))}}}})
+                 .dump();
   for (OpId i = 0; i < t.ops.size(); ++i) {
     const Op& o = t.ops[i];
     std::string nm = json(t.name(o)).dump();
@@ -448,7 +505,13 @@ void write_two_timelines(std::ostream& out, const Trace& t, const Schedule& a, c
   // The second schedule's synthetic nodes (what-if transforms) and the lanes they added.
   if (graph_b) {
     for (std::size_t l = t.lanes.size(); l < graph_b->lanes.size(); ++l)
-      out << ",\n" << json({{"ph", "M"}, {"name", "thread_name"}, {"pid", 2}, {"tid", l}, {"args", {{"name", graph_b->lane_label(static_cast<LaneId>(l))}}}}).dump();
+      out << ",\n"
+          << json({{"ph", "M"},
+                   {"name", "thread_name"},
+                   {"pid", 2},
+                   {"tid", l},
+                   {"args", {{"name", graph_b->lane_label(static_cast<LaneId>(l))}}}})
+                 .dump();
     for (NodeId n = static_cast<NodeId>(t.ops.size()); n < graph_b->num_nodes(); ++n) {
       if (graph_b->removed(n)) continue;
       const SideInfo* si = graph_b->side_of(n);
@@ -464,10 +527,9 @@ void write_chrome_trace(const ReplayReport& r, std::ostream& out) {
   const Trace& t = *r.trace;
   std::vector<bool> on_cp(t.ops.size(), false);
   for (OpId n : r.critical_path) on_cp[n] = true;
-  write_two_timelines(out, t, measured_schedule(t), "measured (trace)", sim_schedule(r.sim), "simulated (bneck, " + r.model + ")",
-                      [&](OpId i) {
-                        return ",\"slack_ns\":" + std::to_string(r.slack[i]) + ",\"critical\":" + (on_cp[i] ? "true" : "false");
-                      });
+  write_two_timelines(
+      out, t, measured_schedule(t), "measured (trace)", sim_schedule(r.sim), "simulated (bneck, " + r.model + ")",
+      [&](OpId i) { return ",\"slack_ns\":" + std::to_string(r.slack[i]) + ",\"critical\":" + (on_cp[i] ? "true" : "false"); });
 }
 
 }  // namespace bneck

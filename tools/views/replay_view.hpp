@@ -19,7 +19,6 @@ nlohmann::json replay_json(const ReplayReport& r, const ReplayOptions& opt);
 // processes per device in the Perfetto UI), streamed to keep memory flat.
 void write_chrome_trace(const ReplayReport& r, std::ostream& out);
 
-
 // Shared helpers for views.
 nlohmann::json overlap_json(const Overlap& o);
 // Two schedules of the same trace side by side in the Chrome trace event format (pid 1 and 2,

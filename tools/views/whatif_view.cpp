@@ -39,20 +39,24 @@ void print_whatif_text(const WhatIfReport& r, const WhatIfOptions& opt, std::ost
     std::snprintf(b, sizeof b, "  Amdahl    %s  (naive: %.1f%% of the busy time made %.3gx faster, ignoring overlap and dependencies)\n",
                   format_duration(r.amdahl_ns).c_str(), r.amdahl_fraction * 100, r.amdahl_factor);
     out << b;
-    out << "  simulated vs Amdahl: " << pct(static_cast<double>(r.predicted_ns - r.amdahl_ns) / static_cast<double>(std::max<TimeNs>(1, r.amdahl_ns)))
+    out << "  simulated vs Amdahl: "
+        << pct(static_cast<double>(r.predicted_ns - r.amdahl_ns) / static_cast<double>(std::max<TimeNs>(1, r.amdahl_ns)))
         << (std::llabs(r.predicted_ns - r.amdahl_ns) * 100 > r.amdahl_ns ? "  <- overlap and the critical path make the difference" : "")
         << "\n";
   }
   out << "\n";
   if (!r.ranges.empty()) {
     const bool ranks = r.baseline_ranks.size() > 1;
-    out << "Ranges\n  " << (ranks ? "rank  " : "") << std::string("range                     measured      baseline     predicted       change") << (r.has_amdahl ? "        Amdahl" : "") << "\n";
+    out << "Ranges\n  " << (ranks ? "rank  " : "")
+        << std::string("range                     measured      baseline     predicted       change")
+        << (r.has_amdahl ? "        Amdahl" : "") << "\n";
     for (std::size_t i = 0; i < r.ranges.size(); ++i) {
       const auto& w = r.ranges[i];
       char b[300];
-      std::snprintf(b, sizeof b, "  %-22s %12s  %12s  %12s  %11s", short_name(w.name, 22).c_str(), format_duration(w.measured_span_ns).c_str(),
-                    format_duration(w.baseline_ns).c_str(), format_duration(w.predicted_ns).c_str(),
-                    pct(static_cast<double>(w.predicted_ns - w.baseline_ns) / static_cast<double>(std::max<TimeNs>(1, w.baseline_ns))).c_str());
+      std::snprintf(
+          b, sizeof b, "  %-22s %12s  %12s  %12s  %11s", short_name(w.name, 22).c_str(), format_duration(w.measured_span_ns).c_str(),
+          format_duration(w.baseline_ns).c_str(), format_duration(w.predicted_ns).c_str(),
+          pct(static_cast<double>(w.predicted_ns - w.baseline_ns) / static_cast<double>(std::max<TimeNs>(1, w.baseline_ns))).c_str());
       if (ranks) out << "  " << pad(std::to_string(w.rank), 4);
       out << b;
       if (r.has_amdahl) out << "  " << format_duration(w.amdahl_ns);
@@ -66,11 +70,12 @@ void print_whatif_text(const WhatIfReport& r, const WhatIfOptions& opt, std::ost
     if (base.size() > 1 && base.size() == pred.size()) {
       out << "Ranks (GPU span)            baseline     predicted       change   exposed comm (baseline -> predicted)\n";
       for (std::size_t i = 0; i < base.size(); ++i) {
-        double ch = static_cast<double>(pred[i].span.length() - base[i].span.length()) / static_cast<double>(std::max<TimeNs>(1, base[i].span.length()));
+        double ch = static_cast<double>(pred[i].span.length() - base[i].span.length()) /
+                    static_cast<double>(std::max<TimeNs>(1, base[i].span.length()));
         out << "  rank " << pad(std::to_string(base[i].rank), 18) << lpad(format_duration(base[i].span.length()), 12)
             << lpad(format_duration(pred[i].span.length()), 14) << lpad(pct(ch), 12) << "   "
-            << format_duration(base[i].overlap.exposed_communication_ns) << " -> " << format_duration(pred[i].overlap.exposed_communication_ns)
-            << "\n";
+            << format_duration(base[i].overlap.exposed_communication_ns) << " -> "
+            << format_duration(pred[i].overlap.exposed_communication_ns) << "\n";
       }
       out << "\n";
     }
@@ -85,7 +90,8 @@ void print_whatif_text(const WhatIfReport& r, const WhatIfOptions& opt, std::ost
     out << "Ops whose slack changed most\n";
     for (std::size_t i = 0; i < r.slack_changes.size() && i < opt.top; ++i) {
       const auto& s = r.slack_changes[i];
-      out << "  " << short_name(s.name, 46) << " (op " << s.id << "): " << format_duration(s.before) << " -> " << format_duration(s.after) << "\n";
+      out << "  " << short_name(s.name, 46) << " (op " << s.id << "): " << format_duration(s.before) << " -> " << format_duration(s.after)
+          << "\n";
     }
   }
 }
@@ -105,14 +111,23 @@ json whatif_json(const WhatIfReport& r) {
     const auto& pred = r.predicted_ranks;
     json rk = json::array();
     for (std::size_t i = 0; i < base.size() && i < pred.size(); ++i)
-      rk.push_back({{"rank", base[i].rank}, {"baseline_span_ns", base[i].span.length()}, {"predicted_span_ns", pred[i].span.length()},
-                    {"baseline_overlap", overlap_json(base[i].overlap)}, {"predicted_overlap", overlap_json(pred[i].overlap)}});
+      rk.push_back({{"rank", base[i].rank},
+                    {"baseline_span_ns", base[i].span.length()},
+                    {"predicted_span_ns", pred[i].span.length()},
+                    {"baseline_overlap", overlap_json(base[i].overlap)},
+                    {"predicted_overlap", overlap_json(pred[i].overlap)}});
     j["ranks"] = rk;
   }
   json ranges = json::array();
   for (const auto& w : r.ranges) {
-    json rj = {{"name", w.name}, {"rank", w.rank}, {"start_ns", w.start_ns}, {"measured_span_ns", w.measured_span_ns}, {"baseline_ns", w.baseline_ns},
-               {"predicted_ns", w.predicted_ns}, {"critical_path_before", w.cp_before}, {"critical_path_after", w.cp_after}};
+    json rj = {{"name", w.name},
+               {"rank", w.rank},
+               {"start_ns", w.start_ns},
+               {"measured_span_ns", w.measured_span_ns},
+               {"baseline_ns", w.baseline_ns},
+               {"predicted_ns", w.predicted_ns},
+               {"critical_path_before", w.cp_before},
+               {"critical_path_after", w.cp_after}};
     if (r.has_amdahl) rj["amdahl"] = {{"fraction", w.amdahl_fraction}, {"factor", r.amdahl_factor}, {"predicted_ns", w.amdahl_ns}};
     ranges.push_back(std::move(rj));
   }

@@ -19,11 +19,11 @@ using nlohmann::json;
 struct Node {
   std::uint64_t id = 0;
   std::string name;
-  int type = 4;               // Chakra NodeType (4 COMP, 5 SEND, 6 RECV, 7 COMM_COLL)
+  int type = 4;  // Chakra NodeType (4 COMP, 5 SEND, 6 RECV, 7 COMM_COLL)
   bool cpu = false;
   TimeNs duration = 0;
-  std::vector<std::uint64_t> deps;   // data dependencies
-  std::vector<std::uint64_t> ctrl;   // control dependencies
+  std::vector<std::uint64_t> deps;  // data dependencies
+  std::vector<std::uint64_t> ctrl;  // control dependencies
 };
 
 std::string read_all(const std::string& path) {
@@ -61,12 +61,17 @@ Trace build(const std::string& path, const std::string& format, std::vector<Node
     d.erase(std::unique(d.begin(), d.end()), d.end());
     for (std::uint64_t p : d) {
       auto it = index.find(p);
-      if (it == index.end() || it->second == i) { ++dangling; continue; }
+      if (it == index.end() || it->second == i) {
+        ++dangling;
+        continue;
+      }
       out[it->second].push_back(i);
       indeg[i]++;
     }
   }
-  if (dangling) t.note("chakra: dependency on a node the trace does not have", Severity::Info, std::to_string(dangling) + " dependencies dropped", dangling);
+  if (dangling)
+    t.note("chakra: dependency on a node the trace does not have", Severity::Info, std::to_string(dangling) + " dependencies dropped",
+           dangling);
   // Kahn with a min-heap on id: deterministic and close to the trace's own order.
   std::vector<std::size_t> order;
   order.reserve(nodes.size());
@@ -81,7 +86,10 @@ Trace build(const std::string& path, const std::string& format, std::vector<Node
     heap.pop_back();
     order.push_back(u);
     for (std::size_t v : out[u])
-      if (--indeg[v] == 0) { heap.push_back(v); std::push_heap(heap.begin(), heap.end(), cmp); }
+      if (--indeg[v] == 0) {
+        heap.push_back(v);
+        std::push_heap(heap.begin(), heap.end(), cmp);
+      }
   }
   if (order.size() != nodes.size()) {
     // Control dependencies converted from PyTorch's operator nesting can point both ways between
@@ -186,8 +194,10 @@ std::vector<Node> pytorch_et(const std::string& path, const json& j) {
   for (const auto& n : ns) {
     if (!n.is_object() || !n.contains("id")) continue;
     std::uint64_t p = 0;
-    if (n.contains("parent") && n["parent"].is_number_unsigned()) p = n["parent"].get<std::uint64_t>();
-    else if (n.contains("ctrl_deps") && n["ctrl_deps"].is_number_unsigned()) p = n["ctrl_deps"].get<std::uint64_t>();
+    if (n.contains("parent") && n["parent"].is_number_unsigned())
+      p = n["parent"].get<std::uint64_t>();
+    else if (n.contains("ctrl_deps") && n["ctrl_deps"].is_number_unsigned())
+      p = n["ctrl_deps"].get<std::uint64_t>();
     parent[n["id"].get<std::uint64_t>()] = p;
     children[p]++;
   }
@@ -197,7 +207,8 @@ std::vector<Node> pytorch_et(const std::string& path, const json& j) {
     if (!values.is_array()) return;
     for (std::size_t i = 0; i < values.size(); ++i) {
       bool tensor = types.is_array() && i < types.size() && types[i].is_string() && types[i].get<std::string>().rfind("Tensor", 0) == 0;
-      if (tensor && values[i].is_array() && !values[i].empty() && values[i][0].is_number_unsigned()) out.push_back(values[i][0].get<std::uint64_t>());
+      if (tensor && values[i].is_array() && !values[i].empty() && values[i][0].is_number_unsigned())
+        out.push_back(values[i][0].get<std::uint64_t>());
     }
   };
   for (std::size_t i = 0; i < ns.size(); ++i) {
@@ -207,11 +218,19 @@ std::vector<Node> pytorch_et(const std::string& path, const json& j) {
     std::uint64_t id = n["id"].get<std::uint64_t>();
     std::string name = n["name"].is_string() ? n["name"].get<std::string>() : "";
     if (children.count(id) || name.empty() || name[0] == '[') continue;  // not an operator leaf
-    const json* in_v = nullptr; const json* in_s = nullptr; const json* in_t = nullptr;
-    const json* out_v = nullptr; const json* out_t = nullptr;
+    const json* in_v = nullptr;
+    const json* in_s = nullptr;
+    const json* in_t = nullptr;
+    const json* out_v = nullptr;
+    const json* out_t = nullptr;
     if (n.contains("inputs") && n["inputs"].is_object()) {
-      in_v = &n["inputs"]["values"]; in_s = &n["inputs"]["shapes"]; in_t = &n["inputs"]["types"];
-      if (n.contains("outputs") && n["outputs"].is_object()) { out_v = &n["outputs"]["values"]; out_t = &n["outputs"]["types"]; }
+      in_v = &n["inputs"]["values"];
+      in_s = &n["inputs"]["shapes"];
+      in_t = &n["inputs"]["types"];
+      if (n.contains("outputs") && n["outputs"].is_object()) {
+        out_v = &n["outputs"]["values"];
+        out_t = &n["outputs"]["types"];
+      }
     } else {
       if (n.contains("inputs")) in_v = &n["inputs"];
       if (n.contains("input_shapes")) in_s = &n["input_shapes"];
@@ -224,7 +243,10 @@ std::vector<Node> pytorch_et(const std::string& path, const json& j) {
     x.name = name;
     if (in_s && in_s->is_array() && !in_s->empty()) x.name += ", sizes = " + in_s->dump();
     x.cpu = true;
-    if (name.rfind("nccl:", 0) == 0 || name.rfind("c10d::", 0) == 0 || name == "record_param_comms") { x.cpu = false; x.type = 7; }
+    if (name.rfind("nccl:", 0) == 0 || name.rfind("c10d::", 0) == 0 || name == "record_param_comms") {
+      x.cpu = false;
+      x.type = 7;
+    }
     std::vector<std::uint64_t> ins, outs;
     static const json none;
     if (in_v) tensor_ids(*in_v, in_t ? *in_t : none, ins);
@@ -287,7 +309,10 @@ std::vector<Node> chakra_protobuf(const std::string& path, const std::string& da
   bool first = true;
   while (!w.done()) {
     std::string msg = w.bytes();
-    if (first) { first = false; continue; }  // GlobalMetadata
+    if (first) {
+      first = false;
+      continue;
+    }  // GlobalMetadata
     Wire m(path, msg);
     Node x;
     x.cpu = false;
@@ -318,9 +343,12 @@ std::vector<Node> chakra_protobuf(const std::string& path, const std::string& da
           while (!q.done()) {
             std::uint64_t k = q.varint();
             int f = static_cast<int>(k >> 3), wt = static_cast<int>(k & 7);
-            if (f == 1 && wt == 2) an = q.bytes();
-            else if (wt == 0) val = q.varint();
-            else q.skip(wt);
+            if (f == 1 && wt == 2)
+              an = q.bytes();
+            else if (wt == 0)
+              val = q.varint();
+            else
+              q.skip(wt);
           }
           if (an == "is_cpu_op") x.cpu = val != 0;
           break;
@@ -337,14 +365,18 @@ std::vector<Node> chakra_protobuf(const std::string& path, const std::string& da
 }  // namespace
 
 int ChakraImporter::sniff(std::string_view head, const std::string& path) const {
-  auto ends = [&](const char* s) { std::string_view x(s); return path.size() >= x.size() && path.compare(path.size() - x.size(), x.size(), x) == 0; };
+  auto ends = [&](const char* s) {
+    std::string_view x(s);
+    return path.size() >= x.size() && path.compare(path.size() - x.size(), x.size(), x) == 0;
+  };
   if (ends(".et")) return 70;
   std::string_view h = head;
   auto p = h.find_first_not_of(" \t\r\n");
   if (p == std::string::npos || h[p] != '{') return 0;
   if (h.find("\"workload_graph\"") != std::string::npos) return 85;
   if (h.find("\"schema\"") != std::string::npos && h.find("\"nodes\"") != std::string::npos) return 85;
-  if (h.find("\"schema\"") != std::string::npos && h.find("\"pid\"") != std::string::npos && h.find("\"traceEvents\"") == std::string::npos) return 60;
+  if (h.find("\"schema\"") != std::string::npos && h.find("\"pid\"") != std::string::npos && h.find("\"traceEvents\"") == std::string::npos)
+    return 60;
   return 0;
 }
 
@@ -357,9 +389,7 @@ Trace ChakraImporter::import(const std::string& path, const ImportOptions&) cons
     json j;
     try {
       j = json::parse(data);
-    } catch (const json::parse_error& e) {
-      throw InputError(path, std::string("malformed JSON: ") + e.what());
-    }
+    } catch (const json::parse_error& e) { throw InputError(path, std::string("malformed JSON: ") + e.what()); }
     if (j.contains("workload_graph")) {
       nodes = chakra_json(path, j);
       format = "chakra-json";

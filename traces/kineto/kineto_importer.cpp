@@ -1,241 +1,21 @@
 #include "traces/kineto/kineto_importer.hpp"
 
-#include <zlib.h>
-
 #include <algorithm>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
 #include "sim/base/error.hpp"
-#include "traces/nsys/nsys_importer.hpp"
+#include "traces/gzbuf.hpp"
+#include "traces/kineto/kineto_fields.hpp"
+#include "traces/cuda_api.hpp"
 #include "traces/progress.hpp"
 
 namespace bneck {
 
-TimeNs kineto_us_to_ns(std::string_view s) {
-  std::string_view t = s;
-  bool neg = !t.empty() && t[0] == '-';
-  if (neg) t.remove_prefix(1);
-  if (t.find_first_of("eE") != std::string_view::npos) {  // exponent: rare, fall back to double
-    try {
-      return static_cast<TimeNs>(std::llround(std::stod(std::string(s)) * 1000.0));
-    } catch (const std::exception&) {
-      throw InputError("timestamp '" + std::string(s) + "' is not a number");
-    }
-  }
-  TimeNs whole = 0, frac = 0;
-  int digits = 0;
-  bool dot = false, any = false, round_up = false;
-  for (char c : t) {
-    if (c == '.') {
-      if (dot) throw InputError("timestamp '" + std::string(s) + "' is not a number");
-      dot = true;
-      continue;
-    }
-    if (c < '0' || c > '9') throw InputError("timestamp '" + std::string(s) + "' is not a number");
-    any = true;
-    if (!dot) {
-      if (whole > (std::numeric_limits<TimeNs>::max() - 9) / 10 / 1000) throw InputError("timestamp '" + std::string(s) + "' out of range");
-      whole = whole * 10 + (c - '0');
-    } else if (digits < 3) {
-      frac = frac * 10 + (c - '0');
-      ++digits;
-    } else if (digits == 3) {
-      round_up = c >= '5';
-      ++digits;
-    }
-  }
-  if (!any) throw InputError("timestamp '" + std::string(s) + "' is not a number");
-  while (digits < 3) { frac *= 10; ++digits; }
-  TimeNs ns = whole * 1000 + frac + (round_up ? 1 : 0);
-  return neg ? -ns : ns;
-}
-
 namespace {
 
-// A streambuf over zlib's gzread: reads gzip and, transparently, plain files.
-class GzBuf : public std::streambuf {
- public:
-  explicit GzBuf(const std::string& path) : path_(path) {
-    f_ = gzopen(path.c_str(), "rb");
-    if (!f_) throw InputError(path, "cannot open for reading");
-    gzbuffer(f_, 1 << 20);
-  }
-  ~GzBuf() override {
-    if (f_) gzclose(f_);
-  }
-  GzBuf(const GzBuf&) = delete;
-  GzBuf& operator=(const GzBuf&) = delete;
-  std::uint64_t consumed() const { return total_ - static_cast<std::uint64_t>(egptr() - gptr()); }
-
- protected:
-  int_type underflow() override {
-    if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
-    int n = gzread(f_, buf_, sizeof buf_);
-    if (n < 0) {
-      int err = 0;
-      const char* m = gzerror(f_, &err);
-      throw InputError(path_, std::string("corrupt gzip stream: ") + (m ? m : "?"));
-    }
-    if (n == 0) {
-      // gzread returns 0 at a truncated gzip member's end too; zlib reports it as Z_BUF_ERROR.
-      int err = 0;
-      gzerror(f_, &err);
-      if (err == Z_BUF_ERROR) throw InputError(path_, "truncated gzip stream");
-      return traits_type::eof();
-    }
-    total_ += static_cast<std::uint64_t>(n);
-    setg(buf_, buf_, buf_ + n);
-    return traits_type::to_int_type(*gptr());
-  }
-
- private:
-  std::string path_;
-  gzFile f_ = nullptr;
-  char buf_[1 << 16];
-  std::uint64_t total_ = 0;
-};
-
-enum class Cat : std::uint8_t { Other, CpuOp, Runtime, Driver, Kernel, Memcpy, Memset, Sync, UserAnno, GpuAnno, Meta };
-
-Cat cat_of(std::string_view c) {
-  if (c == "cpu_op" || c == "Operator" || c == "operator") return Cat::CpuOp;
-  if (c == "cuda_runtime" || c == "Runtime" || c == "runtime") return Cat::Runtime;
-  if (c == "cuda_driver" || c == "Driver") return Cat::Driver;
-  if (c == "kernel" || c == "Kernel") return Cat::Kernel;
-  if (c == "gpu_memcpy" || c == "Memcpy") return Cat::Memcpy;
-  if (c == "gpu_memset" || c == "Memset") return Cat::Memset;
-  if (c == "cuda_sync") return Cat::Sync;
-  if (c == "user_annotation") return Cat::UserAnno;
-  if (c == "gpu_user_annotation") return Cat::GpuAnno;
-  return Cat::Other;
-}
-
-// One event as read; reset between events. Only the fields bneck uses are kept.
-struct Ev {
-  char ph = 0;
-  Cat cat = Cat::Other;
-  bool has_cat = false;
-  std::string name;
-  std::int64_t pid = 0, tid = 0;
-  bool pid_num = false, tid_num = false;
-  TimeNs ts = 0, dur = 0;
-  bool has_ts = false, has_dur = false;
-  // args
-  std::int64_t correlation = -1, stream = -1, device = -1, bytes = -1;
-  std::int64_t wait_on_stream = -1, wait_record_corr = -1, wait_event_id = -1;
-  std::int64_t regs = -1, smem = -1;
-  std::int64_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
-  std::string sync_kind, arg_name, memkind, in_type, coll_name, dtype, pg_name, pg_ranks;
-  std::int64_t in_nelems = -1, out_nelems = -1, group_size = -1;
-  std::vector<std::vector<std::int64_t>> dims;
-  bool has_dims = false;
-  void reset() { *this = Ev{}; }
-};
-
-// Which field a scalar goes to.
-enum class Field : std::uint8_t {
-  None, Ph, Cat, Name, Pid, Tid, Ts, Dur,
-  Corr, Stream, Device, Bytes, WaitStream, WaitRecord, WaitEvent, Regs, Smem, Grid, Block,
-  SyncKind, ArgName, Kind, InType, CollName, Dtype, PgName, PgRanks, InNelems, OutNelems, GroupSize, Dims,
-  // top level
-  DevId, DevName, DevSms, DevMem, DevMajor, DevMinor, DevMaxThreads, DevRegs, DevSmem, DevThreadsPerSm,
-  Rank, WorldSize,
-};
-
-Field event_field(std::string_view k) {
-  if (k == "ph") return Field::Ph;
-  if (k == "cat") return Field::Cat;
-  if (k == "name") return Field::Name;
-  if (k == "pid") return Field::Pid;
-  if (k == "tid") return Field::Tid;
-  if (k == "ts") return Field::Ts;
-  if (k == "dur") return Field::Dur;
-  return Field::None;
-}
-Field arg_field(std::string_view k) {
-  switch (k.empty() ? 0 : k[0]) {
-    case 'c':
-      if (k == "correlation") return Field::Corr;
-      if (k == "cuda_sync_kind") return Field::SyncKind;
-      break;
-    case 's':
-      if (k == "stream") return Field::Stream;
-      if (k == "shared memory") return Field::Smem;
-      if (k == "size") return Field::Bytes;  // ROCm runtime args
-      break;
-    case 'd':
-      if (k == "device") return Field::Device;
-      if (k == "dtype") return Field::Dtype;
-      break;
-    case 'b':
-      if (k == "bytes") return Field::Bytes;
-      if (k == "block") return Field::Block;
-      break;
-    case 'w':
-      if (k == "wait_on_stream") return Field::WaitStream;
-      if (k == "wait_on_cuda_event_record_corr_id") return Field::WaitRecord;
-      if (k == "wait_on_cuda_event_id") return Field::WaitEvent;
-      break;
-    case 'r':
-      if (k == "registers per thread") return Field::Regs;
-      break;
-    case 'g':
-      if (k == "grid") return Field::Grid;
-      break;
-    case 'n':
-      if (k == "name") return Field::ArgName;
-      break;
-    case 'k':
-      if (k == "kind") return Field::Kind;
-      break;
-    case 'I':
-      if (k == "Input Dims") return Field::Dims;
-      if (k == "Input type") return Field::InType;
-      if (k == "In msg nelems") return Field::InNelems;
-      break;
-    case 'O':
-      if (k == "Out msg nelems") return Field::OutNelems;
-      break;
-    case 'C':
-      if (k == "Collective name") return Field::CollName;
-      break;
-    case 'P':
-      if (k == "Process Group Name") return Field::PgName;
-      if (k == "Process Group Ranks") return Field::PgRanks;
-      break;
-    case 'G':
-      if (k == "Group size") return Field::GroupSize;
-      break;
-    default: break;
-  }
-  return Field::None;
-}
-Field device_field(std::string_view k) {
-  if (k == "id") return Field::DevId;
-  if (k == "name") return Field::DevName;
-  if (k == "numSms") return Field::DevSms;
-  if (k == "totalGlobalMem") return Field::DevMem;
-  if (k == "computeMajor") return Field::DevMajor;
-  if (k == "computeMinor") return Field::DevMinor;
-  if (k == "maxThreadsPerBlock") return Field::DevMaxThreads;
-  if (k == "regsPerMultiprocessor") return Field::DevRegs;
-  if (k == "sharedMemPerMultiprocessor") return Field::DevSmem;
-  if (k == "maxThreadsPerMultiprocessor") return Field::DevThreadsPerSm;
-  return Field::None;
-}
-
-std::string dims_text(const std::vector<std::vector<std::int64_t>>& d) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < d.size(); ++i) {
-    if (i) s += ", ";
-    s += "[";
-    for (std::size_t j = 0; j < d[i].size(); ++j) s += (j ? ", " : "") + std::to_string(d[i][j]);
-    s += "]";
-  }
-  return s + "]";
-}
+using namespace kineto;
 
 class Reader : public nlohmann::json::json_sax_t {
  public:
@@ -251,9 +31,7 @@ class Reader : public nlohmann::json::json_sax_t {
     bool ok = false;
     try {
       ok = nlohmann::json::sax_parse(in, this, nlohmann::json::input_format_t::json, true);
-    } catch (const InputError&) {
-      throw;
-    } catch (const std::exception& e) {
+    } catch (const InputError&) { throw; } catch (const std::exception& e) {
       throw InputError(path_, std::string("malformed JSON: ") + e.what());
     }
     if (!ok) throw InputError(path_, error_.empty() ? "malformed JSON" : error_);
@@ -265,8 +43,14 @@ class Reader : public nlohmann::json::json_sax_t {
   }
 
   // ---- SAX -----------------------------------------------------------------------------------
-  bool null() override { field_ = Field::None; return true; }
-  bool boolean(bool) override { field_ = Field::None; return true; }
+  bool null() override {
+    field_ = Field::None;
+    return true;
+  }
+  bool boolean(bool) override {
+    field_ = Field::None;
+    return true;
+  }
   bool number_integer(std::int64_t v) override { return integer(v, nullptr); }
   bool number_unsigned(std::uint64_t v) override {
     return integer(v > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) ? -1 : static_cast<std::int64_t>(v), nullptr);
@@ -278,21 +62,32 @@ class Reader : public nlohmann::json::json_sax_t {
   bool string(std::string& v) override {
     switch (field_) {
       case Field::Ph: ev_.ph = v.empty() ? 0 : v[0]; break;
-      case Field::Cat: ev_.cat = cat_of(v); ev_.has_cat = true; break;
+      case Field::Cat:
+        ev_.cat = cat_of(v);
+        ev_.has_cat = true;
+        break;
       case Field::Name: ev_.name = std::move(v); break;
       case Field::Pid: ev_.pid_num = false; break;  // "Spans", "Traces": not an activity
-      case Field::Tid: ev_.tid = static_cast<std::int64_t>(std::hash<std::string>{}(v) & 0x7FFFFFFF); ev_.tid_num = true; break;
-      case Field::Ts: case Field::Dur: return integer(0, &v);
+      case Field::Tid:
+        ev_.tid = static_cast<std::int64_t>(std::hash<std::string>{}(v)&0x7FFFFFFF);
+        ev_.tid_num = true;
+        break;
+      case Field::Ts:
+      case Field::Dur: return integer(0, &v);
       case Field::SyncKind: ev_.sync_kind = std::move(v); break;
       case Field::ArgName: ev_.arg_name = std::move(v); break;
       case Field::Kind: ev_.memkind = std::move(v); break;
-      case Field::InType: if (ev_.in_type.empty()) ev_.in_type = std::move(v); break;
+      case Field::InType:
+        if (ev_.in_type.empty()) ev_.in_type = std::move(v);
+        break;
       case Field::CollName: ev_.coll_name = std::move(v); break;
       case Field::Dtype: ev_.dtype = std::move(v); break;
       case Field::PgName: ev_.pg_name = std::move(v); break;
       case Field::PgRanks:
-        if (list_field_) ev_.pg_ranks += (ev_.pg_ranks.empty() ? "" : ",") + v;
-        else ev_.pg_ranks = std::move(v);
+        if (list_field_)
+          ev_.pg_ranks += (ev_.pg_ranks.empty() ? "" : ",") + v;
+        else
+          ev_.pg_ranks = std::move(v);
         break;
       case Field::Stream: ev_.stream = parse_int_text(v); break;  // ROCm: "0x0"
       case Field::Bytes: ev_.bytes = parse_int_text(v); break;
@@ -308,30 +103,51 @@ class Reader : public nlohmann::json::json_sax_t {
   // an event or a device 3, an event's args 4, arrays inside args 5 (Input Dims' inner lists 6).
   bool start_object(std::size_t) override {
     ++depth_;
-    if (depth_ == 3 && top_ == Top::Events) { ev_.reset(); in_event_ = true; }
-    else if (depth_ == 3 && top_ == Top::Devices) { dev_ = Device{}; in_device_ = true; }
-    else if (depth_ == 4 && in_event_ && key_ == "args") in_args_ = true;
+    if (depth_ == 3 && top_ == Top::Events) {
+      ev_.reset();
+      in_event_ = true;
+    } else if (depth_ == 3 && top_ == Top::Devices) {
+      dev_ = Device{};
+      in_device_ = true;
+    } else if (depth_ == 4 && in_event_ && key_ == "args")
+      in_args_ = true;
     field_ = Field::None;
     return true;
   }
   bool end_object() override {
-    if (depth_ == 3 && in_event_) { in_event_ = false; event(); }
-    else if (depth_ == 3 && in_device_) { in_device_ = false; devices_.push_back(dev_); }
-    else if (depth_ == 4 && in_args_) in_args_ = false;
+    if (depth_ == 3 && in_event_) {
+      in_event_ = false;
+      event();
+    } else if (depth_ == 3 && in_device_) {
+      in_device_ = false;
+      devices_.push_back(dev_);
+    } else if (depth_ == 4 && in_args_)
+      in_args_ = false;
     --depth_;
     field_ = Field::None;
     return true;
   }
   bool start_array(std::size_t) override {
     ++depth_;
-    if (depth_ == 2 && key_depth1_ == "traceEvents") { top_ = Top::Events; saw_events_ = true; }
-    else if (depth_ == 2 && key_depth1_ == "deviceProperties") top_ = Top::Devices;
+    if (depth_ == 2 && key_depth1_ == "traceEvents") {
+      top_ = Top::Events;
+      saw_events_ = true;
+    } else if (depth_ == 2 && key_depth1_ == "deviceProperties")
+      top_ = Top::Devices;
     else if (in_args_ && depth_ == 5) {
-      if (field_ == Field::Grid || field_ == Field::Block) { list_field_ = true; list_pos_ = 0; }
-      else if (field_ == Field::Dims) { ev_.has_dims = true; list_field_ = true; }
-      else if (field_ == Field::InType) list_field_ = true;
-      else if (field_ == Field::PgRanks) { ev_.pg_ranks.clear(); list_field_ = true; }
-      else field_ = Field::None;
+      if (field_ == Field::Grid || field_ == Field::Block) {
+        list_field_ = true;
+        list_pos_ = 0;
+      } else if (field_ == Field::Dims) {
+        ev_.has_dims = true;
+        list_field_ = true;
+      } else if (field_ == Field::InType)
+        list_field_ = true;
+      else if (field_ == Field::PgRanks) {
+        ev_.pg_ranks.clear();
+        list_field_ = true;
+      } else
+        field_ = Field::None;
     } else if (in_args_ && depth_ >= 6 && field_ == Field::Dims) {
       // One shape per input; a tensor list ([[[2048, 2048], [2048]], ...]) gives one per tensor.
       if (depth_ > 6 && !ev_.dims.empty() && ev_.dims.back().empty()) ev_.dims.pop_back();
@@ -341,17 +157,29 @@ class Reader : public nlohmann::json::json_sax_t {
   }
   bool end_array() override {
     if (depth_ == 2) top_ = Top::None;
-    if (in_args_ && depth_ == 5) { list_field_ = false; field_ = Field::None; }
+    if (in_args_ && depth_ == 5) {
+      list_field_ = false;
+      field_ = Field::None;
+    }
     --depth_;
     return true;
   }
   bool key(std::string& k) override {
-    if (depth_ == 1) { key_depth1_ = k; field_ = Field::None; top_ = Top::None; }
-    else if (depth_ == 2 && key_depth1_ == "distributedInfo") field_ = k == "rank" ? Field::Rank : k == "world_size" ? Field::WorldSize : Field::None;
-    else if (depth_ == 3 && in_event_) { key_ = k; field_ = event_field(k); }
-    else if (depth_ == 3 && in_device_) field_ = device_field(k);
-    else if (depth_ == 4 && in_args_) field_ = arg_field(k);
-    else field_ = Field::None;
+    if (depth_ == 1) {
+      key_depth1_ = k;
+      field_ = Field::None;
+      top_ = Top::None;
+    } else if (depth_ == 2 && key_depth1_ == "distributedInfo")
+      field_ = k == "rank" ? Field::Rank : k == "world_size" ? Field::WorldSize : Field::None;
+    else if (depth_ == 3 && in_event_) {
+      key_ = k;
+      field_ = event_field(k);
+    } else if (depth_ == 3 && in_device_)
+      field_ = device_field(k);
+    else if (depth_ == 4 && in_args_)
+      field_ = arg_field(k);
+    else
+      field_ = Field::None;
     return true;
   }
   bool parse_error(std::size_t pos, const std::string&, const nlohmann::json::exception& e) override {
@@ -370,24 +198,32 @@ class Reader : public nlohmann::json::json_sax_t {
       std::size_t pos = 0;
       long long x = std::stoll(v, &pos, 0);
       return x;
-    } catch (const std::exception&) {
-      return -1;
-    }
+    } catch (const std::exception&) { return -1; }
   }
 
   bool integer(std::int64_t v, const std::string* text) {
     try {
       switch (field_) {
-        case Field::Ts: ev_.ts = text ? kineto_us_to_ns(*text) : v * 1000; ev_.has_ts = true; break;
-        case Field::Dur: ev_.dur = text ? kineto_us_to_ns(*text) : v * 1000; ev_.has_dur = true; break;
+        case Field::Ts:
+          ev_.ts = text ? kineto_us_to_ns(*text) : v * 1000;
+          ev_.has_ts = true;
+          break;
+        case Field::Dur:
+          ev_.dur = text ? kineto_us_to_ns(*text) : v * 1000;
+          ev_.has_dur = true;
+          break;
         default: break;
       }
-    } catch (const InputError& e) {
-      throw InputError(path_, "event " + std::to_string(events_ + 1) + ": " + e.what());
-    }
+    } catch (const InputError& e) { throw InputError(path_, "event " + std::to_string(events_ + 1) + ": " + e.what()); }
     switch (field_) {
-      case Field::Pid: ev_.pid = v; ev_.pid_num = true; break;
-      case Field::Tid: ev_.tid = v; ev_.tid_num = true; break;
+      case Field::Pid:
+        ev_.pid = v;
+        ev_.pid_num = true;
+        break;
+      case Field::Tid:
+        ev_.tid = v;
+        ev_.tid_num = true;
+        break;
       case Field::Corr: ev_.correlation = v; break;
       case Field::Stream: ev_.stream = v; break;
       case Field::Device: ev_.device = v; break;
@@ -397,9 +233,15 @@ class Reader : public nlohmann::json::json_sax_t {
       case Field::WaitEvent: ev_.wait_event_id = v; break;
       case Field::Regs: ev_.regs = v; break;
       case Field::Smem: ev_.smem = v; break;
-      case Field::Grid: if (list_pos_ < 3) ev_.grid[list_pos_++] = v; return true;
-      case Field::Block: if (list_pos_ < 3) ev_.block[list_pos_++] = v; return true;
-      case Field::Dims: if (!ev_.dims.empty()) ev_.dims.back().push_back(v); return true;
+      case Field::Grid:
+        if (list_pos_ < 3) ev_.grid[list_pos_++] = v;
+        return true;
+      case Field::Block:
+        if (list_pos_ < 3) ev_.block[list_pos_++] = v;
+        return true;
+      case Field::Dims:
+        if (!ev_.dims.empty()) ev_.dims.back().push_back(v);
+        return true;
       case Field::PgRanks: ev_.pg_ranks += (ev_.pg_ranks.empty() ? "" : ",") + std::to_string(v); return true;
       case Field::InNelems: ev_.in_nelems = v; break;
       case Field::OutNelems: ev_.out_nelems = v; break;
@@ -484,10 +326,17 @@ class Reader : public nlohmann::json::json_sax_t {
       return;
     }
     switch (ev_.cat) {
-      case Cat::Runtime: case Cat::Driver: api(); break;
-      case Cat::Kernel: case Cat::Memcpy: case Cat::Memset: device_op(); break;
-      case Cat::Sync: if (ev_.correlation >= 0) syncs_.push_back(Sync{ev_.correlation, ev_.sync_kind, ev_.device, ev_.stream, ev_.wait_on_stream, ev_.wait_record_corr}); break;
-      case Cat::UserAnno: case Cat::CpuOp: range(); break;
+      case Cat::Runtime:
+      case Cat::Driver: api(); break;
+      case Cat::Kernel:
+      case Cat::Memcpy:
+      case Cat::Memset: device_op(); break;
+      case Cat::Sync:
+        if (ev_.correlation >= 0)
+          syncs_.push_back(Sync{ev_.correlation, ev_.sync_kind, ev_.device, ev_.stream, ev_.wait_on_stream, ev_.wait_record_corr});
+        break;
+      case Cat::UserAnno:
+      case Cat::CpuOp: range(); break;
       default: break;
     }
   }
@@ -530,8 +379,7 @@ class Reader : public nlohmann::json::json_sax_t {
       for (int i = 0; i < 3; ++i) lc.block[i] = static_cast<std::uint16_t>(std::clamp<std::int64_t>(ev_.block[i], 1, 0xFFFF));
       lc.registers = static_cast<std::uint16_t>(std::clamp<std::int64_t>(ev_.regs, 0, 0xFFFF));
       lc.dynamic_smem = static_cast<std::uint32_t>(std::clamp<std::int64_t>(ev_.smem, 0, 0xFFFFFFFF));
-      op.extra = static_cast<std::uint32_t>(t_.kernels.size());
-      t_.kernels.push_back(lc);
+      op.extra = launches_.intern(t_.kernels, lc);
       if (is_comm_kernel_name(ev_.name)) op.flags |= Op::kFlagNccl;
     } else {
       op.kind = ev_.cat == Cat::Memcpy ? OpKind::Memcpy : OpKind::Memset;
@@ -541,13 +389,18 @@ class Reader : public nlohmann::json::json_sax_t {
       const std::string& n = ev_.name;
       auto has = [&](const char* s) { return n.find(s) != std::string::npos; };
       if (op.kind == OpKind::Memcpy) {
-        ci.copy_kind = has("HtoD") ? MemcpyKind::HtoD : has("DtoH") ? MemcpyKind::DtoH : has("DtoD") ? MemcpyKind::DtoD
-                     : has("PtoP") ? MemcpyKind::PtoP : has("HtoH") ? MemcpyKind::HtoH : MemcpyKind::Unknown;
+        ci.copy_kind = has("HtoD")   ? MemcpyKind::HtoD
+                       : has("DtoH") ? MemcpyKind::DtoH
+                       : has("DtoD") ? MemcpyKind::DtoD
+                       : has("PtoP") ? MemcpyKind::PtoP
+                       : has("HtoH") ? MemcpyKind::HtoH
+                                     : MemcpyKind::Unknown;
         auto side = [&](std::string_view s) {
-          return s.find("Pageable") != std::string_view::npos ? MemKind::Pageable
-               : s.find("Pinned") != std::string_view::npos ? MemKind::Pinned
-               : s.find("Device") != std::string_view::npos ? MemKind::Device
-               : s.find("Managed") != std::string_view::npos ? MemKind::Managed : MemKind::Unknown;
+          return s.find("Pageable") != std::string_view::npos  ? MemKind::Pageable
+                 : s.find("Pinned") != std::string_view::npos  ? MemKind::Pinned
+                 : s.find("Device") != std::string_view::npos  ? MemKind::Device
+                 : s.find("Managed") != std::string_view::npos ? MemKind::Managed
+                                                               : MemKind::Unknown;
         };
         auto p = n.find('('), a = n.find("->");
         if (p != std::string::npos && a != std::string::npos && a > p) {
@@ -562,8 +415,10 @@ class Reader : public nlohmann::json::json_sax_t {
     }
     auto id = static_cast<OpId>(t_.ops.size());
     t_.ops.push_back(op);
-    if (ev_.correlation >= 0) pending_.emplace_back(id, ev_.correlation);
-    else t_.note("kineto: device op without a correlation id", Severity::Info, "event " + std::to_string(events_) + " (" + ev_.name + ")");
+    if (ev_.correlation >= 0)
+      pending_.emplace_back(id, ev_.correlation);
+    else
+      t_.note("kineto: device op without a correlation id", Severity::Info, "event " + std::to_string(events_) + " (" + ev_.name + ")");
   }
 
   void range() {
@@ -692,6 +547,7 @@ class Reader : public nlohmann::json::json_sax_t {
   Progress progress_;
   GzBuf* buf_ = nullptr;
   Trace t_;
+  LaunchInterner launches_;
   Ev ev_;
   Device dev_;
   std::vector<Device> devices_;

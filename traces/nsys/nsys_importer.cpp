@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "sim/base/error.hpp"
+#include "traces/cuda_api.hpp"
 #include "traces/progress.hpp"
 #include "traces/sqlite_db.hpp"
 
@@ -14,38 +15,6 @@ namespace bneck {
 int NsysSqliteImporter::sniff(std::string_view head, const std::string&) const {
   static constexpr char kMagic[] = "SQLite format 3";
   return head.size() >= 16 && head.substr(0, 15) == kMagic && head[15] == '\0' ? 90 : 0;
-}
-
-std::string_view strip_api_suffix(std::string_view n) {
-  for (std::string_view suf : {"_ptsz", "_ptds"})
-    if (n.size() > suf.size() && n.substr(n.size() - suf.size()) == suf) n.remove_suffix(suf.size());
-  auto p = n.rfind("_v");
-  if (p != std::string_view::npos && p + 2 < n.size() &&
-      std::all_of(n.begin() + static_cast<long>(p) + 2, n.end(), [](char c) { return c >= '0' && c <= '9'; }))
-    n = n.substr(0, p);
-  for (std::string_view suf : {"_ptsz", "_ptds"})
-    if (n.size() > suf.size() && n.substr(n.size() - suf.size()) == suf) n.remove_suffix(suf.size());
-  return n;
-}
-
-ApiClass classify_cuda_api(std::string_view n) {
-  auto starts = [&](std::string_view p) { return n.substr(0, p.size()) == p; };
-  auto has = [&](std::string_view p) { return n.find(p) != std::string_view::npos; };
-  if (starts("cudaGraphLaunch") || starts("cuGraphLaunch")) return ApiClass::GraphLaunch;
-  if (starts("cudaLaunch") || starts("cuLaunch") || n == "cudaConfigureCall") return ApiClass::Launch;
-  if (starts("cudaEventRecord") || starts("cuEventRecord")) return ApiClass::EventRecord;
-  if (starts("cudaStreamWaitEvent") || starts("cuStreamWaitEvent")) return ApiClass::StreamWait;
-  if (starts("cudaStreamSynchronize") || starts("cuStreamSynchronize")) return ApiClass::StreamSync;
-  if (starts("cudaEventSynchronize") || starts("cuEventSynchronize")) return ApiClass::EventSync;
-  if (starts("cudaDeviceSynchronize") || starts("cuCtxSynchronize") || starts("cudaThreadSynchronize"))
-    return ApiClass::DeviceSync;
-  if (starts("cudaMemcpy") || starts("cudaMemset") || starts("cuMemcpy") || starts("cuMemset")) {
-    if (has("Async")) return ApiClass::MemcpyAsync;
-    if (has("Peer") || has("ToSymbol") || has("FromSymbol") || has("2D") || has("3D") || has("Array") ||
-        starts("cudaMemcpy") || starts("cuMemcpy") || starts("cudaMemset") || starts("cuMemset"))
-      return ApiClass::MemcpySync;
-  }
-  return ApiClass::Other;
 }
 
 namespace {
@@ -80,9 +49,7 @@ std::string cols(const std::set<std::string>& have, std::initializer_list<const 
 
 class Reader {
  public:
-  Reader(const std::string& path, const ImportOptions& opt) : db_(path), progress_("importing " + path, opt.progress) {
-    t_.source = path;
-  }
+  Reader(const std::string& path, const ImportOptions& opt) : db_(path), progress_("importing " + path, opt.progress) { t_.source = path; }
 
   Trace run() {
     read_meta();
@@ -96,8 +63,9 @@ class Reader {
     read_copies(true);
     if (t_.ops.empty() && !db_.has_table("CUPTI_ACTIVITY_KIND_KERNEL") && !db_.has_table("CUPTI_ACTIVITY_KIND_MEMCPY") &&
         !db_.has_table("CUPTI_ACTIVITY_KIND_RUNTIME"))
-      db_.fail("no CUDA activity tables (CUPTI_ACTIVITY_KIND_KERNEL/MEMCPY/RUNTIME): not an nsys CUDA trace, "
-               "or it was captured without -t cuda");
+      db_.fail(
+          "no CUDA activity tables (CUPTI_ACTIVITY_KIND_KERNEL/MEMCPY/RUNTIME): not an nsys CUDA trace, "
+          "or it was captured without -t cuda");
     progress_.phase("joining device ops to their launches");
     link_launches();
     read_sync();
@@ -113,8 +81,9 @@ class Reader {
 
  private:
   void read_meta() {
-    std::string table = db_.has_table("META_DATA_EXPORT") ? "META_DATA_EXPORT"
-                        : db_.has_table("EXPORT_META_DATA") ? "EXPORT_META_DATA" : "";
+    std::string table = db_.has_table("META_DATA_EXPORT")   ? "META_DATA_EXPORT"
+                        : db_.has_table("EXPORT_META_DATA") ? "EXPORT_META_DATA"
+                                                            : "";
     std::string version = "unknown";
     if (!table.empty()) {
       auto c = db_.columns(table);
@@ -163,17 +132,17 @@ class Reader {
   }
 
   void read_devices() {
-    std::string table = db_.has_table("TARGET_INFO_GPU") ? "TARGET_INFO_GPU"
-                        : db_.has_table("TARGET_INFO_CUDA_GPU") ? "TARGET_INFO_CUDA_GPU" : "";
+    std::string table = db_.has_table("TARGET_INFO_GPU")        ? "TARGET_INFO_GPU"
+                        : db_.has_table("TARGET_INFO_CUDA_GPU") ? "TARGET_INFO_CUDA_GPU"
+                                                                : "";
     if (table.empty()) return;
     auto c = db_.columns(table);
     bool old = table == "TARGET_INFO_CUDA_GPU";
     std::string sql = "SELECT " +
-                      cols(c, {old ? "deviceId" : "id", "name", old ? "numMultiprocessors" : "smCount",
-                               old ? "coreClockRate" : "clockRate", "memoryBandwidth", "l2CacheSize", "totalMemory",
-                               old ? "computeCapabilityMajor" : "computeMajor",
-                               old ? "computeCapabilityMinor" : "computeMinor", "asyncEngines", "maxWarpsPerSm",
-                               "maxBlocksPerSm", "maxThreadsPerBlock", "maxRegistersPerSm", "maxShmemPerSm"}) +
+                      cols(c, {old ? "deviceId" : "id", "name", old ? "numMultiprocessors" : "smCount", old ? "coreClockRate" : "clockRate",
+                               "memoryBandwidth", "l2CacheSize", "totalMemory", old ? "computeCapabilityMajor" : "computeMajor",
+                               old ? "computeCapabilityMinor" : "computeMinor", "asyncEngines", "maxWarpsPerSm", "maxBlocksPerSm",
+                               "maxThreadsPerBlock", "maxRegistersPerSm", "maxShmemPerSm"}) +
                       " FROM " + table;
     SqliteStmt st(db_, sql);
     while (st.step()) {
@@ -202,7 +171,8 @@ class Reader {
     if (it != device_index_.end()) return it->second;
     Device d;
     auto k = known_devices_.find(static_cast<std::uint32_t>(dev_id));
-    if (k != known_devices_.end()) d = k->second;
+    if (k != known_devices_.end())
+      d = k->second;
     else {
       d.id = static_cast<std::uint32_t>(dev_id);
       d.name = "GPU " + std::to_string(dev_id);
@@ -278,7 +248,6 @@ class Reader {
     std::size_t api = row_estimate("CUPTI_ACTIVITY_KIND_RUNTIME"), k = row_estimate("CUPTI_ACTIVITY_KIND_KERNEL");
     std::size_t c = row_estimate("CUPTI_ACTIVITY_KIND_MEMCPY") + row_estimate("CUPTI_ACTIVITY_KIND_MEMSET");
     t_.ops.reserve(api + k + c);
-    t_.kernels.reserve(k);
     t_.copies.reserve(c);
     api_by_corr_.reserve(api);
     pending_corr_.reserve(k + c);
@@ -286,14 +255,12 @@ class Reader {
 
   void read_runtime() {
     if (!db_.has_table("CUPTI_ACTIVITY_KIND_RUNTIME")) {
-      t_.note("nsys: no CUDA API table", Severity::Warning,
-              "CUPTI_ACTIVITY_KIND_RUNTIME missing: device ops replay without host launches");
+      t_.note("nsys: no CUDA API table", Severity::Warning, "CUPTI_ACTIVITY_KIND_RUNTIME missing: device ops replay without host launches");
       return;
     }
     progress_.phase("reading CUDA API calls");
     auto c = db_.columns("CUPTI_ACTIVITY_KIND_RUNTIME");
-    SqliteStmt st(db_, "SELECT " + cols(c, {"start", "end", "globalTid", "correlationId", "nameId"}) +
-                           " FROM CUPTI_ACTIVITY_KIND_RUNTIME");
+    SqliteStmt st(db_, "SELECT " + cols(c, {"start", "end", "globalTid", "correlationId", "nameId"}) + " FROM CUPTI_ACTIVITY_KIND_RUNTIME");
     std::unordered_map<std::int64_t, std::pair<StrId, ApiClass>> name_cache;
     while (st.step()) {
       if (st.null(0) || st.null(2)) {
@@ -350,10 +317,9 @@ class Reader {
     progress_.phase("reading kernels");
     auto c = db_.columns(table);
     SqliteStmt st(db_, "SELECT " +
-                           cols(c, {"start", "end", "deviceId", "contextId", "streamId", "correlationId", "globalPid",
-                                    "demangledName", "shortName", "gridX", "gridY", "gridZ", "blockX", "blockY",
-                                    "blockZ", "registersPerThread", "staticSharedMemory", "dynamicSharedMemory",
-                                    "graphNodeId"}) +
+                           cols(c, {"start", "end", "deviceId", "contextId", "streamId", "correlationId", "globalPid", "demangledName",
+                                    "shortName", "gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ", "registersPerThread",
+                                    "staticSharedMemory", "dynamicSharedMemory", "graphNodeId"}) +
                            " FROM " + table);
     while (st.step()) {
       if (st.null(0) || st.null(1)) {
@@ -383,16 +349,13 @@ class Reader {
       lc.registers = static_cast<std::uint16_t>(std::clamp<std::int64_t>(st.i64(15), 0, 65535));
       lc.static_smem = static_cast<std::uint32_t>(std::max<std::int64_t>(0, st.i64(16)));
       lc.dynamic_smem = static_cast<std::uint32_t>(std::max<std::int64_t>(0, st.i64(17)));
-      op.extra = static_cast<std::uint32_t>(t_.kernels.size());
-      t_.kernels.push_back(lc);
+      op.extra = launches_.intern(t_.kernels, lc);
       pending_corr_.emplace_back(static_cast<OpId>(t_.ops.size()), st.null(5) ? ~0ull : corr_key(pid, st.i64(5)));
       t_.ops.push_back(op);
     }
   }
 
-  static MemcpyKind to_copy_kind(std::int64_t v) {
-    return v >= 0 && v <= 13 ? static_cast<MemcpyKind>(v) : MemcpyKind::Unknown;
-  }
+  static MemcpyKind to_copy_kind(std::int64_t v) { return v >= 0 && v <= 13 ? static_cast<MemcpyKind>(v) : MemcpyKind::Unknown; }
   static MemKind to_mem_kind(std::int64_t v) { return v >= 0 && v <= 7 ? static_cast<MemKind>(v) : MemKind::Unknown; }
 
   void read_copies(bool memset) {
@@ -400,11 +363,9 @@ class Reader {
     if (!db_.has_table(table)) return;
     progress_.phase(memset ? "reading memsets" : "reading memcpys");
     auto c = db_.columns(table);
-    std::string sql = "SELECT " +
-                      cols(c, {"start", "end", "deviceId", "contextId", "streamId", "correlationId", "globalPid",
-                               "bytes"}) +
-                      "," + (memset ? cols(c, {"memKind", "memKind", "memKind"}) : cols(c, {"copyKind", "srcKind", "dstKind"})) +
-                      " FROM " + table;
+    std::string sql = "SELECT " + cols(c, {"start", "end", "deviceId", "contextId", "streamId", "correlationId", "globalPid", "bytes"}) +
+                      "," + (memset ? cols(c, {"memKind", "memKind", "memKind"}) : cols(c, {"copyKind", "srcKind", "dstKind"})) + " FROM " +
+                      table;
     SqliteStmt st(db_, sql);
     StrId name_id = t_.strings.intern(memset ? "memset" : "memcpy");
     std::unordered_map<int, StrId> names;
@@ -433,8 +394,7 @@ class Reader {
         ci.dst = st.null(10) ? MemKind::Unknown : to_mem_kind(st.i64(10));
         int key = static_cast<int>(ci.copy_kind);
         auto it = names.find(key);
-        if (it == names.end())
-          it = names.emplace(key, t_.strings.intern(std::string("memcpy ") + to_string(ci.copy_kind))).first;
+        if (it == names.end()) it = names.emplace(key, t_.strings.intern(std::string("memcpy ") + to_string(ci.copy_kind))).first;
         op.name = it->second;
       }
       op.extra = static_cast<std::uint32_t>(t_.copies.size());
@@ -468,9 +428,7 @@ class Reader {
     const std::string table = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION";
     if (!db_.has_table(table)) return;
     auto c = db_.columns(table);
-    SqliteStmt st(db_, "SELECT " +
-                           cols(c, {"correlationId", "globalPid", "deviceId", "contextId", "streamId", "eventId",
-                                    "syncType"}) +
+    SqliteStmt st(db_, "SELECT " + cols(c, {"correlationId", "globalPid", "deviceId", "contextId", "streamId", "eventId", "syncType"}) +
                            " FROM " + table);
     while (st.step()) {
       if (st.null(0) || st.null(1)) continue;
@@ -483,8 +441,7 @@ class Reader {
       ApiInfo& info = t_.api_info_for(api);
       auto stream = static_cast<std::uint64_t>(st.i64(4));
       auto dev = static_cast<std::uint64_t>(st.i64(2));
-      if (!st.null(4) && stream != kU32Sentinel)
-        info.stream = stream_lane(pid, dev, static_cast<std::uint64_t>(st.i64(3)), stream);
+      if (!st.null(4) && stream != kU32Sentinel) info.stream = stream_lane(pid, dev, static_cast<std::uint64_t>(st.i64(3)), stream);
       if (!st.null(5) && static_cast<std::uint64_t>(st.i64(5)) != kU32Sentinel) {
         info.event = static_cast<std::uint64_t>(st.i64(5));
         info.has_event = true;
@@ -492,8 +449,7 @@ class Reader {
       if (!st.null(2)) info.device = device_index(dev);
       // The API name decides the class; the record only refines it. An unknown API that CUPTI
       // reports as a context synchronization is one.
-      if (t_.ops[api].api_class() == ApiClass::Other && !st.null(6) && st.i64(6) == 4)
-        t_.ops[api].set_api_class(ApiClass::DeviceSync);
+      if (t_.ops[api].api_class() == ApiClass::Other && !st.null(6) && st.i64(6) == 4) t_.ops[api].set_api_class(ApiClass::DeviceSync);
     }
   }
 
@@ -501,8 +457,8 @@ class Reader {
     const std::string table = "CUPTI_ACTIVITY_KIND_CUDA_EVENT";
     if (!db_.has_table(table)) return;
     auto c = db_.columns(table);
-    SqliteStmt st(db_, "SELECT " + cols(c, {"correlationId", "globalPid", "deviceId", "contextId", "streamId", "eventId"}) +
-                           " FROM " + table);
+    SqliteStmt st(db_,
+                  "SELECT " + cols(c, {"correlationId", "globalPid", "deviceId", "contextId", "streamId", "eventId"}) + " FROM " + table);
     while (st.step()) {
       if (st.null(0) || st.null(1)) continue;
       std::uint64_t pid = pid_of_global(st.i64(1));
@@ -536,9 +492,12 @@ class Reader {
       Range r;
       r.start = st.i64(0);
       r.end = std::max(r.start, st.i64(1));
-      if (!st.null(3)) r.name = t_.strings.intern(st.text(3));
-      else if (!st.null(4)) r.name = string_id(st.i64(4));
-      else r.name = t_.strings.intern("<unnamed range>");
+      if (!st.null(3))
+        r.name = t_.strings.intern(st.text(3));
+      else if (!st.null(4))
+        r.name = string_id(st.i64(4));
+      else
+        r.name = t_.strings.intern("<unnamed range>");
       r.lane = thread_lane(st.i64(5));
       t_.ranges.push_back(r);
     }
@@ -558,6 +517,7 @@ class Reader {
   SqliteDb db_;
   Progress progress_;
   Trace t_;
+  LaunchInterner launches_;
   std::vector<std::string> raw_strings_;
   std::vector<StrId> interned_;
   std::vector<std::int8_t> comm_name_;  // per StrId: -1 unknown, 0/1 communication kernel
@@ -582,7 +542,9 @@ void check_not_truncated(const std::string& path) {
   unsigned char h[100] = {};
   in.read(reinterpret_cast<char*>(h), sizeof h);
   if (in.gcount() < static_cast<std::streamsize>(sizeof h)) throw InputError(path, "truncated SQLite file (incomplete header)");
-  auto be32 = [&](int o) { return (std::uint32_t{h[o]} << 24) | (std::uint32_t{h[o + 1]} << 16) | (std::uint32_t{h[o + 2]} << 8) | h[o + 3]; };
+  auto be32 = [&](int o) {
+    return (std::uint32_t{h[o]} << 24) | (std::uint32_t{h[o + 1]} << 16) | (std::uint32_t{h[o + 2]} << 8) | h[o + 3];
+  };
   std::uint64_t page = (std::uint32_t{h[16]} << 8) | h[17];
   if (page == 1) page = 65536;
   std::uint64_t pages = be32(28);

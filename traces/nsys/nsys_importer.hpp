@@ -13,9 +13,4 @@ class NsysSqliteImporter : public Importer {
   Trace import(const std::string& path, const ImportOptions& opt) const override;
 };
 
-// Maps a CUDA runtime/driver API name (version suffix already stripped) to its class.
-ApiClass classify_cuda_api(std::string_view name);
-// "cudaLaunchKernel_v7000" -> "cudaLaunchKernel"; "cudaMemcpyAsync_ptsz" -> "cudaMemcpyAsync".
-std::string_view strip_api_suffix(std::string_view name);
-
 }  // namespace bneck

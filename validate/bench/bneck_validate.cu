@@ -27,13 +27,37 @@
 #include <string>
 #include <vector>
 
-#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
-  std::fprintf(stderr, "CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__); std::exit(1); } } while (0)
-#define CB(x) do { cublasStatus_t s_ = (x); if (s_ != CUBLAS_STATUS_SUCCESS) { \
-  std::fprintf(stderr, "cuBLAS error %d at %s:%d\n", (int)s_, __FILE__, __LINE__); std::exit(1); } } while (0)
+#include "kernels.cuh"
+
+using namespace bneck_validate_kernels;
+
+#define CK(x)                                                                                       \
+  do {                                                                                              \
+    cudaError_t e_ = (x);                                                                           \
+    if (e_ != cudaSuccess) {                                                                        \
+      std::fprintf(stderr, "CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__); \
+      std::exit(1);                                                                                 \
+    }                                                                                               \
+  } while (0)
+#define CB(x)                                                                          \
+  do {                                                                                 \
+    cublasStatus_t s_ = (x);                                                           \
+    if (s_ != CUBLAS_STATUS_SUCCESS) {                                                 \
+      std::fprintf(stderr, "cuBLAS error %d at %s:%d\n", (int)s_, __FILE__, __LINE__); \
+      std::exit(1);                                                                    \
+    }                                                                                  \
+  } while (0)
 #define KCHECK() CK(cudaGetLastError())
-#define CU(x) do { CUptiResult r_ = (x); if (r_ != CUPTI_SUCCESS) { const char* m_ = nullptr; cuptiGetResultString(r_, &m_); \
-  std::fprintf(stderr, "CUPTI error %s at %s:%d\n", m_ ? m_ : "?", __FILE__, __LINE__); std::exit(1); } } while (0)
+#define CU(x)                                                                               \
+  do {                                                                                      \
+    CUptiResult r_ = (x);                                                                   \
+    if (r_ != CUPTI_SUCCESS) {                                                              \
+      const char* m_ = nullptr;                                                             \
+      cuptiGetResultString(r_, &m_);                                                        \
+      std::fprintf(stderr, "CUPTI error %s at %s:%d\n", m_ ? m_ : "?", __FILE__, __LINE__); \
+      std::exit(1);                                                                         \
+    }                                                                                       \
+  } while (0)
 
 namespace {
 
@@ -108,21 +132,6 @@ void fill(void* p, size_t bytes, float seed = 1.f) {
   KCHECK();
 }
 
-// ---- stream kernels: one element of T per thread ---------------------------------------------
-template <typename T> __device__ __forceinline__ T mul(T a, float s) { return a * s; }
-template <> __device__ __forceinline__ float2 mul(float2 a, float s) { return make_float2(a.x * s, a.y * s); }
-template <> __device__ __forceinline__ float4 mul(float4 a, float s) { return make_float4(a.x * s, a.y * s, a.z * s, a.w * s); }
-template <> __device__ __forceinline__ __nv_bfloat16 mul(__nv_bfloat16 a, float s) { return __float2bfloat16(__bfloat162float(a) * s); }
-template <typename T> __device__ __forceinline__ T add(T a, T b) { return a + b; }
-template <> __device__ __forceinline__ float2 add(float2 a, float2 b) { return make_float2(a.x + b.x, a.y + b.y); }
-template <> __device__ __forceinline__ float4 add(float4 a, float4 b) { return make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w); }
-template <> __device__ __forceinline__ __nv_bfloat16 add(__nv_bfloat16 a, __nv_bfloat16 b) { return __float2bfloat16(__bfloat162float(a) + __bfloat162float(b)); }
-
-template <typename T> __global__ void k_copy(T* a, const T* b, size_t n) { size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; if (i < n) a[i] = b[i]; }
-template <typename T> __global__ void k_scale(T* a, const T* b, size_t n, float s) { size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; if (i < n) a[i] = mul(b[i], s); }
-template <typename T> __global__ void k_add(T* a, const T* b, const T* c, size_t n) { size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; if (i < n) a[i] = add(b[i], c[i]); }
-template <typename T> __global__ void k_triad(T* a, const T* b, const T* c, size_t n, float s) { size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; if (i < n) a[i] = add(b[i], mul(c[i], s)); }
-
 template <typename T>
 void stream_family(const char* tname, const std::vector<size_t>& sizes, char* pool, size_t pool_bytes, int reps, const char* family) {
   for (size_t bytes : sizes) {
@@ -131,134 +140,58 @@ void stream_family(const char* tname, const std::vector<size_t>& sizes, char* po
     // Rotate among as many (a, b, c) sets as fit in the pool so that repeats do not hit the L2.
     size_t sets = std::max<size_t>(1, std::min<size_t>(8, pool_bytes / (3 * bytes)));
     auto ptr = [&](int r, int k) { return (T*)(pool + ((size_t)r % sets) * 3 * bytes + (size_t)k * bytes); };
-    struct Op { const char* name; int arrays; };
+    struct Op {
+      const char* name;
+      int arrays;
+    };
     for (Op op : {Op{"copy", 2}, Op{"scale", 2}, Op{"add", 3}, Op{"triad", 3}}) {
-      double ms = median_ms([&](int r) {
-        T *a = ptr(r, 0), *b = ptr(r, 1), *c = ptr(r, 2);
-        if (!std::strcmp(op.name, "copy")) k_copy<T><<<blocks, 256>>>(a, b, n);
-        else if (!std::strcmp(op.name, "scale")) k_scale<T><<<blocks, 256>>>(a, b, n, 1.0001f);
-        else if (!std::strcmp(op.name, "add")) k_add<T><<<blocks, 256>>>(a, b, c, n);
-        else k_triad<T><<<blocks, 256>>>(a, b, c, n, 1.0001f);
-        KCHECK();
-      }, reps);
+      double ms = median_ms(
+          [&](int r) {
+            T *a = ptr(r, 0), *b = ptr(r, 1), *c = ptr(r, 2);
+            if (!std::strcmp(op.name, "copy"))
+              k_copy<T><<<blocks, 256>>>(a, b, n);
+            else if (!std::strcmp(op.name, "scale"))
+              k_scale<T><<<blocks, 256>>>(a, b, n, 1.0001f);
+            else if (!std::strcmp(op.name, "add"))
+              k_add<T><<<blocks, 256>>>(a, b, c, n);
+            else
+              k_triad<T><<<blocks, 256>>>(a, b, c, n, 1.0001f);
+            KCHECK();
+          },
+          reps);
       record(family, std::string(op.name) + "_" + tname,
-             ks("op", op.name) + ", " + kv("width_bytes", sizeof(T)) + ", " + kv("array_bytes", (double)bytes) + ", " + kv("blocks", blocks) +
-                 ", " + kv("threads", 256),
+             ks("op", op.name) + ", " + kv("width_bytes", sizeof(T)) + ", " + kv("array_bytes", (double)bytes) + ", " +
+                 kv("blocks", blocks) + ", " + kv("threads", 256),
              (double)op.arrays * bytes, op.arrays == 3 && op.name[0] == 't' ? 2.0 * n : (double)n, ms * 1e6, reps);
     }
   }
 }
-
-__global__ void k_strided(float* out, const float* in, size_t n, int stride, size_t span) {
-  size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-  if (i < n) out[i] = in[(i * stride) % span] * 1.5f;
-}
-
-// ---- fused chain (as ../shared/capture/chain.cu) ----------------------------------------------
-template <class T> __device__ float ld(const T* p, size_t i) { return (float)p[i]; }
-template <> __device__ float ld(const __nv_bfloat16* p, size_t i) { return __bfloat162float(p[i]); }
-template <class T> __device__ void st(T* p, size_t i, float v) { p[i] = (T)v; }
-template <> __device__ void st(__nv_bfloat16* p, size_t i, float v) { p[i] = __float2bfloat16(v); }
-template <class T> __global__ void op_mul(const T* x, T* y, size_t n) { size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; if (i < n) st(y, i, ld(x, i) * 1.01f); }
-template <class T> __global__ void op_add(const T* x, T* y, size_t n) { size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; if (i < n) st(y, i, ld(x, i) + 0.5f); }
-template <class T> __global__ void op_relu(const T* x, T* y, size_t n) { size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; if (i < n) st(y, i, fmaxf(ld(x, i), 0.f)); }
-template <class T> __global__ void op_sq(const T* x, T* y, size_t n) { size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; if (i < n) { float v = ld(x, i); st(y, i, v * v); } }
-template <class T> __global__ void fused4(const T* x, T* y, size_t n) { size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; if (i < n) { float v = fmaxf(ld(x, i) * 1.01f + 0.5f, 0.f); st(y, i, v * v); } }
 
 template <class T>
 void fused_family(const char* tname, const std::vector<size_t>& elems, char* pool, int reps) {
   for (size_t n : elems) {
     T *x = (T*)pool, *a = x + n, *b = a + n;
     unsigned nb = (unsigned)((n + 255) / 256);
-    double un = median_ms([&](int) { op_mul<<<nb, 256>>>(x, a, n); op_add<<<nb, 256>>>(a, b, n); op_relu<<<nb, 256>>>(b, a, n); op_sq<<<nb, 256>>>(a, b, n); KCHECK(); }, reps);
+    double un = median_ms(
+        [&](int) {
+          op_mul<<<nb, 256>>>(x, a, n);
+          op_add<<<nb, 256>>>(a, b, n);
+          op_relu<<<nb, 256>>>(b, a, n);
+          op_sq<<<nb, 256>>>(a, b, n);
+          KCHECK();
+        },
+        reps);
     record("fused", std::string("chain4_") + tname, kv("elems", (double)n) + ", " + kv("width_bytes", sizeof(T)) + ", " + kv("kernels", 4),
            8.0 * n * sizeof(T), 5.0 * n, un * 1e6, reps);
-    double fu = median_ms([&](int) { fused4<<<nb, 256>>>(x, b, n); KCHECK(); }, reps);
+    double fu = median_ms(
+        [&](int) {
+          fused4<<<nb, 256>>>(x, b, n);
+          KCHECK();
+        },
+        reps);
     record("fused", std::string("fused4_") + tname, kv("elems", (double)n) + ", " + kv("width_bytes", sizeof(T)) + ", " + kv("kernels", 1),
            2.0 * n * sizeof(T), 5.0 * n, fu * 1e6, reps);
   }
-}
-
-__global__ void k_reduce(const float4* in, float* out, size_t n4) {
-  __shared__ float s[256];
-  float acc = 0;
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n4; i += (size_t)gridDim.x * blockDim.x) {
-    float4 v = in[i];
-    acc += v.x + v.y + v.z + v.w;
-  }
-  s[threadIdx.x] = acc;
-  __syncthreads();
-  for (int k = 128; k > 0; k >>= 1) {
-    if (threadIdx.x < k) s[threadIdx.x] += s[threadIdx.x + k];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) atomicAdd(out, s[0]);
-}
-
-__global__ void k_empty() {}
-
-// Valid, varied e4m3 bytes (0.5 .. 1.0 and their negatives), never zero.
-__global__ void k_fill_fp8(unsigned char* p, size_t n) {
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-    p[i] = (unsigned char)(0x30 + (i * 7) % 16) | (unsigned char)((i & 64) << 1);
-}
-
-// Row softmax, one block of 256 threads per row, the row held in registers: reads once, writes once.
-__global__ void k_softmax(const float* in, float* out, int cols) {
-  __shared__ float red[256];
-  const float* row = in + (size_t)blockIdx.x * cols;
-  float* orow = out + (size_t)blockIdx.x * cols;
-  float v[8];
-  float mx = -1e30f;
-  for (int k = 0; k < 8; ++k) {
-    int c = threadIdx.x + k * 256;
-    v[k] = c < cols ? row[c] : -1e30f;
-    mx = fmaxf(mx, v[k]);
-  }
-  red[threadIdx.x] = mx;
-  __syncthreads();
-  for (int s = 128; s > 0; s >>= 1) { if (threadIdx.x < s) red[threadIdx.x] = fmaxf(red[threadIdx.x], red[threadIdx.x + s]); __syncthreads(); }
-  mx = red[0];
-  __syncthreads();
-  float sum = 0;
-  for (int k = 0; k < 8; ++k) { v[k] = __expf(v[k] - mx); sum += (threadIdx.x + k * 256 < cols) ? v[k] : 0.f; }
-  red[threadIdx.x] = sum;
-  __syncthreads();
-  for (int s = 128; s > 0; s >>= 1) { if (threadIdx.x < s) red[threadIdx.x] += red[threadIdx.x + s]; __syncthreads(); }
-  float inv = 1.f / red[0];
-  for (int k = 0; k < 8; ++k) { int c = threadIdx.x + k * 256; if (c < cols) orow[c] = v[k] * inv; }
-}
-
-// Shared-memory tiled SGEMM, TILE x TILE tiles, one output element per thread.
-template <int TILE>
-__global__ void k_tiled_gemm(const float* A, const float* B, float* C, int n) {
-  __shared__ float As[TILE][TILE], Bs[TILE][TILE];
-  int row = blockIdx.y * TILE + threadIdx.y, col = blockIdx.x * TILE + threadIdx.x;
-  float acc = 0;
-  for (int t = 0; t < n; t += TILE) {
-    As[threadIdx.y][threadIdx.x] = A[(size_t)row * n + t + threadIdx.x];
-    Bs[threadIdx.y][threadIdx.x] = B[(size_t)(t + threadIdx.y) * n + col];
-    __syncthreads();
-#pragma unroll
-    for (int k = 0; k < TILE; ++k) acc += As[threadIdx.y][k] * Bs[k][threadIdx.x];
-    __syncthreads();
-  }
-  C[(size_t)row * n + col] = acc;
-}
-
-// A streaming copy whose occupancy is forced down by dynamic shared memory.
-__global__ void k_copy_smem(float4* a, const float4* b, size_t n) {
-  extern __shared__ char pad[];
-  size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-  if (threadIdx.x == 0) pad[0] = 0;
-  if (i < n) a[i] = b[i];
-}
-
-// A fixed amount of arithmetic on a few blocks (for concurrency across streams).
-__global__ void k_spin(float* out, int iters) {
-  float x = threadIdx.x * 1e-3f;
-  for (int i = 0; i < iters; ++i) x = x * 1.0000001f + 1e-7f;
-  if (x == 42.f) out[0] = x;
 }
 
 }  // namespace
@@ -268,8 +201,10 @@ int main(int argc, char** argv) {
   std::string only;  // run one family only
   const char* commit = "unknown";
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--quick")) quick = true;
-    else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
+    if (!std::strcmp(argv[i], "--quick"))
+      quick = true;
+    else if (!std::strcmp(argv[i], "--only") && i + 1 < argc)
+      only = argv[++i];
     else if (!std::strcmp(argv[i], "--commit") && i + 1 < argc) {
       static std::string c;  // keep only characters that need no JSON escaping
       for (const char* q = argv[++i]; *q; ++q)
@@ -288,9 +223,10 @@ int main(int argc, char** argv) {
   CK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, dev));
   CK(cudaDeviceGetAttribute(&mem_clock_khz, cudaDevAttrMemoryClockRate, dev));
   std::printf("{\n  \"format\": \"bneck-measurements\", \"version\": 1, \"git_commit\": \"%s\",\n", commit);
-  std::printf("  \"device\": {\"name\": \"%s\", \"cc\": \"%d.%d\", \"sm_count\": %d, \"clock_khz\": %d, \"memory_clock_khz\": %d, "
-              "\"memory_bytes\": %zu, \"l2_bytes\": %d, \"driver\": %d, \"runtime\": %d},\n  \"measurements\": [\n",
-              p.name, p.major, p.minor, p.multiProcessorCount, clock_khz, mem_clock_khz, p.totalGlobalMem, p.l2CacheSize, driver, runtime);
+  std::printf(
+      "  \"device\": {\"name\": \"%s\", \"cc\": \"%d.%d\", \"sm_count\": %d, \"clock_khz\": %d, \"memory_clock_khz\": %d, "
+      "\"memory_bytes\": %zu, \"l2_bytes\": %d, \"driver\": %d, \"runtime\": %d},\n  \"measurements\": [\n",
+      p.name, p.major, p.minor, p.multiProcessorCount, clock_khz, mem_clock_khz, p.totalGlobalMem, p.l2CacheSize, driver, runtime);
   const size_t MiB = 1ull << 20;
   size_t pool_bytes = (quick ? 3ull : 6ull) << 30;
   char* pool;
@@ -310,213 +246,275 @@ int main(int argc, char** argv) {
 
   auto want = [&](const char* family) { return only.empty() || only == family; };
   if (only.empty()) {  // every family but memcpy (below)
-  // stream: 64 MiB .. 1 GiB per array (L2 is 50-60 MB); 2/4/8/16-byte accesses.
-  std::vector<size_t> ssz = quick ? std::vector<size_t>{64 * MiB, 256 * MiB} : std::vector<size_t>{64 * MiB, 128 * MiB, 256 * MiB, 512 * MiB, 1024 * MiB};
-  stream_family<__nv_bfloat16>("bf16", ssz, pool, pool_bytes, reps, "stream");
-  stream_family<float>("f32", ssz, pool, pool_bytes, reps, "stream");
-  stream_family<float2>("f32x2", ssz, pool, pool_bytes, reps, "stream");
-  stream_family<float4>("f32x4", ssz, pool, pool_bytes, reps, "stream");
-  // l2: arrays small enough to stay in the L2 between repeats.
-  std::vector<size_t> lsz = {1 * MiB, 2 * MiB, 4 * MiB, 8 * MiB, 12 * MiB};
-  for (size_t bytes : lsz) {
-    size_t n = bytes / 16;
-    unsigned blocks = (unsigned)((n + 255) / 256);
-    float4 *a = (float4*)pool, *b = (float4*)(pool + bytes);
-    double ms = median_ms([&](int) { for (int k = 0; k < 20; ++k) k_copy<float4><<<blocks, 256>>>(a, b, n); KCHECK(); }, reps);
-    record("l2", "copy_f32x4_l2", kv("width_bytes", 16) + ", " + kv("array_bytes", (double)bytes) + ", " + kv("blocks", blocks) + ", " + kv("threads", 256),
-           2.0 * bytes, 0, ms * 1e6 / 20, reps);
-  }
-  // strided reads: stride 1..32 floats within a 1 GiB region, each element read at most once
-  // (2^28 / stride threads, at most 2^26).
-  for (int stride : {1, 2, 4, 8, 16, 32}) {
-    size_t span = (1ull << 30) / 4, n = std::min<size_t>(1ull << 26, span / stride);
-    float *out = (float*)(pool + (2ull << 30) - n * 4 - 4096), *in = (float*)pool;
-    double ms = median_ms([&](int) { k_strided<<<(unsigned)(n / 256), 256>>>(out, in, n, stride, span); KCHECK(); }, reps);
-    record("strided", "strided_read_f32", kv("stride", stride) + ", " + kv("width_bytes", 4) + ", " + kv("elems", (double)n) + ", " +
-           kv("blocks", (double)(n / 256)) + ", " + kv("threads", 256), 8.0 * n, (double)n, ms * 1e6, reps);
-  }
-  // fused chains.
-  std::vector<size_t> fel = quick ? std::vector<size_t>{1ull << 26} : std::vector<size_t>{1ull << 25, 1ull << 26, 1ull << 27};
-  fused_family<float>("f32", fel, pool, reps);
-  fused_family<__nv_bfloat16>("bf16", fel, pool, reps);
-  // reductions.
-  for (size_t bytes : ssz) {
-    float* out = (float*)(pool + pool_bytes - 4096);
-    double ms = median_ms([&](int) { k_reduce<<<p.multiProcessorCount * 8, 256>>>((const float4*)pool, out, bytes / 16); KCHECK(); }, reps);
-    record("reduction", "sum_f32", kv("array_bytes", (double)bytes) + ", " + kv("width_bytes", 16) + ", " + kv("blocks", p.multiProcessorCount * 8.0) + ", " +
-           kv("threads", 256), (double)bytes, bytes / 4.0, ms * 1e6, reps);
-  }
-  // softmax: rows of 2048 floats.
-  for (size_t rows : {8192ul, 32768ul, 131072ul}) {
-    int cols = 2048;
-    float *in = (float*)pool, *out = (float*)(pool + rows * cols * 4);
-    double ms = median_ms([&](int) { k_softmax<<<(unsigned)rows, 256>>>(in, out, cols); KCHECK(); }, reps);
-    record("softmax", "softmax_f32", kv("rows", (double)rows) + ", " + kv("cols", cols) + ", " + kv("width_bytes", 4),
-           2.0 * rows * cols * 4, 5.0 * rows * cols, ms * 1e6, reps);
-  }
-  // tiled sgemm (own kernels): tile widths 8, 16, 32 at n = 2048 and 4096.
-  for (int n : {2048, 4096}) {
-    float *A = (float*)pool, *B = A + (size_t)n * n, *C = B + (size_t)n * n;
-    auto run = [&](int tile) {
-      dim3 block(tile, tile), grid(n / tile, n / tile);
-      return median_ms([&](int) {
-        if (tile == 8) k_tiled_gemm<8><<<grid, block>>>(A, B, C, n);
-        else if (tile == 16) k_tiled_gemm<16><<<grid, block>>>(A, B, C, n);
-        else k_tiled_gemm<32><<<grid, block>>>(A, B, C, n);
-        KCHECK();
-      }, std::max(3, reps / 3));
-    };
-    for (int tile : {8, 16, 32}) {
-      double ms = run(tile);
-      // Global traffic of the tiling: each of the (n/tile)^2 blocks loads 2 * n * tile floats.
-      double bytes = 2.0 * n * (double)n * n / tile * 4 + (double)n * n * 4;
-      record("tiled_gemm", "tiled_sgemm", kv("tile", tile) + ", " + kv("m", n) + ", " + kv("n", n) + ", " + kv("k", n),
-             bytes, 2.0 * n * (double)n * n, ms * 1e6, std::max(3, reps / 3));
+    // stream: 64 MiB .. 1 GiB per array (L2 is 50-60 MB); 2/4/8/16-byte accesses.
+    std::vector<size_t> ssz =
+        quick ? std::vector<size_t>{64 * MiB, 256 * MiB} : std::vector<size_t>{64 * MiB, 128 * MiB, 256 * MiB, 512 * MiB, 1024 * MiB};
+    stream_family<__nv_bfloat16>("bf16", ssz, pool, pool_bytes, reps, "stream");
+    stream_family<float>("f32", ssz, pool, pool_bytes, reps, "stream");
+    stream_family<float2>("f32x2", ssz, pool, pool_bytes, reps, "stream");
+    stream_family<float4>("f32x4", ssz, pool, pool_bytes, reps, "stream");
+    // l2: arrays small enough to stay in the L2 between repeats.
+    std::vector<size_t> lsz = {1 * MiB, 2 * MiB, 4 * MiB, 8 * MiB, 12 * MiB};
+    for (size_t bytes : lsz) {
+      size_t n = bytes / 16;
+      unsigned blocks = (unsigned)((n + 255) / 256);
+      float4 *a = (float4*)pool, *b = (float4*)(pool + bytes);
+      double ms = median_ms(
+          [&](int) {
+            for (int k = 0; k < 20; ++k) k_copy<float4><<<blocks, 256>>>(a, b, n);
+            KCHECK();
+          },
+          reps);
+      record("l2", "copy_f32x4_l2",
+             kv("width_bytes", 16) + ", " + kv("array_bytes", (double)bytes) + ", " + kv("blocks", blocks) + ", " + kv("threads", 256),
+             2.0 * bytes, 0, ms * 1e6 / 20, reps);
     }
-  }
-  // occupancy: a 16-byte copy of 512 MiB with 0..200 KiB of dynamic shared memory per block.
-  {
-    size_t bytes = 512 * MiB, n = bytes / 16;
-    CK(cudaFuncSetAttribute(k_copy_smem, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
-    for (int kib : {0, 16, 48, 100, 200}) {
-      int blocks_per_sm = 0;
-      CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, k_copy_smem, 256, std::max(16, kib * 1024)));
-      double ms = median_ms([&](int r) {
-        float4 *a = (float4*)(pool + (size_t)(r % 2) * 2 * bytes), *b = (float4*)(pool + (size_t)(r % 2) * 2 * bytes + bytes);
-        k_copy_smem<<<(unsigned)(n / 256), 256, std::max(16, kib * 1024)>>>(a, b, n);  // the kernel touches 1 byte
-        KCHECK();
-      }, reps);
-      record("occupancy", "copy_f32x4_smem", kv("smem_kib", kib) + ", " + kv("blocks_per_sm", blocks_per_sm) + ", " + kv("threads", 256) +
-             ", " + kv("width_bytes", 16) + ", " + kv("array_bytes", (double)bytes), 2.0 * bytes, 0, ms * 1e6, reps);
+    // strided reads: stride 1..32 floats within a 1 GiB region, each element read at most once
+    // (2^28 / stride threads, at most 2^26).
+    for (int stride : {1, 2, 4, 8, 16, 32}) {
+      size_t span = (1ull << 30) / 4, n = std::min<size_t>(1ull << 26, span / stride);
+      float *out = (float*)(pool + (2ull << 30) - n * 4 - 4096), *in = (float*)pool;
+      double ms = median_ms(
+          [&](int) {
+            k_strided<<<(unsigned)(n / 256), 256>>>(out, in, n, stride, span);
+            KCHECK();
+          },
+          reps);
+      record("strided", "strided_read_f32",
+             kv("stride", stride) + ", " + kv("width_bytes", 4) + ", " + kv("elems", (double)n) + ", " + kv("blocks", (double)(n / 256)) +
+                 ", " + kv("threads", 256),
+             8.0 * n, (double)n, ms * 1e6, reps);
     }
-  }
-  // concurrency: 8 small spin kernels (8 blocks each) on 1, 2, 4 and 8 streams.
-  {
-    cudaStream_t ss[8];
-    for (auto& x : ss) CK(cudaStreamCreateWithFlags(&x, cudaStreamNonBlocking));
-    cudaEvent_t done[8];
-    for (auto& e : done) CK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-    for (int streams : {1, 2, 4, 8}) {
-      double ms = median_ms([&](int) {
-        for (int k = 0; k < 8; ++k) {
-          cudaStream_t st = ss[k % streams];
-          if (k < streams) { CK(cudaEventRecord(done[k], 0)); CK(cudaStreamWaitEvent(st, done[k])); }
-          k_spin<<<8, 64, 0, st>>>((float*)pool, 200000);
+    // fused chains.
+    std::vector<size_t> fel = quick ? std::vector<size_t>{1ull << 26} : std::vector<size_t>{1ull << 25, 1ull << 26, 1ull << 27};
+    fused_family<float>("f32", fel, pool, reps);
+    fused_family<__nv_bfloat16>("bf16", fel, pool, reps);
+    // reductions.
+    for (size_t bytes : ssz) {
+      float* out = (float*)(pool + pool_bytes - 4096);
+      double ms = median_ms(
+          [&](int) {
+            k_reduce<<<p.multiProcessorCount * 8, 256>>>((const float4*)pool, out, bytes / 16);
+            KCHECK();
+          },
+          reps);
+      record("reduction", "sum_f32",
+             kv("array_bytes", (double)bytes) + ", " + kv("width_bytes", 16) + ", " + kv("blocks", p.multiProcessorCount * 8.0) + ", " +
+                 kv("threads", 256),
+             (double)bytes, bytes / 4.0, ms * 1e6, reps);
+    }
+    // softmax: rows of 2048 floats.
+    for (size_t rows : {8192ul, 32768ul, 131072ul}) {
+      int cols = 2048;
+      float *in = (float*)pool, *out = (float*)(pool + rows * cols * 4);
+      double ms = median_ms(
+          [&](int) {
+            k_softmax<<<(unsigned)rows, 256>>>(in, out, cols);
+            KCHECK();
+          },
+          reps);
+      record("softmax", "softmax_f32", kv("rows", (double)rows) + ", " + kv("cols", cols) + ", " + kv("width_bytes", 4),
+             2.0 * rows * cols * 4, 5.0 * rows * cols, ms * 1e6, reps);
+    }
+    // tiled sgemm (own kernels): tile widths 8, 16, 32 at n = 2048 and 4096.
+    for (int n : {2048, 4096}) {
+      float *A = (float*)pool, *B = A + (size_t)n * n, *C = B + (size_t)n * n;
+      auto run = [&](int tile) {
+        dim3 block(tile, tile), grid(n / tile, n / tile);
+        return median_ms(
+            [&](int) {
+              if (tile == 8)
+                k_tiled_gemm<8><<<grid, block>>>(A, B, C, n);
+              else if (tile == 16)
+                k_tiled_gemm<16><<<grid, block>>>(A, B, C, n);
+              else
+                k_tiled_gemm<32><<<grid, block>>>(A, B, C, n);
+              KCHECK();
+            },
+            std::max(3, reps / 3));
+      };
+      for (int tile : {8, 16, 32}) {
+        double ms = run(tile);
+        // Global traffic of the tiling: each of the (n/tile)^2 blocks loads 2 * n * tile floats.
+        double bytes = 2.0 * n * (double)n * n / tile * 4 + (double)n * n * 4;
+        record("tiled_gemm", "tiled_sgemm", kv("tile", tile) + ", " + kv("m", n) + ", " + kv("n", n) + ", " + kv("k", n), bytes,
+               2.0 * n * (double)n * n, ms * 1e6, std::max(3, reps / 3));
+      }
+    }
+    // occupancy: a 16-byte copy of 512 MiB with 0..200 KiB of dynamic shared memory per block.
+    {
+      size_t bytes = 512 * MiB, n = bytes / 16;
+      CK(cudaFuncSetAttribute(k_copy_smem, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
+      for (int kib : {0, 16, 48, 100, 200}) {
+        int blocks_per_sm = 0;
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, k_copy_smem, 256, std::max(16, kib * 1024)));
+        double ms = median_ms(
+            [&](int r) {
+              float4 *a = (float4*)(pool + (size_t)(r % 2) * 2 * bytes), *b = (float4*)(pool + (size_t)(r % 2) * 2 * bytes + bytes);
+              k_copy_smem<<<(unsigned)(n / 256), 256, std::max(16, kib * 1024)>>>(a, b, n);  // the kernel touches 1 byte
+              KCHECK();
+            },
+            reps);
+        record("occupancy", "copy_f32x4_smem",
+               kv("smem_kib", kib) + ", " + kv("blocks_per_sm", blocks_per_sm) + ", " + kv("threads", 256) + ", " + kv("width_bytes", 16) +
+                   ", " + kv("array_bytes", (double)bytes),
+               2.0 * bytes, 0, ms * 1e6, reps);
+      }
+    }
+    // concurrency: 8 small spin kernels (8 blocks each) on 1, 2, 4 and 8 streams.
+    {
+      cudaStream_t ss[8];
+      for (auto& x : ss) CK(cudaStreamCreateWithFlags(&x, cudaStreamNonBlocking));
+      cudaEvent_t done[8];
+      for (auto& e : done) CK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+      for (int streams : {1, 2, 4, 8}) {
+        double ms = median_ms(
+            [&](int) {
+              for (int k = 0; k < 8; ++k) {
+                cudaStream_t st = ss[k % streams];
+                if (k < streams) {
+                  CK(cudaEventRecord(done[k], 0));
+                  CK(cudaStreamWaitEvent(st, done[k]));
+                }
+                k_spin<<<8, 64, 0, st>>>((float*)pool, 200000);
+              }
+              for (int k = 0; k < streams; ++k) {
+                CK(cudaEventRecord(done[k], ss[k]));
+                CK(cudaStreamWaitEvent(0, done[k]));
+              }
+              KCHECK();
+            },
+            reps);
+        record("concurrency", "spin_8_kernels", kv("streams", streams) + ", " + kv("kernels", 8), 0, 0, ms * 1e6, reps);
+      }
+      for (auto& e : done) CK(cudaEventDestroy(e));
+      for (auto& x : ss) CK(cudaStreamDestroy(x));
+    }
+    // gemm: cuBLAS, square m = n = k.
+    {
+      cublasHandle_t h;
+      CB(cublasCreate(&h));
+      struct G {
+        const char* name;
+        cudaDataType_t t;
+        cublasComputeType_t c;
+        int bytes;
+      };
+      G gs[] = {{"fp32", CUDA_R_32F, CUBLAS_COMPUTE_32F, 4},
+                {"tf32", CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, 4},
+                {"bf16", CUDA_R_16BF, CUBLAS_COMPUTE_32F, 2},
+                {"fp16", CUDA_R_16F, CUBLAS_COMPUTE_32F, 2}};
+      std::vector<int> dims = quick ? std::vector<int>{1024, 4096} : std::vector<int>{512, 1024, 2048, 3072, 4096, 6144, 8192};
+      for (const G& g : gs)
+        for (int d : dims) {
+          size_t mat = (size_t)d * d * g.bytes;
+          char *A = pool, *B = pool + mat, *C = pool + 2 * mat;
+          // Random-ish data in the operand type (not zeros).
+          if (g.bytes == 2) {
+            std::vector<__nv_bfloat16> hb((size_t)d * d);
+            for (size_t i = 0; i < hb.size(); ++i) hb[i] = __float2bfloat16(0.01f * (float)((i * 2654435761u) % 199) - 1.0f);
+            CK(cudaMemcpy(A, hb.data(), mat, cudaMemcpyHostToDevice));
+            CK(cudaMemcpy(B, hb.data(), mat, cudaMemcpyHostToDevice));
+          }
+          float alpha = 1.f, beta = 0.f;
+          int r = d >= 4096 ? std::max(3, reps / 3) : reps;
+          double ms = median_ms(
+              [&](int) {
+                CB(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, d, d, d, &alpha, A, g.t, d, B, g.t, d, &beta, C, g.t, d, g.c,
+                                CUBLAS_GEMM_DEFAULT));
+              },
+              r);
+          record("gemm", std::string("gemm_") + g.name, ks("dtype", g.name) + ", " + kv("m", d) + ", " + kv("n", d) + ", " + kv("k", d),
+                 3.0 * mat, 2.0 * d * (double)d * d, ms * 1e6, r);
         }
-        for (int k = 0; k < streams; ++k) { CK(cudaEventRecord(done[k], ss[k])); CK(cudaStreamWaitEvent(0, done[k])); }
-        KCHECK();
-      }, reps);
-      record("concurrency", "spin_8_kernels", kv("streams", streams) + ", " + kv("kernels", 8), 0, 0, ms * 1e6, reps);
-    }
-    for (auto& e : done) CK(cudaEventDestroy(e));
-    for (auto& x : ss) CK(cudaStreamDestroy(x));
-  }
-  // gemm: cuBLAS, square m = n = k.
-  {
-    cublasHandle_t h;
-    CB(cublasCreate(&h));
-    struct G { const char* name; cudaDataType_t t; cublasComputeType_t c; int bytes; };
-    G gs[] = {{"fp32", CUDA_R_32F, CUBLAS_COMPUTE_32F, 4}, {"tf32", CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, 4},
-              {"bf16", CUDA_R_16BF, CUBLAS_COMPUTE_32F, 2}, {"fp16", CUDA_R_16F, CUBLAS_COMPUTE_32F, 2}};
-    std::vector<int> dims = quick ? std::vector<int>{1024, 4096} : std::vector<int>{512, 1024, 2048, 3072, 4096, 6144, 8192};
-    for (const G& g : gs)
+      CB(cublasDestroy(h));
+      // FP8 (e4m3 inputs, bf16 output, fp32 accumulate) through cuBLASLt, TN as Hopper requires.
+      cublasLtHandle_t lt;
+      CB(cublasLtCreate(&lt));
+      size_t ws_bytes = 64 * MiB;
+      void* ws = pool + pool_bytes - ws_bytes;
       for (int d : dims) {
-        size_t mat = (size_t)d * d * g.bytes;
-        char *A = pool, *B = pool + mat, *C = pool + 2 * mat;
-        // Random-ish data in the operand type (not zeros).
-        if (g.bytes == 2) {
-          std::vector<__nv_bfloat16> hb((size_t)d * d);
-          for (size_t i = 0; i < hb.size(); ++i) hb[i] = __float2bfloat16(0.01f * (float)((i * 2654435761u) % 199) - 1.0f);
-          CK(cudaMemcpy(A, hb.data(), mat, cudaMemcpyHostToDevice));
-          CK(cudaMemcpy(B, hb.data(), mat, cudaMemcpyHostToDevice));
+        size_t mat = (size_t)d * d;
+        unsigned char *A = (unsigned char*)pool, *B = A + mat;
+        __nv_bfloat16* C = (__nv_bfloat16*)(B + mat);
+        k_fill_fp8<<<1024, 256>>>(A, 2 * mat);
+        KCHECK();
+        cublasLtMatmulDesc_t op;
+        CB(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+        cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+        CB(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+        CB(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+        cublasLtMatrixLayout_t la, lb, lc;
+        CB(cublasLtMatrixLayoutCreate(&la, CUDA_R_8F_E4M3, d, d, d));
+        CB(cublasLtMatrixLayoutCreate(&lb, CUDA_R_8F_E4M3, d, d, d));
+        CB(cublasLtMatrixLayoutCreate(&lc, CUDA_R_16BF, d, d, d));
+        cublasLtMatmulPreference_t pref;
+        CB(cublasLtMatmulPreferenceCreate(&pref));
+        CB(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes));
+        cublasLtMatmulHeuristicResult_t heur;
+        int found = 0;
+        CB(cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, lc, lc, pref, 1, &heur, &found));
+        if (found > 0) {
+          float alpha = 1.f, beta = 0.f;
+          int r = d >= 4096 ? std::max(3, reps / 3) : reps;
+          double ms = median_ms(
+              [&](int) { CB(cublasLtMatmul(lt, op, &alpha, A, la, B, lb, &beta, C, lc, C, lc, &heur.algo, ws, ws_bytes, 0)); }, r);
+          record("gemm", "gemm_fp8", ks("dtype", "fp8") + ", " + kv("m", d) + ", " + kv("n", d) + ", " + kv("k", d), 2.0 * mat + 2.0 * mat,
+                 2.0 * d * (double)d * d, ms * 1e6, r);
         }
-        float alpha = 1.f, beta = 0.f;
-        int r = d >= 4096 ? std::max(3, reps / 3) : reps;
-        double ms = median_ms([&](int) {
-          CB(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, d, d, d, &alpha, A, g.t, d, B, g.t, d, &beta, C, g.t, d, g.c, CUBLAS_GEMM_DEFAULT));
-        }, r);
-        record("gemm", std::string("gemm_") + g.name, ks("dtype", g.name) + ", " + kv("m", d) + ", " + kv("n", d) + ", " + kv("k", d),
-               3.0 * mat, 2.0 * d * (double)d * d, ms * 1e6, r);
+        cublasLtMatmulPreferenceDestroy(pref);
+        cublasLtMatrixLayoutDestroy(la);
+        cublasLtMatrixLayoutDestroy(lb);
+        cublasLtMatrixLayoutDestroy(lc);
+        cublasLtMatmulDescDestroy(op);
       }
-    CB(cublasDestroy(h));
-    // FP8 (e4m3 inputs, bf16 output, fp32 accumulate) through cuBLASLt, TN as Hopper requires.
-    cublasLtHandle_t lt;
-    CB(cublasLtCreate(&lt));
-    size_t ws_bytes = 64 * MiB;
-    void* ws = pool + pool_bytes - ws_bytes;
-    for (int d : dims) {
-      size_t mat = (size_t)d * d;
-      unsigned char *A = (unsigned char*)pool, *B = A + mat;
-      __nv_bfloat16* C = (__nv_bfloat16*)(B + mat);
-      k_fill_fp8<<<1024, 256>>>(A, 2 * mat);
-      KCHECK();
-      cublasLtMatmulDesc_t op;
-      CB(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-      cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-      CB(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
-      CB(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-      cublasLtMatrixLayout_t la, lb, lc;
-      CB(cublasLtMatrixLayoutCreate(&la, CUDA_R_8F_E4M3, d, d, d));
-      CB(cublasLtMatrixLayoutCreate(&lb, CUDA_R_8F_E4M3, d, d, d));
-      CB(cublasLtMatrixLayoutCreate(&lc, CUDA_R_16BF, d, d, d));
-      cublasLtMatmulPreference_t pref;
-      CB(cublasLtMatmulPreferenceCreate(&pref));
-      CB(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes));
-      cublasLtMatmulHeuristicResult_t heur;
-      int found = 0;
-      CB(cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, lc, lc, pref, 1, &heur, &found));
-      if (found > 0) {
-        float alpha = 1.f, beta = 0.f;
-        int r = d >= 4096 ? std::max(3, reps / 3) : reps;
-        double ms = median_ms([&](int) {
-          CB(cublasLtMatmul(lt, op, &alpha, A, la, B, lb, &beta, C, lc, C, lc, &heur.algo, ws, ws_bytes, 0));
-        }, r);
-        record("gemm", "gemm_fp8", ks("dtype", "fp8") + ", " + kv("m", d) + ", " + kv("n", d) + ", " + kv("k", d),
-               2.0 * mat + 2.0 * mat, 2.0 * d * (double)d * d, ms * 1e6, r);
-      }
-      cublasLtMatmulPreferenceDestroy(pref);
-      cublasLtMatrixLayoutDestroy(la);
-      cublasLtMatrixLayoutDestroy(lb);
-      cublasLtMatrixLayoutDestroy(lc);
-      cublasLtMatmulDescDestroy(op);
+      CB(cublasLtDestroy(lt));
     }
-    CB(cublasLtDestroy(lt));
-  }
-  // launch: what CUDA events see around one empty kernel (submission + launch + the empty kernel),
-  // which the other families' single-kernel timings include.
-  {
-    double ms = median_ms([&](int) { k_empty<<<1, 32>>>(); KCHECK(); }, reps * 2);
-    record("launch", "empty_events", kv("kernels", 1), 0, 0, ms * 1e6, reps * 2);
-  }
-  // launch: empty kernels, eager vs a CUDA graph of the same kernels.
-  for (int count : {10, 30, 100, 300, 1000, 3000}) {
-    cudaStream_t s;
-    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    double gpu_ms = median_ms([&](int) { for (int k = 0; k < count; ++k) k_empty<<<1, 32, 0, s>>>(); KCHECK(); }, reps, s);
-    // host submission cost: wall time of the launch loop alone
-    std::vector<double> host;
-    for (int r = 0; r < reps; ++r) {
-      auto t0 = std::chrono::steady_clock::now();
+    // launch: what CUDA events see around one empty kernel (submission + launch + the empty kernel),
+    // which the other families' single-kernel timings include.
+    {
+      double ms = median_ms(
+          [&](int) {
+            k_empty<<<1, 32>>>();
+            KCHECK();
+          },
+          reps * 2);
+      record("launch", "empty_events", kv("kernels", 1), 0, 0, ms * 1e6, reps * 2);
+    }
+    // launch: empty kernels, eager vs a CUDA graph of the same kernels.
+    for (int count : {10, 30, 100, 300, 1000, 3000}) {
+      cudaStream_t s;
+      CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+      double gpu_ms = median_ms(
+          [&](int) {
+            for (int k = 0; k < count; ++k) k_empty<<<1, 32, 0, s>>>();
+            KCHECK();
+          },
+          reps, s);
+      // host submission cost: wall time of the launch loop alone
+      std::vector<double> host;
+      for (int r = 0; r < reps; ++r) {
+        auto t0 = std::chrono::steady_clock::now();
+        for (int k = 0; k < count; ++k) k_empty<<<1, 32, 0, s>>>();
+        auto t1 = std::chrono::steady_clock::now();
+        CK(cudaStreamSynchronize(s));
+        host.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count());
+      }
+      std::sort(host.begin(), host.end());
+      cudaGraph_t g;
+      cudaGraphExec_t ge;
+      CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
       for (int k = 0; k < count; ++k) k_empty<<<1, 32, 0, s>>>();
-      auto t1 = std::chrono::steady_clock::now();
-      CK(cudaStreamSynchronize(s));
-      host.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count());
+      CK(cudaStreamEndCapture(s, &g));
+      CK(cudaGraphInstantiate(&ge, g, 0));
+      double graph_ms = median_ms([&](int) { CK(cudaGraphLaunch(ge, s)); }, reps, s);
+      record("launch", "eager_gpu", kv("kernels", count), 0, 0, gpu_ms * 1e6, reps);
+      record("launch", "eager_host", kv("kernels", count), 0, 0, host[host.size() / 2], reps);
+      record("launch", "graph_gpu", kv("kernels", count), 0, 0, graph_ms * 1e6, reps);
+      CK(cudaGraphExecDestroy(ge));
+      CK(cudaGraphDestroy(g));
+      CK(cudaStreamDestroy(s));
     }
-    std::sort(host.begin(), host.end());
-    cudaGraph_t g;
-    cudaGraphExec_t ge;
-    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-    for (int k = 0; k < count; ++k) k_empty<<<1, 32, 0, s>>>();
-    CK(cudaStreamEndCapture(s, &g));
-    CK(cudaGraphInstantiate(&ge, g, 0));
-    double graph_ms = median_ms([&](int) { CK(cudaGraphLaunch(ge, s)); }, reps, s);
-    record("launch", "eager_gpu", kv("kernels", count), 0, 0, gpu_ms * 1e6, reps);
-    record("launch", "eager_host", kv("kernels", count), 0, 0, host[host.size() / 2], reps);
-    record("launch", "graph_gpu", kv("kernels", count), 0, 0, graph_ms * 1e6, reps);
-    CK(cudaGraphExecDestroy(ge));
-    CK(cudaGraphDestroy(g));
-    CK(cudaStreamDestroy(s));
-  }
   }  // every family but memcpy
   // memcpy: H2D/D2H pinned and pageable, D2D; device-side durations from CUPTI.
   if (want("memcpy")) {
@@ -531,24 +529,37 @@ int main(int argc, char** argv) {
     for (size_t b = 4 << 10; b <= maxb; b *= 4) msz.push_back(b);  // 4 KiB, 16 KiB, ... 1 GiB
     for (size_t b : msz) {
       int r = b >= 256 * MiB ? std::max(3, reps / 3) : reps;
-      struct C { const char* name; void* dst; const void* src; cudaMemcpyKind k; bool sync; };
-      C cs[] = {{"h2d_pinned", pool, hp, cudaMemcpyHostToDevice, false}, {"d2h_pinned", hp, pool, cudaMemcpyDeviceToHost, false},
-                {"h2d_pageable", pool, hv.data(), cudaMemcpyHostToDevice, true}, {"d2h_pageable", hv.data(), pool, cudaMemcpyDeviceToHost, true},
+      struct C {
+        const char* name;
+        void* dst;
+        const void* src;
+        cudaMemcpyKind k;
+        bool sync;
+      };
+      C cs[] = {{"h2d_pinned", pool, hp, cudaMemcpyHostToDevice, false},
+                {"d2h_pinned", hp, pool, cudaMemcpyDeviceToHost, false},
+                {"h2d_pageable", pool, hv.data(), cudaMemcpyHostToDevice, true},
+                {"d2h_pageable", hv.data(), pool, cudaMemcpyDeviceToHost, true},
                 {"d2d", pool + (2ull << 30), pool, cudaMemcpyDeviceToDevice, false}};
       for (const C& c : cs) {
         take_copies();
-        double ms = median_ms([&](int) {
-          if (c.sync) CK(cudaMemcpy(c.dst, c.src, b, c.k));
-          else CK(cudaMemcpyAsync(c.dst, c.src, b, c.k));
-        }, r);
+        double ms = median_ms(
+            [&](int) {
+              if (c.sync)
+                CK(cudaMemcpy(c.dst, c.src, b, c.k));
+              else
+                CK(cudaMemcpyAsync(c.dst, c.src, b, c.k));
+            },
+            r);
         std::vector<double> dev = take_copies();
         // The two warm-up copies come first; a missing record falls back to the event time.
         if (dev.size() > 2) dev.erase(dev.begin(), dev.begin() + 2);
         std::sort(dev.begin(), dev.end());
         double ns = dev.empty() ? ms * 1e6 : dev[dev.size() / 2];
-        record("memcpy", c.name, ks("path", c.name) + ", " + kv("size", (double)b) + ", " + kv("event_ns", ms * 1e6) + ", " +
-               kv("device_records", (double)dev.size()), c.name[0] == 'd' && c.name[1] == '2' && c.name[2] == 'd' ? 2.0 * b : (double)b,
-               0, ns, r);
+        record("memcpy", c.name,
+               ks("path", c.name) + ", " + kv("size", (double)b) + ", " + kv("event_ns", ms * 1e6) + ", " +
+                   kv("device_records", (double)dev.size()),
+               c.name[0] == 'd' && c.name[1] == '2' && c.name[2] == 'd' ? 2.0 * b : (double)b, 0, ns, r);
       }
     }
     CU(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMCPY));

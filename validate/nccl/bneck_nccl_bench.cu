@@ -23,10 +23,22 @@
 #include <string>
 #include <vector>
 
-#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
-  std::fprintf(stderr, "CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__); std::exit(1); } } while (0)
-#define NK(x) do { ncclResult_t r_ = (x); if (r_ != ncclSuccess) { \
-  std::fprintf(stderr, "NCCL error %s at %s:%d\n", ncclGetErrorString(r_), __FILE__, __LINE__); std::exit(1); } } while (0)
+#define CK(x)                                                                                       \
+  do {                                                                                              \
+    cudaError_t e_ = (x);                                                                           \
+    if (e_ != cudaSuccess) {                                                                        \
+      std::fprintf(stderr, "CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__); \
+      std::exit(1);                                                                                 \
+    }                                                                                               \
+  } while (0)
+#define NK(x)                                                                                       \
+  do {                                                                                              \
+    ncclResult_t r_ = (x);                                                                          \
+    if (r_ != ncclSuccess) {                                                                        \
+      std::fprintf(stderr, "NCCL error %s at %s:%d\n", ncclGetErrorString(r_), __FILE__, __LINE__); \
+      std::exit(1);                                                                                 \
+    }                                                                                               \
+  } while (0)
 
 namespace {
 
@@ -36,7 +48,9 @@ const char* kName[] = {"all_reduce", "all_gather", "reduce_scatter", "broadcast"
 double bus_factor(Kind k, int n) {
   switch (k) {
     case AllReduce: return 2.0 * (n - 1) / n;
-    case AllGather: case ReduceScatter: case AllToAll: return double(n - 1) / n;
+    case AllGather:
+    case ReduceScatter:
+    case AllToAll: return double(n - 1) / n;
     default: return 1.0;
   }
 }
@@ -84,11 +98,18 @@ int main(int argc, char** argv) {
   int gpus = 0, reps = 11, iters = 5;
   size_t max_bytes = 1ull << 30;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--gpus") && i + 1 < argc) gpus = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--max-bytes") && i + 1 < argc) max_bytes = std::strtoull(argv[++i], nullptr, 10);
-    else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--iters") && i + 1 < argc) iters = std::atoi(argv[++i]);
-    else { std::fprintf(stderr, "usage: bneck_nccl_bench [--gpus N] [--max-bytes B] [--reps R] [--iters I]\n"); return 2; }
+    if (!std::strcmp(argv[i], "--gpus") && i + 1 < argc)
+      gpus = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--max-bytes") && i + 1 < argc)
+      max_bytes = std::strtoull(argv[++i], nullptr, 10);
+    else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc)
+      reps = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--iters") && i + 1 < argc)
+      iters = std::atoi(argv[++i]);
+    else {
+      std::fprintf(stderr, "usage: bneck_nccl_bench [--gpus N] [--max-bytes B] [--reps R] [--iters I]\n");
+      return 2;
+    }
   }
   int have = 0;
   CK(cudaGetDeviceCount(&have));
@@ -118,8 +139,10 @@ int main(int argc, char** argv) {
   CK(cudaDriverGetVersion(&driver));
   CK(cudaRuntimeGetVersion(&runtime));
   std::printf("{\n  \"format\": \"bneck-measurements\", \"version\": 1,\n");
-  std::printf("  \"device\": {\"name\": \"%s\", \"cc\": \"%d.%d\", \"sm_count\": %d, \"gpus\": %d, \"nccl\": %d, \"driver\": %d, \"runtime\": %d},\n",
-              p.name, p.major, p.minor, p.multiProcessorCount, gpus, nccl_version, driver, runtime);
+  std::printf(
+      "  \"device\": {\"name\": \"%s\", \"cc\": \"%d.%d\", \"sm_count\": %d, \"gpus\": %d, \"nccl\": %d, \"driver\": %d, \"runtime\": "
+      "%d},\n",
+      p.name, p.major, p.minor, p.multiProcessorCount, gpus, nccl_version, driver, runtime);
   std::printf("  \"measurements\": [\n");
   bool first = true;
   for (int k = 0; k < 6; ++k) {
@@ -127,12 +150,21 @@ int main(int argc, char** argv) {
     if (gpus == 1 && (kind == AllToAll || kind == SendRecv)) continue;  // no peer
     for (size_t bytes = 8; bytes <= max_bytes; bytes *= 4) {
       for (int w = 0; w < 5; ++w) launch(kind, R, bytes);
-      for (auto& x : R) { CK(cudaSetDevice(x.dev)); CK(cudaStreamSynchronize(x.s)); }
+      for (auto& x : R) {
+        CK(cudaSetDevice(x.dev));
+        CK(cudaStreamSynchronize(x.s));
+      }
       std::vector<double> t;
       for (int rep = 0; rep < reps; ++rep) {
-        for (auto& x : R) { CK(cudaSetDevice(x.dev)); CK(cudaEventRecord(x.a, x.s)); }
+        for (auto& x : R) {
+          CK(cudaSetDevice(x.dev));
+          CK(cudaEventRecord(x.a, x.s));
+        }
         for (int it = 0; it < iters; ++it) launch(kind, R, bytes);
-        for (auto& x : R) { CK(cudaSetDevice(x.dev)); CK(cudaEventRecord(x.b, x.s)); }
+        for (auto& x : R) {
+          CK(cudaSetDevice(x.dev));
+          CK(cudaEventRecord(x.b, x.s));
+        }
         double slowest = 0;
         for (auto& x : R) {
           CK(cudaSetDevice(x.dev));
@@ -146,9 +178,10 @@ int main(int argc, char** argv) {
       std::sort(t.begin(), t.end());
       double ns = t[t.size() / 2];
       double algbw = double(bytes) / (ns * 1e-9), busbw = algbw * bus_factor(kind, gpus);
-      std::printf("%s    {\"family\": \"collective\", \"name\": \"%s\", \"kind\": \"%s\", \"ranks\": %d, \"size\": %zu, \"bytes\": %zu, "
-                  "\"flops\": 0, \"time_ns\": %.1f, \"algbw_gbps\": %.3f, \"busbw_gbps\": %.3f, \"repeats\": %d}",
-                  first ? "" : ",\n", kName[k], kName[k], gpus, bytes, bytes, ns, algbw / 1e9, busbw / 1e9, reps);
+      std::printf(
+          "%s    {\"family\": \"collective\", \"name\": \"%s\", \"kind\": \"%s\", \"ranks\": %d, \"size\": %zu, \"bytes\": %zu, "
+          "\"flops\": 0, \"time_ns\": %.1f, \"algbw_gbps\": %.3f, \"busbw_gbps\": %.3f, \"repeats\": %d}",
+          first ? "" : ",\n", kName[k], kName[k], gpus, bytes, bytes, ns, algbw / 1e9, busbw / 1e9, reps);
       first = false;
       std::fflush(stdout);
     }

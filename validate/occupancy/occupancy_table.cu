@@ -5,8 +5,14 @@
 // Build: nvcc -O3 -arch=sm_90 -o occupancy_table occupancy_table.cu
 #include <cstdio>
 #include <cstdlib>
-#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
-  std::fprintf(stderr, "CUDA error %s at line %d\n", cudaGetErrorString(e), __LINE__); std::exit(1); } } while (0)
+#define CK(x)                                                                              \
+  do {                                                                                     \
+    cudaError_t e = (x);                                                                   \
+    if (e != cudaSuccess) {                                                                \
+      std::fprintf(stderr, "CUDA error %s at line %d\n", cudaGetErrorString(e), __LINE__); \
+      std::exit(1);                                                                        \
+    }                                                                                      \
+  } while (0)
 
 template <int N>
 __global__ void __maxnreg__(N) heavy(float* out, int n) {
@@ -37,32 +43,33 @@ int main() {
   CK(cudaSetDevice(dev));
   cudaDeviceProp p;
   CK(cudaGetDeviceProperties(&p, dev));
-  std::printf("{\"device\": \"%s\", \"cc\": \"%d.%d\", \"sm_count\": %d, \"regs_per_sm\": %d, \"regs_per_block\": %d,"
-              " \"smem_per_sm\": %zu, \"smem_per_block_optin\": %zu, \"reserved_smem_per_block\": %zu,"
-              " \"max_threads_per_sm\": %d, \"max_blocks_per_sm\": %d, \"warp_size\": %d,\n \"rows\": [\n",
-              p.name, p.major, p.minor, p.multiProcessorCount, p.regsPerMultiprocessor, p.regsPerBlock,
-              p.sharedMemPerMultiprocessor, p.sharedMemPerBlockOptin, p.reservedSharedMemPerBlock,
-              p.maxThreadsPerMultiProcessor, p.maxBlocksPerMultiProcessor, p.warpSize);
-  Kern kerns[] = {light, with_static_smem, heavy<24>, heavy<32>, heavy<40>, heavy<48>, heavy<64>, heavy<72>,
-                  heavy<96>, heavy<128>, heavy<168>, heavy<255>};
-  const char* names[] = {"light", "static16k", "maxnreg24", "maxnreg32", "maxnreg40", "maxnreg48", "maxnreg64",
-                         "maxnreg72", "maxnreg96", "maxnreg128", "maxnreg168", "maxnreg255"};
+  std::printf(
+      "{\"device\": \"%s\", \"cc\": \"%d.%d\", \"sm_count\": %d, \"regs_per_sm\": %d, \"regs_per_block\": %d,"
+      " \"smem_per_sm\": %zu, \"smem_per_block_optin\": %zu, \"reserved_smem_per_block\": %zu,"
+      " \"max_threads_per_sm\": %d, \"max_blocks_per_sm\": %d, \"warp_size\": %d,\n \"rows\": [\n",
+      p.name, p.major, p.minor, p.multiProcessorCount, p.regsPerMultiprocessor, p.regsPerBlock, p.sharedMemPerMultiprocessor,
+      p.sharedMemPerBlockOptin, p.reservedSharedMemPerBlock, p.maxThreadsPerMultiProcessor, p.maxBlocksPerMultiProcessor, p.warpSize);
+  Kern kerns[] = {light,     with_static_smem, heavy<24>, heavy<32>,  heavy<40>,  heavy<48>,
+                  heavy<64>, heavy<72>,        heavy<96>, heavy<128>, heavy<168>, heavy<255>};
+  const char* names[] = {"light",     "static16k", "maxnreg24", "maxnreg32",  "maxnreg40",  "maxnreg48",
+                         "maxnreg64", "maxnreg72", "maxnreg96", "maxnreg128", "maxnreg168", "maxnreg255"};
   int threads[] = {32, 64, 96, 128, 160, 192, 256, 384, 512, 640, 768, 1024};
   size_t smems[] = {0, 1024, 4000, 8192, 24576, 49152, 65536, 102400, 167936, 232448};
   bool first = true;
   for (int k = 0; k < (int)(sizeof kerns / sizeof kerns[0]); ++k) {
     cudaFuncAttributes fa;
     CK(cudaFuncGetAttributes(&fa, kerns[k]));
-    CK(cudaFuncSetAttribute(kerns[k], cudaFuncAttributeMaxDynamicSharedMemorySize,
-                            (int)(p.sharedMemPerBlockOptin - fa.sharedSizeBytes)));
+    CK(cudaFuncSetAttribute(kerns[k], cudaFuncAttributeMaxDynamicSharedMemorySize, (int)(p.sharedMemPerBlockOptin - fa.sharedSizeBytes)));
     for (int t : threads) {
       if (t > fa.maxThreadsPerBlock) continue;
       for (size_t s : smems) {
         if (s + fa.sharedSizeBytes > p.sharedMemPerBlockOptin) continue;
         int blocks = -1;
         CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kerns[k], t, s));
-        std::printf("%s  {\"kernel\": \"%s\", \"threads\": %d, \"regs\": %d, \"static_smem\": %zu, \"dynamic_smem\": %zu,"
-                    " \"blocks_per_sm\": %d}", first ? "" : ",\n", names[k], t, fa.numRegs, fa.sharedSizeBytes, s, blocks);
+        std::printf(
+            "%s  {\"kernel\": \"%s\", \"threads\": %d, \"regs\": %d, \"static_smem\": %zu, \"dynamic_smem\": %zu,"
+            " \"blocks_per_sm\": %d}",
+            first ? "" : ",\n", names[k], t, fa.numRegs, fa.sharedSizeBytes, s, blocks);
         first = false;
       }
     }

@@ -1,0 +1,30 @@
+// A std::streambuf over zlib's gzread: reads gzip and, transparently, plain files, so that the
+// streamed JSON readers parse either without holding the document in memory.
+#pragma once
+#include <zlib.h>
+
+#include <cstdint>
+#include <streambuf>
+#include <string>
+
+namespace bneck {
+
+class GzBuf : public std::streambuf {
+ public:
+  explicit GzBuf(const std::string& path);  // throws InputError when the file cannot be opened
+  ~GzBuf() override;
+  GzBuf(const GzBuf&) = delete;
+  GzBuf& operator=(const GzBuf&) = delete;
+  std::uint64_t consumed() const { return total_ - static_cast<std::uint64_t>(egptr() - gptr()); }
+
+ protected:
+  int_type underflow() override;  // throws InputError on a corrupt or truncated gzip stream
+
+ private:
+  std::string path_;
+  gzFile f_ = nullptr;
+  char buf_[1 << 16];
+  std::uint64_t total_ = 0;
+};
+
+}  // namespace bneck

@@ -1,0 +1,95 @@
+// The Kineto reader's vocabulary (internal to traces/kineto): event categories, the one event
+// being read, and which field each JSON key fills. Kept apart from the SAX reader so that adding a
+// field is one enum value and one line in the key tables (kineto_fields.cpp).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/base/units.hpp"
+
+namespace bneck::kineto {
+
+enum class Cat : std::uint8_t { Other, CpuOp, Runtime, Driver, Kernel, Memcpy, Memset, Sync, UserAnno, GpuAnno, Meta };
+
+Cat cat_of(std::string_view c);
+
+// One event as read; reset between events. Only the fields bneck uses are kept.
+struct Ev {
+  char ph = 0;
+  Cat cat = Cat::Other;
+  bool has_cat = false;
+  std::string name;
+  std::int64_t pid = 0, tid = 0;
+  bool pid_num = false, tid_num = false;
+  TimeNs ts = 0, dur = 0;
+  bool has_ts = false, has_dur = false;
+  // args
+  std::int64_t correlation = -1, stream = -1, device = -1, bytes = -1;
+  std::int64_t wait_on_stream = -1, wait_record_corr = -1, wait_event_id = -1;
+  std::int64_t regs = -1, smem = -1;
+  std::int64_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
+  std::string sync_kind, arg_name, memkind, in_type, coll_name, dtype, pg_name, pg_ranks;
+  std::int64_t in_nelems = -1, out_nelems = -1, group_size = -1;
+  std::vector<std::vector<std::int64_t>> dims;
+  bool has_dims = false;
+  void reset() { *this = Ev{}; }
+};
+
+// Which field a scalar goes to.
+enum class Field : std::uint8_t {
+  None,
+  Ph,
+  Cat,
+  Name,
+  Pid,
+  Tid,
+  Ts,
+  Dur,
+  Corr,
+  Stream,
+  Device,
+  Bytes,
+  WaitStream,
+  WaitRecord,
+  WaitEvent,
+  Regs,
+  Smem,
+  Grid,
+  Block,
+  SyncKind,
+  ArgName,
+  Kind,
+  InType,
+  CollName,
+  Dtype,
+  PgName,
+  PgRanks,
+  InNelems,
+  OutNelems,
+  GroupSize,
+  Dims,
+  // top level
+  DevId,
+  DevName,
+  DevSms,
+  DevMem,
+  DevMajor,
+  DevMinor,
+  DevMaxThreads,
+  DevRegs,
+  DevSmem,
+  DevThreadsPerSm,
+  Rank,
+  WorldSize,
+};
+
+Field event_field(std::string_view k);   // keys of a trace event
+Field arg_field(std::string_view k);     // keys of an event's args
+Field device_field(std::string_view k);  // keys of a deviceProperties entry
+
+// [[8, 2048], [2048]] as PyTorch's emit_nvtx writes shapes.
+std::string dims_text(const std::vector<std::vector<std::int64_t>>& d);
+
+}  // namespace bneck::kineto
