@@ -208,6 +208,9 @@ HwSpec parse_hw(const json& j, const std::string& origin) {
   g.graph_node_latency = f.unit("gpu", "graph_node_latency", dur, TimeNs{0});
   g.graph_launch_overhead = f.unit("gpu", "graph_launch_overhead", dur, TimeNs{0});
   g.kernel_tail = f.unit("gpu", "kernel_tail", dur, TimeNs{0});
+  g.memory_latency = f.unit("gpu", "memory_latency", dur, TimeNs{0});
+  g.dependent_op_cycles = f.number("gpu", "dependent_op_cycles", 4.0);
+  if (g.dependent_op_cycles <= 0 || g.dependent_op_cycles > 1000) f.fail("gpu.dependent_op_cycles", "must be in (0, 1000] cycles");
   g.memory_efficiency = f.number("gpu", "memory_efficiency", 1.0);
   g.compute_efficiency = f.number("gpu", "compute_efficiency", 1.0);
   if (g.memory_efficiency <= 0 || g.memory_efficiency > 1 || g.compute_efficiency <= 0 || g.compute_efficiency > 1)

@@ -40,7 +40,14 @@ struct GpuSpec {
   TimeNs graph_node_latency = 0;                          // gap between consecutive kernels of a CUDA graph
   TimeNs graph_launch_overhead = 0;                       // CPU time of one cudaGraphLaunch
   TimeNs kernel_tail = 0;                                 // fixed per-kernel cost besides the roofline (ramp, drain)
-  double memory_efficiency = 1;                           // achievable fraction of memory_bandwidth (streaming)
+  // Memory-level parallelism: the latency of a loaded HBM access as a thread sees it. With it, a
+  // kernel whose occupancy keeps fewer accesses in flight than a full SM's moves its bytes slower
+  // (Little's law with queueing, models/kernel_work.hpp). 0: no occupancy effect on memory time.
+  TimeNs memory_latency = 0;
+  // Cycles between dependent arithmetic instructions of one thread (an FMA chain), at `clock`: the
+  // time of a latency-bound loop is its chain length x this / clock.
+  double dependent_op_cycles = 4;
+  double memory_efficiency = 1;  // achievable fraction of memory_bandwidth (streaming)
   // Achievable fraction of memory_bandwidth by the bytes one thread accesses at once (2, 4, 8, 16);
   // empty: memory_efficiency for every width.
   std::map<Bytes, double> access_efficiency;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <map>
 #include <numeric>
 
@@ -187,6 +188,21 @@ GridScaling grid_scaling(const LaunchConfig& lc, const GpuSpec& g) {
   return s;
 }
 
+double memory_parallelism_factor(const LaunchConfig& lc, const GpuSpec& g, Bytes width, double read_share) {
+  if (g.memory_latency <= 0 || width == 0 || g.sm_count == 0 || g.max_threads_per_sm == 0) return 1;
+  std::uint32_t threads = std::uint32_t{lc.block[0]} * lc.block[1] * lc.block[2];
+  OccupancyResult occ = occupancy(g, {threads, lc.registers, Bytes{lc.static_smem} + lc.dynamic_smem});
+  double resident = std::min<double>(g.max_threads_per_sm, static_cast<double>(occ.blocks_per_sm) * threads);
+  if (resident <= 0) return 1;
+  const double P = g.memory_bandwidth * g.memory_efficiency, L = static_cast<double>(g.memory_latency) * 1e-9;
+  auto stretch = [&](double threads_per_sm) {
+    double in_flight = static_cast<double>(g.sm_count) * threads_per_sm * static_cast<double>(width);
+    double x = P * L * std::clamp(read_share, 0.0, 1.0) / in_flight;
+    return std::sqrt(1 + x * x);
+  };
+  return stretch(resident) / stretch(g.max_threads_per_sm);
+}
+
 KernelEstimate model_kernel(const Trace& t, OpId k, const KernelWork& w, const HwSpec& hw) {
   KernelEstimate e;
   const GpuSpec& g = hw.gpu;
@@ -208,16 +224,23 @@ KernelEstimate model_kernel(const Trace& t, OpId k, const KernelWork& w, const H
     }
   }
   RooflineResult r = roofline(g, in);
-  double compute_s = r.compute_time_s, memory_s = r.memory_time_s;
+  double compute_s = r.compute_time_s, memory_s = r.memory_time_s, chain_s = 0;
   if (const LaunchConfig* lc = t.launch(t.ops[k])) {
     GridScaling gs = grid_scaling(*lc, g);
     e.waves = gs.waves;
     e.wave_efficiency = gs.wave_efficiency;
     compute_s *= gs.compute;
     memory_s *= gs.memory;
+    if (w.access_width > 0 && w.level == MemLevel::Hbm && !is_compute_class(w.cls))  // GEMMs stage tiles asynchronously
+      memory_s *= memory_parallelism_factor(*lc, g, w.access_width, w.read_bytes >= 0 && w.bytes > 0 ? w.read_bytes / w.bytes : 0.5);
+    // A dependent chain per thread: each wave of blocks takes the chain's latency.
+    if (w.chain_ops > 0 && g.clock_hz > 0) chain_s = w.chain_ops * g.dependent_op_cycles / g.clock_hz * std::max(1.0, gs.waves);
+  } else if (w.chain_ops > 0 && g.clock_hz > 0) {
+    chain_s = w.chain_ops * g.dependent_op_cycles / g.clock_hz;
   }
-  double s = std::max(compute_s, memory_s);
+  double s = std::max({compute_s, memory_s, chain_s});
   e.bound = compute_s >= memory_s ? Bound::Compute : Bound::Memory;
+  if (chain_s > std::max(compute_s, memory_s)) e.bound = Bound::Latency;
   e.time_ns = static_cast<TimeNs>(std::llround(s * 1e9)) + tail;
   if (static_cast<double>(tail) > s * 1e9) e.bound = Bound::Latency;
   return e;

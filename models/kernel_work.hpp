@@ -14,7 +14,13 @@
 // Equations: GEMM 2MNK FLOPs, bytes (MK + KN + MN) x E; attention forward 4 B H T S D FLOPs,
 //   backward 2.5x; elementwise/norm/reduction: bytes = (inputs + output) x E, a few FLOPs/element.
 //   An op's work is split evenly among the kernels it launched.
-// Valid: the PyTorch ops listed in kernel_work.cpp; other kernels fall back to inference.
+// Time (model_kernel): max(math, memory, chain) + kernel tail, with the launch geometry's wave
+//   quantization; memory time stretched by memory-level parallelism at low occupancy (streaming
+//   kernels with a known access width: memory_parallelism_factor), and a dependent chain per thread
+//   (chain_ops, where known) taking chain x gpu.dependent_op_cycles / clock per wave of blocks.
+// Valid: the PyTorch ops listed in kernel_work.cpp; other kernels fall back to inference. The
+//   memory-parallelism factor assumes one access in flight per thread (no unrolled loads); GEMMs,
+//   convolutions and attention are left out of it.
 // Source: standard FLOP counts (e.g. the FlashAttention papers for attention).
 #pragma once
 #include <string>
@@ -51,6 +57,8 @@ struct KernelWork {
   double read_bytes = -1;          // of `bytes`, those read (the rest written), where known: with an
                                    // access width, reads and writes take their own calibrated rates
   MemLevel level = MemLevel::Hbm;  // where its working set streams from
+  double chain_ops = 0;            // dependent arithmetic ops one thread runs one after another
+                                   // (a latency-bound loop), where known
   std::string op;                  // the aten op it came from, if any
 };
 
@@ -62,6 +70,16 @@ struct GridScaling {
   double waves = 0, wave_efficiency = 1;
 };
 GridScaling grid_scaling(const LaunchConfig& lc, const GpuSpec& g);
+
+// How much longer a streaming kernel takes to move its bytes at the occupancy of `lc` than at full
+// occupancy (1 when the spec has no memory_latency). Each resident thread keeps one `width`-byte
+// read in flight; by Little's law with queueing, the time to move B bytes is
+//   t(I) = B / P x sqrt(1 + (P x L x r / I)^2)
+// with P the achievable bandwidth, L the spec's memory_latency, r the share of reads in the traffic
+// and I the bytes in flight over the GPU (SMs x resident threads x width): bandwidth-bound when I
+// is large, latency-bound (t ~ B L / I) when small. The factor is t(I at this occupancy) / t(I at
+// full occupancy): full-occupancy kernels keep their calibrated streaming rate.
+double memory_parallelism_factor(const LaunchConfig& lc, const GpuSpec& g, Bytes width, double read_share);
 
 struct KernelEstimate {
   TimeNs time_ns = 0;

@@ -8,7 +8,18 @@
 
 namespace bneck {
 
-GpuShareModel::GpuShareModel(const Trace& t, HwSpec spec) : t_(t), spec_(std::move(spec)) {
+GpuShareModel::GpuShareModel(const Trace& t, HwSpec spec, const std::vector<KernelWork>* work) : t_(t), spec_(std::move(spec)) {
+  const double bw = spec_.gpu.memory_bandwidth * spec_.gpu.memory_efficiency;
+  if (work && work->size() == t.ops.size() && bw > 0) {
+    hbm_of_op_.assign(t.ops.size(), -1.0f);
+    for (OpId i = 0; i < t.ops.size(); ++i) {
+      const KernelWork& w = (*work)[i];
+      TimeNs d = t.ops[i].duration();
+      if (t.ops[i].kind != OpKind::Kernel || !w.from_shapes || d <= 0) continue;
+      double hbm = w.level == MemLevel::Hbm ? w.bytes / (bw * static_cast<double>(d) * 1e-9) : 0.0;
+      hbm_of_op_[i] = static_cast<float>(std::clamp(hbm, 0.0, 1.0));
+    }
+  }
   // Kernel classes by name, once per distinct name (demands are asked per op, from several threads).
   class_of_name_.assign(t.strings.size(), -1);
   for (const Op& o : t.ops)
@@ -83,7 +94,9 @@ ShareDemand GpuShareModel::demand(NodeId n, const Graph& g) const {
               : op.name < class_of_name_.size() && class_of_name_[op.name] >= 0 ? class_of_name_[op.name]
                                                                                 : static_cast<int>(classify_kernel(t_.name(op)));
     const LaunchConfig* lc = t_.launch(op);
-    return demand_of_class(lc, cls, lc && op.extra < blocks_per_sm_.size() ? blocks_per_sm_[op.extra] : 0);
+    ShareDemand d = demand_of_class(lc, cls, lc && op.extra < blocks_per_sm_.size() ? blocks_per_sm_[op.extra] : 0);
+    if (o < hbm_of_op_.size() && hbm_of_op_[o] >= 0 && !d.fixed_rate) d.hbm = hbm_of_op_[o];
+    return d;
   }
   ShareDemand d;  // copies and memsets: copy engines, no SMs
   const CopyInfo* ci = t_.copy(op);
@@ -92,8 +105,8 @@ ShareDemand GpuShareModel::demand(NodeId n, const Graph& g) const {
   return d;
 }
 
-void enable_sharing(Graph& g, const HwSpec& spec) {
-  auto m = std::make_shared<GpuShareModel>(*g.trace, spec);
+void enable_sharing(Graph& g, const HwSpec& spec, const std::vector<KernelWork>* work) {
+  auto m = std::make_shared<GpuShareModel>(*g.trace, spec, work);
   g.sharing = m;
   if (g.trace->measured) calibrate_sharing(g, *m);
 }

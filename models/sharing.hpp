@@ -9,7 +9,9 @@
 //     reductions, norms, softmax, copies) 1; GEMMs, convolutions and attention 0.3 (their operands
 //     are re-read from L2; an assumption until the work model gives bytes per kernel); other
 //     kernels 0.3; device-to-device copies and memsets 1; host copies 0.02 (PCIe, ~55 GB/s of
-//     ~4 TB/s); communication kernels 0.2, at a fixed rate.
+//     ~4 TB/s); communication kernels 0.2, at a fixed rate. Where the kernel's work is known
+//     (`enable_sharing` given work descriptors: microbenchmarks, shapes), its HBM bytes over what
+//     the achievable bandwidth moves in its time alone instead (a spin loop: 0).
 // Valid: kernels launched with the trace's geometry on the spec's GPU; synthetic nodes take their
 //   origin op's demand, collectives synthesized from nothing a NCCL ring's (24 blocks of 544
 //   threads, 96 registers, 101 KiB shared memory: an H200 all-reduce's launch).
@@ -17,13 +19,15 @@
 //   all-reduce on two H200s).
 #pragma once
 #include "hw/spec.hpp"
+#include "models/kernel_work.hpp"
 #include "sim/engine/sharing.hpp"
 
 namespace bneck {
 
 class GpuShareModel : public ShareModel {
  public:
-  GpuShareModel(const Trace& t, HwSpec spec);
+  // `work`, when given (one per trace op), sets the HBM demand of the kernels whose work is known.
+  GpuShareModel(const Trace& t, HwSpec spec, const std::vector<KernelWork>* work = nullptr);
   ShareDemand demand(NodeId n, const Graph& g) const override;
   std::uint32_t sm_count(std::uint32_t) const override { return spec_.gpu.sm_count; }
 
@@ -35,10 +39,11 @@ class GpuShareModel : public ShareModel {
   HwSpec spec_;
   std::vector<std::int8_t> class_of_name_;    // per string id: the kernel class of kernels so named (-1: none)
   std::vector<std::uint16_t> blocks_per_sm_;  // per entry of the trace's kernels table (distinct launches)
+  std::vector<float> hbm_of_op_;              // per trace op, from known work (-1: by class); empty: none
 };
 
 // Builds the graph's sharing model for `spec` and calibrates the alone times of the trace's
 // overlapped ops (measured traces), so that replay stays exact.
-void enable_sharing(Graph& g, const HwSpec& spec);
+void enable_sharing(Graph& g, const HwSpec& spec, const std::vector<KernelWork>* work = nullptr);
 
 }  // namespace bneck

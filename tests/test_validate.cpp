@@ -152,7 +152,8 @@ TEST_CASE("microbenchmarks are timed through the replay's models and engine (han
   // its roofline time.
   HwSpec hw = load_hw_json(nlohmann::json::parse(R"({"name": "round", "extends": "h100-sxm",
     "gpu": {"memory_bandwidth": "1 TB/s", "memory_efficiency": 1, "access_efficiency": {"16 B": 0.5}, "write_efficiency": {"16 B": 1.0},
-            "launch_latency": "5 us", "host_launch_overhead": "4 us", "kernel_tail": "1 us"},
+            "launch_latency": "5 us", "host_launch_overhead": "4 us", "kernel_tail": "1 us",
+            "clock": "2 GHz", "dependent_op_cycles": 4, "memory_latency": "1 us"},
     "sources": {"gpu": "test"}})"),
                            "round");
   auto measure = [](const char* family, const char* name, nlohmann::json params) {
@@ -177,6 +178,28 @@ TEST_CASE("microbenchmarks are timed through the replay's models and engine (han
   // 5 us after the tenth call began (at 36 us) and end 1 us later.
   CHECK(predict(measure("launch", "eager_host", {{"kernels", 10}}), hw) == Approx(40000));
   CHECK(predict(measure("launch", "eager_gpu", {{"kernels", 10}}), hw) == Approx(42000));
+  // Spin kernels (8 blocks of 64 threads, chains of 200,000 dependent FMAs): 200,000 x 4 cycles at
+  // 2 GHz = 400 us + the tail = 401 us each (their 205 MFLOP take 3 us of math; they move no bytes,
+  // so they do not share HBM, and 8 x 8 small blocks fit the SMs together). Kernel k is launched
+  // at 4k us and may start 5 us later. On 2 streams each stream runs 4 in turn: stream 1's last
+  // (k = 7) starts when k = 5 ends, 9 + 3 x 401 = 1212 us, and ends at 1613 us.
+  Measurement spin2 = measure("concurrency", "spin_8_kernels", {{"streams", 2}, {"kernels", 8}});
+  CHECK(predict(spin2, hw) == Approx(1613000).margin(4));
+  // On 8 streams all run side by side: the last starts at 28 + 5 = 33 us and ends at 434 us.
+  CHECK(predict(measure("concurrency", "spin_8_kernels", {{"streams", 8}, {"kernels", 8}}), hw) == Approx(434000).margin(4));
+  // Occupancy: a copy of 100 MB (16-byte accesses, 256 threads a block) with 100 KiB of shared
+  // memory a block holds 2 blocks (512 threads) per SM: 228 KiB / (100 + 1 KiB). Memory time at
+  // full occupancy: 100 MB read at 0.5 TB/s + 100 MB written at 1 TB/s = 300 us. In flight: 132 SMs
+  // x threads x 16 B; x = 1 TB/s x 1 us x 0.5 (reads) / in flight: 0.1156 at 2048 threads, 0.4624
+  // at 512; factor sqrt(1 + 0.4624^2) / sqrt(1 + 0.1156^2) = 1.10173 / 1.00666 = 1.09445:
+  // 328.3 us + 1 us tail + 5 us launch = 334.3 us.
+  Measurement low = measure("occupancy", "copy_f32x4_smem",
+                            {{"smem_kib", 100}, {"threads", 256}, {"width_bytes", 16}, {"array_bytes", 1e8}, {"bytes", 2e8}});
+  CHECK(predict(low, hw) == Approx(334335).epsilon(0.0005));
+  // At full occupancy (no shared memory) the factor is 1: 300 + 1 + 5 us.
+  Measurement full = measure("occupancy", "copy_f32x4_smem",
+                             {{"smem_kib", 0}, {"threads", 256}, {"width_bytes", 16}, {"array_bytes", 1e8}, {"bytes", 2e8}});
+  CHECK(predict(full, hw) == Approx(306000).margin(4));
   // A family with no description yet.
-  CHECK(predict(measure("concurrency", "spin_8_kernels", {{"streams", 2}}), hw) < 0);
+  CHECK(predict(measure("tiled_gemm", "tiled_sgemm", {{"tile", 16}}), hw) < 0);
 }

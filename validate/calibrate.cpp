@@ -5,6 +5,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <set>
 
 #include "models/access.hpp"
 #include "models/collective.hpp"
@@ -324,6 +325,59 @@ Calibration calibrate(const Measurements& ms, const std::string& base_preset, co
     if (!cc.empty()) {
       node["collectives"] = cc;
       sources["node.collectives"] = src + ", collective family (NCCL, NVLS off)";
+    }
+  }
+  // Latency-bound families, through the replay's models and engine on the spec fitted so far:
+  // - concurrency: the cycles between dependent FMAs (spin kernels' chains; their time is linear in
+  //   it, relative least squares over the training points);
+  // - occupancy: the memory latency of the memory-parallelism factor (a 1-D search, log errors).
+  {
+    HwSpec fitted = load_hw_json(json{{"name", overlay_name}, {"extends", base_preset}, {"gpu", gpu}, {"node", node}}, overlay_name);
+    std::vector<const Measurement*> spins, occ;
+    for (const auto& m : ms.items) {
+      if (m.train && m.family == "concurrency") spins.push_back(&m);
+      if (m.train && m.family == "occupancy") occ.push_back(&m);
+    }
+    if (!spins.empty() && fitted.gpu.clock_hz > 0) {
+      double num = 0, den = 0;
+      for (const Measurement* m : spins) {
+        fitted.gpu.dependent_op_cycles = 4;
+        double p4 = predict(*m, fitted);
+        fitted.gpu.dependent_op_cycles = 8;
+        double p8 = predict(*m, fitted);
+        double slope = (p8 - p4) / 4, at0 = p4 - 4 * slope, t = m->time_ns;
+        num += (t - at0) * slope / (t * t);
+        den += slope * slope / (t * t);
+      }
+      if (den > 0 && num / den > 0) {
+        double cycles = num / den;
+        fitted.gpu.dependent_op_cycles = cycles;
+        gpu["dependent_op_cycles"] = std::round(cycles * 1000) / 1000;
+        sources["gpu.dependent_op_cycles"] = src + ", concurrency family (spin kernels: dependent FMA chains at the spec clock)";
+        c.log.push_back("dependent FMA chain: " + std::to_string(cycles) + " cycles per op at " +
+                        std::to_string(fitted.gpu.clock_hz / 1e9) + " GHz");
+      }
+    }
+    std::set<double> occupancies;
+    for (const Measurement* m : occ) occupancies.insert(m->params.value("blocks_per_sm", 0.0));
+    if (occupancies.size() >= 2) {
+      double best_l = 0, best_err = std::numeric_limits<double>::infinity();
+      for (int k = 0; k <= 240; ++k) {  // 10 ns .. 10 us, 40 steps a decade
+        double l = 10 * std::pow(10.0, k / 80.0);
+        fitted.gpu.memory_latency = static_cast<TimeNs>(std::llround(l));
+        double err = 0;
+        for (const Measurement* m : occ) {
+          double p = predict(*m, fitted);
+          if (p > 0) err += std::pow(std::log(p / m->time_ns), 2);
+        }
+        if (err < best_err) {
+          best_err = err;
+          best_l = l;
+        }
+      }
+      gpu["memory_latency"] = ns_str(best_l);
+      sources["gpu.memory_latency"] = src + ", occupancy family (a 16-byte copy at 1..8 blocks of 256 threads per SM)";
+      c.log.push_back("memory latency (memory-level parallelism): " + ns_str(best_l));
     }
   }
   // Fit residuals: the calibrated model on its own training half, per family.

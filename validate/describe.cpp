@@ -6,6 +6,7 @@
 
 #include "models/access.hpp"
 #include "models/retarget.hpp"
+#include "models/sharing.hpp"
 #include "models/whatif/transform.hpp"
 #include "sim/engine/engine.hpp"
 
@@ -223,6 +224,27 @@ std::optional<MicrobenchWorkload> describe_microbenchmark(const Measurement& m, 
     if (m.name == "eager_host") return b.finish(W::Host);
     return b.finish(W::Events, 1, m.name == "graph_gpu");
   }
+  if (m.family == "occupancy") {  // a 16-byte copy whose occupancy dynamic shared memory holds down
+    double array = m.params.value("array_bytes", m.bytes / 2);
+    auto smem = static_cast<Bytes>(std::max(16.0, m.params.value("smem_kib", 0.0) * 1024));
+    b.kernel(m.name, launch_of(std::ceil(array / width / threads), threads, smem), streaming(array, array, width, m.flops), call, latency);
+    return b.finish(W::Events);
+  }
+  if (m.family == "concurrency") {
+    // `kernels` spin kernels (8 blocks of 64 threads, each thread a chain of `iters` dependent FMAs;
+    // bneck_validate.cu) launched round-robin on `streams` streams; the engine runs the streams'
+    // kernels side by side on the SMs they share.
+    auto n = static_cast<std::uint32_t>(std::max(1.0, m.params.value("kernels", 8.0)));
+    auto streams = static_cast<std::uint32_t>(std::max(1.0, m.params.value("streams", 1.0)));
+    double iters = m.params.value("iters", 200000.0), grid = m.params.value("blocks", 8.0), block = m.params.value("threads", 64.0);
+    KernelWork spin;
+    spin.cls = KernelClass::Other;
+    spin.flops = 2 * iters * grid * block;
+    spin.chain_ops = iters;
+    spin.from_shapes = true;
+    for (std::uint32_t k = 0; k < n; ++k) b.kernel(m.name, launch_of(grid, block), spin, call, latency, k % streams);
+    return b.finish(W::Events);
+  }
   if (m.family == "memcpy") {
     std::string p = m.params.value("path", m.name);
     CopyInfo ci;
@@ -246,6 +268,7 @@ std::optional<MicrobenchWorkload> describe_microbenchmark(const Measurement& m, 
 double simulate_microbenchmark(const MicrobenchWorkload& w, const HwSpec& hw) {
   const Trace& t = w.trace;
   auto g = std::make_shared<Graph>(build_graph(t, GraphOptions{false}));
+  enable_sharing(*g, hw, &w.work);  // concurrent kernels share the GPU's SMs and HBM, as in a replay
   // Each device op starts its launch delay after its call began.
   for (auto e : boost::make_iterator_range(boost::edges(g->csr))) {
     EdgeProps& p = g->csr[e];

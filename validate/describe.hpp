@@ -9,7 +9,7 @@
 // - a CUDA-graph launch goes through the `--cuda-graph` what-if transform;
 // - the engine schedules the ops; the measurement's window (what CUDA events, the host clock or
 //   CUPTI saw) is read off the simulated schedule.
-// Families with nothing to describe yet (concurrency, occupancy, tiled_gemm) return nullopt.
+// Families with nothing to describe yet (tiled_gemm) return nullopt.
 #pragma once
 #include <optional>
 

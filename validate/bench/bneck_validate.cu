@@ -385,7 +385,10 @@ int main(int argc, char** argv) {
               KCHECK();
             },
             reps);
-        record("concurrency", "spin_8_kernels", kv("streams", streams) + ", " + kv("kernels", 8), 0, 0, ms * 1e6, reps);
+        record("concurrency", "spin_8_kernels",
+               kv("streams", streams) + ", " + kv("kernels", 8) + ", " + kv("blocks", 8) + ", " + kv("threads", 64) + ", " +
+                   kv("iters", 200000),
+               0, 2.0 * 8 * 8 * 64 * 200000, ms * 1e6, reps);
       }
       for (auto& e : done) CK(cudaEventDestroy(e));
       for (auto& x : ss) CK(cudaStreamDestroy(x));
