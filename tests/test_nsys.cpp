@@ -61,6 +61,26 @@ TEST_CASE("the bundled demo trace imports with its devices, streams, ranges and 
   }
   CHECK(waits == 24);
   CHECK(records == 18);
+  // Launch configurations are stored once each: produce and axpy launch 528 x 256, spin 8 x 64,
+  // the graph's scale 264 x 256 (16 registers, no shared memory): 3 distinct over 48 kernels.
+  CHECK(t.kernels.size() == 3);
+  for (const Op& o : t.ops)
+    if (o.kind == OpKind::Kernel && t.name(o) == "spin") CHECK((t.launch(o)->grid(0) == 8 && t.launch(o)->block[0] == 64));
+}
+
+TEST_CASE("the launch interner stores each distinct configuration once", "[nsys]") {
+  std::vector<LaunchConfig> table;
+  LaunchInterner in;
+  LaunchConfig a, b;
+  a.set_grid(0, 132);
+  a.block[0] = 256;
+  b = a;
+  b.dynamic_smem = 1024;  // differs in one field
+  CHECK(in.intern(table, a) == 0);
+  CHECK(in.intern(table, b) == 1);
+  CHECK(in.intern(table, a) == 0);
+  REQUIRE(table.size() == 2);
+  CHECK(table[1].dynamic_smem == 1024);
 }
 
 TEST_CASE("the public nsys exports of three schema versions import", "[nsys][shared]") {
