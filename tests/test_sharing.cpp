@@ -117,6 +117,36 @@ TEST_CASE("calibration: the measured overlap gives each op its alone time, and r
   CHECK(alone.end[0] == 10 * kNsPerMs);
 }
 
+TEST_CASE("copy engines: a copy shown ending with a later same-kind copy finished its work when that one began", "[sharing][engine]") {
+  // Measured: D2D copy a 0..10 ms, D2D copy b 5..10 ms (as CUPTI shows two concurrent 1 GiB copies
+  // on an H200). a's work ended at 5 ms (alone 5 ms, held 5 ms); b ran alone (5 ms). Replay keeps
+  // a's end at 10 ms through a copy_engine end -> end edge; removing b, a ends at 5 ms.
+  Trace t = workload(R"({"format": "bneck-workload",
+    "lanes": [{"kind": "stream", "name": "a"}, {"kind": "stream", "name": "b"}],
+    "ops": [
+      {"kind": "memcpy", "name": "copy_a", "lane": 0, "duration": "10 ms", "start": "0 ms", "bytes": 1073741824,
+       "copy_kind": "DtoD", "src_kind": "device", "dst_kind": "device"},
+      {"kind": "memcpy", "name": "copy_b", "lane": 1, "duration": "5 ms", "start": "5 ms", "bytes": 1073741824,
+       "copy_kind": "DtoD", "src_kind": "device", "dst_kind": "device"}]})");
+  t.measured = true;
+  Graph g = build_graph(t);
+  HalfSmFullHbm m;
+  g.sharing = std::make_shared<HalfSmFullHbm>();
+  calibrate_sharing(g, m);
+  CHECK(g.lost_to_sharing(0) == 5 * kNsPerMs);
+  CHECK(g.lost_to_sharing(1) == 0);
+  CHECK(g.stats.edges_by_type[static_cast<int>(EdgeType::CopyEngine)] == 1);
+  SimResult r = simulate(g, MeasuredCostModel());
+  CHECK(r.end[0] == 10 * kNsPerMs);
+  CHECK(r.end[1] == 10 * kNsPerMs);
+  g.trace_removed.assign(t.ops.size(), false);
+  g.trace_removed[1] = true;
+  CHECK(simulate(g, MeasuredCostModel()).end[0] == 5 * kNsPerMs);
+  g.trace_removed[1] = false;
+  g.trace_removed[0] = true;
+  CHECK(simulate(g, MeasuredCostModel()).end[1] == 10 * kNsPerMs);
+}
+
 namespace {
 std::string conc(const std::string& f) { return source_dir() + "/validate/reference/h200/concurrency/" + f; }
 
@@ -139,16 +169,24 @@ TEST_CASE("H200 pairs: removing one of two concurrent kernels forecasts the othe
   // (8 blocks of 256 threads per SM) and half occupancy, cuBLAS bf16 8192^3 GEMMs.
   const std::string T = conc("pairs_k.sqlite");
   const double copy = range_median(T, "copy_alone", {}, false), half = range_median(T, "half_alone", {}, false),
-               gemm = range_median(T, "gemm_alone", {}, false);
+               gemm = range_median(T, "gemm_alone", {}, false), memcpy = range_median(T, "memcpy_alone", {}, false);
   struct Case {
     const char* range;
     const char* remove;
     double alone;
   } cases[] = {
-      {"gemm_gemm", "stream=13", gemm},      {"gemm_gemm", "stream=14", gemm},  // the second GEMM waits for SMs
-      {"copy_then_gemm", "stream=13", gemm}, {"copy_then_gemm", "stream=14", copy},
-      {"half_half", "stream=13", half},      {"half_half", "stream=14", half},  // side by side, HBM halved
-      {"half_then_gemm", "stream=13", gemm}, {"half_then_gemm", "stream=14", half},
+      {"gemm_gemm", "stream=13", gemm},
+      {"gemm_gemm", "stream=14", gemm},  // the second GEMM waits for SMs
+      {"copy_then_gemm", "stream=13", gemm},
+      {"copy_then_gemm", "stream=14", copy},
+      {"half_half", "stream=13", half},
+      {"half_half", "stream=14", half},  // side by side, HBM halved
+      {"half_then_gemm", "stream=13", gemm},
+      {"half_then_gemm", "stream=14", half},
+      // D2D cudaMemcpy pair: the copy engines serialize them; CUPTI shows the first ending with the
+      // second (copy-engine completion order, sim/engine/sharing.cpp).
+      {"memcpy_memcpy", "stream=13", memcpy},
+      {"memcpy_memcpy", "stream=14", memcpy},
   };
   for (const Case& c : cases) {
     double p = range_median(T, c.range, {parse_transform("remove", std::string("range~") + c.range + "&" + c.remove)}, true);

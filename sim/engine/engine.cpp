@@ -131,7 +131,9 @@ class Engine {
           x.demand = g_.sharing->demand(x.node, g_);
           x.has_demand = true;
         }
-        demands_.push_back(x.demand);
+        // A copy whose work is done holds nothing while it waits to complete; a kernel keeps
+        // its SMs (a collective's member spins until its peers arrive).
+        demands_.push_back(x.done && g_.kind(x.node) != OpKind::Kernel ? ShareDemand{} : x.demand);
       }
       solve_rates(demands_, g_.sharing->sm_count(dev), rates_, &binding_);
     }
@@ -176,13 +178,18 @@ class Engine {
     auto& run = running_[dev];
     advance(run);
     done_now_.clear();
+    bool freed = false;  // a copy's work is done: it stops taking bandwidth
     for (auto& x : run)
       if (!x.done && x.finish <= now_) {
         x.done = true;
         x.remaining = 0;
         done_now_.push_back(x.node);
+        freed = freed || g_.kind(x.node) != OpKind::Kernel;
       }
-    schedule_shared(dev, r);
+    if (freed)
+      resolve(dev, r);
+    else
+      schedule_shared(dev, r);
     for (std::size_t k = 0; k < done_now_.size(); ++k) work_done(done_now_[k], r);
   }
   // A shared op completes: it leaves its GPU, whose other ops are re-solved.

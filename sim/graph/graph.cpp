@@ -437,6 +437,7 @@ class Builder {
       case EdgeType::HostOrder: return 5;
       case EdgeType::ThreadWake: return 6;
       case EdgeType::Collective: return 7;
+      case EdgeType::CopyEngine: return 8;
     }
     return 7;
   }

@@ -40,8 +40,11 @@ enum class EdgeType : std::uint8_t {
                     // CPU-side synchronization; this is the cross-thread causality replay needs)
   Collective = 8,   // another member of the same collective starts -> this member can end
                     // (start -> end; see DepType::StartToEnd)
+  CopyEngine = 9,   // inferred (sharing calibration): a copy that the trace shows ending with a
+                    // later copy of the same kind on its GPU, which started while it ran, ends
+                    // when that one ends (end -> end); its own work ended when the later began
 };
-inline constexpr int kEdgeTypeCount = 9;
+inline constexpr int kEdgeTypeCount = 10;
 const char* to_string(EdgeType t);
 
 // 8 bytes: a 56-bit signed delay and the edge's type and attachment packed together.

@@ -33,7 +33,7 @@ std::string Graph::lane_label(LaneId l) const {
 
 const char* to_string(EdgeType t) {
   static const char* const names[] = {"host_order", "launch",   "graph_launch", "stream_order", "event",
-                                      "host_sync",  "explicit", "thread_wake",  "collective"};
+                                      "host_sync",  "explicit", "thread_wake",  "collective",   "copy_engine"};
   return names[static_cast<int>(t)];
 }
 
