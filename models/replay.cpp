@@ -192,6 +192,7 @@ ReplayReport run_replay(const Trace& t, const ReplayOptions& opt) {
       why[row.name][rep.sim.shared[n]]++;
       rep.lost_to_sharing_ns += took - alone;
     }
+    rep.drained_kernels = g.sharing_drain.size();
     for (auto& [k, row] : rows) {
       row.bound = why[k][2] > why[k][1] ? "HBM" : "SMs";
       rep.shared.push_back(row);

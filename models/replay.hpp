@@ -75,6 +75,7 @@ struct ReplayReport {
   std::vector<RankStats> measured_ranks, simulated_ranks;  // one per process with device ops
   std::vector<CollectiveWait> waits;                       // matched collectives, simulated
   std::vector<SharedRow> shared;                           // by time lost, largest first
+  std::size_t drained_kernels = 0;                         // kernels whose last blocks gave SMs to later ones (sharing calibration)
   TimeNs lost_to_sharing_ns = 0;
   double import_s = 0, graph_s = 0, replay_s = 0, analysis_s = 0;
   double import_rss_mb = 0, graph_rss_mb = 0, replay_rss_mb = 0, analysis_rss_mb = 0;  // peak RSS after each phase

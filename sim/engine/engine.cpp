@@ -106,7 +106,9 @@ class Engine {
     double remaining;  // ns of alone-speed work
     double rate;
     TimeNs since;
-    TimeNs finish;  // when its work is done at the current rate
+    TimeNs finish;    // when its work is done at the current rate
+    double drain_at;  // remaining work (ns) at which it starts draining (0: never)
+    bool draining;    // its SMs are free for later kernels
     bool has_demand;
     bool done;  // its work is done; it holds the GPU until it completes (end dependencies)
     ShareDemand demand;
@@ -133,7 +135,9 @@ class Engine {
         }
         // A copy whose work is done holds nothing while it waits to complete; a kernel keeps
         // its SMs (a collective's member spins until its peers arrive).
-        demands_.push_back(x.done && g_.kind(x.node) != OpKind::Kernel ? ShareDemand{} : x.demand);
+        ShareDemand dm = x.done && g_.kind(x.node) != OpKind::Kernel ? ShareDemand{} : x.demand;
+        dm.draining = x.draining;
+        demands_.push_back(dm);
       }
       solve_rates(demands_, g_.sharing->sm_count(dev), rates_, &binding_);
     }
@@ -155,8 +159,12 @@ class Engine {
   // One event per GPU: the earliest moment one of its running ops finishes its work.
   void schedule_shared(std::uint32_t dev, SimResult& r) {
     TimeNs next = kNever;
-    for (const Running& x : running_[dev])
-      if (!x.done) next = std::min(next, x.finish);
+    for (const Running& x : running_[dev]) {
+      if (x.done) continue;
+      next = std::min(next, x.finish);
+      if (!x.draining && x.drain_at > 0 && x.rate > 0)  // when its drain begins
+        next = std::min(next, x.since + static_cast<TimeNs>(std::ceil(std::max(0.0, x.remaining - x.drain_at) / x.rate - 1e-6)));
+    }
     ++shared_version_[dev];
     if (next < kHeld) push(next, dev, EvType::SharedDone, r, shared_version_[dev]);
   }
@@ -167,7 +175,16 @@ class Engine {
     if (dev == kNone || dev >= running_.size()) return false;
     auto& run = running_[dev];
     advance(run);
-    run.push_back(Running{u, static_cast<double>(d), 1.0, now_, kNever, false, false, {}});
+    run.push_back(Running{u,
+                          static_cast<double>(d),
+                          1.0,
+                          now_,
+                          kNever,
+                          g_.drain_fraction(u, &drain_cursor_) * static_cast<double>(d),
+                          false,
+                          false,
+                          false,
+                          {}});
     resolve(dev, r);
     return true;
   }
@@ -178,14 +195,19 @@ class Engine {
     auto& run = running_[dev];
     advance(run);
     done_now_.clear();
-    bool freed = false;  // a copy's work is done: it stops taking bandwidth
-    for (auto& x : run)
-      if (!x.done && x.finish <= now_) {
+    bool freed = false;  // a copy's work is done (it stops taking bandwidth), or a kernel drains
+    for (auto& x : run) {
+      if (x.done) continue;
+      if (x.finish <= now_) {
         x.done = true;
         x.remaining = 0;
         done_now_.push_back(x.node);
         freed = freed || g_.kind(x.node) != OpKind::Kernel;
+      } else if (!x.draining && x.drain_at > 0 && x.remaining <= x.drain_at + 0.5) {
+        x.draining = true;
+        freed = true;
       }
+    }
     if (freed)
       resolve(dev, r);
     else
@@ -328,6 +350,7 @@ class Engine {
   std::vector<std::vector<Running>> running_;  // per GPU, in start order (sharing only)
   std::vector<std::uint32_t> shared_version_;  // per GPU: the SharedDone event that is current
   std::vector<OpId> done_now_;
+  std::size_t drain_cursor_ = 0;  // Graph::drain_fraction's hint (ops start nearly in node order)
   std::vector<ShareDemand> demands_;
   std::vector<double> rates_;
   std::vector<std::uint8_t> binding_;

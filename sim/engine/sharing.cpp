@@ -9,8 +9,46 @@
 
 namespace bneck {
 
-void solve_rates(const std::vector<ShareDemand>& ops, std::uint32_t sm_count, std::vector<double>& rates,
+namespace {
+void solve_shares(const std::vector<ShareDemand>& ops, std::uint32_t sm_count, std::vector<double>& rates,
+                  std::vector<std::uint8_t>* binding);
+}  // namespace
+
+void solve_rates(const std::vector<ShareDemand>& given, std::uint32_t sm_count, std::vector<double>& rates,
                  std::vector<std::uint8_t>* binding) {
+  // Drains (rare): a draining op's SMs are free; a compute-bound kernel after it waits.
+  thread_local std::vector<ShareDemand> adjusted;
+  thread_local std::vector<std::uint8_t> held;
+  const std::vector<ShareDemand>* in = &given;
+  held.clear();
+  if (std::any_of(given.begin(), given.end(), [](const ShareDemand& d) { return d.draining; })) {
+    adjusted = given;
+    held.assign(given.size(), 0);
+    bool drain_seen = false;
+    for (std::size_t i = 0; i < adjusted.size(); ++i) {
+      ShareDemand& d = adjusted[i];
+      if (d.draining) {
+        d.sms = 0;
+        drain_seen = true;
+      } else if (drain_seen && d.sms > 0 && !d.bandwidth_bound() && !d.fixed_rate) {
+        d = ShareDemand{};
+        held[i] = 1;
+      }
+    }
+    in = &adjusted;
+  }
+  const std::vector<ShareDemand>& ops = *in;
+  solve_shares(ops, sm_count, rates, binding);
+  for (std::size_t i = 0; i < held.size(); ++i)
+    if (held[i]) {
+      rates[i] = 0;
+      if (binding) (*binding)[i] = 1;
+    }
+}
+
+namespace {
+void solve_shares(const std::vector<ShareDemand>& ops, std::uint32_t sm_count, std::vector<double>& rates,
+                  std::vector<std::uint8_t>* binding) {
   const std::size_t n = ops.size();
   rates.assign(n, 1.0);
   if (binding) binding->assign(n, 0);
@@ -102,6 +140,8 @@ void solve_rates(const std::vector<ShareDemand>& ops, std::uint32_t sm_count, st
   }
 }
 
+}  // namespace
+
 namespace {
 
 // One GPU's device ops as the trace shows them, swept in start order.
@@ -111,7 +151,9 @@ struct DeviceSweep {
     TimeNs end;
     ShareDemand demand;
     bool has_demand;
-    double lost;  // ns of alone-speed work not done while shared
+    double lost;            // ns of alone-speed work not done while shared
+    bool draining = false;  // a later kernel took SMs it had held: its blocks are retiring
+    double drained = 0;     // ns of alone-speed work done while draining
   };
   std::vector<Active> active;  // in start order
   TimeNs prev = 0;
@@ -127,6 +169,7 @@ struct In {
 void calibrate_sharing(Graph& g, const ShareModel& m) {
   const Trace& t = *g.trace;
   g.sharing_lost.clear();
+  g.sharing_drain.clear();
   // Launch and stream-order in-edges of a kernel (from its launch call and its stream's previous op).
   std::vector<OpId> prev_on_lane(t.lanes.size(), kNone);
   auto in_edges = [&](OpId u, OpId prev, std::vector<In>& out) {
@@ -171,24 +214,33 @@ void calibrate_sharing(Graph& g, const ShareModel& m) {
   std::vector<HeldCopy> held_copies;
   std::vector<ShareDemand> demands;
   std::vector<double> rates;
-  auto demand_of = [&](DeviceSweep::Active& a) -> const ShareDemand& {
+  auto demand_of = [&](DeviceSweep::Active& a) -> ShareDemand {
     if (!a.has_demand) {
       a.demand = m.demand(a.op, g);
       a.has_demand = true;
     }
-    return a.demand;
+    ShareDemand dm = a.demand;
+    dm.draining = a.draining;  // its SMs are free for later kernels
+    return dm;
   };
   // Integrates the rates of a GPU's active ops up to `until`, retiring those that end by then.
   auto advance = [&](std::uint32_t dev, DeviceSweep& d, TimeNs until) {
     while (true) {
       TimeNs next = until;
       for (const auto& a : d.active) next = std::min(next, a.end);
-      if (d.active.size() >= 2 && next > d.prev) {
-        demands.clear();
-        for (auto& a : d.active) demands.push_back(demand_of(a));
-        solve_rates(demands, m.sm_count(dev), rates);
+      if (!d.active.empty() && next > d.prev) {
+        const auto dt = static_cast<double>(next - d.prev);
+        if (d.active.size() >= 2) {
+          demands.clear();
+          for (auto& a : d.active) demands.push_back(demand_of(a));
+          solve_rates(demands, m.sm_count(dev), rates);
+          for (std::size_t k = 0; k < d.active.size(); ++k)
+            if (rates[k] < 1.0 && !demands[k].fixed_rate) d.active[k].lost += (1.0 - rates[k]) * dt;
+        } else {
+          rates.assign(1, 1.0);
+        }
         for (std::size_t k = 0; k < d.active.size(); ++k)
-          if (rates[k] < 1.0 && !demands[k].fixed_rate) d.active[k].lost += (1.0 - rates[k]) * static_cast<double>(next - d.prev);
+          if (d.active[k].draining) d.active[k].drained += rates[k] * dt;
       }
       d.prev = std::max(d.prev, next);
       bool retired = false;
@@ -199,6 +251,11 @@ void calibrate_sharing(Graph& g, const ShareModel& m) {
         }
         auto cut = std::llround(d.active[k].lost);
         if (cut > 0) g.set_lost_to_sharing(d.active[k].op, static_cast<std::uint32_t>(std::min<long long>(cut, 0xFFFFFFFFll)));
+        if (d.active[k].draining) {
+          double alone = static_cast<double>(t.ops[d.active[k].op].duration()) - d.active[k].lost;
+          if (alone > 0 && d.active[k].drained > 0)
+            g.sharing_drain.emplace_back(d.active[k].op, static_cast<float>(std::min(1.0, d.active[k].drained / alone)));
+        }
         d.active.erase(d.active.begin() + static_cast<std::ptrdiff_t>(k));
         retired = true;
       }
@@ -237,6 +294,35 @@ void calibrate_sharing(Graph& g, const ShareModel& m) {
         }
       }
     }
+    // A bandwidth-bound kernel that started while the GPU's SMs were full of earlier kernels got
+    // SMs that one of them released: that one was draining (its last blocks retiring). The
+    // earliest-ending holders drain from here until the newcomer has room; a draining kernel keeps
+    // its bandwidth demand. (A compute-bound newcomer gains nothing from a drain: it waits.)
+    const bool have_mine = o.kind == OpKind::Kernel && !d.active.empty();
+    ShareDemand mine = have_mine ? m.demand(i, g) : ShareDemand{};
+    if (mine.bandwidth_bound() && mine.sms > 0) {
+      // It can only be shut out if no SM has room for its footprint: the others claim more than
+      // SMs x (1 - its fraction).
+      double claims = 0;
+      for (auto& a : d.active) {
+        ShareDemand ad = demand_of(a);
+        if (!ad.draining) claims += static_cast<double>(ad.sms) * std::min(1.0f, ad.sm_fraction);
+      }
+      const double room = static_cast<double>(m.sm_count(dev)) * (1.0 - std::min(1.0f, mine.sm_fraction));
+      for (std::size_t guard = 0; claims > room - 1e-6 && guard < d.active.size(); ++guard) {
+        demands.clear();
+        for (auto& a : d.active) demands.push_back(demand_of(a));
+        demands.push_back(mine);
+        solve_rates(demands, m.sm_count(dev), rates);
+        if (rates.back() > 0) break;
+        DeviceSweep::Active* first = nullptr;
+        for (auto& a : d.active)
+          if (!a.draining && t.ops[a.op].kind == OpKind::Kernel && a.demand.sms > 0 && (!first || a.end < first->end)) first = &a;
+        if (!first) break;
+        first->draining = true;
+        claims -= static_cast<double>(first->demand.sms) * std::min(1.0f, first->demand.sm_fraction);
+      }
+    }
     // Copy engines: a copy that the trace shows ending with a later copy of the same kind, which
     // started while it ran (within 1 % or 5 us), finished its own work when the later one began:
     // the engines serialize same-kind copies and CUPTI reports the earlier one's end late (seen on
@@ -255,9 +341,10 @@ void calibrate_sharing(Graph& g, const ShareModel& m) {
       }
       advance(dev, d, o.start);  // retires the copies it ended
     }
-    d.active.push_back({i, o.end(), {}, false, 0.0});
+    d.active.push_back({i, o.end(), mine, have_mine, 0.0});
   }
   for (auto& [dev, d] : sweeps) advance(dev, d, std::numeric_limits<TimeNs>::max());
+  std::sort(g.sharing_drain.begin(), g.sharing_drain.end());
   if (!held_copies.empty()) {
     GraphEditor ed(g, "copy-engine completion order");
     for (const HeldCopy& h : held_copies) ed.add_edge(h.later, h.held, EdgeType::CopyEngine, DepType::EndToEnd, h.delay);

@@ -34,6 +34,11 @@ struct ShareDemand {
   float sm_fraction = 0;    // of each such SM it holds, 0..1
   float hbm = 0;            // fraction of the achievable HBM bandwidth it moves alone, 0..1
   bool fixed_rate = false;  // communication: holds resources, keeps its own time
+  bool draining = false;    // its last blocks are retiring: its SMs are free for later kernels
+  // Bandwidth-bound (moves at least half the achievable bandwidth alone): it progresses on whatever
+  // SMs a draining kernel frees. A compute-bound kernel finishes one block's time after its last
+  // block is placed, so it gains nothing before the drain is over.
+  bool bandwidth_bound() const { return hbm >= 0.5f && !fixed_rate; }
 };
 
 // What the engine asks about a graph's device ops (models/sharing.hpp implements it).
@@ -45,7 +50,8 @@ class ShareModel {
 };
 
 // Rates (0..1) of ops running together on one GPU, given in start order. `rates` is resized.
-// `binding[i]`: 0 alone or unconstrained, 1 SMs, 2 HBM.
+// `binding[i]`: 0 alone or unconstrained, 1 SMs, 2 HBM. A draining op claims no SMs; a
+// compute-bound kernel after a draining one waits for the drain to end (rate 0, no claims).
 void solve_rates(const std::vector<ShareDemand>& ops, std::uint32_t sm_count, std::vector<double>& rates,
                  std::vector<std::uint8_t>* binding = nullptr);
 

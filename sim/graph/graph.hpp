@@ -154,6 +154,37 @@ struct Graph {
   std::shared_ptr<const ShareModel> sharing;
   std::vector<std::uint32_t> sharing_lost;
   TimeNs lost_to_sharing(NodeId n) const { return n < sharing_lost.size() ? sharing_lost[n] : 0; }
+  // Kernels the trace shows draining (a later kernel got SMs before they ended): the fraction of
+  // their alone work done while draining, when their SMs are free for later kernels (calibrated;
+  // sparse, trace nodes).
+  std::vector<std::pair<NodeId, float>> sharing_drain;  // sorted by node
+  // `cursor` (optional): where the previous lookup ended; lookups in node order then cost O(1).
+  double drain_fraction(NodeId n, std::size_t* cursor = nullptr) const {
+    const std::size_t size = sharing_drain.size();
+    if (size == 0) return 0;
+    std::size_t k = 0;
+    if (cursor && *cursor < size && sharing_drain[*cursor].first <= n) {
+      k = *cursor;  // gallop forward from the hint
+      std::size_t step = 1;
+      while (k + step < size && sharing_drain[k + step].first <= n) {
+        k += step;
+        step *= 2;
+      }
+      while (step > 1) {
+        step /= 2;
+        if (k + step < size && sharing_drain[k + step].first <= n) k += step;
+      }
+    } else {
+      auto it = std::upper_bound(sharing_drain.begin(), sharing_drain.end(), n, [](NodeId v, const auto& e) { return v < e.first; });
+      if (it == sharing_drain.begin()) {
+        if (cursor) *cursor = 0;
+        return 0;
+      }
+      k = static_cast<std::size_t>(it - sharing_drain.begin()) - 1;
+    }
+    if (cursor) *cursor = k;
+    return sharing_drain[k].first == n ? sharing_drain[k].second : 0;
+  }
   void set_lost_to_sharing(NodeId n, std::uint32_t ns) {  // trace nodes only
     if (n >= num_trace_nodes()) return;
     if (sharing_lost.empty()) sharing_lost.assign(num_trace_nodes(), 0);

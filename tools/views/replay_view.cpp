@@ -296,8 +296,8 @@ void print_replay_text(const ReplayReport& r, const ReplayOptions& opt, std::ost
 
   if (!r.shared.empty()) {
     out << "Sharing: device ops slowed by concurrent ones (SMs in start order, HBM shared; " << format_duration(r.lost_to_sharing_ns)
-        << " lost in all)\n  " << pad("name", 48) << lpad("count", 8) << lpad("alone", 13) << lpad("shared", 13) << lpad("bound by", 10)
-        << "\n";
+        << " lost in all; " << r.drained_kernels << " kernels drained into later ones)\n  " << pad("name", 48) << lpad("count", 8)
+        << lpad("alone", 13) << lpad("shared", 13) << lpad("bound by", 10) << "\n";
     for (std::size_t i = 0; i < r.shared.size() && i < opt.top; ++i) {
       const SharedRow& row = r.shared[i];
       out << "  " << pad(short_name(row.name, 46), 48) << lpad(std::to_string(row.count), 8) << lpad(format_duration(row.alone_ns), 13)
@@ -396,7 +396,7 @@ json replay_json(const ReplayReport& r, const ReplayOptions& opt) {
     json sh = json::array();
     for (const SharedRow& s : r.shared)
       sh.push_back({{"name", s.name}, {"count", s.count}, {"alone_ns", s.alone_ns}, {"shared_ns", s.shared_ns}, {"bound", s.bound}});
-    j["sharing"] = {{"lost_ns", r.lost_to_sharing_ns}, {"ops", std::move(sh)}};
+    j["sharing"] = {{"lost_ns", r.lost_to_sharing_ns}, {"drained_kernels", r.drained_kernels}, {"ops", std::move(sh)}};
   }
   if (!r.classes.empty()) {
     j["source_hw"] = r.source_hw;
