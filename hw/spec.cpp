@@ -210,6 +210,8 @@ HwSpec parse_hw(const json& j, const std::string& origin) {
   g.kernel_tail = f.unit("gpu", "kernel_tail", dur, TimeNs{0});
   g.memory_latency = f.unit("gpu", "memory_latency", dur, TimeNs{0});
   g.dependent_op_cycles = f.number("gpu", "dependent_op_cycles", 4.0);
+  g.drain_weight = f.number("gpu", "drain_weight", 1.0);
+  if (g.drain_weight <= 0 || g.drain_weight > 100) f.fail("gpu.drain_weight", "must be in (0, 100]");
   if (g.dependent_op_cycles <= 0 || g.dependent_op_cycles > 1000) f.fail("gpu.dependent_op_cycles", "must be in (0, 1000] cycles");
   g.memory_efficiency = f.number("gpu", "memory_efficiency", 1.0);
   g.compute_efficiency = f.number("gpu", "compute_efficiency", 1.0);
@@ -279,6 +281,7 @@ HwSpec parse_hw(const json& j, const std::string& origin) {
   n.nvlink_latency = f.unit("node", "nvlink_latency", dur, TimeNs{0});
   n.pcie_generation = f.count("node", "pcie_generation", 0);
   n.pcie_bandwidth = f.unit("node", "pcie_bandwidth", bw, 0.0);
+  n.pcie_bidirectional_bandwidth = f.unit("node", "pcie_bidirectional_bandwidth", bw, 0.0);
   n.pcie_latency = f.unit("node", "pcie_latency", dur, TimeNs{0});
   n.pageable_bandwidth = f.unit("node", "pageable_bandwidth", bw, 0.0);
   n.pageable_chunk = f.unit("node", "pageable_chunk", bytes, Bytes{0});

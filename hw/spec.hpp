@@ -47,6 +47,9 @@ struct GpuSpec {
   // Cycles between dependent arithmetic instructions of one thread (an FMA chain), at `clock`: the
   // time of a latency-bound loop is its chain length x this / clock.
   double dependent_op_cycles = 4;
+  // Bandwidth split during a drain (sim/engine/sharing.hpp): a draining kernel's weight against the
+  // kernels taking its SMs (1: even).
+  double drain_weight = 1;
   double memory_efficiency = 1;  // achievable fraction of memory_bandwidth (streaming)
   // Achievable fraction of memory_bandwidth by the bytes one thread accesses at once (2, 4, 8, 16);
   // empty: memory_efficiency for every width.
@@ -92,6 +95,8 @@ struct NodeSpec {
   TimeNs nvlink_latency = 0;
   std::uint32_t pcie_generation = 0;
   double pcie_bandwidth = 0;  // bytes/s per direction (pinned memory copies)
+  // bytes/s both directions together (an H2D beside a D2H); 0: full duplex, each direction its own
+  double pcie_bidirectional_bandwidth = 0;
   TimeNs pcie_latency = 0;
   double pageable_bandwidth = 0;  // bytes/s host<->device through a pageable staging buffer
   Bytes pageable_chunk = 0;       // pageable copies up to this size go at the pinned rate

@@ -98,10 +98,30 @@ ShareDemand GpuShareModel::demand(NodeId n, const Graph& g) const {
     if (o < hbm_of_op_.size() && hbm_of_op_[o] >= 0 && !d.fixed_rate) d.hbm = hbm_of_op_[o];
     return d;
   }
-  ShareDemand d;  // copies and memsets: copy engines, no SMs
+  ShareDemand d;
   const CopyInfo* ci = t_.copy(op);
-  bool host = ci && (ci->copy_kind == MemcpyKind::HtoD || ci->copy_kind == MemcpyKind::DtoH);
-  d.hbm = host ? 0.02f : 1.0f;
+  const bool h2d = ci && ci->copy_kind == MemcpyKind::HtoD, d2h = ci && ci->copy_kind == MemcpyKind::DtoH;
+  if (h2d || d2h) {  // over PCIe, by the copy engines
+    const NodeSpec& nd = spec_.node;
+    auto path_bw = [&](const char* name, double dflt) {
+      auto it = nd.copy_paths.find(name);
+      return it != nd.copy_paths.end() && it->second.bandwidth > 0 ? it->second.bandwidth : dflt;
+    };
+    const double pinned = path_bw(h2d ? "h2d_pinned" : "d2h_pinned", nd.pcie_bandwidth);
+    const double pageable = path_bw(h2d ? "h2d_pageable" : "d2h_pageable", nd.pageable_bandwidth);
+    const MemKind host = h2d ? ci->src : ci->dst;
+    double share = 1.0;  // of its direction
+    if (host == MemKind::Pageable) share = pinned > 0 && pageable > 0 ? std::min(1.0, pageable / pinned) : 0.1;
+    (h2d ? d.pcie_h2d : d.pcie_d2h) = static_cast<float>(share);
+    if (nd.pcie_bidirectional_bandwidth > 0 && pinned > 0)
+      d.pcie = static_cast<float>(std::min(1.0, share * pinned / nd.pcie_bidirectional_bandwidth));
+    d.hbm = 0.02f;
+    return d;
+  }
+  // Device-to-device copies and memsets: copy kernels on the SMs, at full occupancy.
+  d.sms = spec_.gpu.sm_count;
+  d.sm_fraction = 1.0f;
+  d.hbm = 1.0f;
   return d;
 }
 

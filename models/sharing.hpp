@@ -9,7 +9,12 @@
 //     reductions, norms, softmax, copies) 1; GEMMs, convolutions and attention 0.3 (their operands
 //     are re-read from L2; an assumption until the work model gives bytes per kernel); other
 //     kernels 0.3; device-to-device copies and memsets 1; host copies 0.02 (PCIe, ~55 GB/s of
-//     ~4 TB/s); communication kernels 0.2, at a fixed rate. Where the kernel's work is known
+//     ~4 TB/s); communication kernels 0.2, at a fixed rate.
+//   PCIe: a pinned host copy fills its direction (pageable: the pageable rate over the pinned);
+//     with node.pcie_bidirectional_bandwidth, both directions together share that too (an H2D
+//     beside a D2H on an H200: ~100 GB/s of 2 x 55).
+//   Device-to-device copies and memsets run on the SMs like a full-occupancy copy kernel (an H200
+//     D2D cudaMemcpy launched during a copy kernel starts when that kernel drains). Where the kernel's work is known
 //     (`enable_sharing` given work descriptors: microbenchmarks, shapes), its HBM bytes over what
 //     the achievable bandwidth moves in its time alone instead (a spin loop: 0).
 // Valid: kernels launched with the trace's geometry on the spec's GPU; synthetic nodes take their
@@ -30,6 +35,7 @@ class GpuShareModel : public ShareModel {
   GpuShareModel(const Trace& t, HwSpec spec, const std::vector<KernelWork>* work = nullptr);
   ShareDemand demand(NodeId n, const Graph& g) const override;
   std::uint32_t sm_count(std::uint32_t) const override { return spec_.gpu.sm_count; }
+  double drain_weight(std::uint32_t) const override { return spec_.gpu.drain_weight; }
 
  private:
   // The demand of a kernel of class `cls` (KernelClass) with this launch geometry on the spec's GPU.

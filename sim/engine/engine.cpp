@@ -139,7 +139,7 @@ class Engine {
         dm.draining = x.draining;
         demands_.push_back(dm);
       }
-      solve_rates(demands_, g_.sharing->sm_count(dev), rates_, &binding_);
+      solve_rates(demands_, g_.sharing->sm_count(dev), rates_, &binding_, g_.sharing->drain_weight(dev));
     }
     for (std::size_t k = 0; k < run.size(); ++k) {
       Running& x = run[k];

@@ -15,7 +15,7 @@ void solve_shares(const std::vector<ShareDemand>& ops, std::uint32_t sm_count, s
 }  // namespace
 
 void solve_rates(const std::vector<ShareDemand>& given, std::uint32_t sm_count, std::vector<double>& rates,
-                 std::vector<std::uint8_t>* binding) {
+                 std::vector<std::uint8_t>* binding, double drain_weight) {
   // Drains (rare): a draining op's SMs are free; a compute-bound kernel after it waits.
   thread_local std::vector<ShareDemand> adjusted;
   thread_local std::vector<std::uint8_t> held;
@@ -29,6 +29,7 @@ void solve_rates(const std::vector<ShareDemand>& given, std::uint32_t sm_count, 
       ShareDemand& d = adjusted[i];
       if (d.draining) {
         d.sms = 0;
+        if (d.bandwidth_bound()) d.weight = static_cast<float>(drain_weight);  // a streaming kernel's retiring blocks
         drain_seen = true;
       } else if (drain_seen && d.sms > 0 && !d.bandwidth_bound() && !d.fixed_rate) {
         d = ShareDemand{};
@@ -106,37 +107,84 @@ void solve_shares(const std::vector<ShareDemand>& ops, std::uint32_t sm_count, s
       }
     }
   }
-  thread_local std::vector<std::size_t> flex;
-  // HBM: fixed-rate ops take theirs; the others share the rest max-min fairly (water-filling on
-  // the rate, each capped by its SM share).
-  double left = 1.0;
-  flex.clear();
-  for (std::size_t i = 0; i < n; ++i) {
-    if (ops[i].fixed_rate)
-      left -= ops[i].hbm;
-    else if (ops[i].hbm > 0)
-      flex.push_back(i);
+  // Bandwidth: HBM, each PCIe direction and the PCIe link as a whole, each of capacity 1.
+  // Fixed-rate ops take theirs; the others share the rest max-min fairly by weight (progressive
+  // filling: every unfrozen op's rate rises as level x its weight until a resource fills, freezing
+  // the ops that use it, or the op reaches its SM-bound rate).
+  constexpr int kR = 4;
+  auto use = [](const ShareDemand& d, int r) -> double {
+    switch (r) {
+      case 0: return d.hbm;
+      case 1: return d.pcie_h2d;
+      case 2: return d.pcie_d2h;
+      default: return d.pcie;
+    }
+  };
+  double left[kR] = {1, 1, 1, 1}, want[kR] = {0, 0, 0, 0};
+  bool any = false;
+  for (std::size_t i = 0; i < n; ++i)
+    for (int r = 0; r < kR; ++r) {
+      double u = use(ops[i], r);
+      if (u <= 0) continue;
+      if (ops[i].fixed_rate)
+        left[r] -= u;
+      else {
+        want[r] += rates[i] * u;
+        any = true;
+      }
+    }
+  if (!any) return;
+  bool contended = false;
+  for (int r = 0; r < kR; ++r) {
+    left[r] = std::max(left[r], 0.0);
+    contended = contended || want[r] > left[r] + kEps;
   }
-  left = std::max(left, 0.0);
-  double want = 0;
-  for (std::size_t i : flex) want += rates[i] * ops[i].hbm;
-  if (want <= left + kEps) return;
-  std::sort(flex.begin(), flex.end(), [&](std::size_t a, std::size_t b) { return rates[a] < rates[b]; });
-  double weight = 0;
-  for (std::size_t i : flex) weight += ops[i].hbm;
-  for (std::size_t k = 0; k < flex.size(); ++k) {
-    std::size_t i = flex[k];
-    double level = weight > 0 ? left / weight : 0;  // the common rate of the ops not yet capped
-    if (rates[i] <= level) {                        // capped below the level: keeps its rate
-      left -= rates[i] * ops[i].hbm;
-      weight -= ops[i].hbm;
-      continue;
+  if (!contended) return;
+  thread_local std::vector<std::uint8_t> frozen;
+  frozen.assign(n, 1);
+  std::size_t open = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    bool uses = false;
+    for (int r = 0; r < kR; ++r) uses = uses || use(ops[i], r) > 0;
+    if (!ops[i].fixed_rate && uses && rates[i] > 0) {
+      frozen[i] = 0;
+      ++open;
+    } else if (!ops[i].fixed_rate) {  // frozen at its SM-bound rate: takes its bandwidth first
+      for (int r = 0; r < kR; ++r) left[r] -= rates[i] * use(ops[i], r);
     }
-    for (std::size_t j = k; j < flex.size(); ++j) {
-      rates[flex[j]] = level;
-      if (binding) (*binding)[flex[j]] = 2;
+  }
+  while (open > 0) {
+    double level = std::numeric_limits<double>::infinity();
+    double weight_sum[kR] = {0, 0, 0, 0};
+    for (std::size_t i = 0; i < n; ++i) {
+      if (frozen[i]) continue;
+      const double w = std::max(1e-6f, ops[i].weight);
+      level = std::min(level, rates[i] / w);  // its SM-bound rate
+      for (int r = 0; r < kR; ++r) weight_sum[r] += w * use(ops[i], r);
     }
-    break;
+    int bottleneck = -1;
+    for (int r = 0; r < kR; ++r)
+      if (weight_sum[r] > 0) {
+        double l = std::max(left[r], 0.0) / weight_sum[r];
+        if (l < level - kEps) {
+          level = l;
+          bottleneck = r;
+        }
+      }
+    for (std::size_t i = 0; i < n; ++i) {
+      if (frozen[i]) continue;
+      const double w = std::max(1e-6f, ops[i].weight);
+      bool at_cap = rates[i] / w <= level + kEps;
+      bool on_bottleneck = bottleneck >= 0 && use(ops[i], bottleneck) > 0;
+      if (!at_cap && !on_bottleneck) continue;
+      if (!at_cap) {
+        rates[i] = level * w;
+        if (binding) (*binding)[i] = bottleneck == 0 ? 2 : 3;
+      }
+      for (int r = 0; r < kR; ++r) left[r] -= rates[i] * use(ops[i], r);
+      frozen[i] = 1;
+      --open;
+    }
   }
 }
 
@@ -233,7 +281,7 @@ void calibrate_sharing(Graph& g, const ShareModel& m) {
         if (d.active.size() >= 2) {
           demands.clear();
           for (auto& a : d.active) demands.push_back(demand_of(a));
-          solve_rates(demands, m.sm_count(dev), rates);
+          solve_rates(demands, m.sm_count(dev), rates, nullptr, m.drain_weight(dev));
           for (std::size_t k = 0; k < d.active.size(); ++k)
             if (rates[k] < 1.0 && !demands[k].fixed_rate) d.active[k].lost += (1.0 - rates[k]) * dt;
         } else {
@@ -288,7 +336,7 @@ void calibrate_sharing(Graph& g, const ShareModel& m) {
           if (t.ops[a.op].start <= earliest) demands.push_back(demand_of(a));
         if (!demands.empty()) {
           demands.push_back(m.demand(i, g));
-          solve_rates(demands, m.sm_count(dev), rates);
+          solve_rates(demands, m.sm_count(dev), rates, nullptr, m.drain_weight(dev));
           if (rates.back() == 0)
             for (const In& in : ins) in.p->set_delay(std::min(in.p->delay(), nominal[{dev, in.p->type()}]));
         }
@@ -298,7 +346,7 @@ void calibrate_sharing(Graph& g, const ShareModel& m) {
     // SMs that one of them released: that one was draining (its last blocks retiring). The
     // earliest-ending holders drain from here until the newcomer has room; a draining kernel keeps
     // its bandwidth demand. (A compute-bound newcomer gains nothing from a drain: it waits.)
-    const bool have_mine = o.kind == OpKind::Kernel && !d.active.empty();
+    const bool have_mine = !d.active.empty();
     ShareDemand mine = have_mine ? m.demand(i, g) : ShareDemand{};
     if (mine.bandwidth_bound() && mine.sms > 0) {
       // It can only be shut out if no SM has room for its footprint: the others claim more than
@@ -313,11 +361,11 @@ void calibrate_sharing(Graph& g, const ShareModel& m) {
         demands.clear();
         for (auto& a : d.active) demands.push_back(demand_of(a));
         demands.push_back(mine);
-        solve_rates(demands, m.sm_count(dev), rates);
+        solve_rates(demands, m.sm_count(dev), rates, nullptr, m.drain_weight(dev));
         if (rates.back() > 0) break;
         DeviceSweep::Active* first = nullptr;
         for (auto& a : d.active)
-          if (!a.draining && t.ops[a.op].kind == OpKind::Kernel && a.demand.sms > 0 && (!first || a.end < first->end)) first = &a;
+          if (!a.draining && a.demand.sms > 0 && (!first || a.end < first->end)) first = &a;
         if (!first) break;
         first->draining = true;
         claims -= static_cast<double>(first->demand.sms) * std::min(1.0f, first->demand.sm_fraction);

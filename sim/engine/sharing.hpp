@@ -33,6 +33,10 @@ struct ShareDemand {
   std::uint32_t sms = 0;    // SMs its blocks spread over (0: none, e.g. a copy engine's copy)
   float sm_fraction = 0;    // of each such SM it holds, 0..1
   float hbm = 0;            // fraction of the achievable HBM bandwidth it moves alone, 0..1
+  float pcie_h2d = 0;       // fraction of the PCIe host-to-device direction it uses alone
+  float pcie_d2h = 0;       // fraction of the device-to-host direction
+  float pcie = 0;           // fraction of the link's bidirectional bandwidth (both directions at once)
+  float weight = 1;         // its share when bandwidth is split (max-min fair by weight)
   bool fixed_rate = false;  // communication: holds resources, keeps its own time
   bool draining = false;    // its last blocks are retiring: its SMs are free for later kernels
   // Bandwidth-bound (moves at least half the achievable bandwidth alone): it progresses on whatever
@@ -47,13 +51,16 @@ class ShareModel {
   virtual ~ShareModel() = default;
   virtual ShareDemand demand(NodeId n, const Graph& g) const = 0;
   virtual std::uint32_t sm_count(std::uint32_t device) const = 0;
+  // How a draining kernel weighs against the kernels taking its SMs when bandwidth is split.
+  virtual double drain_weight(std::uint32_t) const { return 1; }
 };
 
 // Rates (0..1) of ops running together on one GPU, given in start order. `rates` is resized.
-// `binding[i]`: 0 alone or unconstrained, 1 SMs, 2 HBM. A draining op claims no SMs; a
-// compute-bound kernel after a draining one waits for the drain to end (rate 0, no claims).
+// `binding[i]`: 0 alone or unconstrained, 1 SMs, 2 HBM, 3 PCIe. A draining op claims no SMs and,
+// bandwidth-bound, weighs `drain_weight` in the bandwidth split; a compute-bound kernel after a
+// draining one waits for the drain to end (rate 0, no claims).
 void solve_rates(const std::vector<ShareDemand>& ops, std::uint32_t sm_count, std::vector<double>& rates,
-                 std::vector<std::uint8_t>* binding = nullptr);
+                 std::vector<std::uint8_t>* binding = nullptr, double drain_weight = 1);
 
 // Sets g.sharing_lost from the measured overlap of the trace's device ops (see the model card), in
 // one pass over the ops in start order; kernels that started late behind a full GPU get their

@@ -1,7 +1,8 @@
 // Concurrent kernels on one GPU for the contention model (issue 12): each kernel alone, then two at
 // once on two streams, in NVTX ranges (5 rounds each). Copy kernels with a grid-stride loop at full
 // occupancy (8 blocks of 256 threads per SM) and at half (4 per SM), a cuBLAS bf16 GEMM (8192^3),
-// and device-to-device cudaMemcpyAsync (copy engines). Prints CUDA-event medians per case.
+// device-to-device cudaMemcpyAsync (copy engines), pinned host copies over PCIe (H2D pairs, H2D
+// beside D2H), a copy kernel beside a D2D copy. Prints CUDA-event medians per case.
 // Build: nvcc -O3 -arch=sm_90 -o pairs pairs.cu -lcublas -lnvToolsExt (nvtx3 is header-only)
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
@@ -9,6 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <unistd.h>
@@ -62,11 +64,25 @@ int main() {
   F m1 = [&] { CK(cudaMemcpyAsync(b1, a1, bytes, cudaMemcpyDeviceToDevice, sa)); };
   F m2 = [&] { CK(cudaMemcpyAsync(b2, a2, bytes, cudaMemcpyDeviceToDevice, sb)); };
   F gb = [&] { gemm(hb, x2, y2, z2); };
+  // Host copies over PCIe (pinned, 256 MiB each way): two H2D share the link's direction; an H2D and
+  // a D2H use both directions.
+  const size_t hbytes = 256ull << 20;
+  char *h1, *h2, *h3;
+  for (auto** p : {&h1, &h2, &h3}) {
+    CK(cudaMallocHost(p, hbytes));
+    memset(*p, 1, hbytes);
+  }
+  F hd1 = [&] { CK(cudaMemcpyAsync(a1, h1, hbytes, cudaMemcpyHostToDevice, sa)); };
+  F hd2 = [&] { CK(cudaMemcpyAsync(a2, h2, hbytes, cudaMemcpyHostToDevice, sb)); };
+  F dh2 = [&] { CK(cudaMemcpyAsync(h3, b2, hbytes, cudaMemcpyDeviceToHost, sb)); };
+  F md2 = [&] { CK(cudaMemcpyAsync(b2, a2, bytes, cudaMemcpyDeviceToDevice, sb)); };
   std::vector<std::pair<std::string, std::vector<F>>> cases = {
-      {"copy_alone", {cf1}},   {"copy2_alone", {cf2}},        {"copy_copy", {cf1, cf2}},     {"half_alone", {ch1}},
-      {"half2_alone", {ch2}},  {"half_half", {ch1, ch2}},     {"gemm_alone", {g1}},          {"gemm2_alone", {g2}},
-      {"gemm_gemm", {g1, g2}}, {"copy_then_gemm", {cf1, gb}}, {"gemm_then_copy", {g1, cf2}}, {"half_then_gemm", {ch1, gb}},
-      {"memcpy_alone", {m1}},  {"memcpy2_alone", {m2}},       {"memcpy_memcpy", {m1, m2}},
+      {"copy_alone", {cf1}},       {"copy2_alone", {cf2}},        {"copy_copy", {cf1, cf2}},     {"half_alone", {ch1}},
+      {"half2_alone", {ch2}},      {"half_half", {ch1, ch2}},     {"gemm_alone", {g1}},          {"gemm2_alone", {g2}},
+      {"gemm_gemm", {g1, g2}},     {"copy_then_gemm", {cf1, gb}}, {"gemm_then_copy", {g1, cf2}}, {"half_then_gemm", {ch1, gb}},
+      {"memcpy_alone", {m1}},      {"memcpy2_alone", {m2}},       {"memcpy_memcpy", {m1, m2}},   {"h2d_alone", {hd1}},
+      {"h2d2_alone", {hd2}},       {"h2d_h2d", {hd1, hd2}},       {"d2h_alone", {dh2}},          {"h2d_d2h", {hd1, dh2}},
+      {"copy_memcpy", {cf1, md2}}, {"h2d_copy", {hd1, cf2}},
   };
   cudaEvent_t e0, e1, ea, eb;
   CK(cudaEventCreate(&e0));
