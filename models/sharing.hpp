@@ -4,7 +4,7 @@
 //   SMs: blocks spread over min(grid, SMs) SMs; each holds blocks_per_SM x its per-block footprint,
 //     the largest fraction of threads, registers, shared memory or block slots (occupancy model:
 //     blocks per SM from threads, registers and shared memory). No launch configuration: all SMs,
-//     all of each. Copies and memsets run on copy engines: no SMs.
+//     all of each. Host copies run on copy engines: no SMs.
 //   HBM (fraction of the achievable bandwidth moved alone): memory-class kernels (elementwise,
 //     reductions, norms, softmax, copies) 1; GEMMs, convolutions and attention 0.3 (their operands
 //     are re-read from L2; an assumption until the work model gives bytes per kernel); other
@@ -14,9 +14,11 @@
 //     with node.pcie_bidirectional_bandwidth, both directions together share that too (an H2D
 //     beside a D2H on an H200: ~100 GB/s of 2 x 55).
 //   Device-to-device copies and memsets run on the SMs like a full-occupancy copy kernel (an H200
-//     D2D cudaMemcpy launched during a copy kernel starts when that kernel drains). Where the kernel's work is known
-//     (`enable_sharing` given work descriptors: microbenchmarks, shapes), its HBM bytes over what
-//     the achievable bandwidth moves in its time alone instead (a spin loop: 0).
+//     D2D cudaMemcpy launched during a copy kernel starts when that kernel drains).
+//   Where the kernel's work is known (`enable_sharing` given work descriptors: microbenchmarks,
+//     shapes), its HBM bytes over what the achievable bandwidth moves in its time alone replace the
+//     class's HBM fraction (a spin loop: 0).
+//   drain_weight: gpu.drain_weight of the spec (2 measured on the H200; 1 elsewhere).
 // Valid: kernels launched with the trace's geometry on the spec's GPU; synthetic nodes take their
 //   origin op's demand, collectives synthesized from nothing a NCCL ring's (24 blocks of 544
 //   threads, 96 registers, 101 KiB shared memory: an H200 all-reduce's launch).

@@ -8,19 +8,29 @@
 //     first): a later kernel gets only SMs with room left for its footprint; its rate is capped by
 //     the share of the SMs it asked for that it got (a persistent GEMM beside NCCL's 24 blocks:
 //     108 / 132 SMs -> 0.82). A kernel that gets none waits at rate 0.
-//   - HBM: an op moving `hbm` of the achievable bandwidth when alone; rates are then shared
-//     max-min fairly (water-filling: equal rates, capped by each op's SM share, until the sum of
-//     rate x hbm reaches 1).
+//   - Drains: a kernel whose last blocks are retiring frees its SMs to the kernels after it; a
+//     bandwidth-bound newcomer progresses on them, a compute-bound one (which ends a block's time
+//     after its last block is placed) waits for the drain to end. Where a drain begins is learned
+//     from the trace (calibration below) as the fraction of the kernel's alone work left then.
+//   - Bandwidth: HBM, each PCIe direction and the PCIe link as a whole (capacity 1 each); an op
+//     uses a fraction of each alone. Rates are shared max-min fairly by weight (progressive
+//     filling: rates rise as level x weight, capped by each op's SM share, until a resource fills
+//     and freezes its users). Weights are 1 but a bandwidth-bound draining kernel's (drain_weight).
 //   - Communication kernels hold their SMs and bandwidth but keep their own time (rate 1): a
-//     collective's progress is set by its last arrival and the links, not modelled as shared.
-// Rates are re-solved whenever an op starts or finishes on the GPU; an op alone runs at rate 1.
+//     collective's progress is set by its last arrival and the links.
+//   - A copy whose work is done and waits to complete holds nothing.
+// Rates are re-solved whenever an op starts, drains or finishes on the GPU; an op alone runs at 1.
 // Calibration for exact replay: under the overlap a trace shows, an op's alone time is its measured
 //   time less the time sharing cost it there (the integral of 1 - rate over its measured interval),
 //   so that the simulation reproduces the measured durations and a what-if that removes the other
-//   op runs it at its alone time.
-// Not modelled: L2 capacity and bandwidth, NVLink/PCIe links shared by copies and collectives,
-//   copy engines beyond the engine's FIFO resource, stream priorities, and kernels' memory-level
-//   parallelism at partial occupancy.
+//   op runs it at its alone time. Assumed where the trace is ambiguous: a bandwidth-bound kernel
+//   that starts while earlier kernels hold every SM drained the earliest-ending of them from that
+//   moment; a copy shown ending with a later same-kind copy (within 1 % or 5 us) that started
+//   while it ran finished its work when that one began (the copy engines ran them in turn; an
+//   end -> end edge keeps its measured end).
+// Not modelled: L2 capacity and bandwidth, NVLink shared by concurrent collectives and peer copies,
+//   stream priorities, the shape of a drain (blocks leave at one rate; the weight stands for how
+//   the trace splits bandwidth during it).
 #pragma once
 #include <cstdint>
 #include <vector>
