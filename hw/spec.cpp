@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cctype>
 #include <fstream>
+#include <cstdlib>
+#include <sstream>
+#include <filesystem>
 #include <set>
 
 #include "sim/base/error.hpp"
@@ -46,6 +49,56 @@ const char* hw_preset_text(const std::string& name) {
   return it == m.end() ? nullptr : it->second;
 }
 
+std::string user_hw_dir() {
+  if (const char* d = std::getenv("BNECK_HW_DIR"); d && *d) return d;
+  if (const char* x = std::getenv("XDG_DATA_HOME"); x && *x) return std::string(x) + "/bneck/hw";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.local/share/bneck/hw";
+  return "";
+}
+
+std::vector<std::string> installed_hw_names() {
+  std::vector<std::string> out;
+  const std::string dir = user_hw_dir();
+  std::error_code ec;
+  if (dir.empty() || !std::filesystem::is_directory(dir, ec)) return out;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const auto& p = e.path();
+    if (p.extension() == ".json" && e.is_regular_file(ec)) out.push_back(p.stem().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string installed_hw_path(const std::string& name) {
+  const std::string dir = user_hw_dir();
+  if (dir.empty() || name.empty() || name.find('/') != std::string::npos || name == "." || name == "..") return "";
+  std::string p = dir + "/" + name + ".json";
+  std::error_code ec;
+  return std::filesystem::is_regular_file(p, ec) ? p : "";
+}
+
+namespace {
+// A spec's own `match` terms (not inherited), lowercased; empty when it has none.
+std::vector<std::string> match_terms(const std::string& text) {
+  std::vector<std::string> out;
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object() || !j.contains("match") || !j["match"].is_array()) return out;
+  for (const auto& t : j["match"]) {
+    if (!t.is_string()) return {};
+    std::string x = t.get<std::string>();
+    for (char& c : x) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    out.push_back(x);
+  }
+  return out;
+}
+std::string file_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+}  // namespace
+
 std::string preset_for_device_name(const std::string& device_name) {
   auto lower = [](std::string x) {
     for (char& c : x) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -70,8 +123,26 @@ std::string preset_for_device_name(const std::string& device_name) {
 
 std::string preset_for_device(const std::string& device_name) {
   std::string p = preset_for_device_name(device_name);
-  // A calibrated overlay of that preset (hw/calibrated/, made by `bneck calibrate`) wins.
+  // A calibrated overlay of that preset wins: an installed one (the user's own GPU, `bneck hw
+  // install`), then the project's (hw/calibrated/).
+  if (!p.empty() && !installed_hw_path(p + "-calibrated").empty()) return p + "-calibrated";
   if (!p.empty() && hw_preset_text(p + "-calibrated")) return p + "-calibrated";
+  if (!p.empty()) return p;
+  // A GPU with no preset: an installed spec whose own `match` terms all occur in its name (the
+  // validate target writes one from the device's properties).
+  std::string lower = device_name;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::size_t best_terms = 0;
+  for (const auto& name : installed_hw_names()) {
+    auto terms = match_terms(file_text(installed_hw_path(name)));
+    bool all = !terms.empty();
+    for (const auto& t : terms) all = all && lower.find(t) != std::string::npos;
+    if (all && terms.size() > best_terms) {
+      p = name;
+      best_terms = terms.size();
+    }
+  }
+  if (!p.empty() && !installed_hw_path(p + "-calibrated").empty()) return p + "-calibrated";
   return p;
 }
 
@@ -102,7 +173,9 @@ json resolve_json(json j, const std::string& origin, std::vector<std::string>& c
 json resolve(const std::string& name_or_path, std::vector<std::string>& chain, int depth) {
   if (depth > 16) throw InputError(name_or_path, "`extends` chain too deep (a cycle?)");
   json j;
-  if (const char* text = hw_preset_text(name_or_path)) {
+  if (std::string installed = installed_hw_path(name_or_path); !installed.empty()) {
+    j = read_json_file(installed);
+  } else if (const char* text = hw_preset_text(name_or_path)) {
     j = json::parse(text);
   } else {
     std::ifstream probe(name_or_path);
@@ -364,7 +437,9 @@ HwSpec load_hw_json(const nlohmann::json& j, const std::string& origin) {
 }
 
 HwSpec load_target_hw(const std::string& name_or_path) {
-  if (hw_preset_text(name_or_path) && hw_preset_text(name_or_path + "-calibrated")) return load_hw(name_or_path + "-calibrated");
+  const bool named = hw_preset_text(name_or_path) || !installed_hw_path(name_or_path).empty();
+  if (named && (hw_preset_text(name_or_path + "-calibrated") || !installed_hw_path(name_or_path + "-calibrated").empty()))
+    return load_hw(name_or_path + "-calibrated");
   return load_hw(name_or_path);
 }
 

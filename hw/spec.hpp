@@ -155,6 +155,12 @@ std::string preset_for_device_name(const std::string& device_name);
 // The same, preferring its calibrated overlay ("h200-sxm-calibrated") where there is one.
 std::string preset_for_device(const std::string& device_name);
 const char* hw_preset_text(const std::string& name);  // nullptr if none
+// Installed specs (`bneck hw install`, the validate target): $BNECK_HW_DIR, else
+// $XDG_DATA_HOME/bneck/hw, else ~/.local/share/bneck/hw. A name resolves there first
+// (NAME.json), then among the presets, then as a path; device matching reads their `match` too.
+std::string user_hw_dir();
+std::vector<std::string> installed_hw_names();           // NAME of each NAME.json there, sorted
+std::string installed_hw_path(const std::string& name);  // "" when not installed
 // Field paths that carry a number but have no source (empty when every number is sourced).
 std::vector<std::string> unsourced_fields(const HwSpec& h);
 

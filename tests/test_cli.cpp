@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 
 #include "helpers.hpp"
+#include "hw/spec.hpp"
 
 using namespace bneck;
 using namespace bneck::test;
@@ -331,4 +332,75 @@ TEST_CASE("the README's transform list is the registry's; --repeat synthesizes a
   CHECK(j["ranges"][3]["predicted_ns"].get<double>() == Approx(1'476'758 + 1'164'349).epsilon(0.01));
   CHECK(j["ranges"][4]["predicted_ns"] == j["ranges"][4]["baseline_ns"]);
   CHECK(run("whatif '" + demo_trace() + "' --repeat x:iter3").code == 2);
+}
+
+// The validate target's calibration and report steps (validate/validate.sh --measurements), as they
+// run on a machine without a GPU: the committed H200 measurements give the committed overlay's
+// held-out figures, and the overlay is installed where --hw finds it by name.
+TEST_CASE("validate target: calibration, report and install from committed measurements", "[cli][validate]") {
+  fs::path d = tmp_dir() / "validate";
+  fs::remove_all(d);
+  fs::create_directories(d / "hw");
+  std::string cmd = "BNECK_HW_DIR='" + (d / "hw").string() + "' bash '" + source_dir() + "/validate/validate.sh' --out '" +
+                    (d / "out").string() + "' --bneck '" + BNECK_EXE + "' --measurements '" + source_dir() +
+                    "/validate/reference/h200/measurements.json' >'" + (d / "log").string() + "' 2>&1";
+  int st = std::system(cmd.c_str());
+  INFO(slurp(d / "log"));
+  REQUIRE(WIFEXITED(st));
+  REQUIRE(WEXITSTATUS(st) == 0);
+  // The overlay extends the matching preset and carries every calibrated field the reference has.
+  auto overlay = nlohmann::json::parse(slurp(d / "out" / "h200-sxm-calibrated.json"));
+  auto reference = nlohmann::json::parse(slurp(source_dir() + "/hw/calibrated/h200-sxm-calibrated.json"));
+  CHECK(overlay["extends"] == "h200-sxm");
+  for (auto it = reference["gpu"].begin(); it != reference["gpu"].end(); ++it) {
+    INFO("gpu." << it.key());
+    CHECK(overlay["gpu"][it.key()] == it.value());
+  }
+  CHECK(overlay["node"] == reference["node"]);
+  // The summary: the same held-out figures as the committed report (97 held out, 1.3 % / 20.0 %).
+  std::string summary = slurp(d / "out" / "summary.txt");
+  CHECK_THAT(summary, Catch::Contains("97 held-out measurements, median error 1.3 %, 90th percentile 20.0 %"));
+  CHECK_THAT(summary, Catch::Contains("biggest held-out misses"));
+  CHECK(fs::exists(d / "out" / "report.json"));
+  CHECK(fs::exists(d / "out" / "report.svg"));
+  // Installed: `--hw h200-sxm-calibrated` resolves to it, and `hw list` shows it.
+  CHECK(fs::exists(d / "hw" / "h200-sxm-calibrated.json"));
+  std::string list_cmd = "BNECK_HW_DIR='" + (d / "hw").string() + "' " + BNECK_EXE + " hw list >'" + (d / "list").string() + "' 2>&1";
+  REQUIRE(std::system(list_cmd.c_str()) == 0);
+  CHECK_THAT(slurp(d / "list"), Catch::Contains("installed (") && Catch::Contains("h200-sxm-calibrated"));
+  fs::remove_all(d);
+}
+
+TEST_CASE("validate target: a GPU with no preset gets a base spec from its device properties", "[cli][validate]") {
+  fs::path d = tmp_dir() / "validate_nopreset";
+  fs::remove_all(d);
+  fs::create_directories(d / "hw");
+  // The H200 measurements relabelled as an unknown Hopper part (cc 9.0, 100 SMs at 1.5 GHz).
+  auto m = nlohmann::json::parse(slurp(source_dir() + "/validate/reference/h200/measurements.json"));
+  m["device"]["name"] = "NVIDIA Example X1";
+  m["device"]["sm_count"] = 100;
+  m["device"]["clock_khz"] = 1500000;
+  m["device"]["memory_bus_bits"] = 6144;
+  std::ofstream(d / "m.json") << m.dump();
+  std::string cmd = "BNECK_HW_DIR='" + (d / "hw").string() + "' bash '" + source_dir() + "/validate/validate.sh' --out '" +
+                    (d / "out").string() + "' --bneck '" + BNECK_EXE + "' --measurements '" + (d / "m.json").string() + "' >'" +
+                    (d / "log").string() + "' 2>&1";
+  int st = std::system(cmd.c_str());
+  INFO(slurp(d / "log"));
+  REQUIRE(WIFEXITED(st));
+  REQUIRE(WEXITSTATUS(st) == 0);
+  auto base = nlohmann::json::parse(slurp(d / "hw" / "nvidia-example-x1.json"));
+  // Hopper rates per SM and clock x 100 SMs x 1.5 GHz: FP32 256 -> 38.4 TFLOP/s, BF16 tensor
+  // 4096 -> 614.4 TFLOP/s; memory 2 x 3.201 GHz x 6144 bit / 8 = 4916.7 GB/s.
+  CHECK(base["gpu"]["peak"]["fp32"]["simt"] == "38.4 TFLOP/s");
+  CHECK(base["gpu"]["peak"]["bf16"]["tensor"] == "614.4 TFLOP/s");
+  CHECK(base["gpu"]["memory_bandwidth"].get<std::string>().rfind("4916.7", 0) == 0);
+  CHECK_THAT(base["sources"]["gpu.peak"].get<std::string>(), Catch::StartsWith("guessed: Hopper"));
+  auto overlay = nlohmann::json::parse(slurp(d / "out" / "nvidia-example-x1-calibrated.json"));
+  CHECK(overlay["extends"] == "nvidia-example-x1");
+  // Device matching finds the installed overlay for traces from that GPU.
+  setenv("BNECK_HW_DIR", (d / "hw").string().c_str(), 1);
+  CHECK(bneck::preset_for_device("NVIDIA Example X1") == "nvidia-example-x1-calibrated");
+  unsetenv("BNECK_HW_DIR");
+  fs::remove_all(d);
 }

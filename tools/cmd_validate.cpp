@@ -5,6 +5,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "hw/spec.hpp"
 #include "sim/base/error.hpp"
 #include "tools/commands.hpp"
 #include "tools/output.hpp"
@@ -14,14 +15,23 @@ namespace bneck {
 using nlohmann::json;
 
 void add_calibrate(CLI::App& sub, Action& action) {
-  static std::string meas, out, base = "h200-sxm", name;
-  sub.add_option("MEASUREMENTS", meas, "bneck_validate output (validate/bench)")->required();
+  static std::vector<std::string> meas;
+  static std::string out, base = "h200-sxm", name;
+  sub.add_option("MEASUREMENTS", meas, "bneck_validate output (validate/bench); several files are one set")->required();
   sub.add_option("-o,--output", out, "the calibrated spec overlay to write (e.g. hw/calibrated/h200-sxm-calibrated.json)")->required();
-  sub.add_option("--base", base, "the preset the overlay extends")->capture_default_str();
+  sub.add_option("--base", base, "the preset (or installed spec) the overlay extends; 'auto': the preset matching the measured device")
+      ->capture_default_str();
   sub.add_option("--name", name, "the overlay's name (default: BASE-calibrated)");
   sub.callback([&action] {
     action = [] {
       Measurements m = load_measurements(meas);
+      if (base == "auto") {
+        std::string dev = m.device.is_object() ? m.device.value("name", std::string()) : std::string();
+        base = preset_for_device_name(dev);
+        if (base.empty())
+          throw InputError(meas[0], "no preset matches the device '" + dev + "': make a base spec with `bneck hw from-device " + meas[0] +
+                                        "`, install it (`bneck hw install`) and pass its name as --base");
+      }
       Calibration c = calibrate(m, base, name.empty() ? base + "-calibrated" : name);
       write_output(out, [&](std::ostream& o) { o << c.overlay.dump(2) << "\n"; });
       if (out != "-") {
@@ -35,8 +45,9 @@ void add_calibrate(CLI::App& sub, Action& action) {
 }
 
 void add_validate_report(CLI::App& sub, Action& action) {
-  static std::string meas, hw, json_out, svg_out;
-  sub.add_option("MEASUREMENTS", meas, "bneck_validate output")->required();
+  static std::vector<std::string> meas;
+  static std::string hw, json_out, svg_out;
+  sub.add_option("MEASUREMENTS", meas, "bneck_validate output; several files are one set")->required();
   sub.add_option("--hw", hw, "the spec to check (a calibrated overlay or a preset)")->required();
   sub.add_option("--json", json_out, "write JSON to FILE ('-' for stdout)");
   sub.add_option("--svg", svg_out, "predicted vs measured, log-log, to FILE");
@@ -107,8 +118,8 @@ void add_validate_report(CLI::App& sub, Action& action) {
         });
       }
       if (json_out != "-") {
-        std::printf("%s on %s: %zu held-out measurements, median error %.1f %%, 90th percentile %.1f %%\n", h.name.c_str(), meas.c_str(),
-                    r.held_out, r.median_error * 100, r.p90_error * 100);
+        std::printf("%s on %s: %zu held-out measurements, median error %.1f %%, 90th percentile %.1f %%\n", h.name.c_str(),
+                    m.source.c_str(), r.held_out, r.median_error * 100, r.p90_error * 100);
         std::printf("  %-12s %5s %9s %8s %8s %8s\n", "family", "n", "held-out", "MAPE", "median", "p90");
         for (const auto& f : r.families)
           if (f.modelled)
@@ -116,6 +127,24 @@ void add_validate_report(CLI::App& sub, Action& action) {
                         f.p90 * 100);
           else
             std::printf("  %-12s %5zu  (measured; no model predicts it yet)\n", f.family.c_str(), f.n);
+        // The biggest held-out misses: where the model is least to be trusted on this GPU.
+        std::vector<std::size_t> miss;
+        for (std::size_t i = 0; i < m.items.size(); ++i)
+          if (!m.items[i].train && r.predicted[i] > 0) miss.push_back(i);
+        auto err = [&](std::size_t i) { return (r.predicted[i] - m.items[i].time_ns) / m.items[i].time_ns; };
+        std::stable_sort(miss.begin(), miss.end(), [&](std::size_t a, std::size_t b) { return std::fabs(err(a)) > std::fabs(err(b)); });
+        if (!miss.empty()) std::printf("  biggest held-out misses:\n");
+        for (std::size_t k = 0; k < miss.size() && k < 5; ++k) {
+          const auto& x = m.items[miss[k]];
+          std::printf("    %-12s %-22s size %-12.4g measured %-10s predicted %-10s %+.1f%%\n", x.family.c_str(), x.name.c_str(),
+                      measurement_size(x), format_duration(static_cast<TimeNs>(x.time_ns)).c_str(),
+                      format_duration(static_cast<TimeNs>(r.predicted[miss[k]])).c_str(), 100 * err(miss[k]));
+        }
+        if (m.stability.is_object() && m.stability.contains("change") && m.stability["change"].is_number()) {
+          double ch = m.stability["change"].get<double>();
+          std::printf("  stability: the reference copy changed %+.1f %% from the start of the run to the end%s\n", 100 * ch,
+                      std::fabs(ch) > 0.05 ? " (over 5 %: clocks or other work; the figures may not hold)" : "");
+        }
       }
       return 0;
     };

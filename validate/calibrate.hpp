@@ -29,6 +29,7 @@ struct Measurement {
 struct Measurements {
   std::string source;
   nlohmann::json device;
+  nlohmann::json stability;  // the run's reference copy at its start and end (bneck_validate), if recorded
   std::vector<Measurement> items;
 };
 
@@ -37,6 +38,8 @@ double measurement_size(const Measurement& m);
 
 // Throws InputError naming the file and record on malformed input.
 Measurements load_measurements(const std::string& path);
+// Several files (e.g. the single-GPU suite and the NCCL collectives) as one set.
+Measurements load_measurements(const std::vector<std::string>& paths);
 
 struct Calibration {
   nlohmann::json overlay;        // a spec file extending the base preset

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The end-to-end check, in one command on a GPU machine (the lent H200: one device call):
-# build and run the microbenchmarks, calibrate, report the held-out accuracy, capture real
+# The end-to-end check, in one command on a GPU machine (the lent H200: one device call): the
+# validate target's steps (validate/validate.sh: microbenchmarks, calibration, held-out report;
+# `cmake --build build --target validate` runs the same on a machine that builds bneck), then capture real
 # workloads with Nsight Systems and compare bneck's replay and model-mode spans with their
 # measured ones. bneck itself is built here beforehand as a portable binary and carried:
 #   cmake --preset portable && cmake --build build-portable --target bneck
@@ -16,10 +17,8 @@ export NCCL_NVLS_ENABLE=0
 cupti_dirs="-L/usr/local/cuda/lib64 -L/usr/local/cuda/extras/CUPTI/lib64"
 export LD_LIBRARY_PATH="/usr/local/cuda/extras/CUPTI/lib64:${LD_LIBRARY_PATH:-}"
 nvcc -O3 -arch=sm_90 -o /tmp/bneck_validate "$here/validate/bench/bneck_validate.cu" -lcublas -lcublasLt $cupti_dirs -lcupti
-commit=$(git -C "$here" rev-parse --verify -q HEAD 2>/dev/null | head -1 | tr -cd '0-9a-f' || true)
-/tmp/bneck_validate --commit "${commit:-unknown}" > "$out/measurements.json"
-"$bneck" calibrate "$out/measurements.json" -o "$out/h200-sxm-calibrated.json" --name h200-sxm-calibrated
-"$bneck" validate-report "$out/measurements.json" --hw "$out/h200-sxm-calibrated.json" --json "$out/report.json" --svg "$out/report.svg" | tee "$out/report.txt"
+# The validate target's steps (measure, calibrate, report; validate/validate.sh), not installed.
+bash "$here/validate/validate.sh" --out "$out" --bneck "$bneck" --bench /tmp/bneck_validate --no-install
 # Real workloads.
 if [ -f "$here/.nsys/env.sh" ]; then
   export NSYS_ENV="$here/.nsys/env.sh"

@@ -19,6 +19,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cctype>
 #include <chrono>
 #include <cstdio>
@@ -213,7 +214,27 @@ int main(int argc, char** argv) {
     }
   }
   int reps = quick ? 5 : 21;
-  int dev = 0;
+  int dev = 0, devices = 0;
+  // Refuse clearly (exit 2, one line) where nothing can be measured.
+  cudaError_t ce = cudaGetDeviceCount(&devices);
+  if (ce == cudaErrorInsufficientDriver) {
+    int drv = 0, rt = 0;
+    cudaDriverGetVersion(&drv);
+    cudaRuntimeGetVersion(&rt);
+    std::fprintf(stderr,
+                 "bneck_validate: the NVIDIA driver supports CUDA %d.%d, older than this build's runtime %d.%d: update the driver\n",
+                 drv / 1000, drv % 1000 / 10, rt / 1000, rt % 1000 / 10);
+    return 2;
+  }
+  if (ce == cudaErrorNoDevice || (ce == cudaSuccess && devices == 0)) {
+    const char* vis = std::getenv("CUDA_VISIBLE_DEVICES");
+    std::fprintf(stderr, "bneck_validate: no CUDA GPU visible (CUDA_VISIBLE_DEVICES=%s)\n", vis ? vis : "unset");
+    return 2;
+  }
+  if (ce != cudaSuccess) {
+    std::fprintf(stderr, "bneck_validate: cannot use the GPU: %s\n", cudaGetErrorString(ce));
+    return 2;
+  }
   CK(cudaSetDevice(dev));
   cudaDeviceProp p;
   CK(cudaGetDeviceProperties(&p, dev));
@@ -222,11 +243,21 @@ int main(int argc, char** argv) {
   CK(cudaRuntimeGetVersion(&runtime));
   CK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, dev));
   CK(cudaDeviceGetAttribute(&mem_clock_khz, cudaDevAttrMemoryClockRate, dev));
+  int bus_bits = 0, smem_sm = 0, smem_block = 0, regs_sm = 0, threads_sm = 0, blocks_sm = 0;
+  CK(cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, dev));
+  CK(cudaDeviceGetAttribute(&smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
+  CK(cudaDeviceGetAttribute(&smem_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  CK(cudaDeviceGetAttribute(&regs_sm, cudaDevAttrMaxRegistersPerMultiprocessor, dev));
+  CK(cudaDeviceGetAttribute(&threads_sm, cudaDevAttrMaxThreadsPerMultiProcessor, dev));
+  CK(cudaDeviceGetAttribute(&blocks_sm, cudaDevAttrMaxBlocksPerMultiprocessor, dev));
   std::printf("{\n  \"format\": \"bneck-measurements\", \"version\": 1, \"git_commit\": \"%s\",\n", commit);
   std::printf(
       "  \"device\": {\"name\": \"%s\", \"cc\": \"%d.%d\", \"sm_count\": %d, \"clock_khz\": %d, \"memory_clock_khz\": %d, "
-      "\"memory_bytes\": %zu, \"l2_bytes\": %d, \"driver\": %d, \"runtime\": %d},\n  \"measurements\": [\n",
-      p.name, p.major, p.minor, p.multiProcessorCount, clock_khz, mem_clock_khz, p.totalGlobalMem, p.l2CacheSize, driver, runtime);
+      "\"memory_bytes\": %zu, \"l2_bytes\": %d, \"driver\": %d, \"runtime\": %d, \"memory_bus_bits\": %d, "
+      "\"shared_memory_per_sm\": %d, \"shared_memory_per_block\": %d, \"registers_per_sm\": %d, \"max_threads_per_sm\": %d, "
+      "\"max_blocks_per_sm\": %d},\n  \"measurements\": [\n",
+      p.name, p.major, p.minor, p.multiProcessorCount, clock_khz, mem_clock_khz, p.totalGlobalMem, p.l2CacheSize, driver, runtime, bus_bits,
+      smem_sm, smem_block, regs_sm, threads_sm, blocks_sm);
   const size_t MiB = 1ull << 20;
   size_t pool_bytes = (quick ? 3ull : 6ull) << 30;
   char* pool;
@@ -243,6 +274,14 @@ int main(int argc, char** argv) {
       CK(cudaDeviceSynchronize());
     }
   }
+  // Stability: a reference copy timed now and at the end; a GPU whose clocks move or that other
+  // work shares gives figures that do not hold.
+  auto reference_ns = [&] {
+    size_t n = (256 * MiB) / 16;
+    return 1e6 *
+           median_ms([&](int) { k_copy<float4><<<(unsigned)(n / 256), 256>>>((float4*)pool, (const float4*)(pool + 256 * MiB), n); }, 11);
+  };
+  const double ref_start = reference_ns();
 
   auto want = [&](const char* family) { return only.empty() || only == family; };
   if (only.empty()) {  // every family but memcpy (below)
@@ -568,8 +607,18 @@ int main(int argc, char** argv) {
     CU(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMCPY));
     CK(cudaFreeHost(hp));
   }
+  const double ref_end = reference_ns();
+  const double change = ref_start > 0 ? (ref_end - ref_start) / ref_start : 0;
   CK(cudaFree(pool));
   CK(cudaDeviceSynchronize());
-  std::printf("\n  ]\n}\n");
+  std::printf(
+      "\n  ],\n  \"stability\": {\"reference\": \"copy 256 MiB, 16-byte accesses\", \"start_ns\": %.0f, \"end_ns\": %.0f, \"change\": "
+      "%.4f}\n}\n",
+      ref_start, ref_end, change);
+  if (std::fabs(change) > 0.05)
+    std::fprintf(stderr,
+                 "bneck_validate: warning: the reference copy took %.1f %% %s at the end than at the start (clocks or other work on the "
+                 "GPU): the figures may not hold\n",
+                 100 * std::fabs(change), change > 0 ? "longer" : "less");
   return 0;
 }
