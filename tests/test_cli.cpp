@@ -335,15 +335,16 @@ TEST_CASE("the README's transform list is the registry's; --repeat synthesizes a
 }
 
 // The validate target's calibration and report steps (validate/validate.sh --measurements), as they
-// run on a machine without a GPU: the committed H200 measurements give the committed overlay's
-// held-out figures, and the overlay is installed where --hw finds it by name.
+// run on a machine without a GPU: the committed H200 measurements (one GPU, and NCCL on two) give
+// the committed overlay and its held-out figures, and the overlay is installed where --hw finds it.
 TEST_CASE("validate target: calibration, report and install from committed measurements", "[cli][validate]") {
   fs::path d = tmp_dir() / "validate";
   fs::remove_all(d);
   fs::create_directories(d / "hw");
   std::string cmd = "BNECK_HW_DIR='" + (d / "hw").string() + "' bash '" + source_dir() + "/validate/validate.sh' --out '" +
                     (d / "out").string() + "' --bneck '" + BNECK_EXE + "' --measurements '" + source_dir() +
-                    "/validate/reference/h200/measurements.json' >'" + (d / "log").string() + "' 2>&1";
+                    "/validate/reference/h200/measurements.json' '" + source_dir() + "/validate/reference/h200/collectives_2gpu.json' >'" +
+                    (d / "log").string() + "' 2>&1";
   int st = std::system(cmd.c_str());
   INFO(slurp(d / "log"));
   REQUIRE(WIFEXITED(st));
@@ -357,9 +358,9 @@ TEST_CASE("validate target: calibration, report and install from committed measu
     CHECK(overlay["gpu"][it.key()] == it.value());
   }
   CHECK(overlay["node"] == reference["node"]);
-  // The summary: the same held-out figures as the committed report (97 held out, 1.3 % / 20.0 %).
+  // The summary: the same held-out figures as the committed report (139 held out, 2.5 % / 11.2 %).
   std::string summary = slurp(d / "out" / "summary.txt");
-  CHECK_THAT(summary, Catch::Contains("97 held-out measurements, median error 1.3 %, 90th percentile 20.0 %"));
+  CHECK_THAT(summary, Catch::Contains("139 held-out measurements, median error 2.5 %, 90th percentile 11.2 %"));
   CHECK_THAT(summary, Catch::Contains("biggest held-out misses"));
   CHECK(fs::exists(d / "out" / "report.json"));
   CHECK(fs::exists(d / "out" / "report.svg"));

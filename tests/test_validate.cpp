@@ -55,7 +55,9 @@ TEST_CASE("calibration on the H200 measurements predicts the held-out half", "[v
 }
 
 TEST_CASE("the committed calibrated overlay is what calibrate writes from the committed measurements", "[validate]") {
-  Measurements m = load_measurements(reference());
+  // The single-GPU suite and NCCL collectives on two H200s (the validate target on nvidia-h200-x2).
+  Measurements m =
+      load_measurements(std::vector<std::string>{reference(), source_dir() + "/validate/reference/h200/collectives_2gpu.json"});
   Calibration c = calibrate(m, "h200-sxm", "h200-sxm-calibrated");
   std::ifstream in(source_dir() + "/hw/calibrated/h200-sxm-calibrated.json");
   REQUIRE(in);

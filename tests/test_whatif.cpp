@@ -6,6 +6,9 @@
 #include "helpers.hpp"
 #include "sim/base/error.hpp"
 #include "tools/views/whatif_view.hpp"
+#include "models/collective.hpp"
+#include <fstream>
+#include <unistd.h>
 
 using namespace bneck;
 using namespace bneck::test;
@@ -114,4 +117,40 @@ TEST_CASE("transforms parse, compose, and reject bad input", "[whatif]") {
   // Scaling by 2 then by 0.5 is the baseline again.
   WhatIfReport w = whatif(demo_trace(), "iter.*", {parse_transform("scale", "2:kind=kernel"), parse_transform("scale", "0.5:kind=kernel")});
   CHECK(w.predicted_ns == Approx(static_cast<double>(w.baseline_ns)).epsilon(1e-4));
+}
+
+TEST_CASE("data-parallel what-if: a 1-rank DDP step gets its bucket all-reduces (hand-computed)", "[whatif][parallel]") {
+  // One host thread (lane 0) and one stream (lane 1). The backward kernel g (0.1..4 ms) makes the
+  // gradients; DDP then calls an all-reduce of 64 MiB fp32 (in_nelems 16777216) at 4.1 ms, which a
+  // 1-rank run launches no kernel for; at 5 ms the bucket copy back (copy_bucket_to_grad) launches
+  // c (5.01..5.11 ms). On 2 GPUs the all-reduce is launched by the host call before the range (the
+  // launch of g, ended at 0.05 ms: gap 4.05 ms + the launch latency), waits for g (4 ms), and takes
+  // the collective model's time T; c waits for it.
+  const char* w = R"({"format": "bneck-workload", "measured": true,
+    "devices": [{"name": "NVIDIA H200", "sm_count": 132, "compute_capability": "9.0"}],
+    "lanes": [{"kind": "thread", "name": "host"}, {"kind": "stream", "name": "s", "device": 0}],
+    "ops": [
+      {"kind": "api", "name": "cudaLaunchKernel", "lane": 0, "start": "0 ms", "duration": "50 us", "api_class": "launch"},
+      {"kind": "kernel", "name": "sm80_gemm_backward", "lane": 1, "start": "100 us", "end": "4 ms", "launched_by": 0},
+      {"kind": "api", "name": "cudaLaunchKernel", "lane": 0, "start": "5 ms", "duration": "10 us", "api_class": "launch"},
+      {"kind": "kernel", "name": "vectorized_elementwise_kernel copy", "lane": 1, "start": "5010 us", "duration": "100 us", "launched_by": 2}],
+    "ranges": [
+      {"name": "step0", "lane": 0, "start": "0 ms", "end": "6 ms"},
+      {"name": "record_param_comms, collective = allreduce, in_nelems = 16777216, out_nelems = 16777216, dtype = Float, group = 0, group_ranks = [0], group_size = 1",
+       "lane": 0, "start": "4100 us", "end": "4130 us"},
+      {"name": "torch.distributed.ddp.reducer::copy_bucket_to_grad, sizes = [[4096]]", "lane": 0, "start": "4990 us", "end": "5020 us"}]})";
+  std::string path = "/tmp/bneck_dp_" + std::to_string(::getpid()) + ".json";
+  std::ofstream(path) << w;
+  WhatIfReport r = whatif(path, "step0", {parse_transform("data-parallel", "2")});
+  REQUIRE(r.ranges.size() == 1);
+  const HwSpec hw = load_hw("h200-sxm-calibrated");
+  const TimeNs T = collective_time(hw, CollKind::AllReduce, 64ull << 20, 2).time_ns;
+  // The all-reduce starts at max(4 ms after g, 0.05 + 4.05 ms + launch latency) and ends T later;
+  // c then starts (it was at 5.01 ms) and runs 0.1 ms: the step's device span ends there.
+  const TimeNs ar_start = std::max<TimeNs>(4 * kNsPerMs, 4100 * kNsPerUs + hw.gpu.launch_latency);
+  const TimeNs c_end = std::max<TimeNs>(5010 * kNsPerUs, ar_start + T) + 100 * kNsPerUs;
+  INFO("T = " << T << " ns, all-reduce from " << ar_start << " ns");
+  CHECK(T > 200 * kNsPerUs);  // 64 MiB over NVLink at ~290 GB/s bus bandwidth: about 0.25 ms
+  CHECK(r.ranges[0].predicted_ns == c_end - 100 * kNsPerUs);
+  std::remove(path.c_str());
 }

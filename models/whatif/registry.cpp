@@ -5,12 +5,12 @@
 namespace bneck {
 
 extern const TransformDef kScaleTransform, kRemoveTransform, kFuseTransform, kPrecisionTransform, kCudaGraphTransform, kHwTransform,
-    kOverlapCommTransform, kRanksTransform, kRepeatTransform;
+    kOverlapCommTransform, kRanksTransform, kRepeatTransform, kDataParallelTransform;
 
 const std::vector<const TransformDef*>& transform_registry() {
   static const std::vector<const TransformDef*> table = {
       &kScaleTransform, &kRemoveTransform,      &kFuseTransform,  &kPrecisionTransform, &kCudaGraphTransform,
-      &kHwTransform,    &kOverlapCommTransform, &kRanksTransform, &kRepeatTransform,
+      &kHwTransform,    &kOverlapCommTransform, &kRanksTransform, &kRepeatTransform, &kDataParallelTransform,
   };
   return table;
 }

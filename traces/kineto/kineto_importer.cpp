@@ -435,6 +435,8 @@ class Reader : public nlohmann::json::json_sax_t {
              ", group_ranks = [" + ev_.pg_ranks + "], group_size = " + std::to_string(ev_.group_size);
     } else if (ev_.has_dims && !ev_.dims.empty()) {
       name = ev_.name + ", sizes = " + dims_text(ev_.dims);
+    } else if (ev_.name.rfind("torch.distributed.ddp.reducer::", 0) == 0) {
+      name = ev_.name;  // DDP's reducer steps (copy_bucket_to_grad: after the bucket all-reduces)
     } else {
       return;  // a cpu_op without shapes: nothing the models use
     }

@@ -1,0 +1,199 @@
+// --data-parallel N. Model card: data parallelism (DDP) from a trace of the same program on fewer
+//   GPUs. Weak scaling (a fixed per-GPU batch: every rank does the traced rank's work); ranks are
+//   symmetric, so one rank is simulated.
+// Captures: DDP's gradient buckets. Each all-reduce call the trace records (a `record_param_comms`
+//   range of collective allreduce: its message size and dtype) becomes an all-reduce of N ranks on
+//   a communication stream of its GPU, timed by the collective model on the case's spec (calibrated
+//   NCCL paths where the spec has them). Where a 1-rank trace has no kernel for it (NCCL launches
+//   none), one is synthesized: it is launched by the host call before the range (plus the launch
+//   latency) and waits for the device work submitted before it (ProcessGroupNCCL makes its stream
+//   wait for the current one). DDP's finalize waits for the buckets before it copies them back to
+//   the gradients: the device ops of the following `torch.distributed.ddp.reducer::copy_bucket_to_grad`
+//   range wait for every all-reduce called since the previous such wait. Collectives that have
+//   kernels (a trace of 2+ ranks) are re-timed for N ranks as --ranks does.
+//   The synthesized kernels share the GPU with compute (NCCL's SM footprint, sharing model).
+// Not modelled: stragglers and skew between ranks, gradient compression, DDP's bucket rebuild on
+//   the first iteration, and a trace without DDP's annotations (no all-reduce calls: nothing to
+//   synthesize; the log says so).
+#include <algorithm>
+#include <map>
+
+#include "models/collective.hpp"
+#include "models/whatif/transform.hpp"
+#include "sim/analysis/analysis.hpp"
+#include "sim/base/error.hpp"
+
+namespace bneck {
+namespace {
+
+// "record_param_comms, collective = allreduce, in_nelems = 16781312, ..., dtype = Float, ...,
+// group_size = 1" (the Kineto importer's range name).
+struct CommCall {
+  std::size_t range;
+  Bytes bytes = 0;
+  std::uint32_t group = 1;
+};
+
+std::int64_t field_int(const std::string& n, const char* key) {
+  auto p = n.find(key);
+  if (p == std::string::npos) return -1;
+  try {
+    return std::stoll(n.substr(p + std::char_traits<char>::length(key)));
+  } catch (const std::exception&) { return -1; }
+}
+
+std::string field_str(const std::string& n, const char* key) {
+  auto p = n.find(key);
+  if (p == std::string::npos) return "";
+  p += std::char_traits<char>::length(key);
+  auto e = n.find(',', p);
+  return n.substr(p, e == std::string::npos ? std::string::npos : e - p);
+}
+
+double dtype_size(const std::string& d) {
+  if (d == "Float" || d == "Int" || d == "float32") return 4;
+  if (d == "BFloat16" || d == "Half" || d == "bfloat16" || d == "float16") return 2;
+  if (d == "Double" || d == "Long") return 8;
+  if (d == "Byte" || d == "Char" || d == "Bool" || d.rfind("Float8", 0) == 0) return 1;
+  return 4;
+}
+
+class DataParallel : public TransformStep {
+ public:
+  explicit DataParallel(std::uint32_t ranks) : ranks_(ranks) {}
+  void apply(const WhatIfContext& ctx, WhatIfCase& c) const override {
+    const Trace& t = ctx.trace;
+    // Collectives with kernels: re-timed for N ranks.
+    std::size_t retimed = 0;
+    for (const Collective& col : t.collectives) {
+      TimeNs a = collective_time(c.spec, col.kind, col.bytes, col.ranks()).time_ns,
+             b = collective_time(c.spec, col.kind, col.bytes, ranks_).time_ns;
+      double ratio = a > 0 ? static_cast<double>(b) / static_cast<double>(a) : 1.0;
+      for (OpId m : col.members) c.durations[m] = static_cast<TimeNs>(std::llround(static_cast<double>(c.durations[m]) * ratio));
+      retimed += col.members.size();
+    }
+    // All-reduce calls without kernels (a 1-rank trace) and DDP's waits, per host thread, by start.
+    std::map<LaneId, std::vector<CommCall>> calls;
+    std::map<std::uint32_t, std::vector<std::size_t>> waits;  // per process (any of its threads)
+    for (std::size_t r = 0; r < t.ranges.size(); ++r) {
+      const std::string& n = t.strings.str(t.ranges[r].name);
+      if (n.rfind("record_param_comms", 0) == 0 && field_str(n, "collective = ") == "allreduce") {
+        std::int64_t group = field_int(n, "group_size = "), elems = field_int(n, "in_nelems = ");
+        if (group > 1 || elems <= 0) continue;  // 2+ ranks: its kernels exist (re-timed above)
+        calls[t.ranges[r].lane].push_back(
+            {r, static_cast<Bytes>(static_cast<double>(elems) * dtype_size(field_str(n, "dtype = "))), static_cast<std::uint32_t>(1)});
+      } else if (n.rfind("torch.distributed.ddp.reducer::copy_bucket_to_grad", 0) == 0) {
+        waits[t.lanes[t.ranges[r].lane].process].push_back(r);
+      }
+    }
+    if (calls.empty()) {
+      c.log.push_back(text + ": " + std::to_string(retimed) + " communication kernels re-timed for " + std::to_string(ranks_) +
+                      " ranks; no 1-rank all-reduce calls (record_param_comms) to synthesize");
+      return;
+    }
+    RangeIndex idx(t);
+    Graph& g = c.edit_graph();
+    GraphEditor ed(g, text);
+    // Per process (any of its threads: backward runs on autograd's), API ops by start, and the
+    // device op each launched.
+    std::map<std::uint32_t, std::vector<std::pair<TimeNs, OpId>>> api;
+    std::vector<OpId> device_of_api(t.ops.size(), kNone);
+    for (OpId i = 0; i < t.ops.size(); ++i) {
+      const Op& o = t.ops[i];
+      if (o.kind == OpKind::Api) api[t.lanes[o.lane].process].emplace_back(o.start, i);
+      if (is_device_op(o.kind) && o.link != kNone && !(o.flags & Op::kFlagNccl)) device_of_api[o.link] = i;
+    }
+    std::map<std::uint32_t, LaneId> comm_lane;  // per device
+    std::size_t synthesized = 0, waited = 0;
+    Bytes total = 0;
+    TimeNs comm_ns = 0;
+    for (auto& [lane, cs] : calls) {
+      auto& calls_api = api[t.lanes[lane].process];
+      std::sort(calls_api.begin(), calls_api.end());
+      std::vector<NodeId> pending;  // all-reduces not yet waited for
+      const auto& ws = waits[t.lanes[lane].process];
+      std::size_t wi = 0;
+      auto flush_waits = [&](TimeNs until) {
+        for (; wi < ws.size() && t.ranges[ws[wi]].start < until; ++wi) {
+          if (pending.empty()) continue;
+          std::vector<OpId> dev;
+          idx.device_ops(ws[wi], dev);
+          if (dev.empty()) continue;
+          OpId first = *std::min_element(dev.begin(), dev.end(), [&](OpId a, OpId b) { return t.ops[a].start < t.ops[b].start; });
+          for (NodeId n : pending) ed.add_edge(n, first, EdgeType::Event, DepType::EndToStart, 0);
+          ++waited;
+          pending.clear();
+        }
+      };
+      OpId last_device = kNone;
+      std::size_t ai = 0;
+      for (const CommCall& call : cs) {
+        const Range& r = t.ranges[call.range];
+        flush_waits(r.start);
+        // The host call before the range on its thread, and the device work its process had
+        // submitted by then.
+        OpId anchor = kNone;
+        for (; ai < calls_api.size() && calls_api[ai].first <= r.start; ++ai)
+          if (device_of_api[calls_api[ai].second] != kNone) last_device = device_of_api[calls_api[ai].second];
+        for (std::size_t k = ai; k-- > 0;)
+          if (t.ops[calls_api[k].second].lane == lane) {
+            anchor = calls_api[k].second;
+            break;
+          }
+        if (anchor == kNone || last_device == kNone) continue;
+        std::uint32_t dev = t.lanes[t.ops[last_device].lane].device;
+        auto [it, fresh] = comm_lane.emplace(dev, kNone);
+        if (fresh) {
+          GraphLane gl;
+          gl.kind = LaneKind::Stream;
+          gl.device = dev;
+          gl.process = g.lanes[t.ops[last_device].lane].process;
+          gl.name = "NCCL stream (data-parallel, GPU " + std::to_string(dev) + ")";
+          it->second = ed.add_lane(gl);
+        }
+        TimeNs d = collective_time(c.spec, CollKind::AllReduce, call.bytes, ranks_).time_ns;
+        NewNode nn;
+        nn.name = "ncclAllReduce (data-parallel " + std::to_string(ranks_) + " ranks, " + format_bytes(call.bytes) + ")";
+        nn.kind = OpKind::Kernel;
+        nn.lane = it->second;
+        nn.source = DurationSource::Fixed;
+        nn.fixed_ns = d;
+        nn.nccl = true;
+        NodeId n = ed.add_node(nn);
+        TimeNs gap = std::max<TimeNs>(0, r.start - t.ops[anchor].end());
+        ed.add_edge(anchor, n, EdgeType::Launch, DepType::EndToStart, gap + c.spec.gpu.launch_latency);
+        ed.add_edge(last_device, n, EdgeType::Event, DepType::EndToStart, 0);
+        pending.push_back(n);
+        ++synthesized;
+        total += call.bytes;
+        comm_ns += d;
+      }
+      flush_waits(std::numeric_limits<TimeNs>::max());
+    }
+    ed.commit();
+    c.log.push_back(text + ": " + std::to_string(synthesized) + " all-reduces of " + format_bytes(total) + " for " +
+                    std::to_string(ranks_) + " ranks (" + format_duration(comm_ns) + " by the collective model on " + c.spec.name +
+                    "), waited for at " + std::to_string(waited) + " bucket copies" +
+                    (retimed ? "; " + std::to_string(retimed) + " communication kernels re-timed" : std::string()));
+  }
+
+ private:
+  std::uint32_t ranks_;
+};
+
+std::unique_ptr<TransformStep> parse(const std::string& arg) {
+  try {
+    std::size_t pos = 0;
+    long v = std::stol(arg, &pos);
+    if (pos != arg.size() || v < 1 || v > 1'000'000) throw std::invalid_argument(arg);
+    return std::make_unique<DataParallel>(static_cast<std::uint32_t>(v));
+  } catch (const std::exception&) { throw InputError("--data-parallel " + arg + ": expected a number of GPUs (1 .. 1000000)"); }
+}
+
+}  // namespace
+
+extern const TransformDef kDataParallelTransform{
+    "data-parallel", "N", TransformDef::Arg::Required,
+    "DDP on N GPUs: the trace's gradient all-reduces (synthesized where a 1-rank trace has none) timed for N ranks", parse};
+
+}  // namespace bneck
