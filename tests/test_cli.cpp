@@ -10,7 +10,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <sys/stat.h>
 #include <sys/wait.h>
+
+#include <thread>
 
 #include "helpers.hpp"
 #include "hw/spec.hpp"
@@ -403,5 +406,36 @@ TEST_CASE("validate target: a GPU with no preset gets a base spec from its devic
   setenv("BNECK_HW_DIR", (d / "hw").string().c_str(), 1);
   CHECK(bneck::preset_for_device("NVIDIA Example X1") == "nvidia-example-x1-calibrated");
   unsetenv("BNECK_HW_DIR");
+  fs::remove_all(d);
+}
+
+TEST_CASE("outputs: a symlink is followed, a FIFO written in place, a directory refused", "[cli][output]") {
+  fs::path d = tmp_dir() / "outputs";
+  fs::remove_all(d);
+  fs::create_directories(d);
+  // A symlink to a file: the file gets the JSON, the link stays a link, no temporary is left.
+  std::ofstream(d / "real.json") << "old";
+  fs::create_symlink(d / "real.json", d / "link.json");
+  Run r = run("replay '" + demo_trace() + "' --json '" + (d / "link.json").string() + "'");
+  REQUIRE(r.code == 0);
+  CHECK(fs::is_symlink(d / "link.json"));
+  CHECK(nlohmann::json::parse(slurp(d / "real.json")).contains("makespan_ns"));
+  std::size_t files = 0;
+  for (const auto& e : fs::directory_iterator(d)) files += e.path().filename().string().find(".tmp.") == std::string::npos ? 1 : 100;
+  CHECK(files == 2);
+  // A FIFO (as /dev/null or a pipe would be): written in place, still a FIFO afterwards.
+  fs::path fifo = d / "pipe";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  std::string got;
+  std::thread reader([&] { got = slurp(fifo); });
+  Run w = run("replay '" + demo_trace() + "' --json '" + fifo.string() + "'");
+  reader.join();
+  CHECK(w.code == 0);
+  CHECK(fs::is_fifo(fifo));
+  CHECK(nlohmann::json::parse(got).contains("makespan_ns"));
+  // A directory: refused, exit 2, named.
+  Run dir = run("replay '" + demo_trace() + "' --json '" + d.string() + "'");
+  CHECK(dir.code == 2);
+  CHECK_THAT(dir.err, Catch::Contains(d.string()) && Catch::Contains("is a directory"));
   fs::remove_all(d);
 }

@@ -114,9 +114,8 @@ void add_sweep(CLI::App& sub, Action& action) {
         vy = parse_vary(vary);
       else if (!svg.empty())
         throw InputError("--svg needs --vary");
-      // Specs: presets, files, or derived overlays written next to nothing (kept in memory as JSON files in a temp dir).
+      // Specs: presets, files, or derived overlays (inline JSON specs, kept in memory).
       std::vector<Case> cases;
-      std::vector<std::string> temp_files;
       for (const auto& h : hws) {
         (void)load_hw(h);                                        // fail early with the preset list
         std::vector<std::pair<std::string, std::string>> specs;  // (spec to load, vary value)
@@ -129,10 +128,7 @@ void add_sweep(CLI::App& sub, Action& action) {
                             {"gpu", json::object()},
                             {"sources", {{"gpu." + vy->field, "bneck sweep --vary"}}}};
             overlay["gpu"][vy->field] = vy->field == "sm_count" ? json(std::stoul(val)) : json(val);
-            std::string path = "/tmp/bneck_sweep_" + std::to_string(::getpid()) + "_" + std::to_string(temp_files.size()) + ".json";
-            std::ofstream(path) << overlay.dump();
-            temp_files.push_back(path);
-            specs.push_back({path, val});
+            specs.push_back({overlay.dump(), val});  // an inline spec: no temporary file
           }
         for (const auto& [spec, val] : specs)
           for (const auto& sc : scs) {
@@ -148,7 +144,6 @@ void add_sweep(CLI::App& sub, Action& action) {
       std::optional<std::regex> re;
       if (!range.empty()) re = range_regex(range);
       run_sweep(t, source_hw, re, jobs, cases);
-      for (const auto& f : temp_files) std::remove(f.c_str());
       for (const auto& c : cases)
         if (!c.error.empty()) throw InputError("sweep case " + c.hw + " / " + c.scenario + ": " + c.error);
       auto write_csv = [&](std::ostream& o) {

@@ -11,14 +11,26 @@
 #include "models/retarget.hpp"
 #include "models/sharing.hpp"
 
+#include <nlohmann/json.hpp>
+
 namespace bneck {
 namespace {
+
+// A spec given inline as a JSON object (what `sweep --vary` derives) or by preset name or path.
+HwSpec load_spec(const std::string& spec) {
+  if (!spec.empty() && spec.front() == '{') {
+    nlohmann::json j = nlohmann::json::parse(spec, nullptr, false);
+    if (!j.is_object()) throw InputError("--hw " + spec.substr(0, 60) + ": not a JSON object");
+    return load_hw_json(j, j.value("name", std::string("inline spec")));
+  }
+  return load_target_hw(spec);
+}
 
 class Hw : public TransformStep {
  public:
   explicit Hw(std::string spec) : spec_(std::move(spec)) {}
   void apply(const WhatIfContext& ctx, WhatIfCase& c) const override {
-    HwSpec target = load_target_hw(spec_);
+    HwSpec target = load_spec(spec_);
     RetargetCostModel m(ctx.trace, c.spec, target, DurationMode::Hybrid);
     TimeNs before = 0, after = 0;
     for (OpId i = 0; i < ctx.trace.ops.size(); ++i) {
@@ -40,7 +52,7 @@ class Hw : public TransformStep {
 };
 
 std::unique_ptr<TransformStep> parse(const std::string& arg) {
-  (void)load_hw(arg);  // fails early with the preset list
+  (void)load_spec(arg);  // fails early with the preset list
   return std::make_unique<Hw>(arg);
 }
 
