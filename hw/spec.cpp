@@ -160,6 +160,8 @@ void merge(json& base, const json& over) {
 }
 
 json read_json_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw InputError(path, "is a directory, not a hardware spec");
   std::ifstream in(path);
   if (!in) throw InputError(path, "cannot open hardware spec");
   try {

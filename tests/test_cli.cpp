@@ -439,3 +439,46 @@ TEST_CASE("outputs: a symlink is followed, a FIFO written in place, a directory 
   CHECK_THAT(dir.err, Catch::Contains(d.string()) && Catch::Contains("is a directory"));
   fs::remove_all(d);
 }
+
+TEST_CASE("fuzz findings: directories, --jobs, WAL inputs, views and non-UTF-8 names", "[cli][robust]") {
+  fs::path d = tmp_dir() / "robust";
+  fs::remove_all(d);
+  fs::create_directories(d);
+  // A directory where a file is expected: exit 2, one line naming it.
+  for (const std::string& cmd :
+       {"whatif '" + demo_trace() + "' --hw '" + d.string() + "'", "whatif '" + demo_trace() + "' --scenario '" + d.string() + "'",
+        "calibrate '" + d.string() + "' -o '" + (d / "x.json").string() + "'", "validate-report '" + d.string() + "' --hw h200-sxm"}) {
+    INFO(cmd);
+    Run r = run(cmd);
+    CHECK(r.code == 2);
+    CHECK(lines(r.err) == 1);
+    CHECK_THAT(r.err, Catch::Contains(d.string()) && Catch::Contains("is a directory"));
+  }
+  CHECK(run("sweep '" + demo_trace() + "' --hw h200-sxm --jobs 100000").code == 2);
+  // A WAL-mode copy of the demo trace: read immutable, nothing created beside it.
+  fs::copy_file(demo_trace(), d / "wal.sqlite");
+  {
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open((d / "wal.sqlite").c_str(), &db) == SQLITE_OK);
+    sqlite3_exec(db, "PRAGMA journal_mode=WAL;", nullptr, nullptr, nullptr);
+    sqlite3_close(db);
+  }
+  for (const char* side : {"wal.sqlite-wal", "wal.sqlite-shm"}) fs::remove(d / side);
+  CHECK(run("replay '" + (d / "wal.sqlite").string() + "'").code == 0);
+  CHECK_FALSE(fs::exists(d / "wal.sqlite-wal"));
+  CHECK_FALSE(fs::exists(d / "wal.sqlite-shm"));
+  // ../shared/fuzz-findings: a recursive view ends at once (views are not data), and a kernel name
+  // with invalid UTF-8 still gives valid JSON outputs.
+  const std::string ff = shared_dir() + "/fuzz-findings/";
+  if (fs::exists(ff + "utf8_kernel_name.sqlite")) {
+    Run u = run("replay '" + ff + "utf8_kernel_name.sqlite' --json '" + (d / "u.json").string() + "' --chrome-trace '" +
+                (d / "u_ct.json").string() + "'");
+    CHECK(u.code == 0);
+    CHECK_NOTHROW(nlohmann::json::parse(slurp(d / "u.json")));
+    CHECK_NOTHROW(nlohmann::json::parse(slurp(d / "u_ct.json")));
+    Run v = run("replay '" + ff + "hang_nsys_kernel_recursive_view.sqlite'");
+    CHECK(v.code == 2);
+    CHECK(lines(v.err) == 1);
+  }
+  fs::remove_all(d);
+}

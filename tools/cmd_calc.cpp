@@ -20,7 +20,7 @@ using nlohmann::json;
 namespace {
 
 void emit(const std::string& json_out, const json& j, const std::function<void()>& text) {
-  if (!json_out.empty()) write_output(json_out, [&](std::ostream& o) { o << std::setw(2) << j << "\n"; });
+  if (!json_out.empty()) write_output(json_out, [&](std::ostream& o) { o << json_text(j, 2) << "\n"; });
   if (json_out != "-") text();
 }
 

@@ -40,7 +40,7 @@ void add_hw(CLI::App& sub, Action& action) {
         } catch (const InputError& e) { desc = std::string("(unreadable: ") + e.what() + ")"; }
         arr.push_back({{"name", n}, {"description", desc}, {"installed", installed_hw_path(n)}});
       }
-      if (!json_out.empty()) write_output(json_out, [&](std::ostream& o) { o << std::setw(2) << arr << "\n"; });
+      if (!json_out.empty()) write_output(json_out, [&](std::ostream& o) { o << json_text(arr, 2) << "\n"; });
       if (json_out != "-") {
         for (std::size_t i = 0; i < arr.size(); ++i) {
           if (i == presets) std::printf("installed (%s):\n", user_hw_dir().c_str());
@@ -72,7 +72,7 @@ void add_hw(CLI::App& sub, Action& action) {
       std::filesystem::create_directories(dir, ec);
       if (ec) throw InputError(dir, "cannot create directory: " + ec.message());
       const std::string path = dir + "/" + inst + ".json";
-      write_output(path, [&](std::ostream& o) { o << std::setw(2) << j << "\n"; });
+      write_output(path, [&](std::ostream& o) { o << json_text(j, 2) << "\n"; });
       std::cout << "installed " << inst << " -> " << path << " (--hw " << inst << "; traces from a matching GPU use it)\n";
       return 0;
     };
@@ -104,7 +104,7 @@ void add_hw(CLI::App& sub, Action& action) {
         auto dir = std::filesystem::path(fd_meas).parent_path();
         path = (dir.empty() ? std::filesystem::path(nm + ".json") : dir / (nm + ".json")).string();
       }
-      write_output(path, [&](std::ostream& o) { o << std::setw(2) << spec << "\n"; });
+      write_output(path, [&](std::ostream& o) { o << json_text(spec, 2) << "\n"; });
       std::cout << "spec " << nm << " " << path << "\n";
       return 0;
     };
@@ -118,7 +118,7 @@ void add_hw(CLI::App& sub, Action& action) {
       json out = h.resolved;
       out["extends_chain"] = h.chain;
       out["unsourced"] = unsourced_fields(h);
-      if (!json_out.empty()) write_output(json_out, [&](std::ostream& o) { o << std::setw(2) << out << "\n"; });
+      if (!json_out.empty()) write_output(json_out, [&](std::ostream& o) { o << json_text(out, 2) << "\n"; });
       if (json_out == "-") return 0;
       std::cout << h.name << ": " << h.description << "\n";
       if (h.chain.size() > 1) {

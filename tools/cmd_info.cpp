@@ -116,7 +116,7 @@ void add_info(CLI::App& sub, Action& action) {
     action = [] {
       Trace t = load_traces(trace);
       json j = info_json(t);
-      if (!json_out.empty()) write_output(json_out, [&](std::ostream& o) { o << std::setw(2) << j << "\n"; });
+      if (!json_out.empty()) write_output(json_out, [&](std::ostream& o) { o << json_text(j, 2) << "\n"; });
       if (json_out != "-") info_text(t, j, std::cout);
       return 0;
     };

@@ -65,7 +65,7 @@ void add_ops(CLI::App& sub, Action& action) {
             arr.push_back(std::move(oj));
           }
           j["ops"] = std::move(arr);
-          o << std::setw(1) << j << "\n";
+          o << json_text(j, 1) << "\n";
         });
       }
       if (json_out != "-") {

@@ -54,7 +54,7 @@ void add_replay(CLI::App& sub, Action& action) {
         j["timing_s"] = {{"import", rep.import_s}, {"graph", rep.graph_s}, {"replay", rep.replay_s}, {"analysis", rep.analysis_s}};
         j["peak_rss_mb_after"] = {
             {"import", rep.import_rss_mb}, {"graph", rep.graph_rss_mb}, {"replay", rep.replay_rss_mb}, {"analysis", rep.analysis_rss_mb}};
-        write_output(json_out, [&](std::ostream& o) { o << std::setw(1) << j << "\n"; });
+        write_output(json_out, [&](std::ostream& o) { o << json_text(j, 1) << "\n"; });
       }
       if (!chrome_out.empty()) write_output(chrome_out, [&](std::ostream& o) { write_chrome_trace(rep, o); });
       if (json_out != "-") print_replay_text(rep, opt, std::cout);

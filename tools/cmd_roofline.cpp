@@ -107,7 +107,7 @@ void add_roofline(CLI::App& sub, Action& action) {
                   {"attainable_flop_per_s", r.attainable_flop_per_s},
                   {"time_ns", r.time_ns},
                   {"bound", to_string(r.bound)}};
-        if (!json_out.empty()) write_output(json_out, [&](std::ostream& o) { o << std::setw(2) << j << "\n"; });
+        if (!json_out.empty()) write_output(json_out, [&](std::ostream& o) { o << json_text(j, 2) << "\n"; });
         if (json_out != "-")
           std::printf(
               "%s %s on %s: peak %s, bandwidth %s, ridge %.4g FLOP/byte\n  intensity %.4g FLOP/byte: attainable %s, "
@@ -154,7 +154,7 @@ void add_roofline(CLI::App& sub, Action& action) {
                 [](const json& a, const json& b) { return a["time_ns"].get<double>() > b["time_ns"].get<double>(); });
       if (!svg_out.empty()) write_output(svg_out, [&](std::ostream& o) { write_svg(o, h, *d, points); });
       json j = {{"trace", t.source}, {"hw", h.name}, {"kernels", points}};
-      if (!json_out.empty()) write_output(json_out, [&](std::ostream& o) { o << std::setw(1) << j << "\n"; });
+      if (!json_out.empty()) write_output(json_out, [&](std::ostream& o) { o << json_text(j, 1) << "\n"; });
       if (json_out != "-") {
         std::printf("%-48s %-11s %6s %12s %12s %14s %s\n", "kernel", "class", "count", "time", "FLOP/byte", "achieved", "work from");
         for (std::size_t i = 0; i < points.size() && i < 25; ++i) {

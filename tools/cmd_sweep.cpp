@@ -143,6 +143,7 @@ void add_sweep(CLI::App& sub, Action& action) {
       }
       std::optional<std::regex> re;
       if (!range.empty()) re = range_regex(range);
+      if (jobs > 1024) throw InputError("--jobs " + std::to_string(jobs) + ": at most 1024 threads");
       run_sweep(t, source_hw, re, jobs, cases);
       for (const auto& c : cases)
         if (!c.error.empty()) throw InputError("sweep case " + c.hw + " / " + c.scenario + ": " + c.error);

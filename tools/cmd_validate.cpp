@@ -33,7 +33,7 @@ void add_calibrate(CLI::App& sub, Action& action) {
                                         "`, install it (`bneck hw install`) and pass its name as --base");
       }
       Calibration c = calibrate(m, base, name.empty() ? base + "-calibrated" : name);
-      write_output(out, [&](std::ostream& o) { o << c.overlay.dump(2) << "\n"; });
+      write_output(out, [&](std::ostream& o) { o << json_text(c.overlay, 2) << "\n"; });
       if (out != "-") {
         std::cout << "calibrated " << base << " from " << m.items.size() << " measurements (training half):\n";
         for (const auto& l : c.log) std::cout << "  " << l << "\n";
@@ -76,7 +76,7 @@ void add_validate_report(CLI::App& sub, Action& action) {
                         {"error", r.predicted[i] > 0 ? (r.predicted[i] - x.time_ns) / x.time_ns : 0.0}});
       }
       j["cases"] = rows;
-      if (!json_out.empty()) write_output(json_out, [&](std::ostream& o) { o << std::setw(1) << j << "\n"; });
+      if (!json_out.empty()) write_output(json_out, [&](std::ostream& o) { o << json_text(j, 1) << "\n"; });
       if (!svg_out.empty()) {
         write_output(svg_out, [&](std::ostream& o) {
           const double W = 700, H = 700, L = 80, B = 60, T = 40, R = 30, lo = 1e3, hi = 1e9;

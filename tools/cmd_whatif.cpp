@@ -49,7 +49,7 @@ void add_whatif(CLI::App& sub, Action& action) {
       opt.top = top;
       Trace t = load_traces({trace});
       WhatIfReport rep = run_whatif(t, opt);
-      if (!json_out.empty()) write_output(json_out, [&](std::ostream& o) { o << std::setw(1) << whatif_json(rep) << "\n"; });
+      if (!json_out.empty()) write_output(json_out, [&](std::ostream& o) { o << json_text(whatif_json(rep), 1) << "\n"; });
       if (!chrome_out.empty()) write_output(chrome_out, [&](std::ostream& o) { write_whatif_chrome_trace(rep, o); });
       if (json_out != "-") print_whatif_text(rep, opt, std::cout);
       return 0;

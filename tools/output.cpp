@@ -18,6 +18,8 @@ namespace bneck {
 
 namespace fs = std::filesystem;
 
+std::string json_text(const nlohmann::json& j, int indent) { return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace); }
+
 void write_output(const std::string& path, const std::function<void(std::ostream&)>& fill) {
   if (path == "-") {
     fill(std::cout);

@@ -2,10 +2,14 @@
 // place, so a failure never leaves a half-written report (or harms an existing one).
 #pragma once
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <iosfwd>
 #include <string>
 
 namespace bneck {
+
+// JSON text for output: invalid UTF-8 in names (a trace's raw bytes) becomes U+FFFD, never an error.
+std::string json_text(const nlohmann::json& j, int indent);
 
 void write_output(const std::string& path, const std::function<void(std::ostream&)>& fill);
 

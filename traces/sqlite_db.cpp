@@ -1,11 +1,32 @@
 #include "traces/sqlite_db.hpp"
 
+#include <cctype>
+
 #include "sim/base/error.hpp"
 
 namespace bneck {
 
+namespace {
+// "file:" URI of a path, opened immutable: SQLite then never writes beside the input (no -wal or
+// -shm files for a WAL-mode database) and takes no locks.
+std::string immutable_uri(const std::string& path) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string u = "file:";
+  for (unsigned char c : path) {
+    if (std::isalnum(c) || c == '/' || c == '.' || c == '-' || c == '_' || c == '~')
+      u += static_cast<char>(c);
+    else {
+      u += '%';
+      u += hex[c >> 4];
+      u += hex[c & 15];
+    }
+  }
+  return u + "?immutable=1";
+}
+}  // namespace
+
 SqliteDb::SqliteDb(const std::string& path) : path_(path) {
-  int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
+  int rc = sqlite3_open_v2(immutable_uri(path).c_str(), &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, nullptr);
   if (rc != SQLITE_OK) {
     std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
     sqlite3_close(db_);
@@ -13,7 +34,8 @@ SqliteDb::SqliteDb(const std::string& path) : path_(path) {
     throw InputError(path, "cannot open as SQLite: " + msg);
   }
   sqlite3_extended_result_codes(db_, 1);
-  SqliteStmt st(*this, "SELECT name FROM sqlite_master WHERE type IN ('table','view')");
+  // Tables only: a view is a query (a recursive one runs for ever), not data an export holds.
+  SqliteStmt st(*this, "SELECT name FROM sqlite_master WHERE type = 'table'");
   while (st.step()) tables_.emplace(st.text(0));
 }
 

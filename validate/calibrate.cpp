@@ -3,6 +3,7 @@
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -76,6 +77,8 @@ Measurements load_measurements(const std::string& path) {
 
 namespace {
 Measurements load_measurements_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw InputError(path, "is a directory, not a measurements file");
   std::ifstream in(path);
   if (!in) throw InputError(path, "cannot open measurements");
   json j;

@@ -1,6 +1,7 @@
 // The what-if engine: the baseline case and the application of a transform list, plus the
 // registry lookups, scenario files and command-line parsing that every transform shares.
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -84,6 +85,8 @@ std::string transform_help(bool markdown) {
 }
 
 Scenario load_scenario(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw InputError(path, "is a directory, not a scenario");
   std::ifstream in(path);
   if (!in) throw InputError(path, "cannot open scenario");
   nlohmann::json j;

@@ -481,8 +481,11 @@ void write_two_timelines(std::ostream& out, const Trace& t, const Schedule& a, c
     return std::string(buf);
   };
   out << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
-  out << json({{"ph", "M"}, {"name", "process_name"}, {"pid", 1}, {"args", {{"name", name_a}}}}).dump();
-  out << ",\n" << json({{"ph", "M"}, {"name", "process_name"}, {"pid", 2}, {"args", {{"name", name_b}}}}).dump();
+  out << json({{"ph", "M"}, {"name", "process_name"}, {"pid", 1}, {"args", {{"name", name_a}}}})
+             .dump(-1, ' ', false, json::error_handler_t::replace);
+  out << ",\n"
+      << json({{"ph", "M"}, {"name", "process_name"}, {"pid", 2}, {"args", {{"name", name_b}}}})
+             .dump(-1, ' ', false, json::error_handler_t::replace);
   for (std::size_t l = 0; l < t.lanes.size(); ++l)
     for (int pid : {1, 2})
       out << ",\n"
@@ -491,10 +494,10 @@ void write_two_timelines(std::ostream& out, const Trace& t, const Schedule& a, c
                    {"pid", pid},
                    {"tid", l},
                    {"args", {{"name", t.lane_label(static_cast<LaneId>(l))}}}})
-                 .dump();
+                 .dump(-1, ' ', false, json::error_handler_t::replace);
   for (OpId i = 0; i < t.ops.size(); ++i) {
     const Op& o = t.ops[i];
-    std::string nm = json(t.name(o)).dump();
+    std::string nm = json(t.name(o)).dump(-1, ' ', false, json::error_handler_t::replace);
     for (int pid : {1, 2}) {
       const Schedule& s = pid == 1 ? a : b;
       out << ",\n{\"ph\":\"X\",\"pid\":" << pid << ",\"tid\":" << o.lane << ",\"name\":" << nm << ",\"cat\":\"" << to_string(o.kind)
@@ -511,13 +514,15 @@ void write_two_timelines(std::ostream& out, const Trace& t, const Schedule& a, c
                    {"pid", 2},
                    {"tid", l},
                    {"args", {{"name", graph_b->lane_label(static_cast<LaneId>(l))}}}})
-                 .dump();
+                 .dump(-1, ' ', false, json::error_handler_t::replace);
     for (NodeId n = static_cast<NodeId>(t.ops.size()); n < graph_b->num_nodes(); ++n) {
       if (graph_b->removed(n)) continue;
       const SideInfo* si = graph_b->side_of(n);
-      out << ",\n{\"ph\":\"X\",\"pid\":2,\"tid\":" << graph_b->lane(n) << ",\"name\":" << json(graph_b->name(n)).dump() << ",\"cat\":\""
+      out << ",\n{\"ph\":\"X\",\"pid\":2,\"tid\":" << graph_b->lane(n)
+          << ",\"name\":" << json(graph_b->name(n)).dump(-1, ' ', false, json::error_handler_t::replace) << ",\"cat\":\""
           << to_string(graph_b->kind(n)) << "\",\"ts\":" << us(b.start(n) - base) << ",\"dur\":" << us(b.end(n) - b.start(n))
-          << ",\"args\":{\"id\":" << n << ",\"synthetic\":" << json(si ? si->transform : std::string()).dump() << "}}";
+          << ",\"args\":{\"id\":" << n
+          << ",\"synthetic\":" << json(si ? si->transform : std::string()).dump(-1, ' ', false, json::error_handler_t::replace) << "}}";
     }
   }
   out << "\n]}\n";
