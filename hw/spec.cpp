@@ -9,6 +9,7 @@
 #include <set>
 
 #include "sim/base/error.hpp"
+#include "sim/base/json_input.hpp"
 
 namespace bneck {
 
@@ -164,9 +165,7 @@ json read_json_file(const std::string& path) {
   if (std::filesystem::is_directory(path, ec)) throw InputError(path, "is a directory, not a hardware spec");
   std::ifstream in(path);
   if (!in) throw InputError(path, "cannot open hardware spec");
-  try {
-    return json::parse(in);
-  } catch (const json::parse_error& e) { throw InputError(path, std::string("malformed JSON: ") + e.what()); }
+  return parse_json_input(in, path);
 }
 
 // Loads a spec by preset name or path and resolves `extends` (child fields win).
@@ -197,9 +196,18 @@ json resolve_json(json j, const std::string& origin, std::vector<std::string>& c
   if (j.contains("extends") && !j["extends"].is_null()) {
     if (!j["extends"].is_string()) throw InputError(origin, "\"extends\" must name a preset or file");
     std::string parent = j["extends"].get<std::string>();
+    if (parent.empty() || parent.find('\0') != std::string::npos)
+      throw InputError(origin, "\"extends\" must name a preset or file (it is empty or holds a NUL)");
     for (const auto& c : chain)
       if (c == parent) throw InputError(origin, "`extends` cycle through " + parent);
-    json base = resolve(parent, chain, depth + 1);
+    json base;
+    try {
+      base = resolve(parent, chain, depth + 1);
+    } catch (const InputError& e) {
+      if (parent.find('/') == std::string::npos && !std::ifstream(parent))  // an unknown name: say whose
+        throw InputError(origin, std::string("\"extends\": ") + e.what());
+      throw;
+    }
     json own = j;
     own.erase("extends");
     base.erase("description");
@@ -424,11 +432,13 @@ HwSpec parse_hw(const json& j, const std::string& origin) {
 }
 
 HwSpec load_hw(const std::string& name_or_path) {
-  std::vector<std::string> chain;
-  json j = resolve(name_or_path, chain, 0);
-  HwSpec h = parse_hw(j, name_or_path);
-  h.chain = chain;
-  return h;
+  return with_json_errors(name_or_path, [&] {
+    std::vector<std::string> chain;
+    json j = resolve(name_or_path, chain, 0);
+    HwSpec h = parse_hw(j, name_or_path);
+    h.chain = chain;
+    return h;
+  });
 }
 
 HwSpec load_hw_json(const nlohmann::json& j, const std::string& origin) {

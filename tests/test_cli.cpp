@@ -479,6 +479,23 @@ TEST_CASE("fuzz findings: directories, --jobs, WAL inputs, views and non-UTF-8 n
     Run v = run("replay '" + ff + "hang_nsys_kernel_recursive_view.sqlite'");
     CHECK(v.code == 2);
     CHECK(lines(v.err) == 1);
+    // Wrong types, numbers beyond double (1e400) and 100,000-deep documents in every JSON reader:
+    // exit 2, one line naming the file (they were internal errors and stack overflows).
+    for (const auto& e : fs::directory_iterator(ff)) {
+      const std::string f = e.path().filename().string();
+      if (e.path().extension() != ".json" || (f.rfind("e1_", 0) != 0 && f.rfind("crash_", 0) != 0)) continue;
+      if (f == "e1_scenario_name_number.json") continue;  // a numeric name: the file's path names it instead
+      std::string cmd = f.find("_hw_") != std::string::npos ? "whatif '" + demo_trace() + "' --hw '" + e.path().string() + "'"
+                        : f.find("_calib_") != std::string::npos
+                            ? "calibrate '" + e.path().string() + "' -o '" + (d / "c.json").string() + "'"
+                        : f.find("_scenario_") != std::string::npos ? "whatif '" + demo_trace() + "' --scenario '" + e.path().string() + "'"
+                                                                    : "replay '" + e.path().string() + "'";
+      INFO(cmd);
+      Run b = run(cmd);
+      CHECK(b.code == 2);
+      CHECK(lines(b.err) == 1);
+      CHECK_THAT(b.err, Catch::Contains(e.path().string()));
+    }
   }
   fs::remove_all(d);
 }

@@ -42,7 +42,9 @@ void add_whatif(CLI::App& sub, Action& action) {
       if (trace.empty()) throw InputError("whatif: TRACE is required");
       WhatIfOptions opt;
       opt.transforms = parse_transform_args(extras, opt.scenario_name);
-      if (opt.transforms.empty()) throw InputError("whatif: give at least one transform (e.g. --scale 2:name~gemm)");
+      if (opt.transforms.empty())
+        throw InputError(opt.scenario_name.empty() ? std::string("whatif") : "whatif: scenario '" + opt.scenario_name + "'",
+                         "give at least one transform (e.g. --scale 2:name~gemm); the scenario's list is empty");
       if (!range.empty()) opt.range_regex = range;
       opt.source_hw = source_hw;
       opt.sharing = sharing == "on";

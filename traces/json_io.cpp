@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/base/error.hpp"
+#include "sim/base/json_input.hpp"
 
 namespace bneck {
 using nlohmann::json;
@@ -384,13 +385,8 @@ class JsonReader {
 }  // namespace
 
 Trace read_trace_json(std::istream& in, const std::string& source) {
-  json j;
-  try {
-    j = json::parse(in);
-  } catch (const json::parse_error& e) {
-    throw InputError(source, std::string("malformed JSON at byte ") + std::to_string(e.byte) + ": " + e.what());
-  }
-  return JsonReader(j, source).run();
+  json j = parse_json_input(in, source);
+  return with_json_errors(source, [&] { return JsonReader(j, source).run(); });
 }
 
 int BneckJsonImporter::sniff(std::string_view head, const std::string&) const {

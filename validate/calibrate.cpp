@@ -13,6 +13,7 @@
 #include "models/transfer.hpp"
 #include "traces/collectives.hpp"
 #include "sim/base/error.hpp"
+#include "sim/base/json_input.hpp"
 #include "validate/describe.hpp"
 
 namespace bneck {
@@ -76,15 +77,16 @@ Measurements load_measurements(const std::string& path) {
 }
 
 namespace {
+Measurements load_measurements_unchecked(const std::string& path);
 Measurements load_measurements_file(const std::string& path) {
+  return with_json_errors(path, [&] { return load_measurements_unchecked(path); });
+}
+Measurements load_measurements_unchecked(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw InputError(path, "is a directory, not a measurements file");
   std::ifstream in(path);
   if (!in) throw InputError(path, "cannot open measurements");
-  json j;
-  try {
-    j = json::parse(in);
-  } catch (const json::parse_error& e) { throw InputError(path, std::string("malformed JSON: ") + e.what()); }
+  json j = parse_json_input(in, path);
   if (!j.is_object() || j.value("format", "") != "bneck-measurements" || !j.contains("measurements") || !j["measurements"].is_array())
     throw InputError(path, "not a bneck-measurements file (validate/bench/bneck_validate output)");
   Measurements m;

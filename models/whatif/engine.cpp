@@ -8,6 +8,7 @@
 #include "models/measured.hpp"
 #include "models/whatif/transform.hpp"
 #include "sim/base/error.hpp"
+#include "sim/base/json_input.hpp"
 #include "sim/whatif/selector.hpp"
 
 namespace bneck {
@@ -89,10 +90,7 @@ Scenario load_scenario(const std::string& path) {
   if (std::filesystem::is_directory(path, ec)) throw InputError(path, "is a directory, not a scenario");
   std::ifstream in(path);
   if (!in) throw InputError(path, "cannot open scenario");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) { throw InputError(path, std::string("malformed JSON: ") + e.what()); }
+  nlohmann::json j = parse_json_input(in, path);
   Scenario s;
   if (!j.is_object() || !j.contains("transforms") || !j["transforms"].is_array())
     throw InputError(path, "a scenario is {\"name\": ..., \"transforms\": [{\"scale\": \"2:name~gemm\"}, ...]}");

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "sim/base/error.hpp"
+#include "sim/base/json_input.hpp"
 
 namespace bneck {
 
@@ -380,16 +381,22 @@ int ChakraImporter::sniff(std::string_view head, const std::string& path) const 
   return 0;
 }
 
+namespace {
+Trace import_chakra(const std::string& path);
+}  // namespace
+
 Trace ChakraImporter::import(const std::string& path, const ImportOptions&) const {
+  return with_json_errors(path, [&] { return import_chakra(path); });
+}
+
+namespace {
+Trace import_chakra(const std::string& path) {
   std::string data = read_all(path);
   std::vector<Node> nodes;
   std::string format;
   auto p = data.find_first_not_of(" \t\r\n");
   if (p != std::string::npos && data[p] == '{') {
-    json j;
-    try {
-      j = json::parse(data);
-    } catch (const json::parse_error& e) { throw InputError(path, std::string("malformed JSON: ") + e.what()); }
+    json j = parse_json_input(data, path);
     if (j.contains("workload_graph")) {
       nodes = chakra_json(path, j);
       format = "chakra-json";
@@ -406,5 +413,6 @@ Trace ChakraImporter::import(const std::string& path, const ImportOptions&) cons
   if (nodes.empty()) throw InputError(path, "no nodes");
   return build(path, format, nodes);
 }
+}  // namespace
 
 }  // namespace bneck
