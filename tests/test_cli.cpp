@@ -10,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -479,6 +480,16 @@ TEST_CASE("fuzz findings: directories, --jobs, WAL inputs, views and non-UTF-8 n
     Run v = run("replay '" + ff + "hang_nsys_kernel_recursive_view.sqlite'");
     CHECK(v.code == 2);
     CHECK(lines(v.err) == 1);
+    // SQLite files whose ids and rowids claim billions of rows: memory stays bounded by the file.
+    for (const char* f : {"mem_nsys_kernel_rowid_1e9.sqlite", "mem_nsys_kernel_rowid_int64max.sqlite", "mem_nsys_stringid_2p31.sqlite",
+                          "mem_nsys_stringid_5e7.sqlite"}) {
+      INFO(f);
+      Run m = run("replay '" + ff + f + "'");
+      CHECK((m.code == 0 || m.code == 2));
+      struct rusage ru {};
+      ::getrusage(RUSAGE_CHILDREN, &ru);
+      CHECK(ru.ru_maxrss < 512 * 1024);  // KiB: the largest child so far stayed under 512 MiB
+    }
     // Wrong types, numbers beyond double (1e400) and 100,000-deep documents in every JSON reader:
     // exit 2, one line naming the file (they were internal errors and stack overflows).
     for (const auto& e : fs::directory_iterator(ff)) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <unordered_map>
 
@@ -103,6 +104,10 @@ class Reader {
       t_.note("nsys: no StringIds table", Severity::Warning, "names will be numeric");
       return;
     }
+    // Ids are dense in real exports; a file whose ids are not (a hostile one: id 2^31 in a 12 kB
+    // file) is indexed through a map instead of a vector sized by its largest id.
+    std::vector<std::pair<std::int64_t, std::string>> rows;
+    std::int64_t max_id = -1;
     SqliteStmt st(db_, "SELECT id, value FROM StringIds");
     while (st.step()) {
       std::int64_t id = st.i64(0);
@@ -110,13 +115,26 @@ class Reader {
         t_.note("nsys: StringIds id out of range", Severity::Warning, "id " + std::to_string(id));
         continue;
       }
-      if (static_cast<std::size_t>(id) >= raw_strings_.size()) raw_strings_.resize(static_cast<std::size_t>(id) + 1);
-      raw_strings_[static_cast<std::size_t>(id)] = std::string(st.text(1));
+      max_id = std::max(max_id, id);
+      rows.emplace_back(id, std::string(st.text(1)));
+    }
+    if (max_id >= 0 && static_cast<std::size_t>(max_id) > 8 * rows.size() + 65536) {
+      for (auto& [id, text] : rows) {
+        sparse_ids_.emplace(id, static_cast<std::uint32_t>(raw_strings_.size()));
+        raw_strings_.push_back(std::move(text));
+      }
+    } else {
+      raw_strings_.resize(static_cast<std::size_t>(max_id + 1));
+      for (auto& [id, text] : rows) raw_strings_[static_cast<std::size_t>(id)] = std::move(text);
     }
     interned_.assign(raw_strings_.size(), kNone);
   }
 
   StrId string_id(std::int64_t nsys_id) {
+    if (!sparse_ids_.empty()) {
+      auto it = sparse_ids_.find(nsys_id);
+      nsys_id = it == sparse_ids_.end() ? -1 : static_cast<std::int64_t>(it->second);
+    }
     if (nsys_id < 0 || static_cast<std::size_t>(nsys_id) >= raw_strings_.size()) {
       t_.note("nsys: dangling string id", Severity::Warning, "string id " + std::to_string(nsys_id));
       return t_.strings.intern("<string " + std::to_string(nsys_id) + ">");
@@ -237,11 +255,15 @@ class Reader {
     return (pid << 32) | (static_cast<std::uint64_t>(corr) & 0xFFFFFFFFull);
   }
 
-  // Rows in a table (its largest rowid: nsys never deletes), to reserve memory once.
+  // Rows in a table (its largest rowid: nsys never deletes), to reserve memory once; never more
+  // than the file could hold (a row takes more than 16 bytes), whatever a rowid says.
   std::size_t row_estimate(const std::string& table) {
     if (!db_.has_table(table)) return 0;
     SqliteStmt st(db_, "SELECT MAX(rowid) FROM " + table);
-    return st.step() && !st.null(0) ? static_cast<std::size_t>(std::max<std::int64_t>(0, st.i64(0))) : 0;
+    std::size_t rows = st.step() && !st.null(0) ? static_cast<std::size_t>(std::max<std::int64_t>(0, st.i64(0))) : 0;
+    std::error_code ec;
+    auto bytes = std::filesystem::file_size(t_.source, ec);
+    return ec ? std::min<std::size_t>(rows, 1u << 20) : std::min<std::size_t>(rows, bytes / 16);
   }
 
   void reserve() {
@@ -519,6 +541,7 @@ class Reader {
   Trace t_;
   LaunchInterner launches_;
   std::vector<std::string> raw_strings_;
+  std::unordered_map<std::int64_t, std::uint32_t> sparse_ids_;  // nsys id -> raw_strings_ index, when ids are sparse
   std::vector<StrId> interned_;
   std::vector<std::int8_t> comm_name_;  // per StrId: -1 unknown, 0/1 communication kernel
   std::unordered_map<std::uint32_t, Device> known_devices_;
