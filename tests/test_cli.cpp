@@ -410,6 +410,27 @@ TEST_CASE("validate target: a GPU with no preset gets a base spec from its devic
   fs::remove_all(d);
 }
 
+TEST_CASE("a decompression bomb is refused with bounded memory", "[cli][robust]") {
+  // 400 MiB of spaces in a JSON string, gzip-compressed to about 400 kB (1000x).
+  fs::path d = tmp_dir() / "bomb";
+  fs::create_directories(d);
+  const std::string path = (d / "bomb.json.gz").string();
+  gzFile f = gzopen(path.c_str(), "wb9");
+  REQUIRE(f);
+  gzputs(f, "{\"traceEvents\": [{\"name\": \"");
+  std::string chunk(1 << 20, ' ');
+  for (int i = 0; i < 400; ++i) gzwrite(f, chunk.data(), static_cast<unsigned>(chunk.size()));
+  gzputs(f, "\"}]}");
+  gzclose(f);
+  Run r = run("replay '" + path + "'");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains(path) && Catch::Contains("decompression bomb"));
+  struct rusage ru {};
+  ::getrusage(RUSAGE_CHILDREN, &ru);
+  CHECK(ru.ru_maxrss < 512 * 1024);
+  fs::remove_all(d);
+}
+
 TEST_CASE("outputs: a symlink is followed, a FIFO written in place, a directory refused", "[cli][output]") {
   fs::path d = tmp_dir() / "outputs";
   fs::remove_all(d);
@@ -480,6 +501,14 @@ TEST_CASE("fuzz findings: directories, --jobs, WAL inputs, views and non-UTF-8 n
     Run v = run("replay '" + ff + "hang_nsys_kernel_recursive_view.sqlite'");
     CHECK(v.code == 2);
     CHECK(lines(v.err) == 1);
+    // A corrupt gzip stream's message (it was read after the stream was freed) and a PyTorch ET
+    // node with "inputs": {} (a missing key read through a const object: heap overflow).
+    for (const char* f : {"uaf_chakra_corrupt_gzip.json.gz", "uaf_chakra_corrupt_gzip_min.et"}) {
+      Run g = run("replay '" + ff + f + "'");
+      CHECK(g.code == 2);
+      CHECK_THAT(g.err, Catch::Contains("corrupt gzip stream"));
+    }
+    CHECK(run("replay '" + ff + "ub_pyet_inputs_empty_object.json'").code == 0);
     // SQLite files whose ids and rowids claim billions of rows: memory stays bounded by the file.
     for (const char* f : {"mem_nsys_kernel_rowid_1e9.sqlite", "mem_nsys_kernel_rowid_int64max.sqlite", "mem_nsys_stringid_2p31.sqlite",
                           "mem_nsys_stringid_5e7.sqlite"}) {

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "sim/base/error.hpp"
+#include "traces/gzbuf.hpp"
 #include "sim/base/json_input.hpp"
 
 namespace bneck {
@@ -28,16 +29,11 @@ struct Node {
 };
 
 std::string read_all(const std::string& path) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (!f) throw InputError(path, "cannot open for reading");
+  GzBuf buf(path);  // bounded inflation (a decompression bomb is refused), errors copied before close
   std::string out;
-  char buf[1 << 16];
-  int n;
-  while ((n = gzread(f, buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
-  int err = 0;
-  const char* m = gzerror(f, &err);
-  gzclose(f);
-  if (n < 0 || err == Z_BUF_ERROR) throw InputError(path, std::string("corrupt or truncated gzip stream: ") + (m ? m : "?"));
+  char chunk[1 << 16];
+  std::streamsize n;
+  while ((n = buf.sgetn(chunk, sizeof chunk)) > 0) out.append(chunk, static_cast<std::size_t>(n));
   return out;
 }
 
@@ -224,13 +220,18 @@ std::vector<Node> pytorch_et(const std::string& path, const json& j) {
     const json* in_t = nullptr;
     const json* out_v = nullptr;
     const json* out_t = nullptr;
+    // A const object's operator[] on a missing key is undefined: look members up.
+    auto member = [](const json& o, const char* k) -> const json* {
+      auto it = o.find(k);
+      return it == o.end() ? nullptr : &*it;
+    };
     if (n.contains("inputs") && n["inputs"].is_object()) {
-      in_v = &n["inputs"]["values"];
-      in_s = &n["inputs"]["shapes"];
-      in_t = &n["inputs"]["types"];
+      in_v = member(n["inputs"], "values");
+      in_s = member(n["inputs"], "shapes");
+      in_t = member(n["inputs"], "types");
       if (n.contains("outputs") && n["outputs"].is_object()) {
-        out_v = &n["outputs"]["values"];
-        out_t = &n["outputs"]["types"];
+        out_v = member(n["outputs"], "values");
+        out_t = member(n["outputs"], "types");
       }
     } else {
       if (n.contains("inputs")) in_v = &n["inputs"];
