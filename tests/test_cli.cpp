@@ -509,6 +509,13 @@ TEST_CASE("fuzz findings: directories, --jobs, WAL inputs, views and non-UTF-8 n
       CHECK_THAT(g.err, Catch::Contains("corrupt gzip stream"));
     }
     CHECK(run("replay '" + ff + "ub_pyet_inputs_empty_object.json'").code == 0);
+    // Regular expressions (RE2): a 100,000-character name under --range '.*' and a name~ pattern
+    // that backtracks exponentially in std::regex both end at once.
+    for (const char* f : {"regex_name_100000a.json", "regex_name_28a.json"}) {
+      CHECK(run("replay '" + ff + f + "' --range '.*'").code == 0);
+      CHECK(run("whatif '" + ff + f + "' --scale '2:name~(a*)*b'").code == 0);
+    }
+    CHECK(run("replay '" + demo_trace() + "' --range '(unclosed'").code == 2);
     // SQLite files whose ids and rowids claim billions of rows: memory stays bounded by the file.
     for (const char* f : {"mem_nsys_kernel_rowid_1e9.sqlite", "mem_nsys_kernel_rowid_int64max.sqlite", "mem_nsys_stringid_2p31.sqlite",
                           "mem_nsys_stringid_5e7.sqlite"}) {

@@ -141,7 +141,7 @@ void add_sweep(CLI::App& sub, Action& action) {
             cases.push_back(std::move(c));
           }
       }
-      std::optional<std::regex> re;
+      std::optional<Regex> re;
       if (!range.empty()) re = range_regex(range);
       if (jobs > 1024) throw InputError("--jobs " + std::to_string(jobs) + ": at most 1024 threads");
       run_sweep(t, source_hw, re, jobs, cases);

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
-#include <regex>
+#include "sim/base/regex.hpp"
 
 #include "models/whatif/transform.hpp"
 #include "sim/analysis/analysis.hpp"
@@ -20,15 +20,19 @@ class CudaGraph : public TransformStep {
   explicit CudaGraph(std::string sel) : sel_(std::move(sel)) {}
   void apply(const WhatIfContext& ctx, WhatIfCase& c) const override {
     // Regions: instances of the ranges the selector's range~ term names, else top-level ranges.
-    std::optional<std::regex> re;
-    static const std::regex range_term("(^|&)range~([^&]*)");
-    std::smatch m;
-    if (std::regex_search(sel_, m, range_term)) re = std::regex(m[2].str());
+    std::optional<Regex> re;
+    // The selector's range~ term: from "range~" (at the start or after '&') to the next '&'.
+    for (std::size_t p = sel_.find("range~"); p != std::string::npos; p = sel_.find("range~", p + 1))
+      if (p == 0 || sel_[p - 1] == '&') {
+        std::size_t b = p + 6, e = sel_.find('&', b);
+        re = Regex(sel_.substr(b, e == std::string::npos ? std::string::npos : e - b));
+        break;
+      }
     RangeIndex idx(ctx.trace);
     std::vector<std::size_t> regions;
     for (std::size_t r = 0; r < ctx.trace.ranges.size(); ++r) {
       const std::string& name = ctx.trace.strings.str(ctx.trace.ranges[r].name);
-      if (re ? std::regex_search(name, *re) : ctx.trace.ranges[r].depth == 0) regions.push_back(r);
+      if (re ? re->search(name) : ctx.trace.ranges[r].depth == 0) regions.push_back(r);
     }
     Graph& g = c.edit_graph();
     const GpuSpec& spec = c.spec.gpu;

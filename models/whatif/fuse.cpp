@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
-#include <regex>
 
 #include "models/whatif/transform.hpp"
 #include "sim/analysis/analysis.hpp"

@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
-#include <regex>
 
 #include "models/whatif/transform.hpp"
 #include "sim/analysis/analysis.hpp"

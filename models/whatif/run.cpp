@@ -62,7 +62,7 @@ WhatIfReport run_whatif(const Trace& t, const WhatIfOptions& opt) {
     if (is_device_op(t.ops[i].kind)) all_dev.push_back(i);
   std::vector<std::string> before_cp, after_cp;
   if (opt.range_regex) {
-    std::regex re = range_regex(*opt.range_regex);
+    Regex re = range_regex(*opt.range_regex);
     std::vector<RangeSpan> bs = range_spans(bg, rep.base_sim, re), ps = range_spans(pg, rep.pred_sim, re);
     std::vector<double> meas, b, p, am;
     for (std::size_t k = 0; k < bs.size(); ++k) {

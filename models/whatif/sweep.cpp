@@ -9,7 +9,7 @@
 
 namespace bneck {
 
-void run_sweep(const Trace& t, const std::string& source_hw, const std::optional<std::regex>& range, unsigned jobs,
+void run_sweep(const Trace& t, const std::string& source_hw, const std::optional<Regex>& range, unsigned jobs,
                std::vector<SweepCase>& cases) {
   // One graph, shared by every case.
   HwSpec source = source_spec(t, source_hw);

@@ -2,7 +2,7 @@
 // threads; each case's figure is the GPU span, or the median span of the matching NVTX ranges.
 #pragma once
 #include <optional>
-#include <regex>
+#include "sim/base/regex.hpp"
 #include <string>
 #include <vector>
 
@@ -20,7 +20,7 @@ struct SweepCase {
 };
 
 // Runs every case (errors are kept per case). `jobs` 0: one thread per core.
-void run_sweep(const Trace& t, const std::string& source_hw, const std::optional<std::regex>& range, unsigned jobs,
+void run_sweep(const Trace& t, const std::string& source_hw, const std::optional<Regex>& range, unsigned jobs,
                std::vector<SweepCase>& cases);
 
 }  // namespace bneck

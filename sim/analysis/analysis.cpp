@@ -292,10 +292,10 @@ std::vector<TimeNs> compute_slack(const Graph& g, const SimResult& r, std::vecto
   return slack;
 }
 
-std::regex range_regex(const std::string& text) {
+Regex range_regex(const std::string& text) {
   try {
-    return std::regex(text);
-  } catch (const std::regex_error& e) { throw InputError("--range '" + text + "': bad regular expression (" + e.what() + ")"); }
+    return Regex(text);
+  } catch (const InputError& e) { throw InputError("--range '" + text + "': " + e.what()); }
 }
 
 RangeIndex::RangeIndex(const Trace& t) : t_(t) {
@@ -329,10 +329,10 @@ void RangeIndex::device_ops(std::size_t ri, std::vector<OpId>& out) const {
   }
 }
 
-std::vector<std::size_t> RangeIndex::match(const std::regex& re) const {
+std::vector<std::size_t> RangeIndex::match(const Regex& re) const {
   std::vector<std::size_t> out;
   for (std::size_t i = 0; i < t_.ranges.size(); ++i)
-    if (std::regex_match(t_.strings.str(t_.ranges[i].name), re)) out.push_back(i);
+    if (re.full(t_.strings.str(t_.ranges[i].name))) out.push_back(i);
   return out;
 }
 

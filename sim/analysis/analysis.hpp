@@ -2,7 +2,7 @@
 // per-op slack, and per-NVTX-range spans.
 #pragma once
 #include <functional>
-#include <regex>
+#include "sim/base/regex.hpp"
 #include <string>
 #include <vector>
 
@@ -86,7 +86,7 @@ OpId last_device_op(const Graph& g, const Schedule& s, const std::function<bool(
 std::vector<TimeNs> compute_slack(const Graph& g, const SimResult& r, std::vector<std::uint32_t> scratch = {});
 
 // The --range regular expression; a malformed one is an InputError naming it.
-std::regex range_regex(const std::string& text);
+Regex range_regex(const std::string& text);
 
 // NVTX ranges and the ops they launched (DESIGN.md: device ops launched by calls made on the
 // range's thread between its push and pop).
@@ -99,7 +99,7 @@ class RangeIndex {
   std::pair<std::size_t, std::size_t> api_span(std::size_t ri) const;  // positions in thread list
   OpId api_at(std::size_t pos) const { return thread_ops_[pos]; }
   // Indices of ranges whose name matches `re` in full, in time order.
-  std::vector<std::size_t> match(const std::regex& re) const;
+  std::vector<std::size_t> match(const Regex& re) const;
 
  private:
   const Trace& t_;

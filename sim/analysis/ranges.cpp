@@ -20,7 +20,7 @@ void CloneIndex::add_clones(std::vector<NodeId>& ops) const {
   }
 }
 
-std::vector<RangeSpan> range_spans(const Graph& g, const SimResult& r, const std::regex& re) {
+std::vector<RangeSpan> range_spans(const Graph& g, const SimResult& r, const Regex& re) {
   const Trace& t = *g.trace;
   RangeIndex idx(t);
   CloneIndex clones(g);

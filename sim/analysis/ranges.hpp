@@ -33,7 +33,7 @@ struct RangeSpan {
 };
 // The ranges matching `re` in full that launched device work, in time order. The measured span
 // is over the range's trace ops; the simulated one over them and their clones.
-std::vector<RangeSpan> range_spans(const Graph& g, const SimResult& r, const std::regex& re);
+std::vector<RangeSpan> range_spans(const Graph& g, const SimResult& r, const Regex& re);
 // The range's critical path: back from its last device node through anything (other threads and
 // streams included) that ended after the range's first call started.
 std::vector<OpId> range_critical_path(const SimResult& r, const RangeSpan& rs);

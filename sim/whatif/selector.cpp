@@ -43,10 +43,10 @@ Selector Selector::parse(const std::string& text) {
     try {
       if (key == "name" && c == '~') {
         t.kind = Term::Name;
-        t.re = std::regex(val);
+        t.re = Regex(val);
       } else if (key == "range" && c == '~') {
         t.kind = Term::Range;
-        t.re = std::regex(val);
+        t.re = Regex(val);
       } else if (key == "kind" && c == '=') {
         t.kind = Term::KindIs;
         if (val != "kernel" && val != "memcpy" && val != "memset" && val != "collective" && val != "api")
@@ -72,7 +72,7 @@ Selector Selector::parse(const std::string& text) {
         throw InputError("selector term '" + term +
                          "': unknown key or operator (name~, kind=, stream=, device=, rank=, range~, dur>, dur<, id=)");
       }
-    } catch (const std::regex_error& e) { throw InputError("selector term '" + term + "': bad regular expression (" + e.what() + ")"); }
+    } catch (const InputError& e) { throw InputError("selector term '" + term + "': " + e.what()); }
     s.terms_.push_back(std::move(t));
   }
   return s;
@@ -106,7 +106,7 @@ bool Selector::matches(OpId id) const {
   for (const Term& term : terms_) {
     switch (term.kind) {
       case Term::Name:
-        if (!std::regex_search(t.name(o), term.re)) return false;
+        if (!term.re.search(t.name(o))) return false;
         break;
       case Term::KindIs:
         if (term.value == "collective") {

@@ -4,7 +4,7 @@
 //   id=N[,N...]
 #pragma once
 #include <memory>
-#include <regex>
+#include "sim/base/regex.hpp"
 #include <string>
 #include <vector>
 
@@ -24,7 +24,7 @@ class Selector {
  private:
   struct Term {
     enum Kind { Name, KindIs, Stream, Device, Rank, Range, DurGt, DurLt, Ids } kind;
-    std::regex re;
+    Regex re;
     std::string value;
     std::vector<std::uint64_t> ids;
     TimeNs dur = 0;

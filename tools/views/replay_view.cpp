@@ -11,7 +11,6 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <ostream>
-#include <regex>
 #include <unordered_set>
 
 #include "models/measured.hpp"

@@ -6,7 +6,6 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <ostream>
-#include <regex>
 #include <set>
 #include <unordered_set>
 
