@@ -516,6 +516,14 @@ TEST_CASE("fuzz findings: directories, --jobs, WAL inputs, views and non-UTF-8 n
       CHECK(run("whatif '" + ff + f + "' --scale '2:name~(a*)*b'").code == 0);
     }
     CHECK(run("replay '" + demo_trace() + "' --range '(unclosed'").code == 2);
+    // Timestamps near the int64 limits (they overflowed into nonsense figures with exit 0): exit 2.
+    for (const char* f : {"ub_bneck_ts_extreme.json", "ub_kineto_ts_neg.json", "ub_kineto_ts_overflow.json", "ub_nsys_ts_extreme.sqlite",
+                          "ub_fuzz_engine102.sqlite"}) {
+      INFO(f);
+      Run o = run("replay '" + ff + f + "'");
+      CHECK(o.code == 2);
+      CHECK_THAT(o.err, Catch::Contains("timestamp"));
+    }
     // SQLite files whose ids and rowids claim billions of rows: memory stays bounded by the file.
     for (const char* f : {"mem_nsys_kernel_rowid_1e9.sqlite", "mem_nsys_kernel_rowid_int64max.sqlite", "mem_nsys_stringid_2p31.sqlite",
                           "mem_nsys_stringid_5e7.sqlite"}) {

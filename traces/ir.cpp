@@ -83,6 +83,18 @@ std::uint32_t LaunchInterner::intern(std::vector<LaunchConfig>& table, const Lau
 }
 
 void Trace::finalize() {
+  // Timestamps: every importer's ops and ranges must lie within 2^62 ns (146 years) of the trace's
+  // clock zero, so that no later sum of times (ends, gaps, delays, spans) can overflow: a trace
+  // outside is rejected, naming the op (signed overflow gave nonsense figures with exit 0).
+  constexpr TimeNs kLimit = TimeNs{1} << 62;
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    if (ops[i].start < -kLimit || ops[i].start > kLimit || ops[i].end() > kLimit)
+      throw InputError(source, "op " + std::to_string(i) + " (" + name(ops[i]) + "): timestamp " + std::to_string(ops[i].start) +
+                                   " ns is more than 2^62 ns (146 years) from the trace's clock zero");
+  for (std::size_t i = 0; i < ranges.size(); ++i)
+    if (ranges[i].start < -kLimit || ranges[i].start > kLimit || ranges[i].end < -kLimit || ranges[i].end > kLimit)
+      throw InputError(source, "range " + std::to_string(i) + " (" + strings.str(ranges[i].name) +
+                                   "): timestamp more than 2^62 ns (146 years) from the trace's clock zero");
   auto less = [](const Op& a, const Op& b) {
     if (a.start != b.start) return a.start < b.start;
     if (a.kind != b.kind) return a.kind < b.kind;  // an API call before the op it launches
