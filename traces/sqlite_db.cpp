@@ -34,9 +34,15 @@ SqliteDb::SqliteDb(const std::string& path) : path_(path) {
     throw InputError(path, "cannot open as SQLite: " + msg);
   }
   sqlite3_extended_result_codes(db_, 1);
-  // Tables only: a view is a query (a recursive one runs for ever), not data an export holds.
-  SqliteStmt st(*this, "SELECT name FROM sqlite_master WHERE type = 'table'");
-  while (st.step()) tables_.emplace(st.text(0));
+  try {
+    // Tables only: a view is a query (a recursive one runs for ever), not data an export holds.
+    SqliteStmt st(*this, "SELECT name FROM sqlite_master WHERE type = 'table'");
+    while (st.step()) tables_.emplace(st.text(0));
+  } catch (...) {  // not a database after all: the destructor will not run, close it here
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw;
+  }
 }
 
 SqliteDb::~SqliteDb() { sqlite3_close(db_); }

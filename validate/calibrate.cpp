@@ -134,7 +134,22 @@ void split_halves(Measurements& m) {
 }
 }  // namespace
 
+namespace {
+Calibration calibrate_unchecked(const Measurements& ms, const std::string& base_preset, const std::string& overlay_name);
+AccuracyReport accuracy_unchecked(const Measurements& ms, const HwSpec& hw);
+}  // namespace
+
+// A measurement's parameters are read where each family needs them: a value of the wrong type
+// there is bad input naming the file, as at load.
 Calibration calibrate(const Measurements& ms, const std::string& base_preset, const std::string& overlay_name) {
+  return with_json_errors(ms.source, [&] { return calibrate_unchecked(ms, base_preset, overlay_name); });
+}
+AccuracyReport accuracy(const Measurements& ms, const HwSpec& hw) {
+  return with_json_errors(ms.source, [&] { return accuracy_unchecked(ms, hw); });
+}
+
+namespace {
+Calibration calibrate_unchecked(const Measurements& ms, const std::string& base_preset, const std::string& overlay_name) {
   HwSpec base = load_hw(base_preset);
   double bw = base.gpu.memory_bandwidth;
   Calibration c;
@@ -456,6 +471,8 @@ Calibration calibrate(const Measurements& ms, const std::string& base_preset, co
   return c;
 }
 
+}  // namespace
+
 double predict(const Measurement& m, const HwSpec& hw) {
   if (m.family == "collective") {  // the collective model, as model-mode replay times NCCL kernels
     auto n = static_cast<std::uint32_t>(m.params.value("ranks", 1));
@@ -468,7 +485,8 @@ double predict(const Measurement& m, const HwSpec& hw) {
   return w ? simulate_microbenchmark(*w, hw) : -1;
 }
 
-AccuracyReport accuracy(const Measurements& ms, const HwSpec& hw) {
+namespace {
+AccuracyReport accuracy_unchecked(const Measurements& ms, const HwSpec& hw) {
   AccuracyReport r;
   std::map<std::string, std::vector<double>> fam;
   std::map<std::string, std::size_t> count;
@@ -512,5 +530,7 @@ AccuracyReport accuracy(const Measurements& ms, const HwSpec& hw) {
   r.p90_error = quant(all, 0.9);
   return r;
 }
+
+}  // namespace
 
 }  // namespace bneck

@@ -201,15 +201,21 @@ class Reader : public nlohmann::json::json_sax_t {
     } catch (const std::exception&) { return -1; }
   }
 
+  // Integer microseconds to nanoseconds, refusing what would overflow.
+  static TimeNs us_to_ns(std::int64_t v) {
+    constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max() / 1000;
+    if (v > kMax || v < -kMax) throw InputError("timestamp " + std::to_string(v) + " us out of range");
+    return v * 1000;
+  }
   bool integer(std::int64_t v, const std::string* text) {
     try {
       switch (field_) {
         case Field::Ts:
-          ev_.ts = text ? kineto_us_to_ns(*text) : v * 1000;
+          ev_.ts = text ? kineto_us_to_ns(*text) : us_to_ns(v);
           ev_.has_ts = true;
           break;
         case Field::Dur:
-          ev_.dur = text ? kineto_us_to_ns(*text) : v * 1000;
+          ev_.dur = text ? kineto_us_to_ns(*text) : us_to_ns(v);
           ev_.has_dur = true;
           break;
         default: break;

@@ -1,0 +1,36 @@
+// libFuzzer harness: one importer (chosen by FUZZ_SUFFIX: .sqlite nsys, .json Kineto/bneck/Chakra/
+// PyTorch ET, .et Chakra protobuf, .json.gz gzip) on arbitrary bytes, then the replay pipeline on
+// whatever imports. Bad input must end in InputError; anything else (a crash, a sanitizer report,
+// another exception) is a finding.
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "models/replay.hpp"
+#include "sim/base/error.hpp"
+#include "traces/importer.hpp"
+
+#ifndef FUZZ_SUFFIX
+#define FUZZ_SUFFIX ".json"
+#endif
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  // A private file per process (the importers take paths; /dev/shm keeps it in memory).
+  static const std::string path = "/dev/shm/bneck_fuzz_" + std::to_string(::getpid()) + FUZZ_SUFFIX;
+  if (std::FILE* f = std::fopen(path.c_str(), "wb")) {
+    if (size) std::fwrite(data, 1, size, f);
+    std::fclose(f);
+  } else {
+    return 0;
+  }
+  try {
+    bneck::Trace t = bneck::load_trace(path);
+    if (t.ops.size() <= 20000) {
+      bneck::ReplayOptions o;
+      (void)bneck::run_replay(t, o);
+    }
+  } catch (const bneck::InputError&) {}
+  return 0;
+}
