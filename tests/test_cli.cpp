@@ -12,6 +12,7 @@
 #include <sstream>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 
 #include <thread>
@@ -455,6 +456,14 @@ TEST_CASE("outputs: a symlink is followed, a FIFO written in place, a directory 
   CHECK(w.code == 0);
   CHECK(fs::is_fifo(fifo));
   CHECK(nlohmann::json::parse(got).contains("makespan_ns"));
+  // A private character device (the null device's numbers, in our own directory; root only): written
+  // in place and still a device afterwards, as /dev/null must stay.
+  fs::path node = d / "null";
+  if (::mknod(node.c_str(), S_IFCHR | 0666, makedev(1, 3)) == 0) {
+    Run n = run("replay '" + demo_trace() + "' --json '" + node.string() + "' --chrome-trace '" + node.string() + "'");
+    CHECK(n.code == 0);
+    CHECK(fs::is_character_file(node));
+  }
   // A directory: refused, exit 2, named.
   Run dir = run("replay '" + demo_trace() + "' --json '" + d.string() + "'");
   CHECK(dir.code == 2);
