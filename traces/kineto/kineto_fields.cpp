@@ -44,6 +44,7 @@ TimeNs kineto_us_to_ns(std::string_view s) {
     frac *= 10;
     ++digits;
   }
+  if (whole > (std::numeric_limits<TimeNs>::max() - 1000) / 1000) throw InputError("timestamp '" + std::string(s) + "' out of range");
   TimeNs ns = whole * 1000 + frac + (round_up ? 1 : 0);
   return neg ? -ns : ns;
 }
