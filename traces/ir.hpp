@@ -89,7 +89,10 @@ struct Op {
   std::uint16_t sub = 0;   // Api ops: ApiClass
 
   TimeNs duration() const { return (dur_ & kDurUs) ? static_cast<TimeNs>(dur_ & ~kDurUs) * 1000 : static_cast<TimeNs>(dur_); }
-  TimeNs end() const { return start + duration(); }
+  TimeNs end() const {  // saturates instead of overflowing (import rejects such ops, see Trace::finalize)
+    TimeNs e = 0;
+    return __builtin_add_overflow(start, duration(), &e) ? std::numeric_limits<TimeNs>::max() : e;
+  }
   // Returns false if the duration had to be clamped (negative, or over 35 minutes).
   bool set_duration(TimeNs d) {
     if (d < 0) {
@@ -100,12 +103,16 @@ struct Op {
       dur_ = static_cast<std::uint32_t>(d);
       return true;
     }
-    TimeNs us = (d + 500) / 1000;
+    TimeNs us = d / 1000 + (d % 1000 >= 500 ? 1 : 0);  // rounded, without overflowing near the int64 limit
     bool ok = us <= static_cast<TimeNs>(~kDurUs);
     dur_ = kDurUs | static_cast<std::uint32_t>(std::min<TimeNs>(us, ~kDurUs));
     return ok;
   }
-  bool set_end(TimeNs e) { return set_duration(e - start); }
+  bool set_end(TimeNs e) {  // false (duration 0) when end - start does not fit: extreme timestamps
+    TimeNs d = 0;
+    if (__builtin_sub_overflow(e, start, &d)) return set_duration(-1);
+    return set_duration(d);
+  }
   ApiClass api_class() const { return kind == OpKind::Api ? static_cast<ApiClass>(sub) : ApiClass::Other; }
   void set_api_class(ApiClass c) { sub = static_cast<std::uint16_t>(c); }
   static constexpr std::uint8_t kFlagNccl = 1;       // communication kernel (NCCL/RCCL)
