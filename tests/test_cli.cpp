@@ -525,6 +525,10 @@ TEST_CASE("fuzz findings: directories, --jobs, WAL inputs, views and non-UTF-8 n
       CHECK(run("whatif '" + ff + f + "' --scale '2:name~(a*)*b'").code == 0);
     }
     CHECK(run("replay '" + demo_trace() + "' --range '(unclosed'").code == 2);
+    // An empty scenario: the file is named.
+    Run es = run("whatif '" + demo_trace() + "' --scenario '" + ff + "msg_scenario_empty_transforms.json'");
+    CHECK(es.code == 2);
+    CHECK_THAT(es.err, Catch::Contains("msg_scenario_empty_transforms.json"));
     // Timestamps near the int64 limits (they overflowed into nonsense figures with exit 0): exit 2.
     for (const char* f : {"ub_bneck_ts_extreme.json", "ub_kineto_ts_neg.json", "ub_kineto_ts_overflow.json", "ub_nsys_ts_extreme.sqlite",
                           "ub_fuzz_engine102.sqlite"}) {

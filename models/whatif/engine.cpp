@@ -131,7 +131,10 @@ std::vector<Transform> parse_transform_args(const std::vector<std::string>& args
       return args[++i];
     };
     if (a == "--scenario") {
-      Scenario s = load_scenario(next());
+      const std::string path = next();
+      Scenario s = load_scenario(path);
+      if (s.transforms.empty())
+        throw InputError(path, "the scenario lists no transforms (\"transforms\": [{\"scale\": \"2:name~gemm\"}, ...])");
       scenario_name += (scenario_name.empty() ? "" : "+") + s.name;
       out.insert(out.end(), s.transforms.begin(), s.transforms.end());
       continue;
