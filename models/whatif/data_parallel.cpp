@@ -63,15 +63,8 @@ class DataParallel : public TransformStep {
   explicit DataParallel(std::uint32_t ranks) : ranks_(ranks) {}
   void apply(const WhatIfContext& ctx, WhatIfCase& c) const override {
     const Trace& t = ctx.trace;
-    // Collectives with kernels: re-timed for N ranks.
-    std::size_t retimed = 0;
-    for (const Collective& col : t.collectives) {
-      TimeNs a = collective_time(c.spec, col.kind, col.bytes, col.ranks()).time_ns,
-             b = collective_time(c.spec, col.kind, col.bytes, ranks_).time_ns;
-      double ratio = a > 0 ? static_cast<double>(b) / static_cast<double>(a) : 1.0;
-      for (OpId m : col.members) c.durations[m] = static_cast<TimeNs>(std::llround(static_cast<double>(c.durations[m]) * ratio));
-      retimed += col.members.size();
-    }
+    // Collectives with kernels: re-timed for N ranks (as --ranks).
+    const std::size_t retimed = retime_collectives(t, c, ranks_).kernels;
     // All-reduce calls without kernels (a 1-rank trace) and DDP's waits, per host thread, by start.
     std::map<LaneId, std::vector<CommCall>> calls;
     std::map<std::uint32_t, std::vector<std::size_t>> waits;  // per process (any of its threads)
@@ -108,9 +101,8 @@ class DataParallel : public TransformStep {
     Bytes total = 0;
     TimeNs comm_ns = 0;
     for (auto& [lane, cs] : calls) {
-      auto& calls_api = api[t.lanes[lane].process];
-      std::sort(calls_api.begin(), calls_api.end());
-      std::vector<NodeId> pending;  // all-reduces not yet waited for
+      const auto& calls_api = api[t.lanes[lane].process];  // in start order: the trace's ops are
+      std::vector<NodeId> pending;                         // all-reduces not yet waited for
       const auto& ws = waits[t.lanes[lane].process];
       std::size_t wi = 0;
       auto flush_waits = [&](TimeNs until) {

@@ -19,22 +19,10 @@ class Ranks : public TransformStep {
  public:
   explicit Ranks(std::uint32_t ranks) : ranks_(ranks) {}
   void apply(const WhatIfContext& ctx, WhatIfCase& c) const override {
-    TimeNs before = 0, after = 0;
-    std::size_t n = 0;
-    for (const Collective& col : ctx.trace.collectives) {
-      TimeNs a = collective_time(c.spec, col.kind, col.bytes, col.ranks()).time_ns,
-             b = collective_time(c.spec, col.kind, col.bytes, ranks_).time_ns;
-      double ratio = a > 0 ? static_cast<double>(b) / static_cast<double>(a) : 1.0;
-      for (OpId m : col.members) {
-        before += c.durations[m];
-        c.durations[m] = static_cast<TimeNs>(std::llround(static_cast<double>(c.durations[m]) * ratio));
-        after += c.durations[m];
-        ++n;
-      }
-    }
-    c.log.push_back(text + ": " + std::to_string(ctx.trace.collectives.size()) + " collectives (" + std::to_string(n) +
+    RetimedCollectives r = retime_collectives(ctx.trace, c, ranks_);
+    c.log.push_back(text + ": " + std::to_string(ctx.trace.collectives.size()) + " collectives (" + std::to_string(r.kernels) +
                     " kernels) re-timed for " + std::to_string(ranks_) + " ranks on " + c.spec.name + ": communication " +
-                    format_duration(before) + " -> " + format_duration(after));
+                    format_duration(r.before) + " -> " + format_duration(r.after));
   }
 
  private:
@@ -51,6 +39,22 @@ std::unique_ptr<TransformStep> parse(const std::string& arg) {
 }
 
 }  // namespace
+
+RetimedCollectives retime_collectives(const Trace& t, WhatIfCase& c, std::uint32_t ranks) {
+  RetimedCollectives r;
+  for (const Collective& col : t.collectives) {
+    TimeNs a = collective_time(c.spec, col.kind, col.bytes, col.ranks()).time_ns,
+           b = collective_time(c.spec, col.kind, col.bytes, ranks).time_ns;
+    double ratio = a > 0 ? static_cast<double>(b) / static_cast<double>(a) : 1.0;
+    for (OpId m : col.members) {
+      r.before += c.durations[m];
+      c.durations[m] = static_cast<TimeNs>(std::llround(static_cast<double>(c.durations[m]) * ratio));
+      r.after += c.durations[m];
+      ++r.kernels;
+    }
+  }
+  return r;
+}
 
 extern const TransformDef kRanksTransform{"ranks", "N", TransformDef::Arg::Required,
                                           "the trace's collectives re-timed for N ranks by the collective model", parse};

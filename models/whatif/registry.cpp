@@ -10,7 +10,7 @@ extern const TransformDef kScaleTransform, kRemoveTransform, kFuseTransform, kPr
 const std::vector<const TransformDef*>& transform_registry() {
   static const std::vector<const TransformDef*> table = {
       &kScaleTransform, &kRemoveTransform,      &kFuseTransform,  &kPrecisionTransform, &kCudaGraphTransform,
-      &kHwTransform,    &kOverlapCommTransform, &kRanksTransform, &kRepeatTransform, &kDataParallelTransform,
+      &kHwTransform,    &kOverlapCommTransform, &kRanksTransform, &kRepeatTransform,    &kDataParallelTransform,
   };
   return table;
 }

@@ -75,6 +75,15 @@ struct Scenario {
 // {"name": "...", "transforms": [{"scale": "2:name~gemm"}, {"remove": "kind=memset"}, ...]}: keys
 // are the registry's names.
 Scenario load_scenario(const std::string& path);
+
+// Re-times the communication kernels of the trace's collectives for `ranks` ranks: each by the
+// collective model's time for `ranks` over its time for the group it had, on the case's spec
+// (--ranks, --data-parallel). Returns the kernels re-timed; adds their time before and after.
+struct RetimedCollectives {
+  std::size_t kernels = 0;
+  TimeNs before = 0, after = 0;
+};
+RetimedCollectives retime_collectives(const Trace& t, WhatIfCase& c, std::uint32_t ranks);
 // Command-line words after TRACE: `--NAME ARG`, `--NAME=ARG`, `--scenario FILE`, in order.
 std::vector<Transform> parse_transform_args(const std::vector<std::string>& args, std::string& scenario_name);
 
