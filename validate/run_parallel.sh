@@ -17,7 +17,7 @@ for spec in dp:1 dp:2 tp:1 tp:2 pp:1 pp:2:gpipe pp:2:1f1b; do
   if [ "${2:-}" = "--nsys" ]; then
     [ "$sched" = "1f1b" ] && continue
     source "$here/.nsys/env.sh"
-    timeout 240 nsys profile -o "$out/$name" --force-overwrite true -t cuda,nvtx,osrt --sample=none \
+    timeout 240 nsys profile -o "$out/$name" --force-overwrite true -t cuda,nvtx --sample=none \
       torchrun --standalone --nproc_per_node "$n" "$wl" "${args[@]}" --steps 6 --prof-steps 0 > "$out/${name}_nsys.log" 2>&1
     timeout 120 nsys export --type sqlite --force-overwrite true -o "$out/$name.sqlite" "$out/$name.nsys-rep" >/dev/null 2>&1
     rm -f "$out/$name.nsys-rep"
