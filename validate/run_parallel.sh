@@ -26,4 +26,5 @@ for spec in dp:1 dp:2 tp:1 tp:2 pp:1 pp:2:gpipe pp:2:1f1b; do
     gzip -f "$out/${name}_kineto"/*.json 2>/dev/null
   fi
   grep -h median_step_ms "$out/$name"*.log
+  [ -d "$out/${name}_kineto" ] && for f in "$out/${name}_kineto"/*.json.gz; do mv "$f" "$out/${name}_$(basename "$f")"; done; rmdir "$out/${name}_kineto" 2>/dev/null
 done

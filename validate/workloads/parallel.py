@@ -119,13 +119,19 @@ else:  # pp
     mbs = [torch.randn(T, D, device=dev, dtype=bf16) for _ in range(M)]
     first, last = rank == 0, rank == S - 1
 
-    def fwd(m, acts, send=True):
+    def p2p(ops):  # one NCCL group of sends/receives to/from neighbouring stages
+        if ops:
+            for r in dist.batch_isend_irecv([dist.P2POp(dist.isend if kind == "send" else dist.irecv, t, peer) for kind, t, peer in ops]):
+                r.wait()
+
+    def fwd(m, acts, inp=None, send=True):
         with Range(f"microbatch{m}"), Range("forward"):
             if first:
                 inp = mbs[m]
-            else:
+            elif inp is None:
                 inp = torch.empty(T, D, device=dev, dtype=bf16)
                 dist.recv(inp, rank - 1)
+            if not first:
                 inp.requires_grad_(True)
             out = stage(inp)
             if last:
@@ -134,7 +140,7 @@ else:  # pp
                 dist.send(out.detach(), rank + 1)
             acts[m] = (inp, out)
 
-    def bwd(m, acts, grad=None):
+    def bwd(m, acts, grad=None, send=True):
         with Range(f"microbatch{m}"), Range("backward"):
             inp, out = acts.pop(m)
             if last:
@@ -144,8 +150,9 @@ else:  # pp
                     grad = torch.empty(T, D, device=dev, dtype=bf16)
                     dist.recv(grad, rank + 1)
                 out.backward(grad)
-            if not first:
+            if not first and send:
                 dist.send(inp.grad, rank - 1)
+            return inp.grad
 
     def step(i):
         acts = {}
@@ -158,25 +165,31 @@ else:  # pp
                 fwd(m, acts)
             for m in range(M):
                 bwd(m, acts)
-        else:  # 1f1b (2 stages): stage 0 runs one warm-up forward, then sends the next forward's
+        else:  # 1f1b, 2 stages: stage 0 runs one warm-up forward, then sends each next forward's
             # output while it receives the previous one's gradient (one NCCL group, as Megatron's
-            # send_forward_recv_backward), then the last backward; stage 1 alternates F, B.
+            # send_forward_recv_backward); stage 1 alternates F, B and sends each gradient while
+            # it receives the next activation. Every transfer goes through batch_isend_irecv.
             assert S == 2, "the 1f1b workload is written for 2 stages"
-            if last:
-                for m in range(M):
-                    fwd(m, acts)
-                    bwd(m, acts)
-            else:
-                fwd(0, acts)
+            new = lambda: torch.empty(T, D, device=dev, dtype=bf16)
+            if first:
+                fwd(0, acts, send=False)
+                p2p([("send", acts[0][1].detach(), 1)])
                 for m in range(M - 1):
                     fwd(m + 1, acts, send=False)
-                    g = torch.empty(T, D, device=dev, dtype=bf16)
-                    with Range("send_forward_recv_backward"):
-                        for r in dist.batch_isend_irecv([dist.P2POp(dist.isend, acts[m + 1][1].detach(), rank + 1),
-                                                         dist.P2POp(dist.irecv, g, rank + 1)]):
-                            r.wait()
+                    g = new()
+                    p2p([("send", acts[m + 1][1].detach(), 1), ("recv", g, 1)])
                     bwd(m, acts, g)
-                bwd(M - 1, acts)
+                g = new()
+                p2p([("recv", g, 1)])
+                bwd(M - 1, acts, g)
+            else:
+                x = new()
+                p2p([("recv", x, 0)])
+                for m in range(M):
+                    fwd(m, acts, inp=x)
+                    gi = bwd(m, acts, send=False)
+                    x = new() if m + 1 < M else None
+                    p2p([("send", gi, 0)] + ([("recv", x, 0)] if x is not None else []))
         with Range("optimizer"):
             opt.step()
             opt.zero_grad(set_to_none=True)
