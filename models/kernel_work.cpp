@@ -120,12 +120,14 @@ bool op_work(const std::string& op, const std::vector<std::vector<std::int64_t>>
     w.flops = 2 * m * n * k;
     w.bytes = (m * k + k * n + m * n + n) * elem;
     w.weight_elems = k * n;
+    w.out_elems = m * n;
     return true;
   }
   if (is("aten::mm") && sz.size() >= 2 && sz[0].size() == 2 && sz[1].size() == 2) {
     double m = static_cast<double>(sz[0][0]), k = static_cast<double>(sz[0][1]), n = static_cast<double>(sz[1][1]);
     w.flops = 2 * m * n * k;
     w.bytes = (m * k + k * n + m * n) * elem;
+    w.out_elems = m * n;
     return true;
   }
   if ((is("aten::bmm") || is("aten::baddbmm")) && sz.size() >= 2) {
@@ -135,6 +137,7 @@ bool op_work(const std::string& op, const std::vector<std::vector<std::int64_t>>
       double bt = static_cast<double>(a[0]), m = static_cast<double>(a[1]), k = static_cast<double>(a[2]), n = static_cast<double>(b[2]);
       w.flops = 2 * bt * m * n * k;
       w.bytes = bt * (m * k + k * n + m * n) * elem;
+      w.out_elems = bt * m * n;
       return true;
     }
   }
@@ -149,6 +152,7 @@ bool op_work(const std::string& op, const std::vector<std::vector<std::int64_t>>
     bool bwd = op.find("backward") != std::string::npos;
     w.flops = (bwd ? 2.5 : 1.0) * 4 * b * h * t * s * d;
     w.bytes = (bwd ? 8.0 : 4.0) * b * h * t * d * elem;
+    w.out_elems = b * h * t * d;
     return true;
   }
   // Lookups read only the rows they index, not the table their shapes describe: no estimate from
@@ -204,6 +208,10 @@ double memory_parallelism_factor(const LaunchConfig& lc, const GpuSpec& g, Bytes
 }
 
 KernelEstimate model_kernel(const Trace& t, OpId k, const KernelWork& w, const HwSpec& hw) {
+  return model_kernel(t.launch(t.ops[k]), w, hw);
+}
+
+KernelEstimate model_kernel(const LaunchConfig* lc, const KernelWork& w, const HwSpec& hw) {
   KernelEstimate e;
   const GpuSpec& g = hw.gpu;
   RooflineInput in{w.dtype, w.unit, w.flops, w.bytes, w.level, true, -1, -1};
@@ -225,7 +233,7 @@ KernelEstimate model_kernel(const Trace& t, OpId k, const KernelWork& w, const H
   }
   RooflineResult r = roofline(g, in);
   double compute_s = r.compute_time_s, memory_s = r.memory_time_s, chain_s = 0;
-  if (const LaunchConfig* lc = t.launch(t.ops[k])) {
+  if (lc) {
     GridScaling gs = grid_scaling(*lc, g);
     e.waves = gs.waves;
     e.wave_efficiency = gs.wave_efficiency;
@@ -297,6 +305,7 @@ std::vector<KernelWork> estimate_work(const Trace& t, const HwSpec& source) {
       w.from_shapes = true;
       w.op = op;
       w.weight_elems = gets_math ? total.weight_elems / static_cast<double>(compute ? compute : ks.size()) : 0;
+      w.out_elems = total.out_elems;
     }
   }
   // Launch geometry: one-element-per-thread elementwise kernels (see the model card).

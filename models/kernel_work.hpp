@@ -60,6 +60,7 @@ struct KernelWork {
   double chain_ops = 0;            // dependent arithmetic ops one thread runs one after another
                                    // (a latency-bound loop), where known
   std::string op;                  // the aten op it came from, if any
+  double out_elems = 0;            // elements of its op's output, where shapes say (GEMM, attention)
 };
 
 // How a launch geometry stretches the roofline's times on `g`: a grid of fewer blocks than SMs
@@ -91,6 +92,8 @@ struct KernelEstimate {
 // on the GPU's rates, with small grids (fewer blocks than SMs) getting the fraction blocks/SMs of
 // those rates and larger ones dividing the math time by the wave efficiency, plus the kernel tail.
 KernelEstimate model_kernel(const Trace& t, OpId k, const KernelWork& w, const HwSpec& hw);
+// The same with launch geometry `lc` (nullptr: none known), e.g. a split kernel's smaller grid.
+KernelEstimate model_kernel(const LaunchConfig* lc, const KernelWork& w, const HwSpec& hw);
 
 // Work of every kernel of the trace (indexed by op id; non-kernels left default), with `source`
 // the spec of the GPU the trace was captured on (for inference).

@@ -50,6 +50,41 @@ std::string norm(std::string s) {
 }
 }  // namespace
 
+// The companion `name` of `d` (normalized), or nullptr.
+static const char* companion_of(const TransformDef* d, const std::string& name) {
+  for (const char* const* c = d->companions; c && *c; ++c) {
+    std::string n(*c);
+    n = n.substr(0, n.find('='));
+    if (norm(n) == norm(name)) return *c;
+  }
+  return nullptr;
+}
+
+static std::string companion_name(const char* c) {
+  std::string n(c);
+  return n.substr(0, n.find('='));
+}
+
+const std::string* CompanionArgs::find(const std::string& name) const {
+  for (auto it = options.rbegin(); it != options.rend(); ++it)
+    if (it->first == name) return &it->second;
+  return nullptr;
+}
+
+CompanionArgs split_companions(const std::string& arg) {
+  CompanionArgs out;
+  std::size_t nl = arg.find('\n');
+  out.main = arg.substr(0, nl);
+  while (nl != std::string::npos) {
+    std::size_t next = arg.find('\n', nl + 1);
+    std::string kv = arg.substr(nl + 1, next == std::string::npos ? std::string::npos : next - nl - 1);
+    std::size_t eq = kv.find('=');
+    out.options.emplace_back(kv.substr(0, eq), eq == std::string::npos ? std::string() : kv.substr(eq + 1));
+    nl = next;
+  }
+  return out;
+}
+
 const TransformDef* find_transform(const std::string& name) {
   for (const TransformDef* d : transform_registry())
     if (norm(d->name) == norm(name)) return d;
@@ -65,7 +100,10 @@ Transform parse_transform(const std::string& name, const std::string& arg) {
   }
   if (d->arg == TransformDef::Arg::Required && arg.empty()) throw InputError("--" + std::string(d->name) + " needs " + d->metavar);
   std::unique_ptr<TransformStep> step = d->parse(arg);
-  step->text = "--" + std::string(d->name) + (arg.empty() ? "" : " " + arg);
+  std::string shown = arg;
+  for (std::size_t p = shown.find('\n'); p != std::string::npos; p = shown.find('\n', p))
+    shown.replace(p, 1, " --");
+  step->text = "--" + std::string(d->name) + (shown.empty() ? "" : " " + shown);
   return Transform(std::move(step));
 }
 
@@ -81,6 +119,15 @@ std::string transform_help(bool markdown) {
       out += "- `" + opt + "`: " + d->help + "\n";
     else
       out += "  " + opt + std::string(opt.size() < 28 ? 28 - opt.size() : 1, ' ') + d->help + "\n";
+    for (const char* const* c = d->companions; c && *c; ++c) {
+      std::string text(*c), name = companion_name(*c), rest = text.substr(text.find('=') + 1);
+      std::string meta = rest.substr(0, rest.find(':')), help = rest.find(':') == std::string::npos ? "" : rest.substr(rest.find(':') + 2);
+      std::string sub = "--" + name + " " + meta;
+      if (markdown)
+        out += "  - `" + sub + "` (with `" + opt.substr(0, opt.find(' ')) + "`): " + help + "\n";
+      else
+        out += "    " + sub + std::string(sub.size() < 26 ? 26 - sub.size() : 1, ' ') + help + "\n";
+    }
   }
   return out;
 }
@@ -97,20 +144,34 @@ Scenario load_scenario(const std::string& path) {
   s.name = j.contains("name") && j["name"].is_string() ? j["name"].get<std::string>() : path;
   for (std::size_t i = 0; i < j["transforms"].size(); ++i) {
     const auto& t = j["transforms"][i];
-    if (!t.is_object() || t.size() != 1) throw InputError(path, "transforms[" + std::to_string(i) + "]: one {kind: argument} per entry");
-    auto it = t.begin();
-    std::string arg;
-    if (it.value().is_string())
-      arg = it.value().get<std::string>();
-    else if (it.value().is_boolean() && it.value().get<bool>())
-      arg = "";
-    else if (it.value().is_number_integer())
-      arg = std::to_string(it.value().get<long long>());
-    else
-      throw InputError(path, "transforms[" + std::to_string(i) + "]: the argument must be a string");
+    const std::string where = "transforms[" + std::to_string(i) + "]";
+    if (!t.is_object() || t.empty()) throw InputError(path, where + ": one {kind: argument} per entry");
+    auto value = [&](const nlohmann::json& v) -> std::string {
+      if (v.is_string()) return v.get<std::string>();
+      if (v.is_boolean() && v.get<bool>()) return "";
+      if (v.is_number_integer()) return std::to_string(v.get<long long>());
+      throw InputError(path, where + ": the argument must be a string");
+    };
+    // The one transform key, and its companions beside it ({"tensor-parallel": 2, "tp-comm": "..."}).
+    const TransformDef* d = nullptr;
+    std::string key;
+    for (auto it = t.begin(); it != t.end(); ++it)
+      if (const TransformDef* f = find_transform(it.key())) {
+        if (d) throw InputError(path, where + ": one {kind: argument} per entry ('" + key + "' and '" + it.key() + "')");
+        d = f;
+        key = it.key();
+      }
+    if (!d) throw InputError(path, where + ": unknown transform '" + t.begin().key() + "'");
+    std::string arg = value(t[key]);
+    for (auto it = t.begin(); it != t.end(); ++it) {
+      if (it.key() == key) continue;
+      if (!companion_of(d, it.key()))
+        throw InputError(path, where + ": '" + it.key() + "' is neither a transform nor an option of '" + key + "'");
+      arg.append(1, '\n').append(companion_name(companion_of(d, it.key()))).append(1, '=').append(value(it.value()));
+    }
     try {
-      s.transforms.push_back(parse_transform(it.key(), arg));
-    } catch (const InputError& e) { throw InputError(path, "transforms[" + std::to_string(i) + "]: " + e.what()); }
+      s.transforms.push_back(parse_transform(key, arg));
+    } catch (const InputError& e) { throw InputError(path, where + ": " + e.what()); }
   }
   return s;
 }
@@ -147,6 +208,24 @@ std::vector<Transform> parse_transform_args(const std::vector<std::string>& args
                        " --scenario FILE; TRACE comes first)");
     }
     std::string arg = d->arg == TransformDef::Arg::Required ? next() : (has_val ? val : "");
+    // Its companion options, as long as they follow it.
+    while (i + 1 < args.size() && args[i + 1].rfind("--", 0) == 0) {
+      std::string c = args[i + 1].substr(2), cval;
+      bool inline_val = false;
+      if (auto eq = c.find('='); eq != std::string::npos) {
+        cval = c.substr(eq + 1);
+        c = c.substr(0, eq);
+        inline_val = true;
+      }
+      const char* comp = companion_of(d, c);
+      if (!comp) break;
+      ++i;
+      if (!inline_val) {
+        if (i + 1 >= args.size()) throw InputError("--" + c + " needs a value");
+        cval = args[++i];
+      }
+      arg.append(1, '\n').append(companion_name(comp)).append(1, '=').append(cval);
+    }
     out.push_back(parse_transform(d->name, arg));
   }
   return out;

@@ -57,7 +57,19 @@ struct TransformDef {
   Arg arg;
   const char* help;                                                 // one line
   std::unique_ptr<TransformStep> (*parse)(const std::string& arg);  // throws InputError
+  // Companion options ("tp-comm" for --tensor-parallel: `--tensor-parallel 2 --tp-comm SEL`), each
+  // "name=METAVAR: help", nullptr-terminated; they follow the transform on the command line (or sit
+  // beside its key in a scenario entry) and reach parse() inside its argument (split_companions).
+  const char* const* companions = nullptr;
 };
+
+// A transform's argument with its companion options: "2\ntp-comm=name~gemm" -> {"2", {tp-comm: ...}}.
+struct CompanionArgs {
+  std::string main;
+  std::vector<std::pair<std::string, std::string>> options;  // in the order given
+  const std::string* find(const std::string& name) const;
+};
+CompanionArgs split_companions(const std::string& arg);
 
 // The table (registry.cpp), in the order --help lists it.
 const std::vector<const TransformDef*>& transform_registry();

@@ -76,6 +76,15 @@ void GraphEditor::remove(NodeId n) {
   g_.trace_removed[n] = true;
 }
 
+void GraphEditor::move(NodeId n, LaneId lane) {
+  if (g_.synthetic(n)) {
+    g_.synth(n).lane = lane;
+    return;
+  }
+  if (g_.trace_lane.empty()) g_.trace_lane.assign(g_.num_trace_nodes(), kNone);
+  g_.trace_lane[n] = lane;
+}
+
 void GraphEditor::retime_fixed(NodeId n, TimeNs d) {
   SideInfo& s = side(n);
   s.source = DurationSource::Fixed;

@@ -6,6 +6,7 @@
 // - add_node: a synthetic node on a lane, with a duration source (Fixed, or Origin: the cost
 //   model's time of an op times a work fraction) and a release time (its earliest start when no
 //   start dependency holds it back). Reports show its name and the transform that made it.
+// - move: a trace node runs on another lane (its edges unchanged).
 // - remove: the node stays as a zero-time pass-through (its dependencies still order the nodes
 //   around it) and leaves every analysis (spans, overlap, paths by device op).
 // - retime: a fixed duration, or a fraction of the cost model's.
@@ -56,6 +57,9 @@ class GraphEditor {
   // Drops the edges into `to` for which drop(source, props, graph) is true (applied at commit).
   void drop_in_edges(NodeId to, bool (*drop)(NodeId src, const EdgeProps& p, const Graph& g));
   void remove(NodeId n);
+  // Moves trace node `n` to `lane` (another stream, or a stream of a new device: a pipeline stage);
+  // its edges stay: the caller rewires stream order (drop_in_edges, add_edge).
+  void move(NodeId n, LaneId lane);
   void retime_fixed(NodeId n, TimeNs d);
   void retime_fraction(NodeId n, double work_fraction);
   std::vector<NodeId> split(NodeId n, std::uint32_t parts, const std::vector<LaneId>& lanes = {});

@@ -142,6 +142,8 @@ struct Graph {
   std::unordered_map<NodeId, std::uint32_t> trace_side;  // trace nodes with side info (re-timed)
   std::vector<bool> trace_removed;                       // trace nodes removed by a transform (empty: none)
   std::vector<std::uint16_t> trace_resource;             // per trace node, empty if no node needs one
+  std::vector<LaneId> trace_lane;                        // per trace node, the lane a transform moved it to
+                                                         // (kNone: its op's; empty: none moved)
   std::vector<GraphLane> lanes;                          // trace lanes first
   std::uint32_t num_devices = 0;                         // trace devices, then synthetic ones
   std::uint32_t num_processes = 0;                       // trace processes (ranks), then synthetic ones
@@ -206,7 +208,10 @@ struct Graph {
   }
   bool is_device(NodeId n) const { return is_device_op(kind(n)) && !removed(n); }
   bool nccl(NodeId n) const { return synthetic(n) ? (synth(n).flags & Node::kNccl) != 0 : (trace->ops[n].flags & Op::kFlagNccl) != 0; }
-  LaneId lane(NodeId n) const { return synthetic(n) ? synth(n).lane : trace->ops[n].lane; }
+  LaneId lane(NodeId n) const {
+    if (synthetic(n)) return synth(n).lane;
+    return trace_lane.empty() || trace_lane[n] == kNone ? trace->ops[n].lane : trace_lane[n];
+  }
   std::uint32_t device(NodeId n) const { return lanes[lane(n)].device; }
   std::uint32_t process(NodeId n) const { return lanes[lane(n)].process; }
   // The rank of a node's process (trace ranks; synthetic processes are numbered after them).

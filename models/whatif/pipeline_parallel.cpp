@@ -1,0 +1,409 @@
+// --pipeline-parallel S --microbatch-range REGEX [--schedule gpipe|1f1b] [--stage-boundary SEL]
+//   [--backward-range REGEX] [--pp-bytes B]. Model card: pipeline parallelism from a one-GPU trace
+//   that runs its microbatches one after another (gradient accumulation).
+// Captures: the ranges matching REGEX are the microbatches; consecutive ones with no other device
+//   work between them form a group (a step), which with the device work that follows it (the
+//   optimizer) up to the next group is a region. A microbatch's device ops launched inside a range
+//   matching --backward-range (default `backward|Backward`) are its backward pass, the others its
+//   forward. The forward is cut into S contiguous stages of equal time (the case's durations), or
+//   where the ops --stage-boundary selects begin (the k-th selected op of a microbatch's forward
+//   starts stage k); the backward runs the same layers in reverse, so the op at time fraction x of
+//   the backward belongs to the stage holding fraction 1 - x of the forward; the rest of the region
+//   (the optimizer updates parameters in layer order) is cut like the forward. Stage s runs on GPU
+//   s (stage 0 keeps the trace's GPU; the others are new GPUs, same spec, each a new rank). Each
+//   stage runs its chunks in the schedule's order on its streams: gpipe every forward, then every
+//   backward, in microbatch order; 1f1b min(S - s - 1, M) warm-up forwards, then one forward and
+//   one backward, then the remaining backwards; then its part of the rest. Between stages, each
+//   forward's output and each backward's input gradient is sent point to point: a transfer of
+//   --pp-bytes (default: the output of the last GEMM before the cut, from shapes) timed by the
+//   collective model (SendRecv, 2 ranks), which starts when the sender's chunk has ended and the
+//   receiver has finished what precedes the chunk in its order (NCCL's rendezvous: PyTorch's
+//   blocking send makes the sender's stream wait for it); the receiver's chunk and the sender's
+//   next op wait for the transfer.
+// Assumed: each stage's host keeps ahead of its GPU: the moved ops lose their launch edges (the
+//   trace's one host thread launched them in the one-GPU order, which the schedule changes) and
+//   each stage's first op of a region waits for the launch of the region's first op.
+// Not modelled: host-bound stages, interleaved schedules, activation recomputation, different
+//   ranks per stage (tensor or data parallelism inside a stage).
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "models/collective.hpp"
+#include "models/whatif/transform.hpp"
+#include "sim/analysis/analysis.hpp"
+#include "sim/base/error.hpp"
+#include "sim/base/regex.hpp"
+#include "sim/base/units.hpp"
+
+namespace bneck {
+namespace {
+
+enum class Schedule { GPipe, OneFOneB };
+
+struct Microbatch {
+  std::vector<OpId> fwd, bwd;  // device ops in start order
+};
+
+struct Region {
+  std::vector<Microbatch> mbs;
+  std::vector<OpId> rest;  // device ops after the group up to the next group, in start order
+};
+
+class PipelineParallel : public TransformStep {
+ public:
+  PipelineParallel(std::uint32_t stages, std::string mb, Schedule sched, std::string boundary, std::string bwd, Bytes bytes)
+      : s_(stages), mb_(std::move(mb)), sched_(sched), boundary_(std::move(boundary)), bwd_(std::move(bwd)), bytes_(bytes) {}
+
+  void apply(const WhatIfContext& ctx, WhatIfCase& c) const override {
+    const Trace& t = ctx.trace;
+    RangeIndex idx(t);
+    const Regex mb_re(mb_), bwd_re(bwd_);
+    const auto mbs = idx.match(mb_re);
+    if (mbs.empty()) throw InputError(text + ": no NVTX range matches --microbatch-range " + mb_);
+    // Microbatch (its range's name: a microbatch may be annotated twice, forward and backward) and
+    // phase of every device op: the ops launched while the range is open by any thread of its
+    // process (PyTorch's backward launches from the autograd engine's thread).
+    std::map<std::uint32_t, std::vector<std::pair<TimeNs, OpId>>> launches;  // per process, by launch
+    for (OpId i = 0; i < t.ops.size(); ++i) {
+      const Op& o = t.ops[i];
+      if (is_device_op(o.kind) && o.link != kNone && !(o.flags & Op::kFlagNccl))
+        launches[t.lanes[t.ops[o.link].lane].process].emplace_back(t.ops[o.link].start, i);
+    }
+    for (auto& [p, v] : launches) std::sort(v.begin(), v.end());
+    auto launched_in = [&](std::size_t r, auto&& f) {
+      const Range& rg = t.ranges[r];
+      auto it = launches.find(t.lanes[rg.lane].process);
+      if (it == launches.end()) return;
+      auto lo = std::lower_bound(it->second.begin(), it->second.end(), std::make_pair(rg.start, OpId{0}));
+      for (; lo != it->second.end() && lo->first <= rg.end; ++lo) f(lo->second);
+    };
+    std::vector<std::int64_t> mb_of(t.ops.size(), -1);
+    std::vector<bool> is_bwd(t.ops.size(), false);
+    for (std::size_t r : mbs)
+      launched_in(r, [&](OpId o) {
+        if (mb_of[o] < 0) mb_of[o] = static_cast<std::int64_t>(t.ranges[r].name);
+      });
+    for (std::size_t r : idx.match(bwd_re)) launched_in(r, [&](OpId o) { is_bwd[o] = true; });
+    // The GPU the microbatches run on, and its device ops in start order.
+    std::uint32_t gpu = kNone;
+    for (OpId i = 0; i < t.ops.size() && gpu == kNone; ++i)
+      if (mb_of[i] >= 0) gpu = t.lanes[t.ops[i].lane].device;
+    if (gpu == kNone) throw InputError(text + ": the microbatch ranges launch no device work");
+    std::vector<OpId> ops;
+    for (OpId i = 0; i < t.ops.size(); ++i)
+      if (is_device_op(t.ops[i].kind) && t.lanes[t.ops[i].lane].device == gpu && !c.graph->removed(i)) ops.push_back(i);
+    std::stable_sort(ops.begin(), ops.end(), [&](OpId a, OpId b) { return t.ops[a].start < t.ops[b].start; });
+    // Regions.
+    std::vector<Region> regions;
+    std::vector<OpId> before;  // device work before the first microbatch: stays on stage 0
+    std::map<std::int64_t, std::size_t> slot;
+    bool in_group = false;
+    for (OpId o : ops) {
+      if (mb_of[o] >= 0) {
+        if (!in_group) {
+          regions.emplace_back();
+          slot.clear();
+          in_group = true;
+        }
+        auto [it, fresh] = slot.emplace(mb_of[o], regions.back().mbs.size());
+        if (fresh) regions.back().mbs.emplace_back();
+        Microbatch& m = regions.back().mbs[it->second];
+        (is_bwd[o] ? m.bwd : m.fwd).push_back(o);
+      } else {
+        in_group = false;
+        (regions.empty() ? before : regions.back().rest).push_back(o);
+      }
+    }
+    auto selected = boundary_.empty() ? std::vector<bool>() : ctx.select(boundary_, true);
+
+    Graph& g = c.edit_graph();
+    GraphEditor ed(g, text);
+    // Stage s > 0: a new GPU and rank, one stream per trace stream the work used, a p2p stream each.
+    std::vector<std::uint32_t> stage_dev(s_, gpu), stage_proc(s_, g.lanes[t.ops[ops[0]].lane].process);
+    for (std::uint32_t s = 1; s < s_; ++s) {
+      stage_dev[s] = ed.add_device();
+      stage_proc[s] = ed.add_process();
+    }
+    std::map<std::pair<std::uint32_t, LaneId>, LaneId> lane_of;  // (stage, trace lane) -> lane
+    auto stage_lane = [&](std::uint32_t s, LaneId l) {
+      if (s == 0) return l;
+      auto [it, fresh] = lane_of.emplace(std::make_pair(s, l), kNone);
+      if (fresh) {
+        GraphLane gl = g.lanes[l];
+        gl.device = stage_dev[s];
+        gl.process = stage_proc[s];
+        gl.name = "stage " + std::to_string(s) + ": " + g.lane_label(l);
+        it->second = ed.add_lane(gl);
+      }
+      return it->second;
+    };
+    std::vector<LaneId> p2p_lane(s_, kNone);
+    for (std::uint32_t s = 0; s < s_; ++s) {
+      GraphLane gl;
+      gl.kind = LaneKind::Stream;
+      gl.device = stage_dev[s];
+      gl.process = stage_proc[s];
+      gl.name = "NCCL p2p stream (pipeline stage " + std::to_string(s) + ")";
+      p2p_lane[s] = ed.add_lane(gl);
+    }
+    // Stream order: per (stage, lane), the last op placed; the trace's stream edges into moved ops
+    // are replaced by the schedule's.
+    std::map<LaneId, NodeId> last_on;
+    std::map<NodeId, NodeId> stream_next;  // the op placed after it on its lane
+    std::set<LaneId> started;              // lanes that have their region's first launch edge
+    OpId region_launch = kNone;            // the launch call of the region's first op
+    for (OpId o : before) last_on[g.lane(o)] = o;
+    const std::map<LaneId, NodeId> before_last = last_on;
+    auto place = [&](NodeId o, std::uint32_t s) -> NodeId {  // returns the op it follows (or kNone)
+      const LaneId orig = t.ops[o].lane;
+      const LaneId l = stage_lane(s, orig);
+      if (s != 0) ed.move(o, l);
+      // The stage's own order replaces the trace's stream order and its host's launch order
+      // (each stage's host keeps ahead of its GPU; the region starts at its first launch).
+      ed.drop_in_edges(o, [](NodeId, const EdgeProps& p, const Graph&) {
+        return p.type() == EdgeType::StreamOrder || p.type() == EdgeType::Launch;
+      });
+      if (!started.count(l) && region_launch != kNone) {
+        ed.add_edge(region_launch, o, EdgeType::Launch, DepType::StartToStart, c.spec.gpu.launch_latency);
+        started.insert(l);
+      }
+      NodeId prev = kNone;
+      if (auto it = last_on.find(l); it != last_on.end())
+        prev = it->second;
+      else if (auto b = before_last.find(orig); b != before_last.end())
+        prev = b->second;  // a new stage's stream starts after the work before the pipeline
+      if (prev != kNone) {
+        ed.add_edge(prev, o, EdgeType::StreamOrder, DepType::EndToStart, 0);
+        stream_next[prev] = o;
+      }
+      last_on[l] = o;
+      return prev;
+    };
+    // Stage of each op by time fraction (forward cut points; see the model card).
+    std::size_t transfers = 0, moved = 0, unknown_bytes = 0;
+    TimeNs transfer_ns = 0;
+    struct Transfer {
+      NodeId from_last, to_prev, to_first;
+      std::uint32_t from, to;
+      std::size_t m;
+      int phase;
+      Bytes bytes;
+    };
+    std::vector<Transfer> pending;
+    std::vector<std::map<LaneId, NodeId>> region_last(regions.size());  // last op per lane, per region
+    const Bytes fallback = bytes_;
+    for (std::size_t ri = 0; ri < regions.size(); ++ri) {
+      Region& reg = regions[ri];
+      const std::size_t m_count = reg.mbs.size();
+      started.clear();
+      region_launch = kNone;
+      for (const Microbatch& mb : reg.mbs)
+        for (const auto* v : {&mb.fwd, &mb.bwd})
+          for (OpId o : *v)
+            if (t.ops[o].link != kNone && (region_launch == kNone || t.ops[t.ops[o].link].start < t.ops[region_launch].start))
+              region_launch = t.ops[o].link;
+      // chunk[m][phase][s]: ops; the cut from the first microbatch's forward.
+      std::vector<std::vector<std::vector<std::vector<OpId>>>> chunk(
+          m_count, std::vector<std::vector<std::vector<OpId>>>(2, std::vector<std::vector<OpId>>(s_)));
+      std::vector<Bytes> act_bytes(s_, fallback);  // sent from stage s to s + 1 (forward)
+      for (std::size_t m = 0; m < m_count; ++m) {
+        const Microbatch& mb = reg.mbs[m];
+        std::vector<double> cuts = forward_cuts(mb.fwd, c, selected);
+        cut(mb.fwd, c, cuts, false, chunk[m][0]);
+        cut(mb.bwd, c, cuts, true, chunk[m][1]);
+        if (m == 0 && fallback == 0)
+          for (std::uint32_t s = 0; s + 1 < s_; ++s)
+            for (auto it = chunk[m][0][s].rbegin(); it != chunk[m][0][s].rend(); ++it)
+              if (ctx.work[*it].cls == KernelClass::Gemm && ctx.work[*it].out_elems > 0) {
+                act_bytes[s] = static_cast<Bytes>(ctx.work[*it].out_elems * dtype_bytes(ctx.work[*it].dtype));
+                break;
+              }
+      }
+      std::vector<std::vector<OpId>> rest(s_);
+      cut(reg.rest, c, forward_cuts({}, c, {}), false, rest);
+      // Each stage's order of (microbatch, phase) chunks.
+      std::vector<std::vector<std::pair<std::size_t, int>>> order(s_);
+      for (std::uint32_t s = 0; s < s_; ++s) {
+        auto& v = order[s];
+        if (sched_ == Schedule::GPipe) {
+          for (std::size_t m = 0; m < m_count; ++m) v.emplace_back(m, 0);
+          for (std::size_t m = 0; m < m_count; ++m) v.emplace_back(m, 1);
+        } else {
+          const std::size_t warm = std::min<std::size_t>(s_ - s - 1, m_count);
+          for (std::size_t m = 0; m < warm; ++m) v.emplace_back(m, 0);
+          for (std::size_t m = 0; m + warm < m_count; ++m) {
+            v.emplace_back(m + warm, 0);
+            v.emplace_back(m, 1);
+          }
+          for (std::size_t m = m_count - warm; m < m_count; ++m) v.emplace_back(m, 1);
+        }
+      }
+      // Place chunks stage by stage in order; remember, per chunk, its first op, the op before it
+      // on its stage (the receiver's readiness) and its last op.
+      struct Placed {
+        NodeId first = kNone, prev = kNone, last = kNone;
+      };
+      std::vector<std::vector<std::vector<Placed>>> placed(m_count, std::vector<std::vector<Placed>>(2, std::vector<Placed>(s_)));
+      for (std::uint32_t s = 0; s < s_; ++s) {
+        for (auto [m, ph] : order[s]) {
+          Placed& p = placed[m][static_cast<std::size_t>(ph)][s];
+          for (OpId o : chunk[m][static_cast<std::size_t>(ph)][s]) {
+            NodeId prev = place(o, s);
+            if (p.first == kNone) {
+              p.first = o;
+              p.prev = prev;
+            }
+            p.last = o;
+            moved += s != 0;
+          }
+        }
+        for (OpId o : rest[s]) moved += (place(o, s), s != 0);
+      }
+      // Transfers between neighbouring stages.
+      for (std::size_t m = 0; m < m_count; ++m)
+        for (int ph = 0; ph < 2; ++ph)
+          for (std::uint32_t s = 0; s + 1 < s_; ++s) {
+            const std::uint32_t from = ph == 0 ? s : s + 1, to = ph == 0 ? s + 1 : s;
+            const Placed& a = placed[m][static_cast<std::size_t>(ph)][from];
+            const Placed& b = placed[m][static_cast<std::size_t>(ph)][to];
+            if (a.last == kNone || b.first == kNone) continue;
+            pending.push_back({a.last, b.prev, b.first, from, to, m, ph, act_bytes[s]});
+          }
+      for (auto& [l, o] : last_on) region_last[ri][l] = o;
+    }
+    for (const Transfer& x : pending) {
+      if (x.bytes == 0) ++unknown_bytes;
+      TimeNs d = x.bytes ? collective_time(c.spec, CollKind::SendRecv, x.bytes, 2).time_ns : 0;
+      NewNode nn;
+      nn.name = std::string(x.phase == 0 ? "send activation" : "send gradient") + " (pipeline stage " + std::to_string(x.from) + " -> " +
+                std::to_string(x.to) + ", microbatch " + std::to_string(x.m) + ", " + format_bytes(x.bytes) + ")";
+      nn.kind = OpKind::Kernel;
+      nn.lane = p2p_lane[x.from];
+      nn.source = DurationSource::Fixed;
+      nn.fixed_ns = d;
+      nn.nccl = true;
+      NodeId n = ed.add_node(nn);
+      ed.add_edge(x.from_last, n, EdgeType::Event, DepType::EndToStart, 0);
+      if (x.to_prev != kNone) ed.add_edge(x.to_prev, n, EdgeType::Event, DepType::EndToStart, 0);  // the receiver is ready
+      ed.add_edge(n, x.to_first, EdgeType::Event, DepType::EndToStart, 0);
+      if (auto it = stream_next.find(x.from_last); it != stream_next.end())  // a blocking send
+        ed.add_edge(n, it->second, EdgeType::Event, DepType::EndToStart, 0);
+      ++transfers;
+      transfer_ns += d;
+    }
+    // The host's waits on the device (synchronize, event waits) wait for every stage of the region.
+    for (std::size_t ri = 0; ri < regions.size(); ++ri) {
+      std::vector<OpId> all = regions[ri].rest;
+      for (const Microbatch& m : regions[ri].mbs) {
+        all.insert(all.end(), m.fwd.begin(), m.fwd.end());
+        all.insert(all.end(), m.bwd.begin(), m.bwd.end());
+      }
+      // Only waits issued after the region's last launch (a synchronize at the end of the step):
+      // a wait inside the region keeps its own op (no cycle through the host's later launches).
+      TimeNs last_launch = 0;
+      for (OpId o : all)
+        if (t.ops[o].link != kNone) last_launch = std::max(last_launch, t.ops[t.ops[o].link].start);
+      std::set<std::pair<NodeId, int>> syncs;
+      for (OpId o : all)
+        for (auto e : boost::make_iterator_range(boost::out_edges(o, g.csr))) {
+          const NodeId api = boost::target(e, g.csr);
+          if (g.csr[e].type() == EdgeType::HostSync && !g.synthetic(api) && t.ops[api].start > last_launch)
+            syncs.emplace(api, static_cast<int>(g.csr[e].attach()));
+        }
+      for (auto [api, attach] : syncs)
+        for (auto& [l, o] : region_last[ri]) ed.add_edge(o, api, EdgeType::HostSync, static_cast<DepType>(attach), 0);
+    }
+    ed.commit();
+    c.log.push_back(text + ": " + std::to_string(regions.size()) + " steps of " + std::to_string(regions.empty() ? 0 : regions[0].mbs.size()) +
+                    " microbatches on " + std::to_string(s_) + " stages (" + (sched_ == Schedule::GPipe ? "gpipe" : "1f1b") + "), " +
+                    std::to_string(moved) + " device ops moved to stages 1.." + std::to_string(s_ - 1) + ", " + std::to_string(transfers) +
+                    " point-to-point transfers (" + format_duration(transfer_ns) + " by the collective model on " + c.spec.name + ")" +
+                    (unknown_bytes ? "; " + std::to_string(unknown_bytes) + " of unknown size (no shapes: give --pp-bytes)" : ""));
+  }
+
+ private:
+  // Forward cut points as time fractions (S - 1 of them, rising): equal time, or where the
+  // --stage-boundary ops begin.
+  std::vector<double> forward_cuts(const std::vector<OpId>& fwd, const WhatIfCase& c, const std::vector<bool>& selected) const {
+    std::vector<double> cuts;
+    if (!selected.empty()) {
+      double total = 0, at = 0;
+      for (OpId o : fwd) total += static_cast<double>(c.durations[o]);
+      for (OpId o : fwd) {
+        if (selected[o] && cuts.size() + 1 < s_ && total > 0) cuts.push_back(at / total);
+        at += static_cast<double>(c.durations[o]);
+      }
+    }
+    if (cuts.size() + 1 != s_) {
+      cuts.clear();
+      for (std::uint32_t s = 1; s < s_; ++s) cuts.push_back(static_cast<double>(s) / s_);
+    }
+    return cuts;
+  }
+  // Ops into stages by the time fraction of their middle (reversed for a backward pass).
+  void cut(const std::vector<OpId>& ops, const WhatIfCase& c, const std::vector<double>& cuts, bool reverse,
+           std::vector<std::vector<OpId>>& out) const {
+    double total = 0, at = 0;
+    for (OpId o : ops) total += static_cast<double>(c.durations[o]);
+    for (OpId o : ops) {
+      const double d = static_cast<double>(c.durations[o]);
+      double x = total > 0 ? (at + d / 2) / total : 0;
+      if (reverse) x = 1 - x;
+      const auto s = static_cast<std::size_t>(std::upper_bound(cuts.begin(), cuts.end(), x) - cuts.begin());
+      out[std::min<std::size_t>(s, s_ - 1)].push_back(o);
+      at += d;
+    }
+  }
+  std::uint32_t s_;
+  std::string mb_;
+  Schedule sched_;
+  std::string boundary_, bwd_;
+  Bytes bytes_;
+};
+
+std::unique_ptr<TransformStep> parse(const std::string& arg) {
+  CompanionArgs a = split_companions(arg);
+  long v = 0;
+  try {
+    std::size_t pos = 0;
+    v = std::stol(a.main, &pos);
+    if (pos != a.main.size() || v < 1 || v > 4096) throw std::invalid_argument(a.main);
+  } catch (const std::exception&) { throw InputError("--pipeline-parallel " + a.main + ": expected a number of stages (1 .. 4096)"); }
+  const std::string* mb = a.find("microbatch-range");
+  if (!mb || mb->empty()) throw InputError("--pipeline-parallel " + a.main + " needs --microbatch-range REGEX (the microbatch ranges)");
+  (void)Regex(*mb);
+  Schedule sched = Schedule::GPipe;
+  if (const std::string* s = a.find("schedule")) {
+    if (*s == "1f1b")
+      sched = Schedule::OneFOneB;
+    else if (*s != "gpipe")
+      throw InputError("--schedule " + *s + ": expected gpipe or 1f1b");
+  }
+  std::string boundary = a.find("stage-boundary") ? checked_selector(*a.find("stage-boundary")) : "";
+  std::string bwd = a.find("backward-range") ? *a.find("backward-range") : "backward|Backward";
+  (void)Regex(bwd);
+  Bytes bytes = 0;
+  if (const std::string* b = a.find("pp-bytes")) {
+    try {
+      bytes = parse_bytes(*b);
+    } catch (const std::exception& e) { throw InputError("--pp-bytes " + *b + ": " + e.what()); }
+  }
+  return std::make_unique<PipelineParallel>(static_cast<std::uint32_t>(v), *mb, sched, boundary, bwd, bytes);
+}
+
+const char* const kCompanions[] = {
+    "microbatch-range=REGEX: the microbatch ranges (required)",
+    "schedule=gpipe|1f1b: the pipeline schedule (default gpipe)",
+    "stage-boundary=SEL: the ops that begin stages 1..S-1 in each microbatch's forward (default: equal time)",
+    "backward-range=REGEX: ranges inside a microbatch that hold its backward pass (default backward|Backward)",
+    "pp-bytes=BYTES: activation size sent between stages where the trace has no shapes (\"16 MiB\")", nullptr};
+
+}  // namespace
+
+extern const TransformDef kPipelineParallelTransform{
+    "pipeline-parallel", "S", TransformDef::Arg::Required,
+    "pipeline parallelism on S GPUs: each microbatch cut into S stages, run in the schedule's order with point-to-point sends",
+    parse, kCompanions};
+
+}  // namespace bneck

@@ -1,0 +1,177 @@
+// --tensor-parallel N [--tp-comm SEL] [--tp-split SEL] [--tp-bytes B]. Model card: Megatron-style
+//   tensor parallelism from a one-GPU trace of the same model. Ranks are symmetric: one is simulated.
+// Captures: on each stream, in order, the GEMMs that --tp-comm selects are row-parallel (default:
+//   kernels inside ranges named like `row_parallel` or `RowParallel`); the other GEMMs are
+//   column-parallel. A column-parallel GEMM opens a sharded region that the next row-parallel GEMM
+//   closes: every kernel in it (attention on its share of the heads, activations, the copies that
+//   reshape heads) works on 1/N of the data, as do the two GEMMs. Kernels outside (norms, residual
+//   adds, embeddings) are replicated and keep their time. A split kernel takes its time x
+//   model(work / N) / model(work): FLOPs and bytes / N, its grid / N unless the launch fits in one
+//   wave of the GPU (a persistent GEMM keeps one block per SM). After each row-parallel group (the
+//   consecutive selected kernels on a stream) an all-reduce of its output (shapes: the GEMM's
+//   output elements x element size; else --tp-bytes) runs on a communication stream, timed by the
+//   collective model for N ranks on the case's spec; the next kernel of the stream waits for it
+//   (PyTorch's all_reduce makes the current stream wait for NCCL's).
+// Not modelled: the host time of the all-reduce calls (c10d: ~20-40 us each, hidden while the GPU
+//   is behind the host), sequence parallelism, training's backward all-reduces, a trace already
+//   tensor-parallel (its collectives are left as they are).
+#include <algorithm>
+#include <map>
+
+#include "models/collective.hpp"
+#include "models/whatif/transform.hpp"
+#include "sim/base/error.hpp"
+#include "sim/base/units.hpp"
+
+namespace bneck {
+namespace {
+
+constexpr const char* kDefaultComm = "range~row_parallel|RowParallel|row-parallel";
+
+class TensorParallel : public TransformStep {
+ public:
+  TensorParallel(std::uint32_t n, std::string comm, std::string split, Bytes bytes)
+      : n_(n), comm_(std::move(comm)), split_(std::move(split)), bytes_(bytes) {}
+
+  void apply(const WhatIfContext& ctx, WhatIfCase& c) const override {
+    const Trace& t = ctx.trace;
+    auto row = ctx.select(comm_, true);
+    auto scope = ctx.select(split_, true);
+    if (count_selected(row) == 0)
+      throw InputError(text + ": --tp-comm " + comm_ + " selects no kernel (the row-parallel GEMMs after which the output is all-reduced)");
+    // Device ops per stream, in start order.
+    std::map<LaneId, std::vector<OpId>> streams;
+    for (OpId i = 0; i < t.ops.size(); ++i)
+      if (is_device_op(t.ops[i].kind) && !(t.ops[i].flags & Op::kFlagNccl)) streams[t.ops[i].lane].push_back(i);
+    for (auto& [lane, v] : streams)
+      std::stable_sort(v.begin(), v.end(), [&](OpId a, OpId b) { return t.ops[a].start < t.ops[b].start; });
+    Graph& g = c.edit_graph();
+    GraphEditor ed(g, text);
+    std::map<std::uint32_t, LaneId> comm_lane;
+    const GpuSpec& gpu = c.spec.gpu;
+    std::size_t split = 0, reduces = 0, unknown = 0;
+    TimeNs before = 0, after = 0, comm_ns = 0;
+    for (auto& [lane, ops] : streams) {
+      bool sharded = false;
+      for (std::size_t k = 0; k < ops.size(); ++k) {
+        const OpId i = ops[k];
+        const Op& o = t.ops[i];
+        const KernelWork& w = ctx.work[i];
+        const bool gemm = o.kind == OpKind::Kernel && w.cls == KernelClass::Gemm;
+        const bool is_row = row[i];
+        const bool in_scope = scope[i] && o.kind == OpKind::Kernel;
+        if (gemm && !is_row && in_scope) sharded = true;  // column-parallel: opens a region
+        if (in_scope && (sharded || is_row || w.cls == KernelClass::Attention)) {
+          TimeNs d = c.durations[i], nd = split_time(t, i, w, d, c.spec);
+          before += d;
+          after += nd;
+          c.durations[i] = nd;
+          ++split;
+        }
+        if (!is_row) continue;
+        sharded = false;
+        if (k + 1 < ops.size() && row[ops[k + 1]]) continue;  // the group goes on
+        // The group's output: its GEMM's, where shapes say.
+        Bytes bytes = bytes_;
+        for (std::size_t j = k + 1; j-- > 0 && row[ops[j]];)
+          if (ctx.work[ops[j]].cls == KernelClass::Gemm && ctx.work[ops[j]].out_elems > 0) {
+            bytes = static_cast<Bytes>(ctx.work[ops[j]].out_elems * dtype_bytes(ctx.work[ops[j]].dtype));
+            break;
+          }
+        if (bytes == 0) {
+          ++unknown;
+          continue;
+        }
+        const std::uint32_t dev = t.lanes[o.lane].device;
+        auto [it, fresh] = comm_lane.emplace(dev, kNone);
+        if (fresh) {
+          GraphLane gl;
+          gl.kind = LaneKind::Stream;
+          gl.device = dev;
+          gl.process = g.lanes[o.lane].process;
+          gl.name = "NCCL stream (tensor-parallel, GPU " + std::to_string(dev) + ")";
+          it->second = ed.add_lane(gl);
+        }
+        TimeNs d = collective_time(c.spec, CollKind::AllReduce, bytes, n_).time_ns;
+        NewNode nn;
+        nn.name = "ncclAllReduce (tensor-parallel " + std::to_string(n_) + " ranks, " + format_bytes(bytes) + ")";
+        nn.kind = OpKind::Kernel;
+        nn.lane = it->second;
+        nn.source = DurationSource::Fixed;
+        nn.fixed_ns = d;
+        nn.nccl = true;
+        NodeId ar = ed.add_node(nn);
+        ed.add_edge(i, ar, EdgeType::Event, DepType::EndToStart, 0);
+        if (k + 1 < ops.size()) ed.add_edge(ar, ops[k + 1], EdgeType::Event, DepType::EndToStart, 0);
+        ++reduces;
+        comm_ns += d;
+      }
+    }
+    ed.commit();
+    (void)gpu;
+    c.log.push_back(text + ": " + std::to_string(split) + " kernels split " + std::to_string(n_) + " ways (" + format_duration(before) +
+                    " -> " + format_duration(after) + "), " + std::to_string(reduces) + " all-reduces after the row-parallel GEMMs (" +
+                    format_duration(comm_ns) + " by the collective model on " + c.spec.name + ")" +
+                    (unknown ? "; " + std::to_string(unknown) + " row-parallel outputs of unknown size (no shapes: give --tp-bytes)" : ""));
+  }
+
+ private:
+  // The kernel's time at 1/N of its work: its measured time x model(split) / model(whole).
+  TimeNs split_time(const Trace& t, OpId i, const KernelWork& w, TimeNs d, const HwSpec& spec) const {
+    KernelWork w2 = w;
+    w2.flops /= n_;
+    w2.bytes /= n_;
+    if (w2.read_bytes > 0) w2.read_bytes /= n_;
+    const LaunchConfig* lc = t.launch(t.ops[i]);
+    LaunchConfig l2;
+    if (lc) {
+      l2 = *lc;
+      const std::uint64_t blocks = std::uint64_t{lc->grid(0)} * lc->grid(1) * lc->grid(2);
+      if (blocks > spec.gpu.sm_count) {  // more than one block per SM: fewer blocks
+        int dim = lc->grid(0) >= lc->grid(1) ? (lc->grid(0) >= lc->grid(2) ? 0 : 2) : (lc->grid(1) >= lc->grid(2) ? 1 : 2);
+        l2.set_grid(dim, std::max<std::uint64_t>(1, (lc->grid(dim) + n_ - 1) / n_));
+      }
+    }
+    double whole = static_cast<double>(model_kernel(lc, w, spec).time_ns);
+    double part = static_cast<double>(model_kernel(lc ? &l2 : nullptr, w2, spec).time_ns);
+    if (whole <= 0) return d;
+    return static_cast<TimeNs>(std::llround(static_cast<double>(d) * part / whole));
+  }
+  std::uint32_t n_;
+  std::string comm_, split_;
+  Bytes bytes_;
+};
+
+std::unique_ptr<TransformStep> parse(const std::string& arg) {
+  CompanionArgs a = split_companions(arg);
+  long v = 0;
+  try {
+    std::size_t pos = 0;
+    v = std::stol(a.main, &pos);
+    if (pos != a.main.size() || v < 1 || v > 65536) throw std::invalid_argument(a.main);
+  } catch (const std::exception&) { throw InputError("--tensor-parallel " + a.main + ": expected a number of GPUs (1 .. 65536)"); }
+  std::string comm = a.find("tp-comm") ? *a.find("tp-comm") : kDefaultComm;
+  std::string split = a.find("tp-split") ? *a.find("tp-split") : "";
+  Bytes bytes = 0;
+  if (const std::string* b = a.find("tp-bytes")) {
+    try {
+      bytes = parse_bytes(*b);
+    } catch (const std::exception& e) { throw InputError("--tp-bytes " + *b + ": " + e.what()); }
+  }
+  return std::make_unique<TensorParallel>(static_cast<std::uint32_t>(v), checked_selector(comm), checked_selector(split), bytes);
+}
+
+const char* const kCompanions[] = {
+    "tp-comm=SEL: the row-parallel GEMMs, after which the output is all-reduced (default: range~row_parallel|RowParallel|row-parallel)",
+    "tp-split=SEL: where the model is sharded (default: every device op; column-parallel GEMM to row-parallel GEMM)",
+    "tp-bytes=BYTES: all-reduce size where the trace has no shapes (\"16 MiB\")", nullptr};
+
+}  // namespace
+
+extern const TransformDef kTensorParallelTransform{
+    "tensor-parallel", "N", TransformDef::Arg::Required,
+    "Megatron tensor parallelism on N GPUs: GEMMs, attention heads and what lies between split N ways, an all-reduce after each "
+    "row-parallel GEMM",
+    parse, kCompanions};
+
+}  // namespace bneck
