@@ -65,13 +65,40 @@ std::string runs_text(const std::vector<std::string>& names, const std::string& 
     items.push_back(j - i > 1 ? k + " x" + std::to_string(j - i) : k);
     i = j;
   }
+  // A repeating sequence (a layer, a microbatch) as "[A, B, C] xN": the shortest period (up to 12
+  // items) that repeats at least twice from here.
+  std::vector<std::string> folded;
+  for (std::size_t i = 0; i < items.size();) {
+    std::size_t best_p = 0, best_n = 1;
+    for (std::size_t p = 2; p <= 12 && i + 2 * p <= items.size(); ++p) {
+      std::size_t n = 1;
+      while (i + (n + 1) * p <= items.size() && std::equal(items.begin() + static_cast<long>(i), items.begin() + static_cast<long>(i + p),
+                                                          items.begin() + static_cast<long>(i + n * p)))
+        ++n;
+      if (n >= 2 && n * p > best_n * std::max<std::size_t>(best_p, 1)) {
+        best_p = p;
+        best_n = n;
+      }
+    }
+    if (best_p == 0) {
+      folded.push_back(items[i++]);
+      continue;
+    }
+    std::string block = "[";
+    for (std::size_t k = 0; k < best_p; ++k) block += (k ? ", " : "") + items[i + k];
+    folded.push_back(block + "] x" + std::to_string(best_n));
+    i += best_p * best_n;
+  }
+  constexpr std::size_t kMaxLines = 16;
   std::string out, line = indent;
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    std::string piece = items[i] + (i + 1 < items.size() ? ", " : "");
+  std::size_t lines = 0;
+  for (std::size_t i = 0; i < folded.size(); ++i) {
+    std::string piece = folded[i] + (i + 1 < folded.size() ? ", " : "");
     if (line.size() > indent.size() && line.size() + piece.size() > width) {
       while (!line.empty() && line.back() == ' ') line.pop_back();
       out += line + "\n";
       line = indent;
+      if (++lines == kMaxLines) return out + indent + "... (" + std::to_string(folded.size() - i) + " more)";
     }
     line += piece;
   }

@@ -66,15 +66,21 @@ void print_whatif_text(const WhatIfReport& r, const WhatIfOptions& opt, std::ost
   {
     const auto& base = r.baseline_ranks;
     const auto& pred = r.predicted_ranks;
-    if (base.size() > 1 && base.size() == pred.size()) {
+    if (base.size() > 1 || pred.size() > 1) {  // by rank: a pipeline's stages are new ranks
       out << "Ranks (GPU span)            baseline     predicted       change   exposed comm (baseline -> predicted)\n";
-      for (std::size_t i = 0; i < base.size(); ++i) {
-        double ch = static_cast<double>(pred[i].span.length() - base[i].span.length()) /
-                    static_cast<double>(std::max<TimeNs>(1, base[i].span.length()));
-        out << "  rank " << pad(std::to_string(base[i].rank), 18) << lpad(format_duration(base[i].span.length()), 12)
-            << lpad(format_duration(pred[i].span.length()), 14) << lpad(pct(ch), 12) << "   "
-            << format_duration(base[i].overlap.exposed_communication_ns) << " -> "
-            << format_duration(pred[i].overlap.exposed_communication_ns) << "\n";
+      std::map<std::uint32_t, std::pair<const RankStats*, const RankStats*>> by_rank;
+      for (const auto& b : base) by_rank[b.rank].first = &b;
+      for (const auto& p : pred) by_rank[p.rank].second = &p;
+      for (const auto& [rank, bp] : by_rank) {
+        const RankStats *b = bp.first, *p = bp.second;
+        out << "  rank " << pad(std::to_string(rank), 18) << lpad(b ? format_duration(b->span.length()) : "-", 12)
+            << lpad(p ? format_duration(p->span.length()) : "-", 14);
+        if (b && p)
+          out << lpad(pct(static_cast<double>(p->span.length() - b->span.length()) / static_cast<double>(std::max<TimeNs>(1, b->span.length()))), 12);
+        else
+          out << lpad("new", 12);
+        out << "   " << (b ? format_duration(b->overlap.exposed_communication_ns) : "-") << " -> "
+            << (p ? format_duration(p->overlap.exposed_communication_ns) : "-") << "\n";
       }
       out << "\n";
     }
