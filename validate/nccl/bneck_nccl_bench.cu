@@ -2,13 +2,16 @@
 // all of them (ncclCommInitAll), for calibrating bneck's collective model (models/collective.hpp).
 //
 // Collectives: AllReduce (sum), AllGather, ReduceScatter, Broadcast (root 0), AllToAll (grouped
-// ncclSend/ncclRecv to every peer), SendRecv (each rank sends to rank+1 and receives from rank-1);
+// ncclSend/ncclRecv to every peer), SendRecv (point to point in one direction, as a pipeline's
+// activation or a trace's send/recv pair: rank 2i sends S bytes to rank 2i+1);
 // float32 data; message sizes 8 B .. 1 GiB in x4 steps (--max-bytes to cap). Size S is the
 // per-rank input buffer as nccl-tests counts it (AllGather: the output is n x S; ReduceScatter:
 // the input is S, the output S/n; AllToAll: S in total per rank).
 // Timing: a warm-up of 5 calls, then `reps` timed iterations of `iters` back-to-back calls each,
 // CUDA events on every rank's stream; an iteration's time is the slowest rank's, the result the
-// median iteration / iters. algbw = S / t, busbw = algbw x factor (nccl-tests' PERFORMANCE.md:
+// median iteration / iters. Each iteration starts behind a 2 ms spin kernel on every stream, so the
+// host has enqueued every call before the first runs: the time is the kernels' (what a trace
+// shows), not the host's launch rate (~20 us a grouped call for small messages). algbw = S / t, busbw = algbw x factor (nccl-tests' PERFORMANCE.md:
 // AllReduce 2(n-1)/n, AllGather / ReduceScatter / AllToAll (n-1)/n, Broadcast / SendRecv 1).
 // NVLink multicast (NVLS) stays off: NCCL_NVLS_ENABLE=0 is set before NCCL initializes.
 // Output: one JSON document in bneck's measurements format (family "collective").
@@ -63,6 +66,15 @@ struct Rank {
   cudaEvent_t a, b;
 };
 
+// Holds its stream for `ns` nanoseconds (the global timer), so that the calls after it queue up.
+__global__ void spin(long long ns) {
+  long long t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t - t0 < ns);
+}
+
 void launch(Kind k, std::vector<Rank>& R, size_t bytes) {
   const int n = (int)R.size();
   size_t count = bytes / sizeof(float);
@@ -83,8 +95,8 @@ void launch(Kind k, std::vector<Rank>& R, size_t bytes) {
         break;
       }
       case SendRecv:
-        NK(ncclSend(x.in, count, ncclFloat, (r + 1) % n, x.comm, x.s));
-        NK(ncclRecv(x.out, count, ncclFloat, (r + n - 1) % n, x.comm, x.s));
+        if (r % 2 == 0 && r + 1 < n) NK(ncclSend(x.in, count, ncclFloat, r + 1, x.comm, x.s));
+        if (r % 2 == 1) NK(ncclRecv(x.out, count, ncclFloat, r - 1, x.comm, x.s));
         break;
     }
   }
@@ -95,7 +107,7 @@ void launch(Kind k, std::vector<Rank>& R, size_t bytes) {
 
 int main(int argc, char** argv) {
   setenv("NCCL_NVLS_ENABLE", "0", 1);
-  int gpus = 0, reps = 11, iters = 5;
+  int gpus = 0, reps = 11, iters = 20;
   size_t max_bytes = 1ull << 30;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--gpus") && i + 1 < argc)
@@ -158,6 +170,8 @@ int main(int argc, char** argv) {
       for (int rep = 0; rep < reps; ++rep) {
         for (auto& x : R) {
           CK(cudaSetDevice(x.dev));
+          spin<<<1, 1, 0, x.s>>>(2000000);
+          CK(cudaGetLastError());
           CK(cudaEventRecord(x.a, x.s));
         }
         for (int it = 0; it < iters; ++it) launch(kind, R, bytes);
