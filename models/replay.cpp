@@ -177,6 +177,18 @@ ReplayReport run_replay(const Trace& t, const ReplayOptions& opt) {
     rep.simulated_ranks = {sim};
   }
   rep.waits = collective_waits(g, simulated);
+  if (!t.collectives.empty()) {  // the collective model against the measured last arrivals
+    const HwSpec spec = source_spec(t, opt.source_hw);
+    rep.collective_spec = spec.name;
+    for (std::size_t c = 0; c < t.collectives.size(); ++c) {
+      const Collective& col = t.collectives[c];
+      if (col.members.size() < 2 || col.bytes == 0 || col.kind == CollKind::Unknown) continue;
+      OpId last = col.members[0];
+      for (OpId m : col.members)
+        if (t.ops[m].start > t.ops[last].start) last = m;
+      rep.collective_checks.push_back({c, t.ops[last].duration(), collective_time(spec, col.kind, col.bytes, col.ranks()).time_ns});
+    }
+  }
   {
     std::map<std::string, SharedRow> rows;
     std::map<std::string, std::array<std::size_t, 3>> why;

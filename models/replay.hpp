@@ -58,6 +58,13 @@ struct MovedKernel {
   TimeNs measured_ns = 0, predicted_ns = 0;
 };
 
+// A matched collective's measured time beside the collective model's: the kernel of the member that
+// arrived last (it waited for nobody) from its start to its end.
+struct CollectiveCheck {
+  std::size_t index = 0;  // into t.collectives
+  TimeNs measured_ns = 0, model_ns = 0;
+};
+
 struct ReplayReport {
   const Trace* trace = nullptr;
   std::unique_ptr<Graph> graph;
@@ -74,6 +81,8 @@ struct ReplayReport {
   std::vector<RangeResult> ranges;
   std::vector<RankStats> measured_ranks, simulated_ranks;  // one per process with device ops
   std::vector<CollectiveWait> waits;                       // matched collectives, simulated
+  std::vector<CollectiveCheck> collective_checks;          // matched collectives with a kind and size
+  std::string collective_spec;                             // the spec the model ran on
   std::vector<SharedRow> shared;                           // by time lost, largest first
   std::size_t drained_kernels = 0;                         // kernels whose last blocks gave SMs to later ones (sharing calibration)
   TimeNs lost_to_sharing_ns = 0;

@@ -567,3 +567,21 @@ TEST_CASE("fuzz findings: directories, --jobs, WAL inputs, views and non-UTF-8 n
   }
   fs::remove_all(d);
 }
+
+TEST_CASE("libFuzzer findings of session 6 exit 2 with one line naming the file", "[cli][robust]") {
+  // tests/fuzz/regressions: a bneck workload whose end - start overflowed (times now bounded to
+  // 2^62 ns), a Chakra protobuf node whose duration_micros x 1000 overflowed, and a measurements
+  // file asking for 16.7 M launches (12.5 GB of ops from 3.5 kB; counts now bounded).
+  const std::string r = std::string(BNECK_SOURCE_DIR) + "/tests/fuzz/regressions/";
+  for (const char* f : {"ub_workload_time_overflow.json", "ub_chakra_pb_duration_overflow.et"}) {
+    Run x = run("replay '" + r + f + "'");
+    INFO(f << ": " << x.err);
+    CHECK(x.code == 2);
+    CHECK(lines(x.err) == 1);
+    CHECK_THAT(x.err, Catch::Contains(f) && Catch::Contains("out of range"));
+  }
+  Run m = run("validate-report '" + r + "oom_measurements_launch_kernels.json' --hw h200-sxm");
+  CHECK(m.code == 2);
+  CHECK(lines(m.err) == 1);
+  CHECK_THAT(m.err, Catch::Contains("\"kernels\" out of range"));
+}

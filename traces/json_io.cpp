@@ -154,13 +154,20 @@ class JsonReader {
     }
     return v.get<T>();
   }
+  // Times are bounded to +-2^62 ns (146 years, as Trace::finalize allows) so that differences of
+  // two never overflow.
   TimeNs time_field(const json& o, const char* ns_key, const char* unit_key, const std::string& rec, TimeNs dflt, bool* present = nullptr) {
     if (present) *present = true;
-    if (o.contains(ns_key)) return num<TimeNs>(o, ns_key, rec, 0);
+    constexpr TimeNs kLimit = TimeNs{1} << 62;
+    auto bounded = [&](TimeNs v, const char* key) {
+      if (v > kLimit || v < -kLimit) fail(rec, std::string("\"") + key + "\" out of range (more than 2^62 ns from zero)");
+      return v;
+    };
+    if (o.contains(ns_key)) return bounded(num<TimeNs>(o, ns_key, rec, 0), ns_key);
     if (o.contains(unit_key)) {
       if (!o[unit_key].is_string()) fail(rec, std::string("\"") + unit_key + "\" must be a string with a unit, e.g. \"2 ms\"");
       try {
-        return parse_duration(o[unit_key].get<std::string>());
+        return bounded(parse_duration(o[unit_key].get<std::string>()), unit_key);
       } catch (const InputError& e) { fail(rec, e.what()); }
     }
     if (present) *present = false;

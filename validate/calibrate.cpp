@@ -99,6 +99,11 @@ Measurements load_measurements_unchecked(const std::string& path) {
     if (!r.is_object() || !r.contains("family") || !r.contains("name") || !r.contains("time_ns") || !r["time_ns"].is_number() ||
         r["time_ns"].get<double>() <= 0)
       throw InputError(path, rec + ": needs family, name and a positive time_ns");
+    // Counts the describers turn into ops or loops are bounded (a hostile file asking for 10^9
+    // launches would otherwise build 10^9 ops): the benches use at most thousands.
+    for (const char* k : {"kernels", "streams", "iters_per_kernel"})
+      if (r.contains(k) && r[k].is_number() && !(r[k].get<double>() >= 0 && r[k].get<double>() <= 100000))
+        throw InputError(path, rec + ": \"" + k + "\" out of range (0 .. 100000)");
     Measurement x;
     x.family = r["family"].get<std::string>();
     x.name = r["name"].get<std::string>();

@@ -153,6 +153,28 @@ void print_ranks(const ReplayReport& r, std::ostream& out) {
   std::sort(w.begin(), w.end(), [](const CollectiveWait& a, const CollectiveWait& b) {
     return a.arrival_spread_ns != b.arrival_spread_ns ? a.arrival_spread_ns > b.arrival_spread_ns : a.index < b.index;
   });
+  if (!r.collective_checks.empty()) {  // the collective model against the last arrivals' kernels
+    std::vector<double> err;
+    std::map<std::pair<std::string, Bytes>, std::array<double, 3>> by;  // kind, size -> n, measured, model
+    for (const CollectiveCheck& c : r.collective_checks) {
+      err.push_back(std::abs(static_cast<double>(c.model_ns - c.measured_ns)) / static_cast<double>(std::max<TimeNs>(1, c.measured_ns)));
+      const Collective& col = t.collectives[c.index];
+      auto& a = by[{to_string(col.kind), col.bytes}];
+      a[0] += 1;
+      a[1] += static_cast<double>(c.measured_ns);
+      a[2] += static_cast<double>(c.model_ns);
+    }
+    std::sort(err.begin(), err.end());
+    out << "  collective model (" << r.collective_spec << ") vs the last arrival's kernel: " << err.size() << " collectives, median |error| "
+        << pct(err[err.size() / 2]) << "\n";
+    std::size_t shown = 0;
+    for (auto& [k, a] : by) {
+      if (++shown > 6) break;
+      out << "    " << k.first << " " << format_bytes(k.second) << " x" << static_cast<std::size_t>(a[0]) << ": measured "
+          << format_duration(static_cast<TimeNs>(a[1] / a[0])) << ", model " << format_duration(static_cast<TimeNs>(a[2] / a[0])) << " ("
+          << signed_pct(a[2] / a[1] - 1) << ")\n";
+    }
+  }
   if (!w.empty()) out << "  longest waits: ";
   for (std::size_t i = 0; i < w.size() && i < 5; ++i) {
     const Collective& c = t.collectives[w[i].index];

@@ -169,6 +169,7 @@ std::vector<Node> chakra_json(const std::string& path, const json& j) {
     x.cpu = n.value("is_cpu_op", false);
     double us = n.contains("runtime") && n["runtime"].is_number() ? n["runtime"].get<double>() : 0.0;
     if (us < 0) throw InputError(path, rec + ": negative \"runtime\"");
+    if (!(us <= 4.6e15)) throw InputError(path, rec + ": \"runtime\" out of range (more than 2^62 ns)");
     x.duration = static_cast<TimeNs>(std::llround(us * 1000.0));
     for (const char* k : {"data_deps", "ctrlDeps", "ctrl_deps"}) {
       if (!n.contains(k)) continue;
@@ -336,7 +337,12 @@ std::vector<Node> chakra_protobuf(const std::string& path, const std::string& da
         case 3: x.type = static_cast<int>(m.varint()); break;
         case 4: repeated(x.ctrl); break;
         case 5: repeated(x.deps); break;
-        case 7: x.duration = static_cast<TimeNs>(m.varint()) * kNsPerUs; break;
+        case 7: {  // microseconds; more than 2^62 ns cannot be a duration
+          const std::uint64_t us = m.varint();
+          if (us > (std::uint64_t{1} << 62) / kNsPerUs) throw InputError(path, "node " + std::to_string(x.id) + ": duration_micros out of range");
+          x.duration = static_cast<TimeNs>(us) * kNsPerUs;
+          break;
+        }
         case 10: {  // AttributeProto: name = 1, a scalar value in some other field
           std::string a = m.bytes();
           Wire q(path, a);
