@@ -10,6 +10,8 @@
 #include <unordered_map>
 
 #include "models/collective.hpp"
+
+#include <optional>
 #include "models/measured.hpp"
 #include "models/retarget.hpp"
 #include "models/sharing.hpp"
@@ -177,8 +179,14 @@ ReplayReport run_replay(const Trace& t, const ReplayOptions& opt) {
     rep.simulated_ranks = {sim};
   }
   rep.waits = collective_waits(g, simulated);
-  if (!t.collectives.empty()) {  // the collective model against the measured last arrivals
-    const HwSpec spec = source_spec(t, opt.source_hw);
+  std::optional<HwSpec> coll_spec;
+  if (!t.collectives.empty()) {
+    try {
+      coll_spec = source_spec(t, opt.source_hw);
+    } catch (const InputError&) {}  // a GPU no spec names: no model to compare with (measured replay needs none)
+  }
+  if (coll_spec) {  // the collective model against the measured last arrivals
+    const HwSpec& spec = *coll_spec;
     rep.collective_spec = spec.name;
     for (std::size_t c = 0; c < t.collectives.size(); ++c) {
       const Collective& col = t.collectives[c];

@@ -160,7 +160,7 @@ class JsonReader {
     if (present) *present = true;
     constexpr TimeNs kLimit = TimeNs{1} << 62;
     auto bounded = [&](TimeNs v, const char* key) {
-      if (v > kLimit || v < -kLimit) fail(rec, std::string("\"") + key + "\" out of range (more than 2^62 ns from zero)");
+      if (v > kLimit || v < -kLimit) fail(rec, std::string("\"") + key + "\" out of range: a timestamp more than 2^62 ns from zero");
       return v;
     };
     if (o.contains(ns_key)) return bounded(num<TimeNs>(o, ns_key, rec, 0), ns_key);
