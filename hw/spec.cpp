@@ -413,6 +413,19 @@ HwSpec parse_hw(const json& j, const std::string& origin) {
         c.bus_bandwidth = parse_bandwidth(v["bus_bandwidth"].get<std::string>());
       } catch (const InputError& e) { f.fail(path, e.what()); }
       c.ranks = v["ranks"].get<std::uint32_t>();
+      if (v.contains("curve")) {
+        if (!v["curve"].is_array()) f.fail(path + ".curve", "must be a list of [\"size\", \"time\"] pairs");
+        for (std::size_t i = 0; i < v["curve"].size(); ++i) {
+          const json& pt = v["curve"][i];
+          std::string where = path + ".curve[" + std::to_string(i) + "]";
+          if (!pt.is_array() || pt.size() != 2 || !pt[0].is_string() || !pt[1].is_string())
+            f.fail(where, "expected [\"4 KiB\", \"2.1 us\"]");
+          try {
+            c.curve.emplace_back(parse_bytes(pt[0].get<std::string>()), parse_duration(pt[1].get<std::string>()));
+          } catch (const InputError& e) { f.fail(where, e.what()); }
+          if (i > 0 && c.curve[i].first <= c.curve[i - 1].first) f.fail(where, "sizes must ascend");
+        }
+      }
       n.collectives[it.key()] = c;
     }
   }

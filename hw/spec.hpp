@@ -113,11 +113,16 @@ struct NodeSpec {
   };
   std::map<std::string, CopyPath> copy_paths;
   // Calibrated collectives inside the node (validate/nccl): per kind ("all_reduce", ...), measured
-  // on `ranks` GPUs: t = latency x steps(n) / steps(ranks) + S x busfactor(n) / bus_bandwidth.
+  // on `ranks` GPUs: t = latency x steps(n) / steps(ranks) + S x busfactor(n) / bus_bandwidth, or,
+  // where a measured curve is given, the curve's time at S on `ranks` GPUs (piecewise linear: NCCL
+  // changes protocol and channel count with the size, which one line cannot follow), its first
+  // point's time (the latency) scaled by steps(n) / steps(ranks) and the rest by
+  // busfactor(n) / busfactor(ranks).
   struct CollectivePath {
     TimeNs latency = 0;
     double bus_bandwidth = 0;
     std::uint32_t ranks = 0;
+    std::vector<std::pair<Bytes, TimeNs>> curve;  // (size per rank, time), sizes ascending
   };
   std::map<std::string, CollectivePath> collectives;
 };

@@ -1,5 +1,7 @@
 #include "models/collective.hpp"
 
+#include "models/transfer.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -59,6 +61,15 @@ CollectiveEstimate collective_time(const HwSpec& hw, CollKind kind, Bytes bytes,
       e.link_bandwidth = it->second.bus_bandwidth;
       e.latency_ns = static_cast<TimeNs>(std::llround(alpha));
       e.time_ns = static_cast<TimeNs>(std::llround(alpha + s * bus_factor(kind, ranks) / it->second.bus_bandwidth * 1e9));
+      if (!it->second.curve.empty()) {  // the measured curve on rc GPUs, moved to n
+        const auto& c = it->second.curve;
+        const double first = static_cast<double>(c.front().second), at = static_cast<double>(on_curve(c, s));
+        const double fc = bus_factor(kind, static_cast<std::uint32_t>(rc));
+        const double scale = fc > 0 ? bus_factor(kind, ranks) / fc : 1.0;
+        const double lat_n = first * (steps_c > 0 ? steps / steps_c : 1.0);
+        e.latency_ns = static_cast<TimeNs>(std::llround(lat_n));
+        e.time_ns = static_cast<TimeNs>(std::llround(lat_n + std::max(0.0, at - first) * scale));
+      }
       return e;
     }
   }

@@ -9,9 +9,8 @@ namespace bneck {
 namespace {
 TimeNs over(double bytes, double bw) { return bw > 0 ? static_cast<TimeNs>(std::llround(bytes / bw * 1e9)) : 0; }
 
-// A measured curve, piecewise linear in bytes: between two points the segment's own latency and
-// bandwidth; below the first, the first segment's line (never under half the first point's time);
-// past the last, the last segment's bandwidth.
+}  // namespace
+
 TimeNs on_curve(const std::vector<std::pair<Bytes, TimeNs>>& c, double b) {
   if (c.size() == 1) return c[0].second;
   std::size_t i = 1;
@@ -23,8 +22,6 @@ TimeNs on_curve(const std::vector<std::pair<Bytes, TimeNs>>& c, double b) {
   if (b < x0) t = std::max(t, 0.5 * y0);
   return static_cast<TimeNs>(std::llround(std::max(t, 0.0)));
 }
-}  // namespace
-
 TimeNs transfer_time(const HwSpec& hw, MemcpyKind kind, MemKind src, MemKind dst, Bytes bytes) {
   const auto b = static_cast<double>(bytes);
   const NodeSpec& n = hw.node;

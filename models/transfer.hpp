@@ -19,6 +19,10 @@
 namespace bneck {
 
 TimeNs transfer_time(const HwSpec& hw, MemcpyKind kind, MemKind src, MemKind dst, Bytes bytes);
+// A measured curve, piecewise linear in bytes: between two points the segment's own latency and
+// bandwidth; below the first, the first segment's line (never under half the first point's time);
+// past the last, the last segment's bandwidth. `c` is (size, time), sizes ascending, not empty.
+TimeNs on_curve(const std::vector<std::pair<Bytes, TimeNs>>& c, double bytes);
 TimeNs memset_time(const HwSpec& hw, Bytes bytes);
 
 }  // namespace bneck

@@ -375,6 +375,7 @@ Calibration calibrate_unchecked(const Measurements& ms, const std::string& base_
   {
     std::map<std::string, std::pair<std::vector<std::vector<double>>, std::vector<double>>> per;
     std::map<std::string, std::uint32_t> ranks;
+    std::map<std::string, std::map<double, std::vector<double>>> curves;  // kind -> size -> times
     for (const auto& m : ms.items)
       if (m.family == "collective" && m.train) {
         auto n = static_cast<std::uint32_t>(m.params.value("ranks", 1));
@@ -382,6 +383,7 @@ Calibration calibrate_unchecked(const Measurements& ms, const std::string& base_
         CollKind k = collective_kind_from_name(m.name);
         per[m.name].first.push_back({1.0, m.params.value("size", m.bytes) * bus_factor(k, n)});
         per[m.name].second.push_back(m.time_ns);
+        curves[m.name][m.params.value("size", m.bytes)].push_back(m.time_ns);
         ranks[m.name] = n;
       }
     json cc = json::object();
@@ -390,6 +392,18 @@ Calibration calibrate_unchecked(const Measurements& ms, const std::string& base_
       Eigen::VectorXd x = relative_lsq(rows.first, rows.second);
       double busbw = x(1) > 0 ? 1.0 / (x(1) * 1e-9) : 1e12;
       cc[kind] = {{"latency", ns_str(x(0))}, {"bus_bandwidth", bw_str(busbw)}, {"ranks", ranks[kind]}};
+      // The measured curve (median per size, never falling with size): NCCL's protocol and channel
+      // changes bend it where one line cannot follow.
+      if (curves[kind].size() >= 3) {
+        json points = json::array();
+        double prev = 0;
+        for (auto& [size, ts] : curves[kind]) {
+          std::sort(ts.begin(), ts.end());
+          prev = std::max(prev, ts.size() % 2 ? ts[ts.size() / 2] : 0.5 * (ts[ts.size() / 2 - 1] + ts[ts.size() / 2]));
+          points.push_back({std::to_string(std::llround(size)) + " B", ns_str(prev)});
+        }
+        cc[kind]["curve"] = points;
+      }
       c.log.push_back("collective " + kind + " on " + std::to_string(ranks[kind]) + " GPUs: " + ns_str(x(0)) + " + S x busfactor / " +
                       bw_str(busbw));
     }
