@@ -121,6 +121,7 @@ bool op_work(const std::string& op, const std::vector<std::vector<std::int64_t>>
     w.bytes = (m * k + k * n + m * n + n) * elem;
     w.weight_elems = k * n;
     w.out_elems = m * n;
+    w.rhs_elems = k * n;
     return true;
   }
   if (is("aten::mm") && sz.size() >= 2 && sz[0].size() == 2 && sz[1].size() == 2) {
@@ -128,6 +129,7 @@ bool op_work(const std::string& op, const std::vector<std::vector<std::int64_t>>
     w.flops = 2 * m * n * k;
     w.bytes = (m * k + k * n + m * n) * elem;
     w.out_elems = m * n;
+    w.rhs_elems = k * n;
     return true;
   }
   if ((is("aten::bmm") || is("aten::baddbmm")) && sz.size() >= 2) {
@@ -306,6 +308,7 @@ std::vector<KernelWork> estimate_work(const Trace& t, const HwSpec& source) {
       w.op = op;
       w.weight_elems = gets_math ? total.weight_elems / static_cast<double>(compute ? compute : ks.size()) : 0;
       w.out_elems = total.out_elems;
+      w.rhs_elems = gets_math ? total.rhs_elems : 0;
     }
   }
   // Launch geometry: one-element-per-thread elementwise kernels (see the model card).

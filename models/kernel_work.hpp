@@ -61,6 +61,7 @@ struct KernelWork {
                                    // (a latency-bound loop), where known
   std::string op;                  // the aten op it came from, if any
   double out_elems = 0;            // elements of its op's output, where shapes say (GEMM, attention)
+  double rhs_elems = 0;            // GEMM: elements of its second operand (a forward GEMM's weight)
 };
 
 // How a launch geometry stretches the roofline's times on `g`: a grid of fewer blocks than SMs

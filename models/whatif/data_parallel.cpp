@@ -167,6 +167,30 @@ class DataParallel : public TransformStep {
                     std::to_string(ranks_) + " ranks (" + format_duration(comm_ns) + " by the collective model on " + c.spec.name +
                     "), waited for at " + std::to_string(waited) + " bucket copies" +
                     (retimed ? "; " + std::to_string(retimed) + " communication kernels re-timed" : std::string()));
+    if (waited > 0) c.log.push_back(memory_line(t, total / waited));
+  }
+
+  // Memory per GPU, the same on every rank (DDP replicates the model): the gradients one step
+  // all-reduces are the parameters (same dtype), DDP's buckets hold a copy of them, and the
+  // optimizer's state per parameter follows its name (PyTorch's `Optimizer.step#Adam.step` range:
+  // Adam/AdamW keep two moments of the parameter's dtype, SGD none unless momentum, which the trace
+  // does not say). Activations: not in the trace.
+  static std::string memory_line(const Trace& t, Bytes grads) {
+    std::string opt;
+    for (const Range& r : t.ranges) {
+      const std::string& n = t.strings.str(r.name);
+      if (n.rfind("Optimizer.step#", 0) == 0) {
+        opt = n.substr(15, n.find('.', 15) - 15);
+        break;
+      }
+    }
+    const bool adam = opt.find("Adam") != std::string::npos;
+    const Bytes state = adam ? 2 * grads : 0;
+    std::string what = opt.empty() ? "optimizer state: unknown (no Optimizer.step range)"
+                                   : "optimizer state (" + opt + ") " + format_bytes(state) + (adam ? " (two moments)" : " (no momentum assumed)");
+    return "  memory per GPU (replicated on every rank): parameters " + format_bytes(grads) + ", gradients " + format_bytes(grads) +
+           ", DDP buckets " + format_bytes(grads) + ", " + what + "; total " + format_bytes(3 * grads + state) +
+           " (activations: not in the trace)";
   }
 
  private:

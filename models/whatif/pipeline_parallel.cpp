@@ -191,6 +191,7 @@ class PipelineParallel : public TransformStep {
       Bytes bytes;
     };
     std::vector<Transfer> pending;
+    std::vector<double> stage_weights;  // bytes of the forward GEMMs' weights per stage (shapes)
     std::vector<std::map<LaneId, NodeId>> region_last(regions.size());  // last op per lane, per region
     const Bytes fallback = bytes_;
     for (std::size_t ri = 0; ri < regions.size(); ++ri) {
@@ -220,6 +221,7 @@ class PipelineParallel : public TransformStep {
                 break;
               }
       }
+      if (ri == 0) stage_weights = weights_of(chunk, ctx);
       std::vector<std::vector<OpId>> rest(s_);
       cut(reg.rest, c, forward_cuts({}, c, {}), false, rest);
       // Each stage's order of (microbatch, phase) chunks.
@@ -320,6 +322,18 @@ class PipelineParallel : public TransformStep {
                     std::to_string(moved) + " device ops moved to stages 1.." + std::to_string(s_ - 1) + ", " + std::to_string(transfers) +
                     " point-to-point transfers (" + format_duration(transfer_ns) + " by the collective model on " + c.spec.name + ")" +
                     (unknown_bytes ? "; " + std::to_string(unknown_bytes) + " of unknown size (no shapes: give --pp-bytes)" : ""));
+    // Memory per stage: the weights its forward GEMMs read (shapes), as many gradients, and the
+    // activations of the microbatches in flight (gpipe: all M; 1f1b: at most S - s).
+    if (!stage_weights.empty() && !regions.empty()) {
+      std::string mem = "  memory per stage (weights from the forward GEMMs' shapes; gradients as many; activations of the microbatches in flight):";
+      const std::size_t m_count = regions[0].mbs.size();
+      for (std::uint32_t s = 0; s < s_; ++s) {
+        const std::size_t flight = sched_ == Schedule::GPipe ? m_count : std::min<std::size_t>(m_count, s_ - s);
+        mem += std::string(s ? ";" : "") + " stage " + std::to_string(s) + " weights " + format_bytes(static_cast<Bytes>(stage_weights[s])) +
+               ", " + std::to_string(flight) + " microbatches in flight";
+      }
+      c.log.push_back(mem);
+    }
   }
 
  private:
@@ -354,6 +368,16 @@ class PipelineParallel : public TransformStep {
       out[std::min<std::size_t>(s, s_ - 1)].push_back(o);
       at += d;
     }
+  }
+  // Bytes of the weights the forward GEMMs of the first microbatch read, per stage (second
+  // operands from shapes; 0 where the trace has none).
+  std::vector<double> weights_of(const std::vector<std::vector<std::vector<std::vector<OpId>>>>& chunk, const WhatIfContext& ctx) const {
+    std::vector<double> w(s_, 0);
+    if (chunk.empty()) return w;
+    for (std::uint32_t s = 0; s < s_; ++s)
+      for (OpId o : chunk[0][0][s])
+        if (ctx.work[o].cls == KernelClass::Gemm) w[s] += ctx.work[o].rhs_elems * dtype_bytes(ctx.work[o].dtype);
+    return w;
   }
   std::uint32_t s_;
   std::string mb_;

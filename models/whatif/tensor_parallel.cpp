@@ -17,9 +17,11 @@
 //   tensor-parallel (its collectives are left as they are).
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "models/collective.hpp"
 #include "models/whatif/transform.hpp"
+#include "sim/analysis/analysis.hpp"
 #include "sim/base/error.hpp"
 #include "sim/base/units.hpp"
 
@@ -50,6 +52,7 @@ class TensorParallel : public TransformStep {
     std::map<std::uint32_t, LaneId> comm_lane;
     const GpuSpec& gpu = c.spec.gpu;
     std::size_t split = 0, reduces = 0, unknown = 0;
+    std::set<OpId> split_ops;
     TimeNs before = 0, after = 0, comm_ns = 0;
     for (auto& [lane, ops] : streams) {
       bool sharded = false;
@@ -66,6 +69,7 @@ class TensorParallel : public TransformStep {
           before += d;
           after += nd;
           c.durations[i] = nd;
+          split_ops.insert(i);
           ++split;
         }
         if (!is_row) continue;
@@ -109,10 +113,26 @@ class TensorParallel : public TransformStep {
     }
     ed.commit();
     (void)gpu;
+    // Memory: the sharded GEMMs' weights (second operands from shapes) in the first top-level range
+    // that has any (a step), of which each GPU keeps 1/N.
+    double weights = 0;
+    RangeIndex idx(t);
+    std::vector<OpId> dev;
+    for (std::size_t r = 0; r < t.ranges.size() && weights == 0; ++r) {
+      if (t.ranges[r].depth != 0) continue;
+      dev.clear();
+      idx.device_ops(r, dev);
+      for (OpId o : dev)
+        if (split_ops.count(o) && ctx.work[o].cls == KernelClass::Gemm) weights += ctx.work[o].rhs_elems * dtype_bytes(ctx.work[o].dtype);
+    }
     c.log.push_back(text + ": " + std::to_string(split) + " kernels split " + std::to_string(n_) + " ways (" + format_duration(before) +
                     " -> " + format_duration(after) + "), " + std::to_string(reduces) + " all-reduces after the row-parallel GEMMs (" +
                     format_duration(comm_ns) + " by the collective model on " + c.spec.name + ")" +
                     (unknown ? "; " + std::to_string(unknown) + " row-parallel outputs of unknown size (no shapes: give --tp-bytes)" : ""));
+    if (weights > 0)
+      c.log.push_back("  memory per GPU: sharded weights " + format_bytes(static_cast<Bytes>(weights / n_)) + " of " +
+                      format_bytes(static_cast<Bytes>(weights)) + " (the GEMMs' second operands in the first step, from shapes); " +
+                      "replicated weights (norms, embeddings) and activations: not counted");
   }
 
  private:
