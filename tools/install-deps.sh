@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs bneck's build dependencies from Debian packages (skips what is already installed).
+# --fuzz: also clang and its sanitizer/libFuzzer runtimes (the `fuzz` preset, tools/fuzz-smoke.sh).
 set -euo pipefail
 pkgs=(cmake ninja-build g++ libboost-graph-dev nlohmann-json3-dev libcli11-dev libeigen3-dev catch2
       libsqlite3-dev zlib1g-dev sqlite3 libre2-dev pkg-config)
+[ "${1:-}" = "--fuzz" ] && pkgs+=(clang-14 libclang-rt-14-dev)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 [ ${#missing[@]} -eq 0 ] && exit 0
