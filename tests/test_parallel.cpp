@@ -199,3 +199,36 @@ TEST_CASE("two-GPU parallel traces replay exactly per rank", "[replay][parallel]
     for (const auto& rg : r.ranges) CHECK(std::abs(rg.simulated_span_ns - rg.measured_span_ns) <= 100);
   }
 }
+
+TEST_CASE("data-parallel what-if without DDP in the trace: buckets from the backward pass (hand-computed)", "[whatif][parallel]") {
+  // The main thread (lane 0) launches a forward GEMM F [0.1, 0.6 ms] and, after the backward, the
+  // optimizer's kernel O [2.6, 2.7]; autograd's thread (lane 2) launches the backward GEMMs G1
+  // [0.6, 1.6] and G2 [1.6, 2.6]. With --grad-bytes 64 MiB the two backward GEMMs make 32 MiB each:
+  // each fills a 25 MiB bucket, so an all-reduce of 32 MiB (T) follows G1 and another G2; O waits
+  // for both: it starts at 2.6 ms + T and the step spans 2.6 ms + T.
+  const char* w = R"({"format": "bneck-workload", "measured": true,
+    "devices": [{"name": "NVIDIA H200", "sm_count": 132, "compute_capability": "9.0"}],
+    "lanes": [{"kind": "thread", "name": "main"}, {"kind": "stream", "name": "s", "device": 0}, {"kind": "thread", "name": "autograd"}],
+    "ops": [
+      {"kind": "api", "name": "cudaLaunchKernel", "lane": 0, "start": "0 us", "duration": "5 us", "api_class": "launch"},
+      {"kind": "kernel", "name": "sm90_gemm_fwd", "lane": 1, "start": "100 us", "end": "600 us", "launched_by": 0},
+      {"kind": "api", "name": "cudaLaunchKernel", "lane": 2, "start": "20 us", "duration": "5 us", "api_class": "launch"},
+      {"kind": "kernel", "name": "sm90_gemm_bwd", "lane": 1, "start": "600 us", "end": "1600 us", "launched_by": 2},
+      {"kind": "api", "name": "cudaLaunchKernel", "lane": 2, "start": "30 us", "duration": "5 us", "api_class": "launch"},
+      {"kind": "kernel", "name": "sm90_gemm_bwd", "lane": 1, "start": "1600 us", "end": "2600 us", "launched_by": 4},
+      {"kind": "api", "name": "cudaLaunchKernel", "lane": 0, "start": "50 us", "duration": "5 us", "api_class": "launch"},
+      {"kind": "kernel", "name": "multi_tensor_apply_kernel sgd", "lane": 1, "start": "2600 us", "end": "2700 us", "launched_by": 6}],
+    "ranges": [{"name": "step0", "lane": 0, "start": "0 us", "end": "3 ms"}]})";
+  const std::string path = write_temp(w, "dp_bwd");
+  WhatIfReport r = run(path, "step0", {"--data-parallel", "2", "--grad-bytes", "64 MiB", "--sharing", "off"});
+  REQUIRE(r.ranges.size() == 1);
+  const HwSpec hw = load_hw("h200-sxm-calibrated");
+  const TimeNs T = collective_time(hw, CollKind::AllReduce, 32ull << 20, 2).time_ns;
+  INFO("T = " << T << " ns");
+  CHECK(r.ranges[0].baseline_ns == 2600 * kNsPerUs);
+  CHECK(r.ranges[0].predicted_ns == 2600 * kNsPerUs + T);
+  // Without --grad-bytes and without shapes there is nothing to size the gradients by.
+  WhatIfReport none = run(path, "step0", {"--data-parallel", "2"});
+  CHECK(none.ranges[0].predicted_ns == none.ranges[0].baseline_ns);
+  std::remove(path.c_str());
+}

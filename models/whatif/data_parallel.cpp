@@ -22,6 +22,7 @@
 #include "models/whatif/transform.hpp"
 #include "sim/analysis/analysis.hpp"
 #include "sim/base/error.hpp"
+#include "sim/base/units.hpp"
 
 namespace bneck {
 namespace {
@@ -60,7 +61,7 @@ double dtype_size(const std::string& d) {
 
 class DataParallel : public TransformStep {
  public:
-  explicit DataParallel(std::uint32_t ranks) : ranks_(ranks) {}
+  DataParallel(std::uint32_t ranks, Bytes grad_bytes, Bytes bucket) : ranks_(ranks), grad_bytes_(grad_bytes), bucket_(bucket) {}
   void apply(const WhatIfContext& ctx, WhatIfCase& c) const override {
     const Trace& t = ctx.trace;
     // Collectives with kernels: re-timed for N ranks (as --ranks).
@@ -80,8 +81,11 @@ class DataParallel : public TransformStep {
       }
     }
     if (calls.empty()) {
-      c.log.push_back(text + ": " + std::to_string(retimed) + " communication kernels re-timed for " + std::to_string(ranks_) +
-                      " ranks; no 1-rank all-reduce calls (record_param_comms) to synthesize");
+      if (retimed > 0) {
+        c.log.push_back(text + ": " + std::to_string(retimed) + " communication kernels re-timed for " + std::to_string(ranks_) + " ranks");
+        return;
+      }
+      from_backward(ctx, c);  // no DDP in the trace: buckets from the backward pass
       return;
     }
     RangeIndex idx(t);
@@ -170,6 +174,136 @@ class DataParallel : public TransformStep {
     if (waited > 0) c.log.push_back(memory_line(t, total / waited));
   }
 
+  // A one-GPU trace without DDP: the gradients come from the backward pass, which PyTorch launches
+  // from the autograd engine's thread (any thread of the process but the one that launched its
+  // first device work). Each run of backward kernels with no other thread's kernel between them is
+  // one step's backward; its gradient bytes are --grad-bytes, else the weights its step's forward
+  // GEMMs read (second operands, from shapes: biases and norms are left out). They are produced
+  // along the backward's GEMM kernels in proportion to their time; each time a --bucket (25 MiB)
+  // fills, an all-reduce of it runs on a communication stream after that kernel, the last partial
+  // bucket after the backward's last kernel, and the main thread's next device op (the optimizer)
+  // waits for all of them (DDP's finalize).
+  void from_backward(const WhatIfContext& ctx, WhatIfCase& c) const {
+    const Trace& t = ctx.trace;
+    std::vector<OpId> dev;  // kernels with their launching call, by launch time
+    for (OpId i = 0; i < t.ops.size(); ++i)
+      if (t.ops[i].kind == OpKind::Kernel && t.ops[i].link != kNone && !(t.ops[i].flags & Op::kFlagNccl)) dev.push_back(i);
+    std::stable_sort(dev.begin(), dev.end(), [&](OpId a, OpId b) { return t.ops[t.ops[a].link].start < t.ops[t.ops[b].link].start; });
+    if (dev.empty()) {
+      c.log.push_back(text + ": no kernels with their launches: nothing to synthesize");
+      return;
+    }
+    const LaneId main = t.ops[t.ops[dev[0]].link].lane;
+    const std::uint32_t proc = t.lanes[main].process;
+    auto thread_of = [&](OpId k) { return t.ops[t.ops[k].link].lane; };
+    struct Phase {
+      std::vector<OpId> bwd;
+      std::vector<double> fwd_weights;  // bytes per forward GEMM weight, in forward order
+      OpId next_main = kNone;           // the main thread's first kernel after it
+    };
+    std::vector<Phase> phases;
+    std::vector<double> weights;  // forward GEMMs' weights since the last backward
+    bool in_bwd = false;
+    for (OpId k : dev) {
+      if (t.lanes[thread_of(k)].process != proc) continue;
+      if (thread_of(k) != main) {
+        if (!in_bwd) {
+          phases.push_back({});
+          phases.back().fwd_weights = std::move(weights);
+          weights.clear();
+          in_bwd = true;
+        }
+        phases.back().bwd.push_back(k);
+        continue;
+      }
+      if (in_bwd) phases.back().next_main = k;
+      in_bwd = false;
+      if (ctx.work[k].cls == KernelClass::Gemm && ctx.work[k].rhs_elems > 0) weights.push_back(ctx.work[k].rhs_elems * dtype_bytes(ctx.work[k].dtype));
+    }
+    Graph& g = c.edit_graph();
+    GraphEditor ed(g, text);
+    LaneId comm = kNone;
+    std::size_t reduces = 0, steps = 0;
+    Bytes total = 0;
+    TimeNs comm_ns = 0;
+    for (const Phase& ph : phases) {
+      // The gradient tensors in the order backward produces them (the forward's weights reversed),
+      // or --grad-bytes as one tensor per backward GEMM.
+      std::vector<OpId> gemms;
+      double gemm_ns = 0;
+      for (OpId k : ph.bwd)
+        if (ctx.work[k].cls == KernelClass::Gemm) {
+          gemms.push_back(k);
+          gemm_ns += static_cast<double>(c.durations[k]);
+        }
+      std::vector<double> tensors(ph.fwd_weights.rbegin(), ph.fwd_weights.rend());
+      if (grad_bytes_) tensors.assign(gemms.size(), static_cast<double>(grad_bytes_) / static_cast<double>(std::max<std::size_t>(1, gemms.size())));
+      double grads = 0;
+      for (double x : tensors) grads += x;
+      if (grads < 1 || gemms.empty()) continue;
+      ++steps;
+      if (comm == kNone) {
+        GraphLane gl;
+        gl.kind = LaneKind::Stream;
+        gl.device = g.lanes[t.ops[gemms[0]].lane].device;
+        gl.process = g.lanes[t.ops[gemms[0]].lane].process;
+        gl.name = "NCCL stream (data-parallel, GPU " + std::to_string(gl.device) + ")";
+        comm = ed.add_lane(gl);
+      }
+      // The backward GEMM at which a fraction of the gradients is ready (time-proportional).
+      std::vector<double> cum;
+      double acc = 0;
+      for (OpId k : gemms) cum.push_back(acc += static_cast<double>(c.durations[k]) / std::max(1.0, gemm_ns));
+      auto gemm_at = [&](double frac) {
+        std::size_t i = static_cast<std::size_t>(std::lower_bound(cum.begin(), cum.end(), frac - 1e-9) - cum.begin());
+        return gemms[std::min(i, gemms.size() - 1)];
+      };
+      std::vector<NodeId> ars;
+      auto reduce_after = [&](OpId k, Bytes b) {
+        TimeNs d = collective_time(c.spec, CollKind::AllReduce, b, ranks_).time_ns;
+        NewNode nn;
+        nn.name = "ncclAllReduce (data-parallel " + std::to_string(ranks_) + " ranks, bucket of " + shown(b) + ")";
+        nn.kind = OpKind::Kernel;
+        nn.lane = comm;
+        nn.source = DurationSource::Fixed;
+        nn.fixed_ns = d;
+        nn.nccl = true;
+        NodeId n = ed.add_node(nn);
+        ed.add_edge(k, n, EdgeType::Event, DepType::EndToStart, 0);
+        ars.push_back(n);
+        ++reduces;
+        total += b;
+        comm_ns += d;
+      };
+      // DDP's buckets: consecutive tensors until the bucket holds at least --bucket bytes (a larger
+      // tensor is a bucket of its own); a bucket is all-reduced once its last tensor is ready.
+      double done = 0, bucket = 0;
+      for (std::size_t i = 0; i < tensors.size(); ++i) {
+        bucket += tensors[i];
+        done += tensors[i];
+        if (bucket >= static_cast<double>(bucket_) || i + 1 == tensors.size()) {
+          reduce_after(i + 1 == tensors.size() ? ph.bwd.back() : gemm_at(done / grads), static_cast<Bytes>(bucket));
+          bucket = 0;
+        }
+      }
+      if (ph.next_main != kNone)
+        for (NodeId n : ars) ed.add_edge(n, ph.next_main, EdgeType::Event, DepType::EndToStart, 0);
+    }
+    ed.commit();
+    if (steps == 0) {
+      c.log.push_back(text + ": no DDP calls in the trace and no gradient sizes (no shapes): give --grad-bytes (the gradients of a step)");
+      return;
+    }
+    c.log.push_back(text + ": no DDP in the trace: " + std::to_string(reduces) + " bucket all-reduces of " + shown(total) + " over " +
+                    std::to_string(steps) + " backward passes (" + (grad_bytes_ ? "--grad-bytes" : "the forward GEMMs' weights") +
+                    ", buckets of " + format_bytes(bucket_) + "; " + format_duration(comm_ns) + " by the collective model on " +
+                    c.spec.name + ")");
+    if (steps > 0) c.log.push_back(memory_line(t, total / steps));
+  }
+
+  // Bytes for a log line (to the KiB: the figures are estimates).
+  static std::string shown(Bytes b) { return format_bytes(b >= 1024 ? b / 1024 * 1024 : b); }
+
   // Memory per GPU, the same on every rank (DDP replicates the model): the gradients one step
   // all-reduces are the parameters (same dtype), DDP's buckets hold a copy of them, and the
   // optimizer's state per parameter follows its name (PyTorch's `Optimizer.step#Adam.step` range:
@@ -187,29 +321,45 @@ class DataParallel : public TransformStep {
     const bool adam = opt.find("Adam") != std::string::npos;
     const Bytes state = adam ? 2 * grads : 0;
     std::string what = opt.empty() ? "optimizer state: unknown (no Optimizer.step range)"
-                                   : "optimizer state (" + opt + ") " + format_bytes(state) + (adam ? " (two moments)" : " (no momentum assumed)");
-    return "  memory per GPU (replicated on every rank): parameters " + format_bytes(grads) + ", gradients " + format_bytes(grads) +
-           ", DDP buckets " + format_bytes(grads) + ", " + what + "; total " + format_bytes(3 * grads + state) +
+                                   : "optimizer state (" + opt + ") " + shown(state) + (adam ? " (two moments)" : " (no momentum assumed)");
+    return "  memory per GPU (replicated on every rank): parameters " + shown(grads) + ", gradients " + shown(grads) +
+           ", DDP buckets " + shown(grads) + ", " + what + "; total " + shown(3 * grads + state) +
            " (activations: not in the trace)";
   }
 
  private:
   std::uint32_t ranks_;
+  Bytes grad_bytes_, bucket_;
 };
 
 std::unique_ptr<TransformStep> parse(const std::string& arg) {
+  CompanionArgs a = split_companions(arg);
+  long v = 0;
   try {
     std::size_t pos = 0;
-    long v = std::stol(arg, &pos);
-    if (pos != arg.size() || v < 1 || v > 1'000'000) throw std::invalid_argument(arg);
-    return std::make_unique<DataParallel>(static_cast<std::uint32_t>(v));
-  } catch (const std::exception&) { throw InputError("--data-parallel " + arg + ": expected a number of GPUs (1 .. 1000000)"); }
+    v = std::stol(a.main, &pos);
+    if (pos != a.main.size() || v < 1 || v > 1'000'000) throw std::invalid_argument(a.main);
+  } catch (const std::exception&) { throw InputError("--data-parallel " + a.main + ": expected a number of GPUs (1 .. 1000000)"); }
+  auto bytes = [&](const char* name, Bytes dflt) -> Bytes {
+    const std::string* b = a.find(name);
+    if (!b) return dflt;
+    try {
+      Bytes x = parse_bytes(*b);
+      if (x == 0) throw InputError("must be positive");
+      return x;
+    } catch (const std::exception& e) { throw InputError("--" + std::string(name) + " " + *b + ": " + e.what()); }
+  };
+  return std::make_unique<DataParallel>(static_cast<std::uint32_t>(v), bytes("grad-bytes", 0), bytes("bucket", Bytes{25} << 20));
 }
+
+const char* const kCompanions[] = {
+    "grad-bytes=BYTES: gradient bytes per step where the trace has no DDP calls (default: the forward GEMMs' weights, from shapes)",
+    "bucket=BYTES: DDP's bucket size where the trace has no DDP calls (default 25 MiB)", nullptr};
 
 }  // namespace
 
 extern const TransformDef kDataParallelTransform{
     "data-parallel", "N", TransformDef::Arg::Required,
-    "DDP on N GPUs: the trace's gradient all-reduces (synthesized where a 1-rank trace has none) timed for N ranks", parse};
+    "DDP on N GPUs: the trace's gradient all-reduces (synthesized where a 1-rank trace has none) timed for N ranks", parse, kCompanions};
 
 }  // namespace bneck
