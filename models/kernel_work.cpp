@@ -122,6 +122,8 @@ bool op_work(const std::string& op, const std::vector<std::vector<std::int64_t>>
     w.weight_elems = k * n;
     w.out_elems = m * n;
     w.rhs_elems = k * n;
+    w.out_rows = m;
+    w.out_cols = n;
     return true;
   }
   if (is("aten::mm") && sz.size() >= 2 && sz[0].size() == 2 && sz[1].size() == 2) {
@@ -130,6 +132,8 @@ bool op_work(const std::string& op, const std::vector<std::vector<std::int64_t>>
     w.bytes = (m * k + k * n + m * n) * elem;
     w.out_elems = m * n;
     w.rhs_elems = k * n;
+    w.out_rows = m;
+    w.out_cols = n;
     return true;
   }
   if ((is("aten::bmm") || is("aten::baddbmm")) && sz.size() >= 2) {
@@ -140,6 +144,9 @@ bool op_work(const std::string& op, const std::vector<std::vector<std::int64_t>>
       w.flops = 2 * bt * m * n * k;
       w.bytes = bt * (m * k + k * n + m * n) * elem;
       w.out_elems = bt * m * n;
+      w.out_rows = m;
+      w.out_cols = n;
+      w.batch = bt;
       return true;
     }
   }
@@ -176,6 +183,21 @@ bool op_work(const std::string& op, const std::vector<std::vector<std::int64_t>>
 }
 
 }  // namespace
+
+std::pair<int, int> gemm_tile(std::string_view name) {
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(name[i])) || (i > 0 && std::isdigit(static_cast<unsigned char>(name[i - 1])))) continue;
+    std::size_t j = i;
+    int a = 0, b = 0;
+    while (j < name.size() && std::isdigit(static_cast<unsigned char>(name[j])) && a < 10000) a = a * 10 + (name[j++] - '0');
+    if (j >= name.size() || name[j] != 'x') continue;
+    std::size_t k = ++j;
+    while (j < name.size() && std::isdigit(static_cast<unsigned char>(name[j])) && b < 10000) b = b * 10 + (name[j++] - '0');
+    if (j == k) continue;
+    if (a >= 16 && a <= 512 && b >= 16 && b <= 512) return {a, b};
+  }
+  return {0, 0};
+}
 
 GridScaling grid_scaling(const LaunchConfig& lc, const GpuSpec& g) {
   GridScaling s;
@@ -309,6 +331,12 @@ std::vector<KernelWork> estimate_work(const Trace& t, const HwSpec& source) {
       w.weight_elems = gets_math ? total.weight_elems / static_cast<double>(compute ? compute : ks.size()) : 0;
       w.out_elems = total.out_elems;
       w.rhs_elems = gets_math ? total.rhs_elems : 0;
+      // Output tiles: cuBLAS is column-major, so its m (the tile's first figure) runs along
+      // PyTorch's output columns.
+      if (w.cls == KernelClass::Gemm && total.out_rows > 0 && ks.size() == 1) {
+        auto [tm, tn] = gemm_tile(t.name(t.ops[k]));
+        if (tm > 0) w.tiles = std::ceil(total.out_cols / tm) * std::ceil(total.out_rows / tn) * total.batch;
+      }
     }
   }
   // Launch geometry: one-element-per-thread elementwise kernels (see the model card).

@@ -41,6 +41,10 @@ bool is_compute_class(KernelClass c);  // GEMM, convolution, attention: bound by
 Dtype kernel_dtype(std::string_view name, Dtype fallback = Dtype::FP32);
 ComputeUnit kernel_unit(std::string_view name, KernelClass c, Dtype d, const GpuSpec& g);
 
+// The output tile of a GEMM kernel from its name ("nvjet_sm90_tst_192x128_...", "..._128x256_32x3_...",
+// "tilesize128x128x8"): the first AxB with both 16..512; {0, 0} if none.
+std::pair<int, int> gemm_tile(std::string_view name);
+
 // `sizes = [[8, 1024, 2048], [], [2048]]` from an NVTX text; empty if none.
 std::vector<std::vector<std::int64_t>> parse_nvtx_sizes(std::string_view text);
 
@@ -62,6 +66,8 @@ struct KernelWork {
   std::string op;                  // the aten op it came from, if any
   double out_elems = 0;            // elements of its op's output, where shapes say (GEMM, attention)
   double rhs_elems = 0;            // GEMM: elements of its second operand (a forward GEMM's weight)
+  double out_rows = 0, out_cols = 0, batch = 1;  // GEMM: its output's shape (row-major, as PyTorch)
+  double tiles = 0;  // GEMM: output tiles (the tile the kernel's name gives, over the output; 0: unknown)
 };
 
 // How a launch geometry stretches the roofline's times on `g`: a grid of fewer blocks than SMs

@@ -8,9 +8,10 @@
 
 namespace bneck {
 
-GpuShareModel::GpuShareModel(const Trace& t, HwSpec spec, const std::vector<KernelWork>* work) : t_(t), spec_(std::move(spec)) {
+GpuShareModel::GpuShareModel(const Trace& t, HwSpec spec, const std::vector<KernelWork>* work, bool hbm_from_work)
+    : t_(t), spec_(std::move(spec)) {
   const double bw = spec_.gpu.memory_bandwidth * spec_.gpu.memory_efficiency;
-  if (work && work->size() == t.ops.size() && bw > 0) {
+  if (work && work->size() == t.ops.size() && bw > 0 && hbm_from_work) {
     hbm_of_op_.assign(t.ops.size(), -1.0f);
     for (OpId i = 0; i < t.ops.size(); ++i) {
       const KernelWork& w = (*work)[i];
@@ -18,6 +19,20 @@ GpuShareModel::GpuShareModel(const Trace& t, HwSpec spec, const std::vector<Kern
       if (t.ops[i].kind != OpKind::Kernel || !w.from_shapes || d <= 0) continue;
       double hbm = w.level == MemLevel::Hbm ? w.bytes / (bw * static_cast<double>(d) * 1e-9) : 0.0;
       hbm_of_op_[i] = static_cast<float>(std::clamp(hbm, 0.0, 1.0));
+    }
+  }
+  // Persistent GEMMs with known tiles: a grid within one wave of the GPU and more tiles than blocks.
+  if (work && work->size() == t.ops.size()) {
+    for (OpId i = 0; i < t.ops.size(); ++i) {
+      const KernelWork& w = (*work)[i];
+      const LaunchConfig* lc = t.launch(t.ops[i]);
+      if (t.ops[i].kind != OpKind::Kernel || w.tiles <= 0 || !lc) continue;
+      const std::uint64_t blocks = std::uint64_t{lc->grid(0)} * lc->grid(1) * lc->grid(2);
+      std::uint32_t threads = std::uint32_t{lc->block[0]} * lc->block[1] * lc->block[2];
+      OccupancyResult occ = occupancy(spec_.gpu, {threads, lc->registers, Bytes{lc->static_smem} + lc->dynamic_smem});
+      const std::uint64_t wave = std::uint64_t{spec_.gpu.sm_count} * std::max<std::uint32_t>(1, occ.blocks_per_sm);
+      if (blocks == 0 || blocks > wave || w.tiles <= static_cast<double>(blocks) || w.tiles > 1e9) continue;
+      tiles_of_op_.emplace_back(i, static_cast<std::uint32_t>(w.tiles));
     }
   }
   // Kernel classes by name, once per distinct name (demands are asked per op, from several threads).
@@ -96,6 +111,10 @@ ShareDemand GpuShareModel::demand(NodeId n, const Graph& g) const {
     const LaunchConfig* lc = t_.launch(op);
     ShareDemand d = demand_of_class(lc, cls, lc && op.extra < blocks_per_sm_.size() ? blocks_per_sm_[op.extra] : 0);
     if (o < hbm_of_op_.size() && hbm_of_op_[o] >= 0 && !d.fixed_rate) d.hbm = hbm_of_op_[o];
+    if (!tiles_of_op_.empty() && !d.fixed_rate) {
+      auto it = std::lower_bound(tiles_of_op_.begin(), tiles_of_op_.end(), std::make_pair(o, std::uint32_t{0}));
+      if (it != tiles_of_op_.end() && it->first == o) d.tiles = it->second;
+    }
     return d;
   }
   ShareDemand d;
@@ -125,8 +144,8 @@ ShareDemand GpuShareModel::demand(NodeId n, const Graph& g) const {
   return d;
 }
 
-void enable_sharing(Graph& g, const HwSpec& spec, const std::vector<KernelWork>* work) {
-  auto m = std::make_shared<GpuShareModel>(*g.trace, spec, work);
+void enable_sharing(Graph& g, const HwSpec& spec, const std::vector<KernelWork>* work, bool hbm_from_work) {
+  auto m = std::make_shared<GpuShareModel>(*g.trace, spec, work, hbm_from_work);
   g.sharing = m;
   if (g.trace->measured) calibrate_sharing(g, *m);
 }

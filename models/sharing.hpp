@@ -19,6 +19,11 @@
 //     shapes), its HBM bytes over what the achievable bandwidth moves in its time alone replace the
 //     class's HBM fraction (a spin loop: 0).
 //   drain_weight: gpu.drain_weight of the spec (2 measured on the H200; 1 elsewhere).
+//   Persistent GEMMs (a grid that fits one wave: one block per SM slot looping over output tiles,
+//   as cuBLAS's Hopper kernels are) whose tiles are known (output shape from shapes, tile from the
+//   kernel's name): short of SMs they take rounds of tiles (sim/engine/sharing.hpp). Measured on
+//   two H200s beside NCCL's 24 blocks: a 256-tile dgrad 100 -> 187 us (rounds 2 -> 3, x1.5, the
+//   rest bandwidth), a 1024-tile wgrad 112 -> 150 us (8 -> 10 rounds, x1.25).
 // Valid: kernels launched with the trace's geometry on the spec's GPU; synthetic nodes take their
 //   origin op's demand, collectives synthesized from nothing a NCCL ring's (24 blocks of 544
 //   threads, 96 registers, 101 KiB shared memory: an H200 all-reduce's launch).
@@ -33,8 +38,9 @@ namespace bneck {
 
 class GpuShareModel : public ShareModel {
  public:
-  // `work`, when given (one per trace op), sets the HBM demand of the kernels whose work is known.
-  GpuShareModel(const Trace& t, HwSpec spec, const std::vector<KernelWork>* work = nullptr);
+  // `work`, when given (one per trace op), sets the HBM demand of the kernels whose work is known
+  // (`hbm_from_work`) and the tiles of persistent GEMMs whose output shape is known.
+  GpuShareModel(const Trace& t, HwSpec spec, const std::vector<KernelWork>* work = nullptr, bool hbm_from_work = true);
   ShareDemand demand(NodeId n, const Graph& g) const override;
   std::uint32_t sm_count(std::uint32_t) const override { return spec_.gpu.sm_count; }
   double drain_weight(std::uint32_t) const override { return spec_.gpu.drain_weight; }
@@ -48,10 +54,11 @@ class GpuShareModel : public ShareModel {
   std::vector<std::int8_t> class_of_name_;    // per string id: the kernel class of kernels so named (-1: none)
   std::vector<std::uint16_t> blocks_per_sm_;  // per entry of the trace's kernels table (distinct launches)
   std::vector<float> hbm_of_op_;              // per trace op, from known work (-1: by class); empty: none
+  std::vector<std::pair<OpId, std::uint32_t>> tiles_of_op_;  // persistent GEMMs with known tiles, by op
 };
 
 // Builds the graph's sharing model for `spec` and calibrates the alone times of the trace's
 // overlapped ops (measured traces), so that replay stays exact.
-void enable_sharing(Graph& g, const HwSpec& spec, const std::vector<KernelWork>* work = nullptr);
+void enable_sharing(Graph& g, const HwSpec& spec, const std::vector<KernelWork>* work = nullptr, bool hbm_from_work = true);
 
 }  // namespace bneck

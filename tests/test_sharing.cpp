@@ -327,3 +327,36 @@ TEST_CASE("two H200s: removing the all-reduce beside a GEMM forecasts the GEMM a
   CHECK(together > alone * 1.04);  // what sharing costs, as measured
   CHECK(std::fabs(p - alone) / alone <= 0.05);
 }
+
+TEST_CASE("a persistent kernel short of SMs takes rounds of tiles (hand-computed)", "[sharing]") {
+  // NCCL's all-reduce holds 24 SMs (one block each, fixed rate); a persistent GEMM then asks for all
+  // 132 SMs with one block per SM and gets 108. Fluid: 108 / 132 = 0.818. With 256 output tiles it
+  // runs ceil(256 / 108) = 3 rounds instead of ceil(256 / 132) = 2: rate 2 / 3. With 1024 tiles:
+  // 8 rounds -> 10: 0.8. HBM is not binding (0.2 + 0.3).
+  ShareDemand nccl;
+  nccl.sms = 24;
+  nccl.sm_fraction = 1.0f;
+  nccl.hbm = 0.2f;
+  nccl.fixed_rate = true;
+  ShareDemand gemm;
+  gemm.sms = 132;
+  gemm.sm_fraction = 1.0f;
+  gemm.hbm = 0.3f;
+  std::vector<double> rates;
+  solve_rates({nccl, gemm}, 132, rates);
+  CHECK(rates[1] == Approx(108.0 / 132.0));
+  gemm.tiles = 256;
+  solve_rates({nccl, gemm}, 132, rates);
+  CHECK(rates[1] == Approx(2.0 / 3.0));
+  gemm.tiles = 1024;
+  solve_rates({nccl, gemm}, 132, rates);
+  CHECK(rates[1] == Approx(0.8));
+  CHECK(rates[0] == 1.0);
+}
+
+TEST_CASE("GEMM tiles from kernel names", "[models]") {
+  CHECK(gemm_tile("nvjet_sm90_tst_192x128_64x5_1x2_h_bz_coopB_NNT") == std::make_pair(192, 128));
+  CHECK(gemm_tile("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x8_stage3_warpsize2x2x1") == std::make_pair(128, 128));
+  CHECK(gemm_tile("cutlass::Kernel2<cutlass_80_simt_sgemm_128x256_8x4_nn_align1>") == std::make_pair(128, 256));
+  CHECK(gemm_tile("void at::native::vectorized_elementwise_kernel<4, float>") == std::make_pair(0, 0));
+}

@@ -231,9 +231,9 @@ std::vector<Transform> parse_transform_args(const std::vector<std::string>& args
   return out;
 }
 
-WhatIfEngine::WhatIfEngine(const Trace& t, std::shared_ptr<const Graph> base, HwSpec source)
-    : ctx_{t, std::move(base), std::move(source), {}} {
-  ctx_.work = estimate_work(t, ctx_.source);
+WhatIfEngine::WhatIfEngine(const Trace& t, std::shared_ptr<const Graph> base, HwSpec source, std::vector<KernelWork> work)
+    : ctx_{t, std::move(base), std::move(source), std::move(work)} {
+  if (ctx_.work.size() != t.ops.size()) ctx_.work = estimate_work(t, ctx_.source);
 }
 
 WhatIfCase WhatIfEngine::baseline() const {

@@ -33,10 +33,12 @@ WhatIfReport run_whatif(const Trace& t, const WhatIfOptions& opt) {
   rep.trace = &t;
   HwSpec source = pick_source(t, opt.source_hw);
   Graph built = build_graph(t);
-  if (opt.sharing && t.measured) enable_sharing(built, source);
+  std::vector<KernelWork> work = estimate_work(t, source);
+  // Sharing takes the persistent GEMMs' tiles from the work (HBM demands stay by class).
+  if (opt.sharing && t.measured) enable_sharing(built, source, &work, false);
   auto graph = std::make_shared<const Graph>(std::move(built));
   rep.source_hw = source.name;
-  WhatIfEngine engine(t, graph, source);
+  WhatIfEngine engine(t, graph, source, std::move(work));
   WhatIfCase base = engine.baseline();
   WhatIfCase pred = engine.apply(opt.transforms);
   rep.log = pred.log;

@@ -14,9 +14,10 @@ void run_sweep(const Trace& t, const std::string& source_hw, const std::optional
   // One graph, shared by every case.
   HwSpec source = source_spec(t, source_hw);
   Graph built = build_graph(t);
-  if (t.measured) enable_sharing(built, source);
+  std::vector<KernelWork> work = estimate_work(t, source);
+  if (t.measured) enable_sharing(built, source, &work, false);
   auto graph = std::make_shared<const Graph>(std::move(built));
-  WhatIfEngine engine(t, graph, source);
+  WhatIfEngine engine(t, graph, source, std::move(work));
   WhatIfCase base = engine.baseline();
   auto measure = [&](const Graph& g, const SimResult& r) -> TimeNs {
     if (!range) return device_span(g, sim_schedule(r)).length();

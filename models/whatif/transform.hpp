@@ -115,7 +115,7 @@ class VectorCostModel : public CostModel {
 class WhatIfEngine {
  public:
   // `base` is built from `t` with calibration; `source` is the trace's GPU.
-  WhatIfEngine(const Trace& t, std::shared_ptr<const Graph> base, HwSpec source);
+  WhatIfEngine(const Trace& t, std::shared_ptr<const Graph> base, HwSpec source, std::vector<KernelWork> work = {});
   WhatIfCase baseline() const;  // measured durations
   WhatIfCase apply(const std::vector<Transform>& transforms) const;
   const std::vector<KernelWork>& work() const { return ctx_.work; }

@@ -103,6 +103,8 @@ void solve_shares(const std::vector<ShareDemand>& ops, std::uint32_t sm_count, s
       }
       if (got < need && !d.fixed_rate) {
         rates[i] = static_cast<double>(got) / need;
+        if (d.tiles > 0 && got > 0)  // rounds of tiles on the SMs asked over those got
+          rates[i] = std::ceil(static_cast<double>(d.tiles) / need) / std::ceil(static_cast<double>(d.tiles) / got);
         if (binding) (*binding)[i] = 1;
       }
     }
