@@ -420,6 +420,12 @@ json replay_json(const ReplayReport& r, const ReplayOptions& opt) {
                     {"members", members}});
     }
     j["collectives"] = std::move(cj);
+    json ck = json::array();  // the collective model against each last arrival's kernel
+    for (const CollectiveCheck& c : r.collective_checks) {
+      const Collective& col = t.collectives[c.index];
+      ck.push_back({{"kind", to_string(col.kind)}, {"bytes", col.bytes}, {"seq", col.seq}, {"measured_ns", c.measured_ns}, {"model_ns", c.model_ns}});
+    }
+    j["collective_model"] = {{"spec", r.collective_spec}, {"checks", std::move(ck)}};
   }
   if (opt.range_regex) {
     json ranges = json::array();
