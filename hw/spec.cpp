@@ -359,6 +359,20 @@ HwSpec parse_hw(const json& j, const std::string& origin) {
   if (g.sm_count == 0 || g.memory_bandwidth <= 0 || g.peak_of(Dtype::FP32, ComputeUnit::Simt) <= 0)
     f.fail("gpu", "needs at least sm_count, memory_bandwidth and peak.fp32.simt");
   NodeSpec& n = h.node;
+  // A measured curve, [["4 KiB", "2.1 us"], ...] with ascending sizes (copy paths, collectives).
+  auto read_curve = [&f](const json& v, const std::string& path, std::vector<std::pair<Bytes, TimeNs>>& curve) {
+    if (!v.contains("curve")) return;
+    if (!v["curve"].is_array()) f.fail(path + ".curve", "must be a list of [\"size\", \"time\"] pairs");
+    for (std::size_t i = 0; i < v["curve"].size(); ++i) {
+      const json& pt = v["curve"][i];
+      std::string where = path + ".curve[" + std::to_string(i) + "]";
+      if (!pt.is_array() || pt.size() != 2 || !pt[0].is_string() || !pt[1].is_string()) f.fail(where, "expected [\"4 KiB\", \"2.1 us\"]");
+      try {
+        curve.emplace_back(parse_bytes(pt[0].get<std::string>()), parse_duration(pt[1].get<std::string>()));
+      } catch (const InputError& e) { f.fail(where, e.what()); }
+      if (i > 0 && curve[i].first <= curve[i - 1].first) f.fail(where, "sizes must ascend");
+    }
+  };
   n.gpus = f.count("node", "gpus", 1);
   n.nvlink_bandwidth = f.unit("node", "nvlink_bandwidth", bw, 0.0);
   n.nvlink_latency = f.unit("node", "nvlink_latency", dur, TimeNs{0});
@@ -382,19 +396,7 @@ HwSpec parse_hw(const json& j, const std::string& origin) {
         c.bandwidth = parse_bandwidth(v["bandwidth"].get<std::string>());
         if (v.contains("submit")) c.submit = parse_duration(v["submit"].get<std::string>());
       } catch (const InputError& e) { f.fail(path, e.what()); }
-      if (v.contains("curve")) {
-        if (!v["curve"].is_array()) f.fail(path + ".curve", "must be a list of [\"size\", \"time\"] pairs");
-        for (std::size_t i = 0; i < v["curve"].size(); ++i) {
-          const json& pt = v["curve"][i];
-          std::string where = path + ".curve[" + std::to_string(i) + "]";
-          if (!pt.is_array() || pt.size() != 2 || !pt[0].is_string() || !pt[1].is_string())
-            f.fail(where, "expected [\"4 KiB\", \"2.1 us\"]");
-          try {
-            c.curve.emplace_back(parse_bytes(pt[0].get<std::string>()), parse_duration(pt[1].get<std::string>()));
-          } catch (const InputError& e) { f.fail(where, e.what()); }
-          if (i > 0 && c.curve[i].first <= c.curve[i - 1].first) f.fail(where, "sizes must ascend");
-        }
-      }
+      read_curve(v, path, c.curve);
       n.copy_paths[it.key()] = c;
     }
   }
@@ -413,19 +415,7 @@ HwSpec parse_hw(const json& j, const std::string& origin) {
         c.bus_bandwidth = parse_bandwidth(v["bus_bandwidth"].get<std::string>());
       } catch (const InputError& e) { f.fail(path, e.what()); }
       c.ranks = v["ranks"].get<std::uint32_t>();
-      if (v.contains("curve")) {
-        if (!v["curve"].is_array()) f.fail(path + ".curve", "must be a list of [\"size\", \"time\"] pairs");
-        for (std::size_t i = 0; i < v["curve"].size(); ++i) {
-          const json& pt = v["curve"][i];
-          std::string where = path + ".curve[" + std::to_string(i) + "]";
-          if (!pt.is_array() || pt.size() != 2 || !pt[0].is_string() || !pt[1].is_string())
-            f.fail(where, "expected [\"4 KiB\", \"2.1 us\"]");
-          try {
-            c.curve.emplace_back(parse_bytes(pt[0].get<std::string>()), parse_duration(pt[1].get<std::string>()));
-          } catch (const InputError& e) { f.fail(where, e.what()); }
-          if (i > 0 && c.curve[i].first <= c.curve[i - 1].first) f.fail(where, "sizes must ascend");
-        }
-      }
+      read_curve(v, path, c.curve);
       n.collectives[it.key()] = c;
     }
   }

@@ -53,21 +53,21 @@ struct KernelWork {
   Dtype dtype = Dtype::FP32;
   ComputeUnit unit = ComputeUnit::Simt;
   double flops = 0, bytes = 0;
-  bool from_shapes = false;        // false: inferred from the measured duration
-  double weight_elems = 0;         // GEMM forward (addmm): elements of the weight operand (autocast casts it)
-  Bytes access_width = 0;          // bytes one thread moves per access, where known (launch geometry):
-                                   // the memory time uses the calibrated efficiency of that width
-  bool from_geometry = false;      // bytes from the launch geometry (threads x element x arrays)
-  double read_bytes = -1;          // of `bytes`, those read (the rest written), where known: with an
-                                   // access width, reads and writes take their own calibrated rates
-  MemLevel level = MemLevel::Hbm;  // where its working set streams from
-  double chain_ops = 0;            // dependent arithmetic ops one thread runs one after another
-                                   // (a latency-bound loop), where known
-  std::string op;                  // the aten op it came from, if any
-  double out_elems = 0;            // elements of its op's output, where shapes say (GEMM, attention)
-  double rhs_elems = 0;            // GEMM: elements of its second operand (a forward GEMM's weight)
+  bool from_shapes = false;                      // false: inferred from the measured duration
+  double weight_elems = 0;                       // GEMM forward (addmm): elements of the weight operand (autocast casts it)
+  Bytes access_width = 0;                        // bytes one thread moves per access, where known (launch geometry):
+                                                 // the memory time uses the calibrated efficiency of that width
+  bool from_geometry = false;                    // bytes from the launch geometry (threads x element x arrays)
+  double read_bytes = -1;                        // of `bytes`, those read (the rest written), where known: with an
+                                                 // access width, reads and writes take their own calibrated rates
+  MemLevel level = MemLevel::Hbm;                // where its working set streams from
+  double chain_ops = 0;                          // dependent arithmetic ops one thread runs one after another
+                                                 // (a latency-bound loop), where known
+  std::string op;                                // the aten op it came from, if any
+  double out_elems = 0;                          // elements of its op's output, where shapes say (GEMM, attention)
+  double rhs_elems = 0;                          // GEMM: elements of its second operand (a forward GEMM's weight)
   double out_rows = 0, out_cols = 0, batch = 1;  // GEMM: its output's shape (row-major, as PyTorch)
-  double tiles = 0;  // GEMM: output tiles (the tile the kernel's name gives, over the output; 0: unknown)
+  double tiles = 0;                              // GEMM: output tiles (the tile the kernel's name gives, over the output; 0: unknown)
 };
 
 // How a launch geometry stretches the roofline's times on `g`: a grid of fewer blocks than SMs

@@ -51,9 +51,9 @@ class GpuShareModel : public ShareModel {
   ShareDemand demand_of_class(const LaunchConfig* lc, int cls, std::uint32_t blocks_per_sm = 0) const;
   const Trace& t_;
   HwSpec spec_;
-  std::vector<std::int8_t> class_of_name_;    // per string id: the kernel class of kernels so named (-1: none)
-  std::vector<std::uint16_t> blocks_per_sm_;  // per entry of the trace's kernels table (distinct launches)
-  std::vector<float> hbm_of_op_;              // per trace op, from known work (-1: by class); empty: none
+  std::vector<std::int8_t> class_of_name_;                   // per string id: the kernel class of kernels so named (-1: none)
+  std::vector<std::uint16_t> blocks_per_sm_;                 // per entry of the trace's kernels table (distinct launches)
+  std::vector<float> hbm_of_op_;                             // per trace op, from known work (-1: by class); empty: none
   std::vector<std::pair<OpId, std::uint32_t>> tiles_of_op_;  // persistent GEMMs with known tiles, by op
 };
 

@@ -53,7 +53,8 @@ TEST_CASE("companion options follow their transform on the command line and in s
   CHECK_THROWS_WITH(parse_transform_args({"--pipeline-parallel", "2"}, sc), Catch::Contains("--microbatch-range"));
   CHECK_THROWS_WITH(parse_transform_args({"--pipeline-parallel", "2", "--microbatch-range", "mb.*", "--schedule", "zigzag"}, sc),
                     Catch::Contains("gpipe or 1f1b"));
-  std::string p = write_temp(R"({"name": "pp", "transforms": [{"pipeline-parallel": 4, "microbatch-range": "mb.*", "schedule": "1f1b"}]})", "pp_sc");
+  std::string p =
+      write_temp(R"({"name": "pp", "transforms": [{"pipeline-parallel": 4, "microbatch-range": "mb.*", "schedule": "1f1b"}]})", "pp_sc");
   Scenario s = load_scenario(p);
   REQUIRE(s.transforms.size() == 1);
   CHECK(s.transforms[0]->text == "--pipeline-parallel 4 --microbatch-range=mb.* --schedule=1f1b");
@@ -81,19 +82,21 @@ TEST_CASE("pipeline-parallel what-if: gpipe on 2 stages of a 2-microbatch step (
       const bool bwd = k >= 2;
       const double d = bwd ? 2000 : 1000;
       ops += std::string(ops.empty() ? "" : ",\n") + R"({"kind": "api", "name": "cudaLaunchKernel", "lane": 0, "start": ")" +
-             std::to_string(launch_us) + R"( us", "duration": "5 us", "api_class": "launch"},)" +
-             R"({"kind": "kernel", "name": ")" + (bwd ? "sm90_gemm_bwd" : "sm90_gemm_fwd") + R"(", "lane": 1, "start": ")" +
-             std::to_string(kernel_us) + R"( us", "duration": ")" + std::to_string(d) + R"( us", "launched_by": )" + std::to_string(id) + "}";
+             std::to_string(launch_us) + R"( us", "duration": "5 us", "api_class": "launch"},)" + R"({"kind": "kernel", "name": ")" +
+             (bwd ? "sm90_gemm_bwd" : "sm90_gemm_fwd") + R"(", "lane": 1, "start": ")" + std::to_string(kernel_us) +
+             R"( us", "duration": ")" + std::to_string(d) + R"( us", "launched_by": )" + std::to_string(id) + "}";
       id += 2;
-      if (k == 1) ranges += R"({"name": "forward", "lane": 0, "start": ")" + std::to_string(mb_start) + R"( us", "end": ")" +
-                            std::to_string(launch_us + 6) + R"( us"},)";
-      if (k == 3) ranges += R"({"name": "backward", "lane": 0, "start": ")" + std::to_string(mb_start + 12) + R"( us", "end": ")" +
-                            std::to_string(launch_us + 6) + R"( us"},)";
+      if (k == 1)
+        ranges += R"({"name": "forward", "lane": 0, "start": ")" + std::to_string(mb_start) + R"( us", "end": ")" +
+                  std::to_string(launch_us + 6) + R"( us"},)";
+      if (k == 3)
+        ranges += R"({"name": "backward", "lane": 0, "start": ")" + std::to_string(mb_start + 12) + R"( us", "end": ")" +
+                  std::to_string(launch_us + 6) + R"( us"},)";
       launch_us += 6;
       kernel_us += d;
     }
-    ranges += R"({"name": "microbatch)" + std::to_string(m) + R"(", "lane": 0, "start": ")" + std::to_string(mb_start) + R"( us", "end": ")" +
-              std::to_string(launch_us) + R"( us"},)";
+    ranges += R"({"name": "microbatch)" + std::to_string(m) + R"(", "lane": 0, "start": ")" + std::to_string(mb_start) +
+              R"( us", "end": ")" + std::to_string(launch_us) + R"( us"},)";
     launch_us += 10;
   }
   const std::string w = R"({"format": "bneck-workload", "measured": true,
@@ -116,9 +119,9 @@ TEST_CASE("pipeline-parallel what-if: gpipe on 2 stages of a 2-microbatch step (
   //            (4+X) [4+X,4+2X], send g0 [4+X,4+2X] beside it; F1.f1 [4+2X,5+2X], B1.b0
   //            [5+2X,7+2X], send g1 [7+2X,7+3X]
   //   stage 0: B0.b1 [4+2X,6+2X], B1.b1 [7+3X,9+3X]: 9 ms + 3X.
-  WhatIfReport r2 = run(path, "step0",
-                        {"--pipeline-parallel", "2", "--microbatch-range", "microbatch.*", "--pp-bytes", "16 MiB", "--schedule", "1f1b",
-                         "--sharing", "off"});
+  WhatIfReport r2 = run(
+      path, "step0",
+      {"--pipeline-parallel", "2", "--microbatch-range", "microbatch.*", "--pp-bytes", "16 MiB", "--schedule", "1f1b", "--sharing", "off"});
   CHECK(r2.ranges[0].predicted_ns == 9 * kNsPerMs + 3 * X);
   std::remove(path.c_str());
 }

@@ -139,23 +139,12 @@ class DataParallel : public TransformStep {
         if (anchor == kNone || last_device == kNone) continue;
         std::uint32_t dev = t.lanes[t.ops[last_device].lane].device;
         auto [it, fresh] = comm_lane.emplace(dev, kNone);
-        if (fresh) {
-          GraphLane gl;
-          gl.kind = LaneKind::Stream;
-          gl.device = dev;
-          gl.process = g.lanes[t.ops[last_device].lane].process;
-          gl.name = "NCCL stream (data-parallel, GPU " + std::to_string(dev) + ")";
-          it->second = ed.add_lane(gl);
-        }
+        if (fresh)
+          it->second = add_comm_lane(ed, dev, g.lanes[t.ops[last_device].lane].process,
+                                     "NCCL stream (data-parallel, GPU " + std::to_string(dev) + ")");
         TimeNs d = collective_time(c.spec, CollKind::AllReduce, call.bytes, ranks_).time_ns;
-        NewNode nn;
-        nn.name = "ncclAllReduce (data-parallel " + std::to_string(ranks_) + " ranks, " + format_bytes(call.bytes) + ")";
-        nn.kind = OpKind::Kernel;
-        nn.lane = it->second;
-        nn.source = DurationSource::Fixed;
-        nn.fixed_ns = d;
-        nn.nccl = true;
-        NodeId n = ed.add_node(nn);
+        NodeId n = add_comm_node(ed, it->second,
+                                 "ncclAllReduce (data-parallel " + std::to_string(ranks_) + " ranks, " + format_bytes(call.bytes) + ")", d);
         TimeNs gap = std::max<TimeNs>(0, r.start - t.ops[anchor].end());
         ed.add_edge(anchor, n, EdgeType::Launch, DepType::EndToStart, gap + c.spec.gpu.launch_latency);
         ed.add_edge(last_device, n, EdgeType::Event, DepType::EndToStart, 0);
@@ -218,7 +207,8 @@ class DataParallel : public TransformStep {
       }
       if (in_bwd) phases.back().next_main = k;
       in_bwd = false;
-      if (ctx.work[k].cls == KernelClass::Gemm && ctx.work[k].rhs_elems > 0) weights.push_back(ctx.work[k].rhs_elems * dtype_bytes(ctx.work[k].dtype));
+      if (ctx.work[k].cls == KernelClass::Gemm && ctx.work[k].rhs_elems > 0)
+        weights.push_back(ctx.work[k].rhs_elems * dtype_bytes(ctx.work[k].dtype));
     }
     Graph& g = c.edit_graph();
     GraphEditor ed(g, text);
@@ -237,18 +227,15 @@ class DataParallel : public TransformStep {
           gemm_ns += static_cast<double>(c.durations[k]);
         }
       std::vector<double> tensors(ph.fwd_weights.rbegin(), ph.fwd_weights.rend());
-      if (grad_bytes_) tensors.assign(gemms.size(), static_cast<double>(grad_bytes_) / static_cast<double>(std::max<std::size_t>(1, gemms.size())));
+      if (grad_bytes_)
+        tensors.assign(gemms.size(), static_cast<double>(grad_bytes_) / static_cast<double>(std::max<std::size_t>(1, gemms.size())));
       double grads = 0;
       for (double x : tensors) grads += x;
       if (grads < 1 || gemms.empty()) continue;
       ++steps;
       if (comm == kNone) {
-        GraphLane gl;
-        gl.kind = LaneKind::Stream;
-        gl.device = g.lanes[t.ops[gemms[0]].lane].device;
-        gl.process = g.lanes[t.ops[gemms[0]].lane].process;
-        gl.name = "NCCL stream (data-parallel, GPU " + std::to_string(gl.device) + ")";
-        comm = ed.add_lane(gl);
+        const GraphLane& on = g.lanes[t.ops[gemms[0]].lane];
+        comm = add_comm_lane(ed, on.device, on.process, "NCCL stream (data-parallel, GPU " + std::to_string(on.device) + ")");
       }
       // The backward GEMM at which a fraction of the gradients is ready (time-proportional).
       std::vector<double> cum;
@@ -261,14 +248,8 @@ class DataParallel : public TransformStep {
       std::vector<NodeId> ars;
       auto reduce_after = [&](OpId k, Bytes b) {
         TimeNs d = collective_time(c.spec, CollKind::AllReduce, b, ranks_).time_ns;
-        NewNode nn;
-        nn.name = "ncclAllReduce (data-parallel " + std::to_string(ranks_) + " ranks, bucket of " + shown(b) + ")";
-        nn.kind = OpKind::Kernel;
-        nn.lane = comm;
-        nn.source = DurationSource::Fixed;
-        nn.fixed_ns = d;
-        nn.nccl = true;
-        NodeId n = ed.add_node(nn);
+        NodeId n =
+            add_comm_node(ed, comm, "ncclAllReduce (data-parallel " + std::to_string(ranks_) + " ranks, bucket of " + shown(b) + ")", d);
         ed.add_edge(k, n, EdgeType::Event, DepType::EndToStart, 0);
         ars.push_back(n);
         ++reduces;
@@ -322,9 +303,8 @@ class DataParallel : public TransformStep {
     const Bytes state = adam ? 2 * grads : 0;
     std::string what = opt.empty() ? "optimizer state: unknown (no Optimizer.step range)"
                                    : "optimizer state (" + opt + ") " + shown(state) + (adam ? " (two moments)" : " (no momentum assumed)");
-    return "  memory per GPU (replicated on every rank): parameters " + shown(grads) + ", gradients " + shown(grads) +
-           ", DDP buckets " + shown(grads) + ", " + what + "; total " + shown(3 * grads + state) +
-           " (activations: not in the trace)";
+    return "  memory per GPU (replicated on every rank): parameters " + shown(grads) + ", gradients " + shown(grads) + ", DDP buckets " +
+           shown(grads) + ", " + what + "; total " + shown(3 * grads + state) + " (activations: not in the trace)";
   }
 
  private:
@@ -334,22 +314,8 @@ class DataParallel : public TransformStep {
 
 std::unique_ptr<TransformStep> parse(const std::string& arg) {
   CompanionArgs a = split_companions(arg);
-  long v = 0;
-  try {
-    std::size_t pos = 0;
-    v = std::stol(a.main, &pos);
-    if (pos != a.main.size() || v < 1 || v > 1'000'000) throw std::invalid_argument(a.main);
-  } catch (const std::exception&) { throw InputError("--data-parallel " + a.main + ": expected a number of GPUs (1 .. 1000000)"); }
-  auto bytes = [&](const char* name, Bytes dflt) -> Bytes {
-    const std::string* b = a.find(name);
-    if (!b) return dflt;
-    try {
-      Bytes x = parse_bytes(*b);
-      if (x == 0) throw InputError("must be positive");
-      return x;
-    } catch (const std::exception& e) { throw InputError("--" + std::string(name) + " " + *b + ": " + e.what()); }
-  };
-  return std::make_unique<DataParallel>(static_cast<std::uint32_t>(v), bytes("grad-bytes", 0), bytes("bucket", Bytes{25} << 20));
+  const std::uint32_t n = parse_count(a.main, "--data-parallel", 1'000'000, "GPUs");
+  return std::make_unique<DataParallel>(n, companion_bytes(a, "grad-bytes", 0), companion_bytes(a, "bucket", Bytes{25} << 20));
 }
 
 const char* const kCompanions[] = {
@@ -359,7 +325,11 @@ const char* const kCompanions[] = {
 }  // namespace
 
 extern const TransformDef kDataParallelTransform{
-    "data-parallel", "N", TransformDef::Arg::Required,
-    "DDP on N GPUs: the trace's gradient all-reduces (synthesized where a 1-rank trace has none) timed for N ranks", parse, kCompanions};
+    "data-parallel",
+    "N",
+    TransformDef::Arg::Required,
+    "DDP on N GPUs: the trace's gradient all-reduces (synthesized where a 1-rank trace has none) timed for N ranks",
+    parse,
+    kCompanions};
 
 }  // namespace bneck

@@ -7,6 +7,7 @@
 
 #include "models/measured.hpp"
 #include "models/whatif/transform.hpp"
+#include "sim/base/units.hpp"
 #include "sim/base/error.hpp"
 #include "sim/base/json_input.hpp"
 #include "sim/whatif/selector.hpp"
@@ -85,6 +86,47 @@ CompanionArgs split_companions(const std::string& arg) {
   return out;
 }
 
+std::uint32_t parse_count(const std::string& text, const char* option, std::uint32_t max, const char* what) {
+  try {
+    std::size_t pos = 0;
+    long v = std::stol(text, &pos);
+    if (pos != text.size() || v < 1 || v > static_cast<long>(max)) throw std::invalid_argument(text);
+    return static_cast<std::uint32_t>(v);
+  } catch (const std::exception&) {
+    throw InputError(std::string(option) + " " + text + ": expected a number of " + what + " (1 .. " + std::to_string(max) + ")");
+  }
+}
+
+Bytes companion_bytes(const CompanionArgs& a, const char* name, Bytes dflt) {
+  const std::string* b = a.find(name);
+  if (!b) return dflt;
+  try {
+    Bytes x = parse_bytes(*b);
+    if (x == 0) throw InputError("must be positive");
+    return x;
+  } catch (const std::exception& e) { throw InputError("--" + std::string(name) + " " + *b + ": " + e.what()); }
+}
+
+LaneId add_comm_lane(GraphEditor& ed, std::uint32_t device, std::uint32_t process, std::string name) {
+  GraphLane gl;
+  gl.kind = LaneKind::Stream;
+  gl.device = device;
+  gl.process = process;
+  gl.name = std::move(name);
+  return ed.add_lane(gl);
+}
+
+NodeId add_comm_node(GraphEditor& ed, LaneId lane, std::string name, TimeNs d) {
+  NewNode nn;
+  nn.name = std::move(name);
+  nn.kind = OpKind::Kernel;
+  nn.lane = lane;
+  nn.source = DurationSource::Fixed;
+  nn.fixed_ns = d;
+  nn.nccl = true;
+  return ed.add_node(nn);
+}
+
 const TransformDef* find_transform(const std::string& name) {
   for (const TransformDef* d : transform_registry())
     if (norm(d->name) == norm(name)) return d;
@@ -101,8 +143,7 @@ Transform parse_transform(const std::string& name, const std::string& arg) {
   if (d->arg == TransformDef::Arg::Required && arg.empty()) throw InputError("--" + std::string(d->name) + " needs " + d->metavar);
   std::unique_ptr<TransformStep> step = d->parse(arg);
   std::string shown = arg;
-  for (std::size_t p = shown.find('\n'); p != std::string::npos; p = shown.find('\n', p))
-    shown.replace(p, 1, " --");
+  for (std::size_t p = shown.find('\n'); p != std::string::npos; p = shown.find('\n', p)) shown.replace(p, 1, " --");
   step->text = "--" + std::string(d->name) + (shown.empty() ? "" : " " + shown);
   return Transform(std::move(step));
 }

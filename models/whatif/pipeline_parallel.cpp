@@ -139,14 +139,8 @@ class PipelineParallel : public TransformStep {
       return it->second;
     };
     std::vector<LaneId> p2p_lane(s_, kNone);
-    for (std::uint32_t s = 0; s < s_; ++s) {
-      GraphLane gl;
-      gl.kind = LaneKind::Stream;
-      gl.device = stage_dev[s];
-      gl.process = stage_proc[s];
-      gl.name = "NCCL p2p stream (pipeline stage " + std::to_string(s) + ")";
-      p2p_lane[s] = ed.add_lane(gl);
-    }
+    for (std::uint32_t s = 0; s < s_; ++s)
+      p2p_lane[s] = add_comm_lane(ed, stage_dev[s], stage_proc[s], "NCCL p2p stream (pipeline stage " + std::to_string(s) + ")");
     // Stream order: per (stage, lane), the last op placed; the trace's stream edges into moved ops
     // are replaced by the schedule's.
     std::map<LaneId, NodeId> last_on;
@@ -161,9 +155,8 @@ class PipelineParallel : public TransformStep {
       if (s != 0) ed.move(o, l);
       // The stage's own order replaces the trace's stream order and its host's launch order
       // (each stage's host keeps ahead of its GPU; the region starts at its first launch).
-      ed.drop_in_edges(o, [](NodeId, const EdgeProps& p, const Graph&) {
-        return p.type() == EdgeType::StreamOrder || p.type() == EdgeType::Launch;
-      });
+      ed.drop_in_edges(
+          o, [](NodeId, const EdgeProps& p, const Graph&) { return p.type() == EdgeType::StreamOrder || p.type() == EdgeType::Launch; });
       if (!started.count(l) && region_launch != kNone) {
         ed.add_edge(region_launch, o, EdgeType::Launch, DepType::StartToStart, c.spec.gpu.launch_latency);
         started.insert(l);
@@ -191,7 +184,7 @@ class PipelineParallel : public TransformStep {
       Bytes bytes;
     };
     std::vector<Transfer> pending;
-    std::vector<double> stage_weights;  // bytes of the forward GEMMs' weights per stage (shapes)
+    std::vector<double> stage_weights;                                  // bytes of the forward GEMMs' weights per stage (shapes)
     std::vector<std::map<LaneId, NodeId>> region_last(regions.size());  // last op per lane, per region
     const Bytes fallback = bytes_;
     for (std::size_t ri = 0; ri < regions.size(); ++ri) {
@@ -277,15 +270,11 @@ class PipelineParallel : public TransformStep {
     for (const Transfer& x : pending) {
       if (x.bytes == 0) ++unknown_bytes;
       TimeNs d = x.bytes ? collective_time(c.spec, CollKind::SendRecv, x.bytes, 2).time_ns : 0;
-      NewNode nn;
-      nn.name = std::string(x.phase == 0 ? "send activation" : "send gradient") + " (pipeline stage " + std::to_string(x.from) + " -> " +
-                std::to_string(x.to) + ", microbatch " + std::to_string(x.m) + ", " + format_bytes(x.bytes) + ")";
-      nn.kind = OpKind::Kernel;
-      nn.lane = p2p_lane[x.from];
-      nn.source = DurationSource::Fixed;
-      nn.fixed_ns = d;
-      nn.nccl = true;
-      NodeId n = ed.add_node(nn);
+      NodeId n =
+          add_comm_node(ed, p2p_lane[x.from],
+                        std::string(x.phase == 0 ? "send activation" : "send gradient") + " (pipeline stage " + std::to_string(x.from) +
+                            " -> " + std::to_string(x.to) + ", microbatch " + std::to_string(x.m) + ", " + format_bytes(x.bytes) + ")",
+                        d);
       ed.add_edge(x.from_last, n, EdgeType::Event, DepType::EndToStart, 0);
       if (x.to_prev != kNone) ed.add_edge(x.to_prev, n, EdgeType::Event, DepType::EndToStart, 0);  // the receiver is ready
       ed.add_edge(n, x.to_first, EdgeType::Event, DepType::EndToStart, 0);
@@ -317,20 +306,22 @@ class PipelineParallel : public TransformStep {
         for (auto& [l, o] : region_last[ri]) ed.add_edge(o, api, EdgeType::HostSync, static_cast<DepType>(attach), 0);
     }
     ed.commit();
-    c.log.push_back(text + ": " + std::to_string(regions.size()) + " steps of " + std::to_string(regions.empty() ? 0 : regions[0].mbs.size()) +
-                    " microbatches on " + std::to_string(s_) + " stages (" + (sched_ == Schedule::GPipe ? "gpipe" : "1f1b") + "), " +
-                    std::to_string(moved) + " device ops moved to stages 1.." + std::to_string(s_ - 1) + ", " + std::to_string(transfers) +
-                    " point-to-point transfers (" + format_duration(transfer_ns) + " by the collective model on " + c.spec.name + ")" +
+    c.log.push_back(text + ": " + std::to_string(regions.size()) + " steps of " +
+                    std::to_string(regions.empty() ? 0 : regions[0].mbs.size()) + " microbatches on " + std::to_string(s_) + " stages (" +
+                    (sched_ == Schedule::GPipe ? "gpipe" : "1f1b") + "), " + std::to_string(moved) + " device ops moved to stages 1.." +
+                    std::to_string(s_ - 1) + ", " + std::to_string(transfers) + " point-to-point transfers (" +
+                    format_duration(transfer_ns) + " by the collective model on " + c.spec.name + ")" +
                     (unknown_bytes ? "; " + std::to_string(unknown_bytes) + " of unknown size (no shapes: give --pp-bytes)" : ""));
     // Memory per stage: the weights its forward GEMMs read (shapes), as many gradients, and the
     // activations of the microbatches in flight (gpipe: all M; 1f1b: at most S - s).
     if (!stage_weights.empty() && !regions.empty()) {
-      std::string mem = "  memory per stage (weights from the forward GEMMs' shapes; gradients as many; activations of the microbatches in flight):";
+      std::string mem =
+          "  memory per stage (weights from the forward GEMMs' shapes; gradients as many; activations of the microbatches in flight):";
       const std::size_t m_count = regions[0].mbs.size();
       for (std::uint32_t s = 0; s < s_; ++s) {
         const std::size_t flight = sched_ == Schedule::GPipe ? m_count : std::min<std::size_t>(m_count, s_ - s);
-        mem += std::string(s ? ";" : "") + " stage " + std::to_string(s) + " weights " + format_bytes(static_cast<Bytes>(stage_weights[s])) +
-               ", " + std::to_string(flight) + " microbatches in flight";
+        mem += std::string(s ? ";" : "") + " stage " + std::to_string(s) + " weights " +
+               format_bytes(static_cast<Bytes>(stage_weights[s])) + ", " + std::to_string(flight) + " microbatches in flight";
       }
       c.log.push_back(mem);
     }
@@ -388,12 +379,7 @@ class PipelineParallel : public TransformStep {
 
 std::unique_ptr<TransformStep> parse(const std::string& arg) {
   CompanionArgs a = split_companions(arg);
-  long v = 0;
-  try {
-    std::size_t pos = 0;
-    v = std::stol(a.main, &pos);
-    if (pos != a.main.size() || v < 1 || v > 4096) throw std::invalid_argument(a.main);
-  } catch (const std::exception&) { throw InputError("--pipeline-parallel " + a.main + ": expected a number of stages (1 .. 4096)"); }
+  const std::uint32_t v = parse_count(a.main, "--pipeline-parallel", 4096, "stages");
   const std::string* mb = a.find("microbatch-range");
   if (!mb || mb->empty()) throw InputError("--pipeline-parallel " + a.main + " needs --microbatch-range REGEX (the microbatch ranges)");
   (void)Regex(*mb);
@@ -407,13 +393,7 @@ std::unique_ptr<TransformStep> parse(const std::string& arg) {
   std::string boundary = a.find("stage-boundary") ? checked_selector(*a.find("stage-boundary")) : "";
   std::string bwd = a.find("backward-range") ? *a.find("backward-range") : "backward|Backward";
   (void)Regex(bwd);
-  Bytes bytes = 0;
-  if (const std::string* b = a.find("pp-bytes")) {
-    try {
-      bytes = parse_bytes(*b);
-    } catch (const std::exception& e) { throw InputError("--pp-bytes " + *b + ": " + e.what()); }
-  }
-  return std::make_unique<PipelineParallel>(static_cast<std::uint32_t>(v), *mb, sched, boundary, bwd, bytes);
+  return std::make_unique<PipelineParallel>(v, *mb, sched, boundary, bwd, companion_bytes(a, "pp-bytes", 0));
 }
 
 const char* const kCompanions[] = {
@@ -421,13 +401,17 @@ const char* const kCompanions[] = {
     "schedule=gpipe|1f1b: the pipeline schedule (default gpipe)",
     "stage-boundary=SEL: the ops that begin stages 1..S-1 in each microbatch's forward (default: equal time)",
     "backward-range=REGEX: ranges inside a microbatch that hold its backward pass (default backward|Backward)",
-    "pp-bytes=BYTES: activation size sent between stages where the trace has no shapes (\"16 MiB\")", nullptr};
+    "pp-bytes=BYTES: activation size sent between stages where the trace has no shapes (\"16 MiB\")",
+    nullptr};
 
 }  // namespace
 
 extern const TransformDef kPipelineParallelTransform{
-    "pipeline-parallel", "S", TransformDef::Arg::Required,
+    "pipeline-parallel",
+    "S",
+    TransformDef::Arg::Required,
     "pipeline parallelism on S GPUs: each microbatch cut into S stages, run in the schedule's order with point-to-point sends",
-    parse, kCompanions};
+    parse,
+    kCompanions};
 
 }  // namespace bneck

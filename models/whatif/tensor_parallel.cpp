@@ -45,12 +45,10 @@ class TensorParallel : public TransformStep {
     std::map<LaneId, std::vector<OpId>> streams;
     for (OpId i = 0; i < t.ops.size(); ++i)
       if (is_device_op(t.ops[i].kind) && !(t.ops[i].flags & Op::kFlagNccl)) streams[t.ops[i].lane].push_back(i);
-    for (auto& [lane, v] : streams)
-      std::stable_sort(v.begin(), v.end(), [&](OpId a, OpId b) { return t.ops[a].start < t.ops[b].start; });
+    for (auto& [lane, v] : streams) std::stable_sort(v.begin(), v.end(), [&](OpId a, OpId b) { return t.ops[a].start < t.ops[b].start; });
     Graph& g = c.edit_graph();
     GraphEditor ed(g, text);
     std::map<std::uint32_t, LaneId> comm_lane;
-    const GpuSpec& gpu = c.spec.gpu;
     std::size_t split = 0, reduces = 0, unknown = 0;
     std::set<OpId> split_ops;
     TimeNs before = 0, after = 0, comm_ns = 0;
@@ -88,23 +86,11 @@ class TensorParallel : public TransformStep {
         }
         const std::uint32_t dev = t.lanes[o.lane].device;
         auto [it, fresh] = comm_lane.emplace(dev, kNone);
-        if (fresh) {
-          GraphLane gl;
-          gl.kind = LaneKind::Stream;
-          gl.device = dev;
-          gl.process = g.lanes[o.lane].process;
-          gl.name = "NCCL stream (tensor-parallel, GPU " + std::to_string(dev) + ")";
-          it->second = ed.add_lane(gl);
-        }
+        if (fresh)
+          it->second = add_comm_lane(ed, dev, g.lanes[o.lane].process, "NCCL stream (tensor-parallel, GPU " + std::to_string(dev) + ")");
         TimeNs d = collective_time(c.spec, CollKind::AllReduce, bytes, n_).time_ns;
-        NewNode nn;
-        nn.name = "ncclAllReduce (tensor-parallel " + std::to_string(n_) + " ranks, " + format_bytes(bytes) + ")";
-        nn.kind = OpKind::Kernel;
-        nn.lane = it->second;
-        nn.source = DurationSource::Fixed;
-        nn.fixed_ns = d;
-        nn.nccl = true;
-        NodeId ar = ed.add_node(nn);
+        NodeId ar = add_comm_node(ed, it->second,
+                                  "ncclAllReduce (tensor-parallel " + std::to_string(n_) + " ranks, " + format_bytes(bytes) + ")", d);
         ed.add_edge(i, ar, EdgeType::Event, DepType::EndToStart, 0);
         if (k + 1 < ops.size()) ed.add_edge(ar, ops[k + 1], EdgeType::Event, DepType::EndToStart, 0);
         ++reduces;
@@ -112,7 +98,6 @@ class TensorParallel : public TransformStep {
       }
     }
     ed.commit();
-    (void)gpu;
     // Memory: the sharded GEMMs' weights (second operands from shapes) in the first top-level range
     // that has any (a step), of which each GPU keeps 1/N.
     double weights = 0;
@@ -164,21 +149,10 @@ class TensorParallel : public TransformStep {
 
 std::unique_ptr<TransformStep> parse(const std::string& arg) {
   CompanionArgs a = split_companions(arg);
-  long v = 0;
-  try {
-    std::size_t pos = 0;
-    v = std::stol(a.main, &pos);
-    if (pos != a.main.size() || v < 1 || v > 65536) throw std::invalid_argument(a.main);
-  } catch (const std::exception&) { throw InputError("--tensor-parallel " + a.main + ": expected a number of GPUs (1 .. 65536)"); }
+  const std::uint32_t n = parse_count(a.main, "--tensor-parallel", 65536, "GPUs");
   std::string comm = a.find("tp-comm") ? *a.find("tp-comm") : kDefaultComm;
   std::string split = a.find("tp-split") ? *a.find("tp-split") : "";
-  Bytes bytes = 0;
-  if (const std::string* b = a.find("tp-bytes")) {
-    try {
-      bytes = parse_bytes(*b);
-    } catch (const std::exception& e) { throw InputError("--tp-bytes " + *b + ": " + e.what()); }
-  }
-  return std::make_unique<TensorParallel>(static_cast<std::uint32_t>(v), checked_selector(comm), checked_selector(split), bytes);
+  return std::make_unique<TensorParallel>(n, checked_selector(comm), checked_selector(split), companion_bytes(a, "tp-bytes", 0));
 }
 
 const char* const kCompanions[] = {
@@ -189,9 +163,12 @@ const char* const kCompanions[] = {
 }  // namespace
 
 extern const TransformDef kTensorParallelTransform{
-    "tensor-parallel", "N", TransformDef::Arg::Required,
+    "tensor-parallel",
+    "N",
+    TransformDef::Arg::Required,
     "Megatron tensor parallelism on N GPUs: GEMMs, attention heads and what lies between split N ways, an all-reduce after each "
     "row-parallel GEMM",
-    parse, kCompanions};
+    parse,
+    kCompanions};
 
 }  // namespace bneck

@@ -99,6 +99,16 @@ RetimedCollectives retime_collectives(const Trace& t, WhatIfCase& c, std::uint32
 // Command-line words after TRACE: `--NAME ARG`, `--NAME=ARG`, `--scenario FILE`, in order.
 std::vector<Transform> parse_transform_args(const std::vector<std::string>& args, std::string& scenario_name);
 
+// Helpers of the parallelism transforms (data, tensor, pipeline):
+// "2" -> 2 for `--option 2`, within 1 .. max (InputError naming the option and `what` otherwise).
+std::uint32_t parse_count(const std::string& text, const char* option, std::uint32_t max, const char* what);
+// A companion's size ("16 MiB"), positive; `dflt` when absent.
+Bytes companion_bytes(const CompanionArgs& a, const char* name, Bytes dflt);
+// A communication stream on `device` of `process` named `name`.
+LaneId add_comm_lane(GraphEditor& ed, std::uint32_t device, std::uint32_t process, std::string name);
+// A communication kernel of fixed duration `d` on `lane`.
+NodeId add_comm_node(GraphEditor& ed, LaneId lane, std::string name, TimeNs d);
+
 // A constant duration per trace op.
 class VectorCostModel : public CostModel {
  public:

@@ -73,7 +73,7 @@ std::string runs_text(const std::vector<std::string>& names, const std::string& 
     for (std::size_t p = 2; p <= 12 && i + 2 * p <= items.size(); ++p) {
       std::size_t n = 1;
       while (i + (n + 1) * p <= items.size() && std::equal(items.begin() + static_cast<long>(i), items.begin() + static_cast<long>(i + p),
-                                                          items.begin() + static_cast<long>(i + n * p)))
+                                                           items.begin() + static_cast<long>(i + n * p)))
         ++n;
       if (n >= 2 && n * p > best_n * std::max<std::size_t>(best_p, 1)) {
         best_p = p;
@@ -165,8 +165,8 @@ void print_ranks(const ReplayReport& r, std::ostream& out) {
       a[2] += static_cast<double>(c.model_ns);
     }
     std::sort(err.begin(), err.end());
-    out << "  collective model (" << r.collective_spec << ") vs the last arrival's kernel: " << err.size() << " collectives, median |error| "
-        << pct(err[err.size() / 2]) << "\n";
+    out << "  collective model (" << r.collective_spec << ") vs the last arrival's kernel: " << err.size()
+        << " collectives, median |error| " << pct(err[err.size() / 2]) << "\n";
     std::size_t shown = 0;
     for (auto& [k, a] : by) {
       if (++shown > 6) break;
@@ -423,7 +423,11 @@ json replay_json(const ReplayReport& r, const ReplayOptions& opt) {
     json ck = json::array();  // the collective model against each last arrival's kernel
     for (const CollectiveCheck& c : r.collective_checks) {
       const Collective& col = t.collectives[c.index];
-      ck.push_back({{"kind", to_string(col.kind)}, {"bytes", col.bytes}, {"seq", col.seq}, {"measured_ns", c.measured_ns}, {"model_ns", c.model_ns}});
+      ck.push_back({{"kind", to_string(col.kind)},
+                    {"bytes", col.bytes},
+                    {"seq", col.seq},
+                    {"measured_ns", c.measured_ns},
+                    {"model_ns", c.model_ns}});
     }
     j["collective_model"] = {{"spec", r.collective_spec}, {"checks", std::move(ck)}};
   }

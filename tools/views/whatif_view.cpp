@@ -76,7 +76,9 @@ void print_whatif_text(const WhatIfReport& r, const WhatIfOptions& opt, std::ost
         out << "  rank " << pad(std::to_string(rank), 18) << lpad(b ? format_duration(b->span.length()) : "-", 12)
             << lpad(p ? format_duration(p->span.length()) : "-", 14);
         if (b && p)
-          out << lpad(pct(static_cast<double>(p->span.length() - b->span.length()) / static_cast<double>(std::max<TimeNs>(1, b->span.length()))), 12);
+          out << lpad(
+              pct(static_cast<double>(p->span.length() - b->span.length()) / static_cast<double>(std::max<TimeNs>(1, b->span.length()))),
+              12);
         else
           out << lpad("new", 12);
         out << "   " << (b ? format_duration(b->overlap.exposed_communication_ns) : "-") << " -> "

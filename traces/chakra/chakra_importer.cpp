@@ -339,7 +339,8 @@ std::vector<Node> chakra_protobuf(const std::string& path, const std::string& da
         case 5: repeated(x.deps); break;
         case 7: {  // microseconds; more than 2^62 ns cannot be a duration
           const std::uint64_t us = m.varint();
-          if (us > (std::uint64_t{1} << 62) / kNsPerUs) throw InputError(path, "node " + std::to_string(x.id) + ": duration_micros out of range");
+          if (us > (std::uint64_t{1} << 62) / kNsPerUs)
+            throw InputError(path, "node " + std::to_string(x.id) + ": duration_micros out of range");
           x.duration = static_cast<TimeNs>(us) * kNsPerUs;
           break;
         }
