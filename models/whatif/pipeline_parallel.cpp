@@ -314,7 +314,9 @@ class PipelineParallel : public TransformStep {
                     (unknown_bytes ? "; " + std::to_string(unknown_bytes) + " of unknown size (no shapes: give --pp-bytes)" : ""));
     // Memory per stage: the weights its forward GEMMs read (shapes), as many gradients, and the
     // activations of the microbatches in flight (gpipe: all M; 1f1b: at most S - s).
-    if (!stage_weights.empty() && !regions.empty()) {
+    double all_weights = 0;
+    for (double w : stage_weights) all_weights += w;
+    if (all_weights > 0 && !regions.empty()) {
       std::string mem =
           "  memory per stage (weights from the forward GEMMs' shapes; gradients as many; activations of the microbatches in flight):";
       const std::size_t m_count = regions[0].mbs.size();
