@@ -27,7 +27,14 @@ p.add_argument("--schedule", default="gpipe", choices=["gpipe", "1f1b"])
 p.add_argument("--steps", type=int, default=12)
 p.add_argument("--prof-steps", type=int, default=6)
 p.add_argument("--kineto", default="")
+# Sizes (defaults: the reference workloads above); other values make held-out cases.
+p.add_argument("--dim", type=int, default=0)
+p.add_argument("--tokens", type=int, default=0)
+p.add_argument("--layers", type=int, default=0)
+p.add_argument("--microbatches", type=int, default=0)
 a = p.parse_args()
+def size(v, d):
+    return v if v > 0 else d
 dist.init_process_group("nccl")
 rank, world = dist.get_rank(), dist.get_world_size()
 local = int(os.environ.get("LOCAL_RANK", rank))
@@ -52,7 +59,7 @@ class Range:  # an NVTX range (nsys) and a record_function (Kineto) of the same 
 
 
 if a.mode == "dp":
-    D, T, L = 6144, 1024, 10
+    D, T, L = size(a.dim, 6144), size(a.tokens, 1024), size(a.layers, 10)
     model = torch.nn.Sequential(*[torch.nn.Linear(D, D, bias=False) for _ in range(L)]).to(dev, bf16)
     model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[local])
     opt = torch.optim.SGD(model.parameters(), lr=1e-4)
@@ -65,7 +72,7 @@ if a.mode == "dp":
         opt.zero_grad(set_to_none=True)
 
 elif a.mode == "tp":
-    D, H, B, S, L = 4096, 32, 2, 1024, 4
+    D, H, B, S, L = size(a.dim, 4096), size(a.dim, 4096) // 128, max(1, size(a.tokens, 2048) // 1024), 1024, size(a.layers, 4)
     hd, tp = D // H, world
     assert H % tp == 0
     hl = H // tp  # heads on this rank
@@ -108,7 +115,7 @@ elif a.mode == "tp":
         return x
 
 else:  # pp
-    D, T, L, M = 8192, 1024, 8, 4
+    D, T, L, M = size(a.dim, 8192), size(a.tokens, 1024), size(a.layers, 8), size(a.microbatches, 4)
     S = world
     assert L % S == 0
     per = L // S
