@@ -89,6 +89,9 @@ ShareDemand GpuShareModel::demand_of_class(const LaunchConfig* lc, int cls, std:
   if (lc->registers) f = std::max(f, per_sm * threads * lc->registers / std::max<std::uint32_t>(1, g.registers_per_sm));
   if (g.shared_memory_per_sm) f = std::max(f, per_sm * static_cast<double>(smem) / static_cast<double>(g.shared_memory_per_sm));
   d.sm_fraction = static_cast<float>(std::min(1.0, f));
+  // One block per SM and one wave: short of SMs, the blocks that find none run in a second wave
+  // (128 blocks on 108 SMs: 2 rounds, rate 1/2; the fluid share would say 108/128).
+  if (bps == 1 && blocks > 1 && blocks <= g.sm_count && c != KernelClass::Communication) d.tiles = static_cast<std::uint32_t>(blocks);
   return d;
 }
 
