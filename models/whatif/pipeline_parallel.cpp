@@ -312,6 +312,11 @@ class PipelineParallel : public TransformStep {
                     std::to_string(s_ - 1) + ", " + std::to_string(transfers) + " point-to-point transfers (" +
                     format_duration(transfer_ns) + " by the collective model on " + c.spec.name + ")" +
                     (unknown_bytes ? "; " + std::to_string(unknown_bytes) + " of unknown size (no shapes: give --pp-bytes)" : ""));
+    if (!regions.empty() && s_ > 1) {  // the textbook figure beside the simulated idle time (ranks table)
+      const double m = static_cast<double>(regions[0].mbs.size());
+      c.log.push_back("  bubble: (S - 1) / (M + S - 1) = " + fmt_num("%.0f", 100.0 * (s_ - 1) / (m + s_ - 1)) +
+                      " % of a step for equal stages and no transfers; the ranks table gives each stage's simulated idle time");
+    }
     // Memory per stage: the weights its forward GEMMs read (shapes), as many gradients, and the
     // activations of the microbatches in flight (gpipe: all M; 1f1b: at most S - s).
     double all_weights = 0;

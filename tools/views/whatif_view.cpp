@@ -67,7 +67,8 @@ void print_whatif_text(const WhatIfReport& r, const WhatIfOptions& opt, std::ost
     const auto& base = r.baseline_ranks;
     const auto& pred = r.predicted_ranks;
     if (base.size() > 1 || pred.size() > 1) {  // by rank: a pipeline's stages are new ranks
-      out << "Ranks (GPU span)            baseline     predicted       change   exposed comm (baseline -> predicted)\n";
+      out << "Ranks (GPU span)            baseline     predicted       change   exposed comm (baseline -> predicted)   GPU idle "
+             "(a pipeline's bubble)\n";
       std::map<std::uint32_t, std::pair<const RankStats*, const RankStats*>> by_rank;
       for (const auto& b : base) by_rank[b.rank].first = &b;
       for (const auto& p : pred) by_rank[p.rank].second = &p;
@@ -82,7 +83,8 @@ void print_whatif_text(const WhatIfReport& r, const WhatIfOptions& opt, std::ost
         else
           out << lpad("new", 12);
         out << "   " << (b ? format_duration(b->overlap.exposed_communication_ns) : "-") << " -> "
-            << (p ? format_duration(p->overlap.exposed_communication_ns) : "-") << "\n";
+            << (p ? format_duration(p->overlap.exposed_communication_ns) : "-") << "   "
+            << (b ? format_duration(b->overlap.gpu_idle_ns) : "-") << " -> " << (p ? format_duration(p->overlap.gpu_idle_ns) : "-") << "\n";
       }
       out << "\n";
     }
