@@ -199,7 +199,7 @@ ReplayReport run_replay(const Trace& t, const ReplayOptions& opt) {
   }
   {
     std::map<std::string, SharedRow> rows;
-    std::map<std::string, std::array<std::size_t, 3>> why;
+    std::map<std::string, std::array<std::size_t, 4>> why;  // by binding: 0 none, 1 SMs, 2 HBM, 3 PCIe
     for (NodeId n = 0; n < rep.sim.shared.size(); ++n) {
       if (!rep.sim.shared[n]) continue;
       TimeNs took = rep.sim.end[n] - rep.sim.start[n], alone = node_duration(*rep.model_impl, g, n);
@@ -209,12 +209,13 @@ ReplayReport run_replay(const Trace& t, const ReplayOptions& opt) {
       row.count++;
       row.alone_ns += alone;
       row.shared_ns += took;
-      why[row.name][rep.sim.shared[n]]++;
+      why[row.name][std::min<std::size_t>(rep.sim.shared[n], 3)]++;
       rep.lost_to_sharing_ns += took - alone;
     }
     rep.drained_kernels = g.sharing_drain.size();
     for (auto& [k, row] : rows) {
-      row.bound = why[k][2] > why[k][1] ? "HBM" : "SMs";
+      const auto& w = why[k];
+      row.bound = w[3] > std::max(w[1], w[2]) ? "PCIe" : w[2] > w[1] ? "HBM" : "SMs";
       rep.shared.push_back(row);
     }
     std::sort(rep.shared.begin(), rep.shared.end(),

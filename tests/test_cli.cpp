@@ -580,6 +580,9 @@ TEST_CASE("libFuzzer findings of session 6 exit 2 with one line naming the file"
     CHECK(lines(x.err) == 1);
     CHECK_THAT(x.err, Catch::Contains(f) && Catch::Contains("out of range"));
   }
+  // An nsys export whose copies were bound by PCIe in the sharing table: its binding code (3)
+  // indexed a 3-entry array (heap overflow under ASan; tests/fuzz runs it as a seed too).
+  CHECK(run("replay '" + r + "asan_replay_pcie_binding.sqlite'").code == 0);
   Run m = run("validate-report '" + r + "oom_measurements_launch_kernels.json' --hw h200-sxm");
   CHECK(m.code == 2);
   CHECK(lines(m.err) == 1);
