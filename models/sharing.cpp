@@ -21,20 +21,6 @@ GpuShareModel::GpuShareModel(const Trace& t, HwSpec spec, const std::vector<Kern
       hbm_of_op_[i] = static_cast<float>(std::clamp(hbm, 0.0, 1.0));
     }
   }
-  // Persistent GEMMs with known tiles: a grid within one wave of the GPU and more tiles than blocks.
-  if (work && work->size() == t.ops.size()) {
-    for (OpId i = 0; i < t.ops.size(); ++i) {
-      const KernelWork& w = (*work)[i];
-      const LaunchConfig* lc = t.launch(t.ops[i]);
-      if (t.ops[i].kind != OpKind::Kernel || w.tiles <= 0 || !lc) continue;
-      const std::uint64_t blocks = std::uint64_t{lc->grid(0)} * lc->grid(1) * lc->grid(2);
-      std::uint32_t threads = std::uint32_t{lc->block[0]} * lc->block[1] * lc->block[2];
-      OccupancyResult occ = occupancy(spec_.gpu, {threads, lc->registers, Bytes{lc->static_smem} + lc->dynamic_smem});
-      const std::uint64_t wave = std::uint64_t{spec_.gpu.sm_count} * std::max<std::uint32_t>(1, occ.blocks_per_sm);
-      if (blocks == 0 || blocks > wave || w.tiles <= static_cast<double>(blocks) || w.tiles > 1e9) continue;
-      tiles_of_op_.emplace_back(i, static_cast<std::uint32_t>(w.tiles));
-    }
-  }
   // Kernel classes by name, once per distinct name (demands are asked per op, from several threads).
   class_of_name_.assign(t.strings.size(), -1);
   for (const Op& o : t.ops)
@@ -46,6 +32,19 @@ GpuShareModel::GpuShareModel(const Trace& t, HwSpec spec, const std::vector<Kern
     std::uint32_t threads = std::uint32_t{lc.block[0]} * lc.block[1] * lc.block[2];
     OccupancyResult occ = occupancy(spec_.gpu, {threads, lc.registers, Bytes{lc.static_smem} + lc.dynamic_smem});
     blocks_per_sm_.push_back(static_cast<std::uint16_t>(std::clamp<std::uint32_t>(occ.blocks_per_sm, 1, 0xFFFF)));
+  }
+  // Persistent GEMMs with known tiles: a grid within one wave of the GPU (occupancy of its launch
+  // from the table above) and more tiles than blocks.
+  if (work && work->size() == t.ops.size()) {
+    for (OpId i = 0; i < t.ops.size(); ++i) {
+      const KernelWork& w = (*work)[i];
+      const LaunchConfig* lc = t.launch(t.ops[i]);
+      if (t.ops[i].kind != OpKind::Kernel || w.tiles <= 0 || !lc || t.ops[i].extra >= blocks_per_sm_.size()) continue;
+      const std::uint64_t blocks = std::uint64_t{lc->grid(0)} * lc->grid(1) * lc->grid(2);
+      const std::uint64_t wave = std::uint64_t{spec_.gpu.sm_count} * blocks_per_sm_[t.ops[i].extra];
+      if (blocks == 0 || blocks > wave || w.tiles <= static_cast<double>(blocks) || w.tiles > 1e9) continue;
+      tiles_of_op_.emplace_back(i, static_cast<std::uint32_t>(w.tiles));
+    }
   }
 }
 
