@@ -190,6 +190,32 @@ TEST_CASE("parallel what-ifs forecast the measured two-GPU steps from one-GPU tr
   }
 }
 
+// Held out (validate/run_heldout_parallel.sh, 2026-11-30, session 7; other sizes, run after the
+// models were frozen, nothing tuned on them; validate/reference/h200/parallel_heldout): DP bf16
+// 16 x Linear(4096) 1 GPU 10.28 -> 2 GPUs 11.81 ms; TP 2 layers d 5120 8.10 -> 4.67 ms; PP 12 x
+// Linear(4096), 8 microbatches, 34.82 -> gpipe 21.37, 1f1b 20.81 ms (slower rank). Forecasts at
+// this commit: DP 10.41 (-11.9 %: the all-reduce beside the backward GEMMs is under-modelled),
+// TP 4.63 (-0.9 %), PP 20.06 (-6.1 %), 1f1b 19.39 ms (-6.8 %). Checked within 15 %.
+TEST_CASE("parallel what-ifs on held-out sizes (H200)", "[whatif][parallel][e2e]") {
+  const std::string ho = std::string(BNECK_SOURCE_DIR) + "/validate/reference/h200/parallel_heldout/";
+  struct Case {
+    const char* trace;
+    std::vector<std::string> args;
+    double measured_ms;
+  } cases[] = {
+      {"dp_1gpu_rank0.json.gz", {"--data-parallel", "2"}, 11.81},
+      {"tp_1gpu_rank0.json.gz", {"--tensor-parallel", "2"}, 4.67},
+      {"pp_1gpu_rank0.json.gz", {"--pipeline-parallel", "2", "--microbatch-range", "microbatch.*"}, 21.37},
+      {"pp_1gpu_rank0.json.gz", {"--pipeline-parallel", "2", "--microbatch-range", "microbatch.*", "--schedule", "1f1b"}, 20.81},
+  };
+  for (const auto& c : cases) {
+    WhatIfReport r = run(ho + c.trace, "step.*", c.args);
+    const double ms = static_cast<double>(r.predicted_ns) / 1e6;
+    INFO(c.args[0] << " " << c.args[1] << ": predicted " << ms << " ms, measured " << c.measured_ms << " ms");
+    CHECK(std::abs(ms / c.measured_ms - 1) < 0.15);
+  }
+}
+
 TEST_CASE("two-GPU parallel traces replay exactly per rank", "[replay][parallel][e2e]") {
   for (const char* m : {"dp_2gpu", "tp_2gpu", "pp_gpipe_2gpu", "pp_1f1b_2gpu"}) {
     Trace t = load_traces({kPar + m + "_rank0.json.gz", kPar + m + "_rank1.json.gz"});
