@@ -1,0 +1,118 @@
+// LLM serving simulation: a request-level discrete-event simulation of an inference engine
+// (arrivals, a scheduler, a paged KV-cache block manager with preemption by recompute) over the
+// per-step cost model of llm.hpp. Time is integer nanoseconds; the result is deterministic.
+//
+// Policies:
+// - continuous (iteration-level batching, as vLLM and transformers' continuous batching): every
+//   step takes the running sequences in admission order, decodes first (one token each), then
+//   unfinished prefills, then waiting requests first-come first-served, each getting as many of its
+//   prompt tokens as the step's token budget (--max-batch-tokens) and --chunked-prefill allow, up to
+//   --max-seqs sequences; a sequence holds ceil(tokens / block size) KV blocks; when a running
+//   sequence needs a block and none is free, the most recently admitted running sequence is
+//   preempted (its blocks freed, recomputed later from its prompt and the tokens it generated);
+//   waiting requests are admitted only while the free blocks stay above the watermark.
+// - static: when the engine is free it takes up to --max-seqs waiting requests, pads them to the
+//   longest prompt, and runs one prefill and as many decode steps as the longest output needs;
+//   every request of the batch is returned when the batch ends.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/serving/llm.hpp"
+
+namespace bneck::serve {
+
+struct Request {
+  std::string id;
+  TimeNs arrival = 0;
+  std::int64_t prompt = 0, output = 0;
+  // Measured (a log of a real run): times of each output token, first and last.
+  std::vector<TimeNs> token_times;
+  TimeNs measured_finish = -1;  // finish_s (a static batch's log has no token times)
+  bool measured() const { return !token_times.empty() || measured_finish >= 0; }
+};
+
+// Reads a request log (JSONL: id, arrival_s, prompt_tokens, output_tokens and, when measured,
+// first_token_s, finish_s, token_times_s). Bad lines are an InputError naming the file and line.
+std::vector<Request> load_request_log(const std::string& path);
+
+struct LengthDist {
+  enum Kind { Fixed, Uniform, Lognormal } kind = Fixed;
+  double a = 0, b = 0;  // fixed: a; uniform: [a, b]; lognormal: median a, sigma b
+};
+// "256", "32..512" (uniform, integers), "lognormal:MEDIAN,SIGMA".
+LengthDist parse_length_dist(const std::string& text, const char* what);
+
+struct WorkloadSpec {
+  double rate = 0;  // requests/s; 0: all at t = 0
+  double cv = 1;    // coefficient of variation of the gaps: 1 Poisson, else Gamma
+  std::int64_t num = 0;
+  LengthDist prompt, output;
+  std::uint64_t seed = 1;
+};
+std::vector<Request> generate_requests(const WorkloadSpec& w);
+
+enum class Policy { Continuous, Static };
+
+struct EngineConfig {
+  Policy policy = Policy::Continuous;
+  std::int64_t max_batch_tokens = 8192;
+  std::int64_t max_seqs = 256;
+  std::int64_t block_size = 16;
+  std::int64_t num_blocks = 0;
+  std::int64_t chunked_prefill = 0;  // most prompt tokens of one request per step (0: the budget)
+  double watermark = 0;              // fraction of blocks kept free when admitting new requests
+  bool cuda_graph = false;
+  GraphPadding padding;
+};
+
+struct RequestResult {
+  std::size_t index = 0;  // into the input
+  TimeNs scheduled = -1, first_token = -1, finish = -1;
+  std::int64_t preemptions = 0;
+  std::vector<TimeNs> token_times;
+};
+
+struct StepRecord {
+  TimeNs start = 0;
+  StepTime time;
+  StepShape shape;
+  std::int64_t prefills = 0;
+};
+
+struct ServeResult {
+  std::vector<RequestResult> requests;
+  std::vector<StepRecord> steps;  // kept when asked (chrome trace)
+  std::int64_t step_count = 0, preemptions = 0, padded_tokens = 0;
+  TimeNs busy = 0;
+};
+
+// Throws InputError naming the request if one can never fit the KV cache (or a static batch).
+ServeResult simulate(const std::vector<Request>& reqs, const EngineConfig& eng, const StepCostModel& model, bool keep_steps);
+
+struct Slo {
+  TimeNs ttft = 0, tpot = 0;  // 0: none
+};
+
+// The figures `vllm bench serve` reports (ms, requests/s, tokens/s), over completed requests.
+struct Metrics {
+  std::int64_t completed = 0, total_output = 0;
+  double duration_s = 0, request_throughput = 0, output_throughput = 0, request_goodput = 0;
+  struct Stat {
+    double mean = 0, median = 0, p99 = 0;
+    std::size_t n = 0;  // samples
+  } ttft, tpot, itl, e2el;
+  std::vector<double> req_ttft, req_tpot, req_e2el, req_queue;  // per request, ms (NaN: none)
+};
+Metrics summarize(const std::vector<Request>& reqs, const std::vector<RequestResult>& res, const Slo& slo);
+// The same figures from a log's measured token times.
+Metrics summarize_measured(const std::vector<Request>& reqs, const Slo& slo);
+
+// KV blocks that fit `kv_memory` bytes.
+std::int64_t blocks_for_memory(Bytes kv_memory, const LlmConfig& llm, std::int64_t block_size);
+// KV memory left on the GPU by default: 90 % of its memory less the weights and the activations of
+// one step of max_batch_tokens (and the logits of max_seqs sequences in fp32).
+Bytes default_kv_memory(const HwSpec& hw, const LlmConfig& llm, const EngineConfig& eng);
+
+}  // namespace bneck::serve

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Serving ground truth for `bneck serve` (issue 14) on one H200: transformers' continuous-batching
+# engine serving a 1.1 B Llama-style model (validate/workloads/serving.py). One calibration run under
+# Nsight Systems (trace + request log), its requests again unprofiled, and held-out runs: Poisson
+# rates 3 and 10 requests/s, an offline batch, CUDA graphs on, and static batching (model.generate,
+# batches of 32) on the offline batch's requests. Prompts 32-512 tokens, outputs 16-128 (uniform).
+# Usage (device): validate/run_serving.sh  -> $OUT/serving.tgz (logs, step logs, trimmed trace)
+set -u
+export PYTHONUNBUFFERED=1
+W=validate/workloads/serving.py; O=/tmp/serving; mkdir -p $O
+L="--prompt-len 32,512 --output-len 16,128 --warmup 8"
+run() { name=$1; shift; timeout 200 python3 $W $L "$@" --log $O/$name.jsonl > $O/$name.out 2>&1; grep -h "^policy" $O/$name.out || tail -5 $O/$name.out; }
+source .nsys/env.sh
+timeout 300 nsys profile -t cuda,nvtx --sample=none --cpuctxsw=none -o $O/cal --force-overwrite true \
+  python3 $W $L --rate 6 --num 40 --log $O/cal.jsonl --steplog $O/cal_steps.jsonl --config-out $O/config.json > $O/cal.out 2>&1
+grep -h "^policy" $O/cal.out || tail -5 $O/cal.out
+timeout 200 nsys export --type sqlite -o $O/cal.sqlite $O/cal.nsys-rep > /dev/null 2>&1
+rm -f $O/cal.nsys-rep
+# Trim the export to what a calibration reads: runtime calls that launched work, kernels, copies, NVTX.
+python3 - $O/cal.sqlite <<'PY'
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+c.execute("DELETE FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE correlationId NOT IN (SELECT correlationId FROM CUPTI_ACTIVITY_KIND_KERNEL UNION SELECT correlationId FROM CUPTI_ACTIVITY_KIND_MEMCPY UNION SELECT correlationId FROM CUPTI_ACTIVITY_KIND_MEMSET)")
+c.commit(); c.execute("VACUUM"); c.close()
+PY
+ls -la $O/cal.sqlite
+run cal_unprof --rate 6 --num 40 --steplog $O/cal_unprof_steps.jsonl
+run rate3 --rate 3 --num 100 --seed 2 --steplog $O/rate3_steps.jsonl
+run rate10 --rate 10 --num 100 --seed 3 --steplog $O/rate10_steps.jsonl
+run offline --rate 0 --num 100 --seed 4 --steplog $O/offline_steps.jsonl
+run graph6 --rate 6 --num 100 --seed 5 --cuda-graph --steplog $O/graph6_steps.jsonl
+run static --policy static --rate 0 --num 100 --seed 4 --static-batch 32
+xz -T8 -6 $O/cal.sqlite; ls -la $O
+tar cf $OUT/serving.tar --exclude cal.sqlite.xz -C /tmp serving; split -b 15M $O/cal.sqlite.xz $OUT/cal.sqlite.xz.part-
+ls -la $OUT
