@@ -3,7 +3,11 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
 
 namespace bneck::test {
 
@@ -83,6 +87,21 @@ std::string rank_trace(int rank, double gemm_us, double end_us, int comm_stream,
   std::string path = tmp("rank" + std::to_string(rank) + ".json");
   std::ofstream(path) << j.dump();
   return path;
+}
+
+CliRun run_bneck(const std::string& args) {
+  namespace fs = std::filesystem;
+  fs::path d = fs::temp_directory_path() / ("bneck_cli_test_" + std::to_string(::getpid()));
+  fs::create_directories(d);
+  std::string cmd = std::string(BNECK_EXE) + " " + args + " >" + (d / "out").string() + " 2>" + (d / "err").string();
+  int st = std::system(cmd.c_str());
+  auto slurp = [](const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, slurp(d / "out"), slurp(d / "err")};
 }
 
 }  // namespace bneck::test

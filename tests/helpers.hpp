@@ -28,4 +28,11 @@ std::string tmp(const std::string& name);
 // With `comm_stream` != 7 the all-reduce runs on its own stream, launched at `launch_us`.
 std::string rank_trace(int rank, double gemm_us, double end_us, int comm_stream = 7, double launch_us = 20);
 
+// Runs the bneck executable with `args` (shell words); its exit code, stdout and stderr.
+struct CliRun {
+  int code;
+  std::string out, err;
+};
+CliRun run_bneck(const std::string& args);
+
 }  // namespace bneck::test

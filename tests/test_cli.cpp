@@ -45,10 +45,8 @@ fs::path tmp_dir() {
 }
 
 Run run(const std::string& args) {
-  fs::path d = tmp_dir();
-  std::string cmd = std::string(BNECK_EXE) + " " + args + " >" + (d / "out").string() + " 2>" + (d / "err").string();
-  int st = std::system(cmd.c_str());
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, slurp(d / "out"), slurp(d / "err")};
+  CliRun r = run_bneck(args);
+  return {r.code, r.out, r.err};
 }
 
 std::size_t lines(const std::string& s) {

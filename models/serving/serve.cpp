@@ -426,9 +426,9 @@ class Simulator {
         sh.seqs = sh.logits = b;
         const std::int64_t ctx = lmax + step;
         sh.q = step == 0 ? b * lmax : b;
-        sh.kv = b * (step == 0 ? lmax : ctx + 1);
+        sh.kv = b * ctx;  // the prompt and the tokens generated so far (the last one fed now)
         sh.qkv_seq = step == 0 ? static_cast<double>(b) * static_cast<double>(lmax) * static_cast<double>(lmax)
-                               : static_cast<double>(b) * static_cast<double>(ctx + 1);
+                               : static_cast<double>(b) * static_cast<double>(ctx);
         std::int64_t real = 0;
         for (const auto& s : batch) real += step == 0 ? reqs_[s.req].prompt : (reqs_[s.req].output > step ? 1 : 0);
         res_.padded_tokens += sh.q - real;
