@@ -246,7 +246,9 @@ void add_serve(CLI::App& sub, Action& action) {
       };
       std::vector<SweepRow> sweep;
       double knee = 0, best_rate = 0, best_goodput = -1;
+      double sweep_s = 0;
       if (!rates.empty()) {
+        const auto t_sweep = std::chrono::steady_clock::now();
         for (double r : parse_rates(rates)) {
           std::vector<Request> rq;
           if (generated) {
@@ -266,6 +268,7 @@ void add_serve(CLI::App& sub, Action& action) {
           const double g = (slo.ttft > 0 || slo.tpot > 0) ? row.m.request_goodput : row.m.request_throughput;
           if (g > best_goodput) best_goodput = g, best_rate = row.rate;
         }
+        sweep_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_sweep).count();
       }
       const double total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
 
@@ -312,6 +315,7 @@ void add_serve(CLI::App& sub, Action& action) {
           j["sweep"] = sj;
           j["knee_rate"] = knee > 0 ? json(knee) : json(nullptr);
           j["goodput_best_rate"] = best_rate;
+          j["sweep_s"] = sweep_s;
         }
         j["simulation_s"] = sim_s;
         write_output(json_out, [&](std::ostream& o) { o << json_text(j, 1) << "\n"; });
@@ -354,6 +358,7 @@ void add_serve(CLI::App& sub, Action& action) {
           if (slo.ttft > 0 || slo.tpot > 0) o << std::setw(10) << std::setprecision(2) << row.m.request_goodput;
           o << "\n";
         }
+        o << "  " << sweep.size() << " rates simulated in " << std::setprecision(3) << sweep_s << " s\n";
         o << "  saturation knee (completions below 90 % of arrivals): " << (knee > 0 ? std::to_string(knee) + " requests/s" : "not reached") << "\n";
         o << "  " << (slo.ttft > 0 || slo.tpot > 0 ? "goodput" : "throughput") << "-maximizing rate: " << best_rate << " requests/s\n";
       }
