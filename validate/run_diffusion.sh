@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Diffusion ground truth for `bneck pipeline` and the --steps/--cfg/--resolution what-ifs (issue 15)
+# on one H200: unprofiled medians of each configuration, then the baseline under the PyTorch
+# profiler (shapes recorded). Usage (device): validate/run_diffusion.sh -> $OUT/diffusion.log,
+# $OUT/diffusion_base.json.gz
+set -u
+export PYTHONUNBUFFERED=1
+timeout 280 python3 validate/workloads/diffusion.py --kineto /tmp/diffusion_base.json > $OUT/diffusion.log 2>&1
+grep -E "^config|^profiled" $OUT/diffusion.log || tail -20 $OUT/diffusion.log
+gzip -c /tmp/diffusion_base.json > $OUT/diffusion_base.json.gz 2>/dev/null; ls -la $OUT
