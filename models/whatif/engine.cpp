@@ -1,12 +1,16 @@
 // The what-if engine: the baseline case and the application of a transform list, plus the
 // registry lookups, scenario files and command-line parsing that every transform shares.
 #include <algorithm>
+#include <array>
+#include <limits>
+#include <map>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "models/measured.hpp"
 #include "models/whatif/transform.hpp"
+#include "sim/analysis/ranges.hpp"
 #include "sim/base/units.hpp"
 #include "sim/base/error.hpp"
 #include "sim/base/json_input.hpp"
@@ -217,8 +221,41 @@ Scenario load_scenario(const std::string& path) {
   return s;
 }
 
+TimeNs retime_by_work(const Trace& t, OpId i, const KernelWork& w, TimeNs d, const HwSpec& spec, double flops_factor, double bytes_factor,
+                      double grid_factor) {
+  KernelWork w2 = w;
+  w2.flops *= flops_factor;
+  w2.bytes *= bytes_factor;
+  if (w2.read_bytes > 0) w2.read_bytes *= bytes_factor;
+  if (w2.out_elems > 0) w2.out_elems *= bytes_factor;
+  if (w2.tiles > 0) w2.tiles = std::max(1.0, std::ceil(w2.tiles * grid_factor));
+  const LaunchConfig* lc = t.launch(t.ops[i]);
+  LaunchConfig l2;
+  if (lc) {
+    l2 = *lc;
+    const std::uint64_t blocks = std::uint64_t{lc->grid(0)} * lc->grid(1) * lc->grid(2);
+    const int dim = lc->grid(0) >= lc->grid(1) ? (lc->grid(0) >= lc->grid(2) ? 0 : 2) : (lc->grid(1) >= lc->grid(2) ? 1 : 2);
+    const bool fewer = grid_factor < 1 && blocks > spec.gpu.sm_count;
+    const bool more = grid_factor > 1 && blocks > 1 && blocks != spec.gpu.sm_count;
+    if (fewer || more)
+      l2.set_grid(dim, std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::ceil(static_cast<double>(lc->grid(dim)) * grid_factor))));
+  }
+  const double whole = static_cast<double>(model_kernel(lc, w, spec).time_ns);
+  const double part = static_cast<double>(model_kernel(lc ? &l2 : nullptr, w2, spec).time_ns);
+  if (whole <= 0) return d;
+  return static_cast<TimeNs>(std::llround(static_cast<double>(d) * part / whole));
+}
+
 std::vector<Transform> parse_transform_args(const std::vector<std::string>& args, std::string& scenario_name) {
   std::vector<Transform> out;
+  // A companion option given before its transform (`--step-range R --steps 50 --cfg off`) applies
+  // to every later transform that takes it.
+  std::vector<std::pair<std::string, std::string>> pending;
+  auto shared_companion = [](const std::string& name) {
+    for (const TransformDef* t : transform_registry())
+      if (companion_of(t, name)) return true;
+    return false;
+  };
   for (std::size_t i = 0; i < args.size(); ++i) {
     std::string a = args[i], val;
     bool has_val = false;
@@ -242,6 +279,10 @@ std::vector<Transform> parse_transform_args(const std::vector<std::string>& args
       continue;
     }
     const TransformDef* d = a.rfind("--", 0) == 0 ? find_transform(a.substr(2)) : nullptr;
+    if (!d && a.rfind("--", 0) == 0 && shared_companion(a.substr(2))) {
+      pending.emplace_back(a.substr(2), next());
+      continue;
+    }
     if (!d) {
       std::string names;
       for (const TransformDef* t : transform_registry()) names += " --" + std::string(t->name);
@@ -267,6 +308,9 @@ std::vector<Transform> parse_transform_args(const std::vector<std::string>& args
       }
       arg.append(1, '\n').append(companion_name(comp)).append(1, '=').append(cval);
     }
+    for (const auto& [c, v] : pending)
+      if (const char* comp = companion_of(d, c); comp && split_companions(arg).find(companion_name(comp)) == nullptr)
+        arg.append(1, '\n').append(companion_name(comp)).append(1, '=').append(v);
     out.push_back(parse_transform(d->name, arg));
   }
   return out;
@@ -275,6 +319,121 @@ std::vector<Transform> parse_transform_args(const std::vector<std::string>& args
 WhatIfEngine::WhatIfEngine(const Trace& t, std::shared_ptr<const Graph> base, HwSpec source, std::vector<KernelWork> work)
     : ctx_{t, std::move(base), std::move(source), std::move(work)} {
   if (ctx_.work.size() != t.ops.size()) ctx_.work = estimate_work(t, ctx_.source);
+  find_blocked_launches();
+}
+
+// Launch-queue backpressure. The driver queues at most Q launches per device (about 1024): when the
+// host runs that far ahead of the GPU, each launch call waits until the kernel launched Q calls
+// earlier completes, and the host's time (inside the calls and between them) is the GPU's pace,
+// not its own. Kept as measured, that pace would stay whatever a what-if does to the GPU. So, on
+// a device whose trace shows a full queue (the most work in flight, launched and not ended, is a
+// few hundred or more), each launch made at that level gets an end-to-end edge from the device op
+// launched Q calls before it (delay: the measured gap, so replaying the measurement is unchanged),
+// and the host's time on that thread while the queue was full (call durations, and the CPU time
+// between calls) is scaled to the thread's own pace: its mean time per launch while the queue was
+// not full over its mean time per launch while it was (no scaling if it never was not full).
+void WhatIfEngine::find_blocked_launches() {
+  const Trace& t = ctx_.trace;
+  std::vector<std::uint32_t> dev_of(t.ops.size(), kNone);
+  std::vector<OpId> launched_op(t.ops.size(), kNone);
+  std::map<std::uint32_t, std::vector<TimeNs>> ends;
+  std::map<std::uint32_t, std::vector<std::pair<TimeNs, OpId>>> by_launch;  // per device: (launch start, device op)
+  for (OpId i = 0; i < t.ops.size(); ++i) {
+    const Op& o = t.ops[i];
+    if (o.kind == OpKind::Api || o.lane >= t.lanes.size() || o.link == kNone || o.link >= t.ops.size()) continue;
+    const std::uint32_t d = t.lanes[o.lane].device;
+    dev_of[o.link] = d;
+    launched_op[o.link] = i;
+    ends[d].push_back(o.end());
+    by_launch[d].emplace_back(t.ops[o.link].start, i);
+  }
+  if (ends.empty()) return;
+  for (auto& [d, v] : ends) std::sort(v.begin(), v.end());
+  for (auto& [d, v] : by_launch) std::sort(v.begin(), v.end());
+  auto in_flight = [&](std::uint32_t d, TimeNs x) {
+    const auto& l = by_launch[d];
+    const auto& e = ends[d];
+    const auto nl = std::lower_bound(l.begin(), l.end(), std::make_pair(x, OpId{0})) - l.begin();
+    const auto ne = std::upper_bound(e.begin(), e.end(), x) - e.begin();
+    return static_cast<std::int64_t>(nl) - static_cast<std::int64_t>(ne);
+  };
+  std::map<std::uint32_t, std::int64_t> most;
+  for (OpId i = 0; i < t.ops.size(); ++i)
+    if (dev_of[i] != kNone) most[dev_of[i]] = std::max(most[dev_of[i]], in_flight(dev_of[i], t.ops[i].start));
+  std::vector<bool> full(t.ops.size(), false);
+  std::size_t nfull = 0;
+  for (OpId i = 0; i < t.ops.size(); ++i) {
+    const std::uint32_t d = dev_of[i];
+    if (d == kNone || most[d] < 256) continue;
+    full[i] = in_flight(d, t.ops[i].start) >= most[d] * 98 / 100;
+    nfull += full[i];
+  }
+  if (nfull == 0) return;
+  auto g = std::make_shared<Graph>(*ctx_.base);
+  GraphEditor ed(*g, "launch-queue backpressure");
+  for (auto& [d, v] : by_launch) {
+    const std::size_t q = static_cast<std::size_t>(most[d]);
+    for (std::size_t k = q; k < v.size(); ++k) {
+      const OpId dop = v[k].second, call = t.ops[dop].link;
+      if (!full[call]) continue;
+      const OpId src = v[k - q].second;
+      ed.add_edge(src, call, EdgeType::Event, DepType::EndToEnd, t.ops[call].end() - t.ops[src].end());
+    }
+  }
+  ed.commit();
+  // The thread's own pace: mean time per launch (start to next launch start) while not full / while full.
+  std::map<LaneId, std::array<double, 4>> pace;  // not-full sum, count, full sum, count
+  std::map<LaneId, OpId> prev;
+  for (OpId i = 0; i < t.ops.size(); ++i) {
+    if (dev_of[i] == kNone) continue;
+    const Op& o = t.ops[i];
+    auto it = prev.find(o.lane);
+    if (it != prev.end()) {
+      auto& p = pace[o.lane];
+      const double dt = static_cast<double>(o.start - t.ops[it->second].start);
+      const int base = full[i] && full[it->second] ? 2 : (!full[i] && !full[it->second] ? 0 : -1);
+      if (base >= 0) p[base] += dt, p[base + 1] += 1;
+    }
+    prev[o.lane] = i;
+  }
+  std::map<LaneId, double> ratio;
+  for (auto& [l, p] : pace)
+    if (p[1] >= 16 && p[3] >= 16) ratio[l] = std::min(1.0, (p[0] / p[1]) / (p[2] / p[3]));
+  // Host calls between two full-queue launches on a thread with a known pace: their durations and
+  // the CPU time before them scale by the ratio.
+  std::map<LaneId, OpId> last_full;
+  std::vector<bool> scale(t.ops.size(), false);
+  std::map<LaneId, std::vector<OpId>> since;
+  for (OpId i = 0; i < t.ops.size(); ++i) {
+    const Op& o = t.ops[i];
+    if (o.kind != OpKind::Api || !ratio.count(o.lane)) continue;
+    auto& pend = since[o.lane];
+    pend.push_back(i);
+    if (dev_of[i] == kNone) continue;
+    if (full[i] && last_full.count(o.lane))
+      for (OpId p : pend) scale[p] = true;
+    pend.clear();
+    if (full[i]) last_full[o.lane] = i;
+    else last_full.erase(o.lane);
+  }
+  std::size_t scaled = 0;
+  for (OpId u = 0; u < boost::num_vertices(g->csr); ++u)
+    for (auto e : boost::make_iterator_range(boost::out_edges(u, g->csr))) {
+      const OpId v = static_cast<OpId>(boost::target(e, g->csr));
+      if (v < t.ops.size() && scale[v] && g->csr[e].type() == EdgeType::HostOrder)
+        g->csr[e].set_delay(static_cast<TimeNs>(std::llround(static_cast<double>(g->csr[e].delay()) * ratio[t.ops[v].lane])));
+    }
+  for (OpId i = 0; i < t.ops.size(); ++i)
+    if (scale[i]) {
+      unblocked_.emplace_back(i, static_cast<TimeNs>(std::llround(static_cast<double>(t.ops[i].duration()) * ratio[t.ops[i].lane])));
+      ++scaled;
+    }
+  ctx_.base = std::move(g);
+  std::string r;
+  for (auto& [l, x] : ratio) r += (r.empty() ? "" : ", ") + fmt_num("%.2f", x);
+  blocked_note_ = std::to_string(nfull) + " launches found the launch queue full (" + std::to_string(most.begin()->second) +
+                  " in flight): each waits for the kernel launched that many before it; the host's time there scaled to its own pace (x " +
+                  (r.empty() ? std::string("1: never seen") : r) + ", " + std::to_string(scaled) + " calls)";
 }
 
 WhatIfCase WhatIfEngine::baseline() const {
@@ -289,6 +448,8 @@ WhatIfCase WhatIfEngine::baseline() const {
 
 WhatIfCase WhatIfEngine::apply(const std::vector<Transform>& transforms) const {
   WhatIfCase c = baseline();
+  for (const auto& [op, d] : unblocked_) c.durations[op] = std::min(c.durations[op], d);  // the host's own pace
+  if (!blocked_note_.empty() && !transforms.empty()) c.log.push_back(blocked_note_);
   for (const Transform& tr : transforms) tr->apply(ctx_, c);
   return c;
 }

@@ -5,13 +5,15 @@
 namespace bneck {
 
 extern const TransformDef kScaleTransform, kRemoveTransform, kFuseTransform, kPrecisionTransform, kCudaGraphTransform, kHwTransform,
-    kOverlapCommTransform, kRanksTransform, kRepeatTransform, kDataParallelTransform, kTensorParallelTransform, kPipelineParallelTransform;
+    kOverlapCommTransform, kRanksTransform, kRepeatTransform, kDataParallelTransform, kTensorParallelTransform, kPipelineParallelTransform,
+    kStepsTransform, kCfgTransform, kResolutionTransform, kFramesTransform;
 
 const std::vector<const TransformDef*>& transform_registry() {
   static const std::vector<const TransformDef*> table = {
       &kScaleTransform,     &kRemoveTransform,       &kFuseTransform,           &kPrecisionTransform,
       &kCudaGraphTransform, &kHwTransform,           &kOverlapCommTransform,    &kRanksTransform,
       &kRepeatTransform,    &kDataParallelTransform, &kTensorParallelTransform, &kPipelineParallelTransform,
+      &kStepsTransform,     &kCfgTransform,          &kResolutionTransform,     &kFramesTransform,
   };
   return table;
 }

@@ -123,24 +123,8 @@ class TensorParallel : public TransformStep {
  private:
   // The kernel's time at 1/N of its work: its measured time x model(split) / model(whole).
   TimeNs split_time(const Trace& t, OpId i, const KernelWork& w, TimeNs d, const HwSpec& spec) const {
-    KernelWork w2 = w;
-    w2.flops /= n_;
-    w2.bytes /= n_;
-    if (w2.read_bytes > 0) w2.read_bytes /= n_;
-    const LaunchConfig* lc = t.launch(t.ops[i]);
-    LaunchConfig l2;
-    if (lc) {
-      l2 = *lc;
-      const std::uint64_t blocks = std::uint64_t{lc->grid(0)} * lc->grid(1) * lc->grid(2);
-      if (blocks > spec.gpu.sm_count) {  // more than one block per SM: fewer blocks
-        int dim = lc->grid(0) >= lc->grid(1) ? (lc->grid(0) >= lc->grid(2) ? 0 : 2) : (lc->grid(1) >= lc->grid(2) ? 1 : 2);
-        l2.set_grid(dim, std::max<std::uint64_t>(1, (lc->grid(dim) + n_ - 1) / n_));
-      }
-    }
-    double whole = static_cast<double>(model_kernel(lc, w, spec).time_ns);
-    double part = static_cast<double>(model_kernel(lc ? &l2 : nullptr, w2, spec).time_ns);
-    if (whole <= 0) return d;
-    return static_cast<TimeNs>(std::llround(static_cast<double>(d) * part / whole));
+    const double f = 1.0 / n_;
+    return retime_by_work(t, i, w, d, spec, f, f, f);
   }
   std::uint32_t n_;
   std::string comm_, split_;

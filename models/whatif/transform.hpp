@@ -104,6 +104,12 @@ std::vector<Transform> parse_transform_args(const std::vector<std::string>& args
 std::uint32_t parse_count(const std::string& text, const char* option, std::uint32_t max, const char* what);
 // A companion's size ("16 MiB"), positive; `dflt` when absent.
 Bytes companion_bytes(const CompanionArgs& a, const char* name, Bytes dflt);
+// A kernel's measured time `d` re-timed for a multiple of its work: measured x model(work') /
+// model(work), with FLOPs x `flops_factor`, bytes x `bytes_factor`, and its grid x `grid_factor`
+// (fewer blocks only where it had more than one per SM; more blocks unless it was one block or a
+// persistent grid of exactly the SMs).
+TimeNs retime_by_work(const Trace& t, OpId i, const KernelWork& w, TimeNs d, const HwSpec& spec, double flops_factor, double bytes_factor,
+                      double grid_factor);
 // A communication stream on `device` of `process` named `name`.
 LaneId add_comm_lane(GraphEditor& ed, std::uint32_t device, std::uint32_t process, std::string name);
 // A communication kernel of fixed duration `d` on `lane`.
@@ -132,7 +138,10 @@ class WhatIfEngine {
   const WhatIfContext& context() const { return ctx_; }
 
  private:
+  void find_blocked_launches();
   WhatIfContext ctx_;
+  std::vector<std::pair<OpId, TimeNs>> unblocked_;  // launch calls that waited on the queue: their own CPU time
+  std::string blocked_note_;
 };
 
 // Helpers for transforms.

@@ -76,6 +76,14 @@ void GraphEditor::remove(NodeId n) {
   g_.trace_removed[n] = true;
 }
 
+void GraphEditor::remove_with_gaps(NodeId n) {
+  remove(n);
+  if (n < boost::num_vertices(g_.csr))
+    for (auto e : boost::make_iterator_range(boost::out_edges(n, g_.csr))) g_.csr[e].set_delay(0);
+  for (auto& p : add_)
+    if (p.from == n) p.props.set_delay(0);
+}
+
 void GraphEditor::move(NodeId n, LaneId lane) {
   if (g_.synthetic(n)) {
     g_.synth(n).lane = lane;

@@ -57,6 +57,9 @@ class GraphEditor {
   // Drops the edges into `to` for which drop(source, props, graph) is true (applied at commit).
   void drop_in_edges(NodeId to, bool (*drop)(NodeId src, const EdgeProps& p, const Graph& g));
   void remove(NodeId n);
+  // Removes `n` and the time after it: its out-edges' delays (the CPU time a host thread spent
+  // before its next call, a stream's gap) become 0, so a removed stretch of work takes no time.
+  void remove_with_gaps(NodeId n);
   // Moves trace node `n` to `lane` (another stream, or a stream of a new device: a pipeline stage);
   // its edges stay: the caller rewires stream order (drop_in_edges, add_edge).
   void move(NodeId n, LaneId lane);
