@@ -251,6 +251,7 @@ std::vector<Transform> parse_transform_args(const std::vector<std::string>& args
   // A companion option given before its transform (`--step-range R --steps 50 --cfg off`) applies
   // to every later transform that takes it.
   std::vector<std::pair<std::string, std::string>> pending;
+  std::vector<bool> used;
   auto shared_companion = [](const std::string& name) {
     for (const TransformDef* t : transform_registry())
       if (companion_of(t, name)) return true;
@@ -281,6 +282,7 @@ std::vector<Transform> parse_transform_args(const std::vector<std::string>& args
     const TransformDef* d = a.rfind("--", 0) == 0 ? find_transform(a.substr(2)) : nullptr;
     if (!d && a.rfind("--", 0) == 0 && shared_companion(a.substr(2))) {
       pending.emplace_back(a.substr(2), next());
+      used.push_back(false);
       continue;
     }
     if (!d) {
@@ -308,11 +310,21 @@ std::vector<Transform> parse_transform_args(const std::vector<std::string>& args
       }
       arg.append(1, '\n').append(companion_name(comp)).append(1, '=').append(cval);
     }
-    for (const auto& [c, v] : pending)
-      if (const char* comp = companion_of(d, c); comp && split_companions(arg).find(companion_name(comp)) == nullptr)
-        arg.append(1, '\n').append(companion_name(comp)).append(1, '=').append(v);
+    for (std::size_t k = 0; k < pending.size(); ++k)
+      if (const char* comp = companion_of(d, pending[k].first)) {
+        used[k] = true;
+        if (split_companions(arg).find(companion_name(comp)) == nullptr)
+          arg.append(1, '\n').append(companion_name(comp)).append(1, '=').append(pending[k].second);
+      }
     out.push_back(parse_transform(d->name, arg));
   }
+  for (std::size_t k = 0; k < pending.size(); ++k)
+    if (!used[k]) {
+      std::string owners;
+      for (const TransformDef* t : transform_registry())
+        if (companion_of(t, pending[k].first)) owners += (owners.empty() ? "--" : " or --") + std::string(t->name);
+      throw InputError("--" + pending[k].first + " goes with " + owners + ", which is not given after it");
+    }
   return out;
 }
 
