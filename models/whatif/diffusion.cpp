@@ -74,8 +74,11 @@ class Steps : public TransformStep {
     RangeIndex idx(t);
     GraphEditor ed(c.edit_graph(), text);
     std::size_t loops = 0, k0_total = 0, nodes = 0;
+    if (c.scaled.size() != t.ops.size()) c.scaled.assign(t.ops.size(), false);
     for (const auto& g : step_groups(t, idx, steps_, text)) {
       ++loops;
+      for (std::size_t r : g)  // Amdahl: the steps' share of the busy time scales by K / K0
+        for (OpId i : device_work(t, idx, r)) c.scaled[i] = true;
       const std::uint32_t k0 = static_cast<std::uint32_t>(g.size());
       k0_total += k0;
       if (k_ > k0) {
