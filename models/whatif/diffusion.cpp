@@ -219,7 +219,7 @@ std::unique_ptr<TransformStep> parse_steps(const std::string& arg) {
 std::unique_ptr<TransformStep> parse_cfg(const std::string& arg) {
   CompanionArgs a = split_companions(arg);
   if (a.main != "on" && a.main != "off") throw InputError("--cfg " + a.main + ": expected on or off");
-  std::string g = a.find("guidance") ? *a.find("guidance") : "range~guidance|cfg|Guidance|CFG";
+  std::string g = a.find("guidance") ? *a.find("guidance") : "range~(guidance|cfg|Guidance|CFG).*";
   return std::make_unique<Cfg>(a.main == "on", required_steps(a, "--cfg"), checked_selector(g));
 }
 

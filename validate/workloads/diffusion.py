@@ -19,6 +19,7 @@ p = argparse.ArgumentParser()
 p.add_argument("--batch", type=int, default=2)
 p.add_argument("--reps", type=int, default=3)
 p.add_argument("--kineto", default="")
+p.add_argument("--nvtx", action="store_true", help="one baseline generation under emit_nvtx (for Nsight Systems), nothing else")
 p.add_argument("--configs", default="base:20:1:1024,steps50:50:1:1024,steps10:10:1:1024,nocfg:20:0:1024,res1536:20:1:1536")
 a = p.parse_args()
 dev, dt = "cuda", torch.bfloat16
@@ -123,6 +124,17 @@ def generate(steps, cfg, res):
             img = vae(z.contiguous(memory_format=torch.channels_last))
     return img
 
+
+if a.nvtx:  # NVTX ranges for every op (with shapes) and every record_function range
+    name, k, cfg, r = a.configs.split(",")[0].split(":")
+    generate(int(k), bool(int(cfg)), int(r))
+    torch.cuda.synchronize()
+    with torch.autograd.profiler.emit_nvtx(record_shapes=True):
+        t0 = time.perf_counter()
+        generate(int(k), bool(int(cfg)), int(r))
+        torch.cuda.synchronize()
+    print(f"nvtx {name} ms {(time.perf_counter() - t0) * 1e3:.2f}", flush=True)
+    raise SystemExit(0)
 
 res = {}
 for spec in a.configs.split(","):
