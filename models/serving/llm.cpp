@@ -37,25 +37,27 @@ LlmConfig load_llm_config(const std::string& path) {
   if (!j.is_object()) throw InputError(path, "a model config is a JSON object (a Hugging Face config.json)");
   LlmConfig c;
   c.source = path;
-  auto integer = [&](const char* key, bool required, std::int64_t dflt) -> std::int64_t {
+  // Bounds far above any model (so sizes stay finite and exact in doubles and 64-bit bytes).
+  auto integer = [&](const char* key, bool required, std::int64_t dflt, std::int64_t most) -> std::int64_t {
     auto it = j.find(key);
     if (it == j.end() || it->is_null()) {
       if (required) throw InputError(path, std::string("missing field '") + key + "'");
       return dflt;
     }
-    if (!it->is_number_integer() || it->get<std::int64_t>() < 1 || it->get<std::int64_t>() > (1LL << 40))
+    if (!it->is_number_integer() || it->get<std::int64_t>() < 1)
       throw InputError(path, std::string("field '") + key + "' must be a positive integer");
+    if (it->get<std::int64_t>() > most) throw InputError(path, std::string("field '") + key + "' is over " + std::to_string(most));
     return it->get<std::int64_t>();
   };
   with_json_errors(path, [&] {
     c.model_type = j.value("model_type", std::string());
-    c.hidden = integer("hidden_size", true, 0);
-    c.intermediate = integer("intermediate_size", true, 0);
-    c.layers = integer("num_hidden_layers", true, 0);
-    c.heads = integer("num_attention_heads", true, 0);
-    c.kv_heads = integer("num_key_value_heads", false, c.heads);
-    c.vocab = integer("vocab_size", true, 0);
-    c.head_dim = integer("head_dim", false, 0);
+    c.hidden = integer("hidden_size", true, 0, 1 << 20);
+    c.intermediate = integer("intermediate_size", true, 0, 1 << 22);
+    c.layers = integer("num_hidden_layers", true, 0, 1 << 14);
+    c.heads = integer("num_attention_heads", true, 0, 1 << 14);
+    c.kv_heads = integer("num_key_value_heads", false, c.heads, 1 << 14);
+    c.vocab = integer("vocab_size", true, 0, 1 << 24);
+    c.head_dim = integer("head_dim", false, 0, 1 << 16);
     if (c.head_dim == 0) {
       if (c.hidden % c.heads) throw InputError(path, "hidden_size is not a multiple of num_attention_heads and head_dim is not given");
       c.head_dim = c.hidden / c.heads;

@@ -1,5 +1,6 @@
 // libFuzzer harness for the small text inputs (chosen by FUZZ_KIND): 1 hw spec JSON, 2 scenario
-// JSON, 3 measurements JSON, 4 selector, 5 range regex. Bad input must end in InputError.
+// JSON, 3 measurements JSON, 4 selector, 5 range regex, 6 serve request log (simulated when small),
+// 7 model config (simulated on a few requests). Bad input must end in InputError.
 #include <unistd.h>
 
 #include <cstdint>
@@ -7,6 +8,7 @@
 #include <string>
 
 #include "hw/spec.hpp"
+#include "models/serving/serve.hpp"
 #include "models/whatif/transform.hpp"
 #include "sim/analysis/analysis.hpp"
 #include "sim/base/error.hpp"
@@ -46,6 +48,38 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         bneck::Selector s = bneck::Selector::parse(text);
         s.bind(demo);
         for (bneck::OpId i = 0; i < demo.ops.size(); ++i) (void)s.matches(i);
+        break;
+      }
+      case 6: {
+        auto reqs = bneck::serve::load_request_log(to_file(data, size));
+        double tokens = 0;
+        for (const auto& r : reqs) tokens += static_cast<double>(r.prompt + r.output);
+        if (tokens <= 2e5) {
+          static const bneck::HwSpec hw = bneck::load_hw("h200-sxm");
+          static const bneck::serve::LlmConfig llm = bneck::serve::load_llm_config(BNECK_SOURCE_DIR "/validate/reference/h200/serving/config.json");
+          static const bneck::serve::StepCostModel m = bneck::serve::hardware_step_model(llm, hw);
+          bneck::serve::EngineConfig e;
+          e.num_blocks = 4096;
+          for (auto pol : {bneck::serve::Policy::Continuous, bneck::serve::Policy::Static}) {
+            e.policy = pol;
+            auto r = bneck::serve::simulate(reqs, e, m, false);
+            (void)bneck::serve::summarize(reqs, r.requests, {});
+          }
+          (void)bneck::serve::summarize_measured(reqs, {});
+        }
+        break;
+      }
+      case 7: {
+        static const bneck::HwSpec hw = bneck::load_hw("h200-sxm");
+        auto llm = bneck::serve::load_llm_config(to_file(data, size));
+        auto m = bneck::serve::hardware_step_model(llm, hw);
+        bneck::serve::EngineConfig e;
+        e.block_size = 16;
+        e.num_blocks = std::max<std::int64_t>(64, bneck::serve::blocks_for_memory(bneck::serve::default_kv_memory(hw, llm, e), llm, 16) % 100000);
+        std::vector<bneck::serve::Request> reqs(3);
+        for (int i = 0; i < 3; ++i) reqs[i] = {std::to_string(i), i * 1000000, 100, 20, {}, -1};
+        auto r = bneck::serve::simulate(reqs, e, m, false);
+        (void)bneck::serve::summarize(reqs, r.requests, {});
         break;
       }
       default: {
