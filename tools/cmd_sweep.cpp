@@ -14,6 +14,7 @@
 #include "models/kernel_work.hpp"
 #include "sim/base/error.hpp"
 #include "tools/commands.hpp"
+#include "tools/mpi_sweep.hpp"
 #include "tools/output.hpp"
 #include "models/whatif/sweep.hpp"
 #include "tools/views/whatif_view.hpp"
@@ -144,7 +145,12 @@ void add_sweep(CLI::App& sub, Action& action) {
       std::optional<Regex> re;
       if (!range.empty()) re = range_regex(range);
       if (jobs > 1024) throw InputError("--jobs " + std::to_string(jobs) + ": at most 1024 threads");
-      run_sweep(t, source_hw, re, jobs, cases);
+      MpiWorld world;
+      unsigned threads = jobs;
+      if (world.active && threads == 0) threads = std::max(1u, std::thread::hardware_concurrency() / static_cast<unsigned>(world.size));
+      run_sweep(t, source_hw, re, threads, cases, static_cast<std::size_t>(world.rank), static_cast<std::size_t>(world.size), world.rank == 0);
+      mpi_gather_cases(world, cases);
+      if (world.rank != 0) return 0;  // rank 0 writes every output
       for (const auto& c : cases)
         if (!c.error.empty()) throw InputError("sweep case " + c.hw + " / " + c.scenario + ": " + c.error);
       auto write_csv = [&](std::ostream& o) {

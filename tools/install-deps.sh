@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs bneck's build dependencies from Debian packages (skips what is already installed).
 # --fuzz: also clang and its sanitizer/libFuzzer runtimes (the `fuzz` preset, tools/fuzz-smoke.sh).
+# git: the commit `bneck --version` names; dpkg-dev: `cpack -G DEB` (dpkg-shlibdeps); Open MPI: the
+# distributed sweep (`mpirun -np N bneck sweep`, optional at build time).
 set -euo pipefail
 pkgs=(cmake ninja-build g++ libboost-graph-dev nlohmann-json3-dev libcli11-dev libeigen3-dev catch2
-      libsqlite3-dev zlib1g-dev sqlite3 libre2-dev pkg-config)
+      libsqlite3-dev zlib1g-dev sqlite3 libre2-dev pkg-config git dpkg-dev libopenmpi-dev openmpi-bin)
 [ "${1:-}" = "--fuzz" ] && pkgs+=(clang-14 libclang-rt-14-dev)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done

@@ -8,6 +8,7 @@
 
 #include "sim/base/error.hpp"
 #include "tools/commands.hpp"
+#include "tools/version.hpp"
 
 namespace bneck {
 
@@ -57,7 +58,7 @@ int main(int argc, char** argv) {
   mallopt(M_MMAP_THRESHOLD, 1 << 20);
   CLI::App app{"bneck: what holds this GPU run back, and what would it gain if...?"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "bneck 0.1.0");
+  app.set_version_flag("--version", "bneck " BNECK_VERSION " (commit " BNECK_COMMIT ")");
   Action action;
   for (const auto& st : subtools()) st.add(*app.add_subcommand(st.name, st.help), action);
   if (argc > 1 && argv[1][0] != '-') {

@@ -6,11 +6,12 @@
 #include "models/retarget.hpp"
 #include "models/sharing.hpp"
 #include "sim/analysis/ranges.hpp"
+#include "traces/progress.hpp"
 
 namespace bneck {
 
 void run_sweep(const Trace& t, const std::string& source_hw, const std::optional<Regex>& range, unsigned jobs,
-               std::vector<SweepCase>& cases) {
+               std::vector<SweepCase>& cases, std::size_t offset, std::size_t stride, bool progress) {
   // One graph, shared by every case.
   HwSpec source = source_spec(t, source_hw);
   Graph built = build_graph(t);
@@ -27,13 +28,16 @@ void run_sweep(const Trace& t, const std::string& source_hw, const std::optional
     return static_cast<TimeNs>(median(v));
   };
   const TimeNs baseline = measure(*base.graph, simulate(*base.graph, VectorCostModel(base.durations)));
-  std::atomic<std::size_t> next{0};
+  std::vector<std::size_t> mine;
+  for (std::size_t i = offset; i < cases.size(); i += std::max<std::size_t>(stride, 1)) mine.push_back(i);
+  Progress bar("sweep", progress);
+  std::atomic<std::size_t> next{0}, done{0};
   unsigned n = jobs ? jobs : std::max(1u, std::thread::hardware_concurrency());
   std::vector<std::thread> pool;
   for (unsigned k = 0; k < n; ++k)
     pool.emplace_back([&] {
-      for (std::size_t i; (i = next++) < cases.size();) {
-        SweepCase& c = cases[i];
+      for (std::size_t k; (k = next++) < mine.size();) {
+        SweepCase& c = cases[mine[k]];
         try {
           WhatIfCase wc = engine.apply(c.transforms);
           SimResult r = simulate(*wc.graph, VectorCostModel(wc.durations));
@@ -45,6 +49,7 @@ void run_sweep(const Trace& t, const std::string& source_hw, const std::optional
             c.by_bound[static_cast<int>(b)] += wc.durations[o];
           }
         } catch (const std::exception& e) { c.error = e.what(); }
+        bar.step(++done, mine.size(), "cases");
       }
     });
   for (auto& th : pool) th.join();

@@ -19,8 +19,9 @@ struct SweepCase {
   std::string error;
 };
 
-// Runs every case (errors are kept per case). `jobs` 0: one thread per core.
+// Runs the cases with index % stride == offset (all by default; a distributed sweep gives each
+// process its share), errors kept per case. `jobs` 0: one thread per core. Progress on stderr.
 void run_sweep(const Trace& t, const std::string& source_hw, const std::optional<Regex>& range, unsigned jobs,
-               std::vector<SweepCase>& cases);
+               std::vector<SweepCase>& cases, std::size_t offset = 0, std::size_t stride = 1, bool progress = true);
 
 }  // namespace bneck
