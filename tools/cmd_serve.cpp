@@ -4,364 +4,50 @@
 //             [--chunked-prefill N] [--cuda-graph] [--slo-ttft T --slo-tpot T] [--rates R1,R2,...]
 //             [--json FILE] [--chrome-trace FILE]
 // LLM serving: a request-level simulation of an inference engine (models/serving/serve.hpp) over a
-// per-step cost model (models/serving/llm.hpp), calibrated from a trace of the real engine.
-#include <chrono>
-#include <cmath>
-#include <iomanip>
+// per-step cost model (models/serving/llm.hpp), calibrated from a trace of the real engine; the run
+// itself is tools/views/serve_view.cpp (shared with the Python module).
 #include <iostream>
-#include <nlohmann/json.hpp>
-#include <sstream>
 
-#include "hw/spec.hpp"
-#include "models/serving/calibrate.hpp"
-#include "sim/base/error.hpp"
 #include "tools/commands.hpp"
 #include "tools/output.hpp"
-#include "traces/importer.hpp"
+#include "tools/views/serve_view.hpp"
 
 namespace bneck {
-using nlohmann::json;
-using namespace serve;
-
-namespace {
-
-json stat_json(const Metrics& m) {
-  json j;
-  auto put = [&](const char* name, const Metrics::Stat& s) {
-    j[std::string("mean_") + name + "_ms"] = s.mean;
-    j[std::string("median_") + name + "_ms"] = s.median;
-    j[std::string("p99_") + name + "_ms"] = s.p99;
-  };
-  put("ttft", m.ttft);
-  put("tpot", m.tpot);
-  put("itl", m.itl);
-  put("e2el", m.e2el);
-  j["completed"] = m.completed;
-  j["total_output_tokens"] = m.total_output;
-  j["duration_s"] = m.duration_s;
-  j["request_throughput"] = m.request_throughput;
-  j["output_throughput"] = m.output_throughput;
-  j["request_goodput"] = m.request_goodput;
-  return j;
-}
-
-json num_or_null(double v) { return std::isnan(v) ? json(nullptr) : json(v); }
-
-std::vector<double> parse_rates(const std::string& s) {
-  std::vector<double> out;
-  std::stringstream ss(s);
-  std::string x;
-  while (std::getline(ss, x, ',')) {
-    std::size_t used = 0;
-    double v = -1;
-    try {
-      v = std::stod(x, &used);
-    } catch (...) { used = 0; }
-    if (used != x.size() || !(v > 0) || !std::isfinite(v)) throw InputError("--rates '" + s + "': expected positive requests/s, comma-separated");
-    out.push_back(v);
-  }
-  if (out.empty() || out.size() > 1000) throw InputError("--rates: 1 to 1000 rates");
-  return out;
-}
-
-// The log's requests at another rate: inter-arrival gaps scaled by (the log's rate / rate).
-std::vector<Request> at_rate(const std::vector<Request>& reqs, double rate) {
-  std::vector<Request> out = reqs;
-  const TimeNs span = reqs.back().arrival - reqs.front().arrival;
-  if (reqs.size() < 2 || span <= 0) {
-    for (std::size_t i = 0; i < out.size(); ++i) out[i].arrival = static_cast<TimeNs>(static_cast<double>(i) / rate * 1e9);
-  } else {
-    const double own = static_cast<double>(reqs.size() - 1) / (static_cast<double>(span) / 1e9);
-    for (auto& r : out) r.arrival = reqs.front().arrival + static_cast<TimeNs>(static_cast<double>(r.arrival - reqs.front().arrival) * own / rate);
-  }
-  for (auto& r : out) r.token_times.clear();
-  return out;
-}
-
-void print_row(std::ostream& o, const char* name, double sim, double meas, bool has_meas, const char* unit) {
-  o << "  " << std::left << std::setw(22) << name << std::right << std::setw(12) << std::fixed << std::setprecision(2) << sim;
-  if (has_meas && std::isnan(meas)) {
-    o << std::setw(12) << "-";
-  } else if (has_meas) {
-    o << std::setw(12) << meas;
-    if (meas != 0) o << std::setw(9) << std::showpos << std::setprecision(1) << (sim / meas - 1) * 100 << std::noshowpos << " %";
-  }
-  o << "  " << unit << "\n";
-}
-
-void write_chrome(const std::vector<Request>& reqs, const ServeResult& r, std::ostream& o) {
-  json ev = json::array();
-  ev.push_back({{"ph", "M"}, {"pid", 1}, {"name", "process_name"}, {"args", {{"name", "engine steps"}}}});
-  ev.push_back({{"ph", "M"}, {"pid", 2}, {"name", "process_name"}, {"args", {{"name", "requests"}}}});
-  for (const auto& s : r.steps) {
-    const double t0 = static_cast<double>(s.start) / 1e3;
-    json args = {{"q", s.shape.q}, {"kv", s.shape.kv}, {"seqs", s.shape.seqs}, {"prefills", s.prefills}, {"gpu_us", static_cast<double>(s.time.gpu) / 1e3}};
-    ev.push_back({{"ph", "X"}, {"pid", 1}, {"tid", 1}, {"ts", t0}, {"dur", static_cast<double>(s.time.total()) / 1e3},
-                  {"name", "step q=" + std::to_string(s.shape.q) + " seqs=" + std::to_string(s.shape.seqs)}, {"args", args}});
-    double t = t0;
-    for (auto [name, d] : {std::pair<const char*, TimeNs>{"prepare", s.time.prepare}, {"forward", s.time.forward}, {"update", s.time.update}}) {
-      ev.push_back({{"ph", "X"}, {"pid", 1}, {"tid", 2}, {"ts", t}, {"dur", static_cast<double>(d) / 1e3}, {"name", name}});
-      t += static_cast<double>(d) / 1e3;
-    }
-  }
-  for (std::size_t i = 0; i < r.requests.size() && i < 20000; ++i) {
-    const auto& q = r.requests[i];
-    const Request& rq = reqs[i];
-    auto span = [&](const char* name, TimeNs a, TimeNs b) {
-      if (a < 0 || b < a) return;
-      ev.push_back({{"ph", "X"}, {"pid", 2}, {"tid", static_cast<int>(i)}, {"ts", static_cast<double>(a) / 1e3}, {"dur", static_cast<double>(b - a) / 1e3},
-                    {"name", std::string(name) + " " + rq.id}, {"args", {{"prompt", rq.prompt}, {"output", rq.output}, {"preemptions", q.preemptions}}}});
-    };
-    span("queue", rq.arrival, q.scheduled);
-    span("prefill", q.scheduled, q.first_token);
-    span("decode", q.first_token, q.finish);
-  }
-  o << json_text(json{{"traceEvents", ev}, {"displayTimeUnit", "ms"}}, -1) << "\n";
-}
-
-}  // namespace
 
 void add_serve(CLI::App& sub, Action& action) {
-  static std::string model_path, hw_name, requests_path, calib_trace, calib_log, policy = "continuous", kv_memory, slo_ttft, slo_tpot, rates,
-                     json_out, chrome_out, prompt_len = "32..512", output_len = "16..128", arrival = "poisson";
-  static std::int64_t max_batch_tokens = 8192, max_seqs = 256, block_size = 16, num_blocks = 0, chunked = 0, num = 0, q_pad = 64, kv_pad = 16384;
-  static double rate = 0, watermark = 0;
-  static std::uint64_t seed = 1;
-  static bool cuda_graph = false;
-  sub.add_option("--model", model_path, "a Hugging Face config.json (hidden_size, layers, heads, ...)")->required();
-  sub.add_option("--hw", hw_name, "the GPU: a preset (bneck hw list) or a spec file")->required();
-  sub.add_option("--requests", requests_path, "request log, JSONL: id, arrival_s, prompt_tokens, output_tokens [, token_times_s ...]");
-  sub.add_option("--rate", rate, "generate requests: arrivals per second (0: all at t = 0)");
-  sub.add_option("--num", num, "generate requests: how many");
-  sub.add_option("--prompt-len", prompt_len, "generated prompt lengths: N, LO..HI (uniform) or lognormal:MEDIAN,SIGMA")->capture_default_str();
-  sub.add_option("--output-len", output_len, "generated output lengths: N, LO..HI or lognormal:MEDIAN,SIGMA")->capture_default_str();
-  sub.add_option("--arrival", arrival, "generated arrivals: poisson or gamma:CV")->capture_default_str();
-  sub.add_option("--seed", seed, "generator seed")->capture_default_str();
-  sub.add_option("--calibrate", calib_trace, "a trace (nsys, Kineto) of the real engine, its steps marked (README)");
-  sub.add_option("--calibrate-log", calib_log, "the request log of the calibration run (or of its requests served unprofiled)");
-  sub.add_option("--policy", policy, "continuous | static")->check(CLI::IsMember({"continuous", "static"}))->capture_default_str();
-  sub.add_option("--max-batch-tokens", max_batch_tokens, "tokens per step (the scheduler's budget)")->capture_default_str();
-  sub.add_option("--max-seqs", max_seqs, "sequences per step (static: the batch size)")->capture_default_str();
-  sub.add_option("--block-size", block_size, "KV-cache block, tokens")->capture_default_str();
-  sub.add_option("--num-blocks", num_blocks, "KV-cache blocks (default: from --kv-memory)");
-  sub.add_option("--kv-memory", kv_memory, "memory for the KV cache ('60 GiB'; default: 90 % of the GPU less weights and activations)");
-  sub.add_option("--kv-watermark", watermark, "fraction of blocks kept free when admitting requests")->capture_default_str();
-  sub.add_option("--chunked-prefill", chunked, "most prompt tokens of one request per step (0: the token budget)")->capture_default_str();
-  sub.add_flag("--cuda-graph", cuda_graph, "the forward runs as a CUDA graph on a padded shape");
-  sub.add_option("--graph-q-pad", q_pad, "CUDA graphs: query tokens padded to a multiple of N")->capture_default_str();
-  sub.add_option("--graph-kv-pad", kv_pad, "CUDA graphs: KV tokens read padded to a multiple of N (0: none)")->capture_default_str();
-  sub.add_option("--slo-ttft", slo_ttft, "goodput: time to first token at most ('200 ms')");
-  sub.add_option("--slo-tpot", slo_tpot, "goodput: time per output token at most ('50 ms')");
-  sub.add_option("--rates", rates, "sweep these request rates (requests/s): the knee and the goodput-maximizing rate");
+  static ServeArgs a;
+  static std::string json_out;
+  sub.add_option("--model", a.model_path, "a Hugging Face config.json (hidden_size, layers, heads, ...)")->required();
+  sub.add_option("--hw", a.hw_name, "the GPU: a preset (bneck hw list) or a spec file")->required();
+  sub.add_option("--requests", a.requests_path, "request log, JSONL: id, arrival_s, prompt_tokens, output_tokens [, token_times_s ...]");
+  sub.add_option("--rate", a.rate, "generate requests: arrivals per second (0: all at t = 0)");
+  sub.add_option("--num", a.num, "generate requests: how many");
+  sub.add_option("--prompt-len", a.prompt_len, "generated prompt lengths: N, LO..HI (uniform) or lognormal:MEDIAN,SIGMA")->capture_default_str();
+  sub.add_option("--output-len", a.output_len, "generated output lengths: N, LO..HI or lognormal:MEDIAN,SIGMA")->capture_default_str();
+  sub.add_option("--arrival", a.arrival, "generated arrivals: poisson or gamma:CV")->capture_default_str();
+  sub.add_option("--seed", a.seed, "generator seed")->capture_default_str();
+  sub.add_option("--calibrate", a.calib_trace, "a trace (nsys, Kineto) of the real engine, its steps marked (README)");
+  sub.add_option("--calibrate-log", a.calib_log, "the request log of the calibration run (or of its requests served unprofiled)");
+  sub.add_option("--policy", a.policy, "continuous | static")->check(CLI::IsMember({"continuous", "static"}))->capture_default_str();
+  sub.add_option("--max-batch-tokens", a.max_batch_tokens, "tokens per step (the scheduler's budget)")->capture_default_str();
+  sub.add_option("--max-seqs", a.max_seqs, "sequences per step (static: the batch size)")->capture_default_str();
+  sub.add_option("--block-size", a.block_size, "KV-cache block, tokens")->capture_default_str();
+  sub.add_option("--num-blocks", a.num_blocks, "KV-cache blocks (default: from --kv-memory)");
+  sub.add_option("--kv-memory", a.kv_memory, "memory for the KV cache ('60 GiB'; default: 90 % of the GPU less weights and activations)");
+  sub.add_option("--kv-watermark", a.watermark, "fraction of blocks kept free when admitting requests")->capture_default_str();
+  sub.add_option("--chunked-prefill", a.chunked, "most prompt tokens of one request per step (0: the token budget)")->capture_default_str();
+  sub.add_flag("--cuda-graph", a.cuda_graph, "the forward runs as a CUDA graph on a padded shape");
+  sub.add_option("--graph-q-pad", a.q_pad, "CUDA graphs: query tokens padded to a multiple of N")->capture_default_str();
+  sub.add_option("--graph-kv-pad", a.kv_pad, "CUDA graphs: KV tokens read padded to a multiple of N (0: none)")->capture_default_str();
+  sub.add_option("--slo-ttft", a.slo_ttft, "goodput: time to first token at most ('200 ms')");
+  sub.add_option("--slo-tpot", a.slo_tpot, "goodput: time per output token at most ('50 ms')");
+  sub.add_option("--rates", a.rates, "sweep these request rates (requests/s): the knee and the goodput-maximizing rate");
   sub.add_option("--json", json_out, "write the report as JSON to FILE ('-' for stdout)");
-  sub.add_option("--chrome-trace", chrome_out, "engine steps and requests (Perfetto UI) to FILE");
+  sub.add_option("--chrome-trace", a.chrome_out, "engine steps and requests (Perfetto UI) to FILE");
   sub.callback([&action] {
     action = [] {
-      const auto t_start = std::chrono::steady_clock::now();
-      const LlmConfig llm = load_llm_config(model_path);
-      const HwSpec hw = load_target_hw(hw_name);
-      EngineConfig eng;
-      eng.policy = policy == "static" ? Policy::Static : Policy::Continuous;
-      eng.max_batch_tokens = max_batch_tokens;
-      eng.max_seqs = max_seqs;
-      eng.block_size = block_size;
-      eng.chunked_prefill = chunked;
-      eng.cuda_graph = cuda_graph;
-      eng.padding = {q_pad, kv_pad};
-      eng.watermark = watermark;
-      if (block_size < 1 || block_size > (1 << 20)) throw InputError("--block-size must be 1 to 2^20");
-      if (max_batch_tokens < 1 || max_seqs < 1 || chunked < 0 || q_pad < 0 || kv_pad < 0) throw InputError("--max-batch-tokens, --max-seqs: positive; pads, --chunked-prefill: >= 0");
-      if (!(watermark >= 0 && watermark < 1)) throw InputError("--kv-watermark must be in [0, 1)");
-      Bytes kv_bytes = 0;
-      if (num_blocks > 0) {
-        eng.num_blocks = num_blocks;
-        kv_bytes = static_cast<Bytes>(num_blocks) * static_cast<Bytes>(block_size) * llm.kv_bytes_per_token();
-      } else {
-        kv_bytes = kv_memory.empty() ? default_kv_memory(hw, llm, eng) : parse_bytes(kv_memory);
-        eng.num_blocks = blocks_for_memory(kv_bytes, llm, block_size);
-        if (eng.num_blocks < 1)
-          throw InputError(model_path, "the weights (" + format_bytes(llm.weight_bytes()) + ") leave no memory for a KV cache on " + hw.name);
-      }
-      Slo slo;
-      if (!slo_ttft.empty()) slo.ttft = parse_duration(slo_ttft);
-      if (!slo_tpot.empty()) slo.tpot = parse_duration(slo_tpot);
-
-      std::vector<Request> reqs;
-      WorkloadSpec ws;
-      const bool generated = requests_path.empty();
-      if (generated) {
-        if (num <= 0) throw InputError("give --requests LOG.jsonl or generate them with --num N [--rate R ...]");
-        ws.rate = rate;
-        ws.num = num;
-        ws.prompt = parse_length_dist(prompt_len, "--prompt-len");
-        ws.output = parse_length_dist(output_len, "--output-len");
-        ws.seed = seed;
-        if (arrival.rfind("gamma:", 0) == 0) {
-          try {
-            ws.cv = std::stod(arrival.substr(6));
-          } catch (...) { throw InputError("--arrival '" + arrival + "': expected poisson or gamma:CV"); }
-        } else if (arrival != "poisson") {
-          throw InputError("--arrival '" + arrival + "': expected poisson or gamma:CV");
-        }
-        reqs = generate_requests(ws);
-      } else {
-        reqs = load_request_log(requests_path);
-      }
-
-      StepCostModel model = hardware_step_model(llm, hw);
-      CalibrationReport cal;
-      if (!calib_trace.empty()) {
-        Trace t = load_trace(calib_trace);
-        cal = calibrate_step_model(t, model);
-        if (!calib_log.empty()) {
-          // The calibration run's engine: its settings are the ones given here, without CUDA graphs
-          // (a calibration trace of eager steps), continuous.
-          EngineConfig ce = eng;
-          ce.policy = Policy::Continuous;
-          ce.cuda_graph = false;
-          std::vector<Request> log = load_request_log(calib_log);
-          fit_host_scale(log, ce, model, cal, calib_log);
-        }
-      } else if (!calib_log.empty()) {
-        throw InputError("--calibrate-log needs --calibrate TRACE");
-      }
-
-      const auto t_sim = std::chrono::steady_clock::now();
-      ServeResult res;
-      try {
-        res = simulate(reqs, eng, model, !chrome_out.empty());
-      } catch (const InputError& e) {
-        throw InputError(generated ? std::string("generated requests: ") + e.what() : requests_path + ": " + e.what());
-      }
-      const double sim_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_sim).count();
-      const Metrics m = summarize(reqs, res.requests, slo);
-      bool has_meas = false;
-      for (const auto& r : reqs) has_meas = has_meas || r.measured();
-      const Metrics meas = has_meas ? summarize_measured(reqs, slo) : Metrics{};
-
-      // Rate sweep.
-      struct SweepRow {
-        double rate;
-        Metrics m;
-      };
-      std::vector<SweepRow> sweep;
-      double knee = 0, best_rate = 0, best_goodput = -1;
-      double sweep_s = 0;
-      if (!rates.empty()) {
-        const auto t_sweep = std::chrono::steady_clock::now();
-        for (double r : parse_rates(rates)) {
-          std::vector<Request> rq;
-          if (generated) {
-            WorkloadSpec w2 = ws;
-            w2.rate = r;
-            rq = generate_requests(w2);
-          } else {
-            rq = at_rate(reqs, r);
-          }
-          ServeResult sr = simulate(rq, eng, model, false);
-          sweep.push_back({r, summarize(rq, sr.requests, slo)});
-        }
-        std::sort(sweep.begin(), sweep.end(), [](const SweepRow& a, const SweepRow& b) { return a.rate < b.rate; });
-        for (const auto& row : sweep) {
-          // Saturation: the engine completes requests more slowly than they arrive (below 90 %).
-          if (knee == 0 && row.m.request_throughput < 0.9 * row.rate) knee = row.rate;
-          const double g = (slo.ttft > 0 || slo.tpot > 0) ? row.m.request_goodput : row.m.request_throughput;
-          if (g > best_goodput) best_goodput = g, best_rate = row.rate;
-        }
-        sweep_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_sweep).count();
-      }
-      const double total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-
-      if (!json_out.empty()) {
-        json j = stat_json(m);
-        j["policy"] = policy;
-        j["model"] = {{"config", model_path},
-                      {"model_type", llm.model_type},
-                      {"params", llm.params()},
-                      {"weight_bytes", llm.weight_bytes()},
-                      {"kv_bytes_per_token", llm.kv_bytes_per_token()}};
-        j["hw"] = hw.name;
-        j["kv_cache"] = {{"blocks", eng.num_blocks}, {"block_size", eng.block_size}, {"tokens", eng.num_blocks * eng.block_size}, {"bytes", kv_bytes}};
-        j["engine"] = {{"max_batch_tokens", eng.max_batch_tokens}, {"max_seqs", eng.max_seqs}, {"chunked_prefill", eng.chunked_prefill},
-                       {"cuda_graph", eng.cuda_graph}, {"kv_watermark", eng.watermark}};
-        j["step_model"] = {{"source", model.source}, {"notes", model.notes}, {"attention", to_string(model.form)}, {"host_scale", model.host_scale}};
-        j["steps"] = res.step_count;
-        j["preemptions"] = res.preemptions;
-        j["padded_tokens"] = res.padded_tokens;
-        json rq = json::array();
-        for (std::size_t i = 0; i < reqs.size(); ++i)
-          rq.push_back({{"id", reqs[i].id},
-                        {"ttft_ms", num_or_null(m.req_ttft[i])},
-                        {"tpot_ms", num_or_null(m.req_tpot[i])},
-                        {"e2el_ms", num_or_null(m.req_e2el[i])},
-                        {"queue_ms", num_or_null(m.req_queue[i])},
-                        {"preemptions", res.requests[i].preemptions}});
-        j["requests"] = rq;
-        if (has_meas) {
-          json mj = stat_json(meas);
-          json mr = json::array();
-          for (std::size_t i = 0; i < reqs.size(); ++i)
-            mr.push_back({{"id", reqs[i].id}, {"ttft_ms", num_or_null(meas.req_ttft[i])}, {"tpot_ms", num_or_null(meas.req_tpot[i])}, {"e2el_ms", num_or_null(meas.req_e2el[i])}});
-          mj["requests"] = mr;
-          j["measured"] = mj;
-        }
-        if (!sweep.empty()) {
-          json sj = json::array();
-          for (const auto& row : sweep) {
-            json x = stat_json(row.m);
-            x["rate"] = row.rate;
-            sj.push_back(x);
-          }
-          j["sweep"] = sj;
-          j["knee_rate"] = knee > 0 ? json(knee) : json(nullptr);
-          j["goodput_best_rate"] = best_rate;
-          j["sweep_s"] = sweep_s;
-        }
-        j["simulation_s"] = sim_s;
-        write_output(json_out, [&](std::ostream& o) { o << json_text(j, 1) << "\n"; });
-      }
-      if (!chrome_out.empty()) write_output(chrome_out, [&](std::ostream& o) { write_chrome(reqs, res, o); });
-      if (json_out == "-") return 0;
-
-      std::ostream& o = std::cout;
-      o << "bneck serve: " << reqs.size() << " requests (" << (generated ? "generated" : requests_path) << "), " << policy << " batching"
-        << (cuda_graph ? ", CUDA graphs" : "") << "\n";
-      o << "  model " << model_path << ": " << std::fixed << std::setprecision(2) << llm.params() / 1e9 << " B parameters, "
-        << format_bytes(llm.weight_bytes()) << " of weights, " << format_bytes(llm.kv_bytes_per_token()) << " of KV per token\n";
-      o << "  " << hw.name << ": KV cache " << eng.num_blocks << " blocks x " << eng.block_size << " tokens = " << eng.num_blocks * eng.block_size
-        << " tokens (" << format_bytes(kv_bytes) << "); budget " << eng.max_batch_tokens << " tokens, " << eng.max_seqs << " sequences per step\n";
-      o << "  step model: " << model.source << "\n";
-      for (const auto& n : model.notes) o << "    " << n << "\n";
-      o << "\n  " << std::left << std::setw(22) << "" << std::right << std::setw(12) << "simulated" << (has_meas ? "    measured    error" : "") << "\n";
-      print_row(o, "mean TTFT", m.ttft.mean, meas.ttft.n ? meas.ttft.mean : NAN, has_meas, "ms");
-      print_row(o, "median TTFT", m.ttft.median, meas.ttft.n ? meas.ttft.median : NAN, has_meas, "ms");
-      print_row(o, "p99 TTFT", m.ttft.p99, meas.ttft.n ? meas.ttft.p99 : NAN, has_meas, "ms");
-      print_row(o, "mean TPOT", m.tpot.mean, meas.tpot.n ? meas.tpot.mean : NAN, has_meas, "ms");
-      print_row(o, "median TPOT", m.tpot.median, meas.tpot.n ? meas.tpot.median : NAN, has_meas, "ms");
-      print_row(o, "p99 TPOT", m.tpot.p99, meas.tpot.n ? meas.tpot.p99 : NAN, has_meas, "ms");
-      print_row(o, "median ITL", m.itl.median, meas.itl.n ? meas.itl.median : NAN, has_meas, "ms");
-      print_row(o, "mean E2E latency", m.e2el.mean, meas.e2el.mean, has_meas, "ms");
-      print_row(o, "median E2E latency", m.e2el.median, meas.e2el.median, has_meas, "ms");
-      print_row(o, "p99 E2E latency", m.e2el.p99, meas.e2el.p99, has_meas, "ms");
-      print_row(o, "duration", m.duration_s, meas.duration_s, has_meas, "s");
-      print_row(o, "request throughput", m.request_throughput, meas.request_throughput, has_meas, "requests/s");
-      print_row(o, "output throughput", m.output_throughput, meas.output_throughput, has_meas, "tokens/s");
-      if (slo.ttft > 0 || slo.tpot > 0) print_row(o, "request goodput", m.request_goodput, meas.request_goodput, has_meas, "requests/s (within the SLOs)");
-      o << "  " << res.step_count << " engine steps, " << res.preemptions << " preemptions, " << res.padded_tokens << " padding tokens; simulated in "
-        << std::setprecision(3) << sim_s << " s (" << total_s << " s in all)\n";
-      if (!sweep.empty()) {
-        o << "\n  rate sweep     req/s out tok/s  median TTFT  median TPOT    p99 E2E" << (slo.ttft > 0 || slo.tpot > 0 ? "   goodput" : "") << "\n";
-        for (const auto& row : sweep) {
-          o << "  " << std::setw(8) << std::setprecision(2) << row.rate << " /s" << std::setw(9) << row.m.request_throughput << std::setw(10)
-            << std::setprecision(0) << row.m.output_throughput << std::setw(10) << std::setprecision(1) << row.m.ttft.median << " ms" << std::setw(10)
-            << row.m.tpot.median << " ms" << std::setw(8) << std::setprecision(0) << row.m.e2el.p99 << " ms";
-          if (slo.ttft > 0 || slo.tpot > 0) o << std::setw(10) << std::setprecision(2) << row.m.request_goodput;
-          o << "\n";
-        }
-        o << "  " << sweep.size() << " rates simulated in " << std::setprecision(3) << sweep_s << " s\n";
-        o << "  saturation knee (completions below 90 % of arrivals): " << (knee > 0 ? std::to_string(knee) + " requests/s" : "not reached") << "\n";
-        o << "  " << (slo.ttft > 0 || slo.tpot > 0 ? "goodput" : "throughput") << "-maximizing rate: " << best_rate << " requests/s\n";
-      }
+      nlohmann::json j = run_serve(a, json_out == "-" ? nullptr : &std::cout);
+      if (!json_out.empty()) write_output(json_out, [&](std::ostream& o) { o << json_text(j, 1) << "\n"; });
       return 0;
     };
   });
