@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
 # Installs bneck's build dependencies from Debian packages (skips what is already installed).
-# --fuzz: also clang and its sanitizer/libFuzzer runtimes (the `fuzz` preset, tools/fuzz-smoke.sh).
+# --fuzz: also clang and its sanitizer/libFuzzer runtimes (the `fuzz` preset, tools/fuzz-smoke.sh);
+# --python: the Python headers and venv for `pip install .` (tools/python-check.sh).
 # git: the commit `bneck --version` names; dpkg-dev: `cpack -G DEB` (dpkg-shlibdeps); Open MPI: the
 # distributed sweep (`mpirun -np N bneck sweep`, optional at build time).
 set -euo pipefail
 pkgs=(cmake ninja-build g++ libboost-graph-dev nlohmann-json3-dev libcli11-dev libeigen3-dev catch2
       libsqlite3-dev zlib1g-dev sqlite3 libre2-dev pkg-config git dpkg-dev libopenmpi-dev openmpi-bin)
-[ "${1:-}" = "--fuzz" ] && pkgs+=(clang-14 libclang-rt-14-dev)
+for a in "$@"; do
+  case "$a" in
+    --fuzz) pkgs+=(clang-14 libclang-rt-14-dev) ;;
+    --python) pkgs+=(python3 python3-venv python3-dev python3-pip) ;;  # pip install . (tools/python-check.sh)
+  esac
+done
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 [ ${#missing[@]} -eq 0 ] && exit 0

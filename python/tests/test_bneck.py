@@ -1,0 +1,56 @@
+"""The Python package against the command line (run by ctest after `pip install .`)."""
+import json
+import os
+import subprocess
+
+import pytest
+
+import bneck
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DEMO = os.path.join(ROOT, "traces", "data", "demo_pipeline.sqlite")
+CONFIG = os.path.join(ROOT, "validate", "reference", "h200", "serving", "config.json")
+
+
+def cli(*args):
+    exe = os.environ.get("BNECK_EXE", "bneck")
+    return json.loads(subprocess.run([exe, *args, "--json", "-"], check=True, capture_output=True, text=True).stdout)
+
+
+def test_replay_matches_the_cli():
+    t = bneck.load(DEMO)
+    assert t.op_count > 0 and "nsys" in t.format
+    r = t.replay(range="iter.*")
+    assert r.makespan_ns == r["makespan_ns"] == cli("replay", DEMO, "--range", "iter.*")["makespan_ns"]
+    assert len(r.ranges) == 6
+
+
+def test_whatif_and_sweep():
+    t = bneck.load(DEMO)
+    w = t.whatif(["--scale", "2:kind=kernel"], range="iter.*")
+    assert w.predicted_ns < w.baseline_ns
+    assert w.predicted_ns == t.whatif("--scale 2:kind=kernel", range="iter.*").predicted_ns
+    s = t.sweep(hw=["h200-sxm", "h100-sxm"], scenarios={"fast": ["--scale", "2:kind=kernel"]}, range="iter.*")
+    assert [(c["hw"], c["scenario"]) for c in s.cases] == [("h200-sxm", "baseline"), ("h200-sxm", "fast"), ("h100-sxm", "baseline"), ("h100-sxm", "fast")]
+
+
+def test_serve():
+    r = bneck.serve(model=CONFIG, hw="h200-sxm", num=50, rate=5, rates="1,5")
+    assert r.completed == 50 and len(r.requests) == 50 and len(r.sweep) == 2
+    assert r.median_tpot_ms > 0
+
+
+def test_errors_are_input_errors_with_the_cli_message():
+    with pytest.raises(bneck.InputError) as e:
+        bneck.load("/nonexistent/trace.sqlite")
+    assert "/nonexistent/trace.sqlite" in str(e.value)
+    assert isinstance(e.value, ValueError)
+    with pytest.raises(bneck.InputError, match="unknown option"):
+        bneck.serve(model=CONFIG, hw="h200-sxm", num=5, nonsense=1)
+
+
+def test_dataframes():
+    pd = pytest.importorskip("pandas")
+    r = bneck.load(DEMO).replay(range="iter.*")
+    df = r.frame("ranges")
+    assert isinstance(df, pd.DataFrame) and len(df) == 6
