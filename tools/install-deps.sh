@@ -3,10 +3,11 @@
 # --fuzz: also clang and its sanitizer/libFuzzer runtimes (the `fuzz` preset, tools/fuzz-smoke.sh);
 # --python: the Python headers and venv for `pip install .` (tools/python-check.sh).
 # git: the commit `bneck --version` names; dpkg-dev: `cpack -G DEB` (dpkg-shlibdeps); Open MPI: the
-# distributed sweep (`mpirun -np N bneck sweep`, optional at build time).
+# distributed sweep (`mpirun -np N bneck sweep`, optional at build time); chromium: the HTML report's
+# test in a real browser (tests/report_check.sh).
 set -euo pipefail
 pkgs=(cmake ninja-build g++ libboost-graph-dev nlohmann-json3-dev libcli11-dev libeigen3-dev catch2
-      libsqlite3-dev zlib1g-dev sqlite3 libre2-dev pkg-config git dpkg-dev libopenmpi-dev openmpi-bin)
+      libsqlite3-dev zlib1g-dev sqlite3 libre2-dev pkg-config git dpkg-dev libopenmpi-dev openmpi-bin chromium)
 for a in "$@"; do
   case "$a" in
     --fuzz) pkgs+=(clang-14 libclang-rt-14-dev) ;;

@@ -19,6 +19,7 @@ const std::vector<Subtool>& subtools() {
       {"replay", "Replay a trace as a discrete-event simulation: critical path, slack, overlap, range spans", add_replay},
       {"whatif", "Forecast a change (--scale, --remove, --fuse, --precision, --cuda-graph, --hw) beside Amdahl", add_whatif},
       {"sweep", "The cross product of hardware specs and scenarios (or a spec field's range), in parallel, as CSV/SVG", add_sweep},
+      {"report", "One self-contained HTML report: timelines, critical path, overlap, ranges, roofline, what-if (-o FILE)", add_report},
       {"pipeline", "Diffusion budget: K x denoiser step + fixed stages per generation (--range, --step-range)", add_pipeline},
       {"serve", "LLM serving: TTFT, TPOT and throughput of continuous or static batching, paged KV, CUDA graphs; rate sweeps", add_serve},
       {"calibrate", "Fit the hardware model to microbenchmark measurements (validate/) and write a spec overlay", add_calibrate},
