@@ -13,6 +13,7 @@
 #include "sim/base/error.hpp"
 #include "tools/commands.hpp"
 #include "tools/output.hpp"
+#include "tools/views/plot.hpp"
 #include "tools/views/replay_view.hpp"
 #include "traces/importer.hpp"
 
@@ -23,54 +24,29 @@ namespace {
 
 // Log-log roofline: attainable FLOP/s over arithmetic intensity, one dot per kernel name.
 void write_svg(std::ostream& out, const HwSpec& hw, Dtype roof_dtype, const std::vector<json>& points) {
-  const double W = 900, H = 600, L = 80, R = 30, T = 40, B = 70;
   const double xmin = 1e-2, xmax = 1e4;
   double peak = hw.gpu.peak_of(roof_dtype, hw.gpu.best_unit(roof_dtype)) * hw.gpu.compute_efficiency;
   double bw = hw.gpu.memory_bandwidth * hw.gpu.memory_efficiency;
   double ymax = std::pow(10, std::ceil(std::log10(peak * 1.5))), ymin = ymax / 1e7;
-  auto X = [&](double v) {
-    return L + (std::log10(std::max(v, xmin)) - std::log10(xmin)) / (std::log10(xmax) - std::log10(xmin)) * (W - L - R);
-  };
-  auto Y = [&](double v) {
-    return H - B - (std::log10(std::max(v, ymin)) - std::log10(ymin)) / (std::log10(ymax) - std::log10(ymin)) * (H - T - B);
-  };
-  out << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
-      << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
-  out << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  out << "<text x=\"" << L << "\" y=\"24\" font-size=\"15\">Roofline: " << hw.name << " (" << to_string(roof_dtype) << " peak "
-      << format_op_rate(peak) << ", " << format_bandwidth(bw) << ")</text>\n";
-  for (double d = xmin; d <= xmax * 1.001; d *= 10) {
-    out << "<line x1=\"" << X(d) << "\" y1=\"" << T << "\" x2=\"" << X(d) << "\" y2=\"" << H - B << "\" stroke=\"#eee\"/>";
-    out << "<text x=\"" << X(d) << "\" y=\"" << H - B + 18 << "\" text-anchor=\"middle\">" << d << "</text>\n";
-  }
-  for (double d = ymin; d <= ymax * 1.001; d *= 10) {
-    out << "<line x1=\"" << L << "\" y1=\"" << Y(d) << "\" x2=\"" << W - R << "\" y2=\"" << Y(d) << "\" stroke=\"#eee\"/>";
-    out << "<text x=\"" << L - 6 << "\" y=\"" << Y(d) + 4 << "\" text-anchor=\"end\">" << format_op_rate(d) << "</text>\n";
-  }
-  out << "<text x=\"" << (L + W - R) / 2 << "\" y=\"" << H - 25 << "\" text-anchor=\"middle\">arithmetic intensity (FLOP/byte)</text>\n";
+  PlotAxis x{xmin, xmax, true, "arithmetic intensity (FLOP/byte)", {}, {}};
+  PlotAxis y{ymin, ymax, true, "", [](double v) { return format_op_rate(v); }, {}};
+  SvgPlot p(900, 600, "Roofline: " + hw.name + " (" + to_string(roof_dtype) + " peak " + format_op_rate(peak) + ", " + format_bandwidth(bw) + ")", x, y);
+  p.grid();
   // The roof: bandwidth slope up to the ridge, then the peak.
-  double ridge = peak / bw;
-  out << "<polyline fill=\"none\" stroke=\"black\" stroke-width=\"2\" points=\"" << X(xmin) << "," << Y(xmin * bw) << " " << X(ridge) << ","
-      << Y(peak) << " " << X(xmax) << "," << Y(peak) << "\"/>\n";
-  const char* colors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
-  for (const auto& p : points) {
-    double x = p["intensity"], y = p["achieved_flop_per_s"];
-    int c = p["class_index"];
-    double r = 3 + std::min(12.0, std::sqrt(p["time_ns"].get<double>() / 1e5));
-    out << "<circle cx=\"" << X(x) << "\" cy=\"" << Y(y) << "\" r=\"" << r << "\" fill=\"" << colors[c % 10]
-        << "\" fill-opacity=\"0.6\"><title>" << p["name"].get<std::string>() << " (" << p["class"].get<std::string>()
-        << ")</title></circle>\n";
+  p.polyline({{xmin, xmin * bw}, {peak / bw, peak}, {xmax, peak}}, "black");
+  for (const auto& pt : points) {
+    const double r = 3 + std::min(12.0, std::sqrt(pt["time_ns"].get<double>() / 1e5));
+    p.point(pt["intensity"], pt["achieved_flop_per_s"], r, SvgPlot::color(pt["class_index"].get<std::size_t>()),
+            pt["name"].get<std::string>() + " (" + pt["class"].get<std::string>() + ")");
   }
-  double ly = T + 10;
+  std::vector<std::pair<std::string, std::string>> leg;
   for (int c = 0; c < kKernelClassCount; ++c) {
     bool used = false;
-    for (const auto& p : points) used |= p["class_index"] == c;
-    if (!used) continue;
-    out << "<circle cx=\"" << W - R - 110 << "\" cy=\"" << ly << "\" r=\"5\" fill=\"" << colors[c] << "\"/><text x=\"" << W - R - 100
-        << "\" y=\"" << ly + 4 << "\">" << to_string(static_cast<KernelClass>(c)) << "</text>\n";
-    ly += 16;
+    for (const auto& pt : points) used |= pt["class_index"] == c;
+    if (used) leg.emplace_back(SvgPlot::color(static_cast<std::size_t>(c)), to_string(static_cast<KernelClass>(c)));
   }
-  out << "</svg>\n";
+  p.legend(leg);
+  p.write(out);
 }
 
 }  // namespace

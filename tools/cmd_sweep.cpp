@@ -16,6 +16,7 @@
 #include "tools/commands.hpp"
 #include "tools/mpi_sweep.hpp"
 #include "tools/output.hpp"
+#include "tools/views/plot.hpp"
 #include "models/whatif/sweep.hpp"
 #include "tools/views/whatif_view.hpp"
 #include "traces/importer.hpp"
@@ -167,37 +168,29 @@ void add_sweep(CLI::App& sub, Action& action) {
       if (!csv.empty()) write_output(csv, write_csv);
       if (!svg.empty()) {
         write_output(svg, [&](std::ostream& o) {
-          const double W = 800, H = 500, L = 90, R = 160, T = 40, B = 60;
           double ymax = 0;
           for (const auto& c : cases) ymax = std::max(ymax, static_cast<double>(c.predicted));
           ymax *= 1.1;
-          std::size_t nv = vy->values.size();
-          auto X = [&](std::size_t k) { return L + (W - L - R) * static_cast<double>(k) / static_cast<double>(nv - 1); };
-          auto Y = [&](double v) { return H - B - (H - T - B) * v / ymax; };
-          o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
-            << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
-            << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"" << L << "\" y=\"24\" font-size=\"15\">" << t.source
-            << ": predicted time over " << vy->field << "</text>\n";
-          for (std::size_t k = 0; k < nv; ++k)
-            o << "<text x=\"" << X(k) << "\" y=\"" << H - B + 18 << "\" text-anchor=\"middle\">" << vy->values[k] << "</text>\n";
-          for (int g = 0; g <= 5; ++g) {
-            double v = ymax * g / 5;
-            o << "<line x1=\"" << L << "\" x2=\"" << W - R << "\" y1=\"" << Y(v) << "\" y2=\"" << Y(v) << "\" stroke=\"#eee\"/><text x=\""
-              << L - 6 << "\" y=\"" << Y(v) + 4 << "\" text-anchor=\"end\">" << format_duration(static_cast<TimeNs>(v)) << "</text>\n";
-          }
-          const char* colors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"};
+          const std::size_t nv = vy->values.size();
+          PlotAxis x{0, static_cast<double>(nv - 1), false, vy->field, {}, {}};
+          for (std::size_t k = 0; k < nv; ++k) x.ticks.emplace_back(static_cast<double>(k), vy->values[k]);
+          SvgPlot p(800, 500, t.source + ": predicted time over " + vy->field, x,
+                    PlotAxis{0, ymax, false, "", [](double v) { return format_duration(static_cast<TimeNs>(v)); }, {}}, 90, 160, 40, 60);
+          p.grid();
           std::size_t line = 0;
+          std::vector<std::pair<std::string, std::string>> leg;
           for (const auto& h : hws)
             for (const auto& sc : scs) {
-              o << "<polyline fill=\"none\" stroke=\"" << colors[line % 6] << "\" stroke-width=\"2\" points=\"";
+              std::vector<std::pair<double, double>> pts;
               std::size_t k = 0;
               for (const auto& c : cases)
-                if (c.hw == h && c.scenario == sc.name) o << X(k++) << "," << Y(static_cast<double>(c.predicted)) << " ";
-              o << "\"/>\n<text x=\"" << W - R + 8 << "\" y=\"" << T + 16 * static_cast<double>(line) << "\" fill=\"" << colors[line % 6]
-                << "\">" << h << " / " << sc.name << "</text>\n";
+                if (c.hw == h && c.scenario == sc.name) pts.emplace_back(static_cast<double>(k++), static_cast<double>(c.predicted));
+              p.polyline(pts, SvgPlot::color(line));
+              leg.emplace_back(SvgPlot::color(line), h + " / " + sc.name);
               ++line;
             }
-          o << "</svg>\n";
+          p.legend(leg, 800 - 150, 50);
+          p.write(o);
         });
       }
       if (csv != "-") {

@@ -9,6 +9,7 @@
 #include "sim/base/error.hpp"
 #include "tools/commands.hpp"
 #include "tools/output.hpp"
+#include "tools/views/plot.hpp"
 #include "validate/calibrate.hpp"
 
 namespace bneck {
@@ -79,42 +80,22 @@ void add_validate_report(CLI::App& sub, Action& action) {
       if (!json_out.empty()) write_output(json_out, [&](std::ostream& o) { o << json_text(j, 1) << "\n"; });
       if (!svg_out.empty()) {
         write_output(svg_out, [&](std::ostream& o) {
-          const double W = 700, H = 700, L = 80, B = 60, T = 40, R = 30, lo = 1e3, hi = 1e9;
-          auto P = [&](double v, bool y) {
-            double f = (std::log10(std::clamp(v, lo, hi)) - std::log10(lo)) / (std::log10(hi) - std::log10(lo));
-            return y ? H - B - f * (H - T - B) : L + f * (W - L - R);
-          };
-          o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
-            << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
-            << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"" << L << "\" y=\"24\" font-size=\"15\">" << h.name
-            << ": predicted vs measured (held-out: filled)</text>\n";
-          for (double d = lo; d <= hi * 1.01; d *= 10) {
-            o << "<line x1=\"" << P(d, false) << "\" y1=\"" << T << "\" x2=\"" << P(d, false) << "\" y2=\"" << H - B
-              << "\" stroke=\"#eee\"/>"
-              << "<text x=\"" << P(d, false) << "\" y=\"" << H - B + 16 << "\" text-anchor=\"middle\">"
-              << format_duration(static_cast<TimeNs>(d)) << "</text>\n";
-            o << "<line x1=\"" << L << "\" y1=\"" << P(d, true) << "\" x2=\"" << W - R << "\" y2=\"" << P(d, true) << "\" stroke=\"#eee\"/>"
-              << "<text x=\"" << L - 4 << "\" y=\"" << P(d, true) + 4 << "\" text-anchor=\"end\">"
-              << format_duration(static_cast<TimeNs>(d)) << "</text>\n";
-          }
-          o << "<line x1=\"" << P(lo, false) << "\" y1=\"" << P(lo, true) << "\" x2=\"" << P(hi, false) << "\" y2=\"" << P(hi, true)
-            << "\" stroke=\"black\"/>\n";
-          const char* colors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
-          std::map<std::string, int> fidx;
+          const double lo = 1e3, hi = 1e9;
+          auto dur = [](double v) { return format_duration(static_cast<TimeNs>(v)); };
+          SvgPlot p(700, 700, h.name + ": predicted vs measured (held-out: filled)", PlotAxis{lo, hi, true, "measured", dur, {}},
+                    PlotAxis{lo, hi, true, "predicted", dur, {}}, 80, 30, 40, 60);
+          p.grid();
+          p.polyline({{lo, lo}, {hi, hi}}, "black", 1);
+          std::map<std::string, std::size_t> fidx;
           for (std::size_t i = 0; i < m.items.size(); ++i) {
             if (r.predicted[i] <= 0) continue;
-            int c = fidx.emplace(m.items[i].family, static_cast<int>(fidx.size())).first->second;
-            o << "<circle cx=\"" << P(m.items[i].time_ns, false) << "\" cy=\"" << P(r.predicted[i], true) << "\" r=\"4\" "
-              << (m.items[i].train ? "fill=\"none\" stroke=\"" : "fill=\"") << colors[c % 8] << "\"><title>" << m.items[i].name
-              << "</title></circle>\n";
+            std::size_t c = fidx.emplace(m.items[i].family, fidx.size()).first->second;
+            p.point(m.items[i].time_ns, r.predicted[i], 4, SvgPlot::color(c), m.items[i].name, !m.items[i].train, 1.0);
           }
-          double ly = T + 10;
-          for (auto& [f, c] : fidx) {
-            o << "<circle cx=\"" << L + 20 << "\" cy=\"" << ly << "\" r=\"4\" fill=\"" << colors[c % 8] << "\"/><text x=\"" << L + 30
-              << "\" y=\"" << ly + 4 << "\">" << f << "</text>\n";
-            ly += 16;
-          }
-          o << "</svg>\n";
+          std::vector<std::pair<std::string, std::string>> leg;
+          for (auto& [f, c] : fidx) leg.emplace_back(SvgPlot::color(c), f);
+          p.legend(leg, 100, 50);
+          p.write(o);
         });
       }
       if (json_out != "-") {
