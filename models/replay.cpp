@@ -1,4 +1,5 @@
 #include "models/replay.hpp"
+#include "traces/progress.hpp"
 
 #include <algorithm>
 #include <array>
@@ -124,7 +125,10 @@ ReplayReport run_replay(const Trace& t, const ReplayOptions& opt) {
   ReplayReport rep;
   rep.trace = &t;
   auto t0 = std::chrono::steady_clock::now();
+  // Progress on stderr: a line per phase, once the replay has taken a second (large traces).
+  Progress progress("replay of " + t.source, t.ops.size() > 100000);
   rep.graph = std::make_unique<Graph>(build_graph(t));
+  progress.phase("graph built (" + std::to_string(rep.graph->num_edges()) + " edges)");
   if (opt.sharing && t.measured) {  // on the trace's GPU; a GPU no preset matches replays without sharing
     try {
       enable_sharing(*rep.graph, source_spec(t, opt.source_hw));
@@ -153,7 +157,9 @@ ReplayReport run_replay(const Trace& t, const ReplayOptions& opt) {
   }
   rep.model = rep.model_impl->name();
   t0 = std::chrono::steady_clock::now();
+  progress.phase("simulating");
   rep.sim = simulate(*rep.graph, *rep.model_impl);
+  progress.phase("analysing the schedule");
   if (auto* rt = dynamic_cast<RetargetCostModel*>(rep.model_impl.get())) class_table(t, *rt, rep);
   rep.replay_s = secs_since(t0);
   rep.replay_rss_mb = peak_rss_mb();
