@@ -36,8 +36,8 @@ void run_sweep(const Trace& t, const std::string& source_hw, const std::optional
   std::vector<std::thread> pool;
   for (unsigned k = 0; k < n; ++k)
     pool.emplace_back([&] {
-      for (std::size_t k; (k = next++) < mine.size();) {
-        SweepCase& c = cases[mine[k]];
+      for (std::size_t j; (j = next++) < mine.size();) {
+        SweepCase& c = cases[mine[j]];
         try {
           WhatIfCase wc = engine.apply(c.transforms);
           SimResult r = simulate(*wc.graph, VectorCostModel(wc.durations));
