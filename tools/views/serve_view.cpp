@@ -220,7 +220,7 @@ json run_serve(const ServeArgs& a, std::ostream* text) {
           ServeResult sr = simulate(rq, eng, model, false);
           sweep.push_back({r, summarize(rq, sr.requests, slo)});
         }
-        std::sort(sweep.begin(), sweep.end(), [](const SweepRow& a, const SweepRow& b) { return a.rate < b.rate; });
+        std::sort(sweep.begin(), sweep.end(), [](const SweepRow& x, const SweepRow& y) { return x.rate < y.rate; });
         for (const auto& row : sweep) {
           // Saturation: the engine completes requests more slowly than they arrive (below 90 %).
           if (knee == 0 && row.m.request_throughput < 0.9 * row.rate) knee = row.rate;
