@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # Installs bneck's build dependencies from Debian packages (skips what is already installed).
 # --fuzz: also clang and its sanitizer/libFuzzer runtimes (the `fuzz` preset, tools/fuzz-smoke.sh);
-# --python: the Python headers and venv for `pip install .` (tools/python-check.sh).
+# --python: accepted for compatibility (python3-dev and python3-venv, for `pip install .`, are always installed).
 # git: the commit `bneck --version` names; dpkg-dev: `cpack -G DEB` (dpkg-shlibdeps); Open MPI: the
 # distributed sweep (`mpirun -np N bneck sweep`, optional at build time); chromium: the HTML report's
 # test in a real browser (tests/report_check.sh).
 set -euo pipefail
 pkgs=(cmake ninja-build g++ libboost-graph-dev nlohmann-json3-dev libcli11-dev libeigen3-dev catch2
-      libsqlite3-dev zlib1g-dev sqlite3 libre2-dev pkg-config git dpkg-dev libopenmpi-dev openmpi-bin chromium)
+      libsqlite3-dev zlib1g-dev sqlite3 libre2-dev pkg-config git dpkg-dev libopenmpi-dev openmpi-bin chromium python3 python3-venv python3-dev python3-pip)
 for a in "$@"; do
   case "$a" in
     --fuzz) pkgs+=(clang-14 libclang-rt-14-dev) ;;
-    --python) pkgs+=(python3 python3-venv python3-dev python3-pip) ;;  # pip install . (tools/python-check.sh)
+    --python) ;;  # (the Python headers and venv are in the default list now)
   esac
 done
 missing=()
