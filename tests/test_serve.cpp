@@ -315,7 +315,7 @@ TEST_CASE("bneck serve: bad input exits 2 with one line naming the file and line
   std::string longreq = write_tmp("long.jsonl", "{\"id\": \"x\", \"arrival_s\": 0, \"prompt_tokens\": 5000, \"output_tokens\": 10}\n");
   r = run_bneck("serve --model '" + cfg + "' --hw h200-sxm --block-size 16 --num-blocks 100 --requests '" + longreq + "'");
   CHECK(r.code == 2);
-  CHECK_THAT(r.err, Catch::Contains(longreq) && Catch::Contains("request x") && Catch::Contains("KV blocks"));
+  CHECK_THAT(r.err, Catch::Contains(longreq + ":1: request x") && Catch::Contains("KV blocks"));
   // A trace without engine step ranges cannot calibrate.
   r = run_bneck("serve --model '" + cfg + "' --hw h200-sxm --num 5 --calibrate '" + demo_trace() + "'");
   CHECK(r.code == 2);

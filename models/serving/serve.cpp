@@ -84,6 +84,7 @@ std::vector<Request> load_request_log(const std::string& path) {
         for (std::int64_t k = 0; k < r.output; ++k) r.token_times.push_back(r.output == 1 ? a : a + (b - a) * k / (r.output - 1));
       }
     });
+    r.line = ln;
     out.push_back(std::move(r));
     if (out.size() > 10'000'000) throw InputError(path, "more than 10 million requests");
   }
@@ -215,7 +216,8 @@ class Simulator {
       res_.requests[i].token_times.reserve(static_cast<std::size_t>(reqs[i].output));
       const std::int64_t need = ceil_div(reqs[i].prompt + reqs[i].output, eng.block_size);
       if (need > eng.num_blocks)
-        throw InputError("request " + reqs[i].id + " (" + std::to_string(reqs[i].prompt) + " + " + std::to_string(reqs[i].output) +
+        throw InputError((reqs[i].line ? std::to_string(reqs[i].line) + ": " : std::string()) + "request " + reqs[i].id + " (" +
+                         std::to_string(reqs[i].prompt) + " + " + std::to_string(reqs[i].output) +
                          " tokens) needs " + std::to_string(need) + " KV blocks; the cache has " + std::to_string(eng.num_blocks));
     }
     free_ = eng.num_blocks;

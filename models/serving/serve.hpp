@@ -30,6 +30,7 @@ struct Request {
   // Measured (a log of a real run): times of each output token, first and last.
   std::vector<TimeNs> token_times;
   TimeNs measured_finish = -1;  // finish_s (a static batch's log has no token times)
+  std::size_t line = 0;         // in its log (0: generated)
   bool measured() const { return !token_times.empty() || measured_finish >= 0; }
 };
 

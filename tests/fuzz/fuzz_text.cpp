@@ -77,7 +77,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         e.block_size = 16;
         e.num_blocks = std::max<std::int64_t>(64, bneck::serve::blocks_for_memory(bneck::serve::default_kv_memory(hw, llm, e), llm, 16) % 100000);
         std::vector<bneck::serve::Request> reqs(3);
-        for (int i = 0; i < 3; ++i) reqs[i] = {std::to_string(i), i * 1000000, 100, 20, {}, -1};
+        for (int i = 0; i < 3; ++i) reqs[i] = {std::to_string(i), i * 1000000, 100, 20, {}, -1, 0};
         auto r = bneck::serve::simulate(reqs, e, m, false);
         (void)bneck::serve::summarize(reqs, r.requests, {});
         break;

@@ -1,5 +1,6 @@
 #include "tools/views/serve_view.hpp"
 
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <iomanip>
@@ -190,7 +191,8 @@ json run_serve(const ServeArgs& a, std::ostream* text) {
       try {
         res = simulate(reqs, eng, model, !a.chrome_out.empty());
       } catch (const InputError& e) {
-        throw InputError(generated ? std::string("generated requests: ") + e.what() : a.requests_path + ": " + e.what());
+        throw InputError(generated ? std::string("generated requests: ") + e.what()
+                                   : a.requests_path + (std::isdigit(static_cast<unsigned char>(e.what()[0])) ? ":" : ": ") + e.what());
       }
       const double sim_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_sim).count();
       const Metrics m = summarize(reqs, res.requests, slo);
