@@ -52,11 +52,11 @@ std::map<std::string, double> measured() {
 
 TEST_CASE("launch-queue backpressure: a faster GPU releases a host that waited on a full queue (hand-computed)", "[whatif]") {
   // 1000 kernels of 100 us on one stream, each launched by a 1 us call 1 us after the previous
-  // call; the queue holds 300: call k >= 300 returns when kernel k - 300 ends. Measured: kernel k
+  // call; the queue holds 600: call k >= 600 returns when kernel k - 600 ends. Measured: kernel k
   // starts at max(call k's end, kernel k-1's end) = 1 us + k x 100 us; the range's device work
   // spans 100 ms. --scale 2 on the kernels: the GPU needs 50 ms and the host, at its own pace (2 us
   // a launch), 2 ms: 50 ms. Kept as measured, the blocked calls would hold the host to 100 ms.
-  const int n = 1000, q = 300;
+  const int n = 1000, q = 600;
   std::vector<double> call_s(n), call_e(n), ks(n), ke(n);
   for (int k = 0; k < n; ++k) {
     call_s[k] = k == 0 ? 0 : call_e[k - 1] + 1;

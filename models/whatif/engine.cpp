@@ -338,8 +338,8 @@ WhatIfEngine::WhatIfEngine(const Trace& t, std::shared_ptr<const Graph> base, Hw
 // host runs that far ahead of the GPU, each launch call waits until the kernel launched Q calls
 // earlier completes, and the host's time (inside the calls and between them) is the GPU's pace,
 // not its own. Kept as measured, that pace would stay whatever a what-if does to the GPU. So, on
-// a device whose trace shows a full queue (the most work in flight, launched and not ended, is a
-// few hundred or more), each launch made at that level gets an end-to-end edge from the device op
+// a device whose trace shows a full queue (the most work in flight, launched and not ended, is 512
+// or more: the driver's queue held 1022 on the H200 here), each launch made at that level gets an end-to-end edge from the device op
 // launched Q calls before it (delay: the measured gap, so replaying the measurement is unchanged),
 // and the host's time on that thread while the queue was full (call durations, and the CPU time
 // between calls) is scaled to the thread's own pace: its mean time per launch while the queue was
@@ -376,7 +376,7 @@ void WhatIfEngine::find_blocked_launches() {
   std::size_t nfull = 0;
   for (OpId i = 0; i < t.ops.size(); ++i) {
     const std::uint32_t d = dev_of[i];
-    if (d == kNone || most[d] < 256) continue;
+    if (d == kNone || most[d] < 512) continue;
     full[i] = in_flight(d, t.ops[i].start) >= most[d] * 98 / 100;
     nfull += full[i];
   }
