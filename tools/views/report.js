@@ -51,11 +51,14 @@
   let tmax = 1;
   for (const k of ["measured", "simulated"]) for (const r of T[k]) tmax = Math.max(tmax, r[1] + r[2]);
   const W = 1200, LW = 170, RH = 18, H = 24 + RH * Math.max(1, T.lanes.length);
+  // SVG coordinates in units of U ns, at most 1e6 of them: renderers clamp large coordinates
+  // (Chromium's near 3e7), which squeezed a second-long trace into its first 40 ms.
+  const U = Math.max(1, tmax / 1e6);
   const views = [];
   let v0 = 0, v1 = tmax;
   const redraw = () => {
     for (const v of views) {
-      v.g.setAttribute("transform", "translate(" + LW + ",0) scale(" + (W - LW) / (v1 - v0) + ",1) translate(" + -v0 + ",0)");
+      v.g.setAttribute("transform", "translate(" + LW + ",0) scale(" + ((W - LW) * U) / (v1 - v0) + ",1) translate(" + -v0 / U + ",0)");
       v.axis.textContent = fmt(v0) + " .. " + fmt(v1) + " (" + fmt(v1 - v0) + " shown)";
     }
   };
@@ -74,7 +77,7 @@
     for (let k = 0; k < rows.length; k++) {
       const [id, start, dur] = rows[k];
       const [ni, lane, cls, crit, slack] = T.ops[k];
-      const r = el("svg:rect", { x: start, y: 20 + RH * lane + 2, width: Math.max(dur, (tmax / (W - LW)) * 0.5), height: RH - 5,
+      const r = el("svg:rect", { x: start / U, y: 20 + RH * lane + 2, width: Math.max(dur, (tmax / (W - LW)) * 0.5) / U, height: RH - 5,
         fill: COLORS[cls] || "#999", class: "op " + (kind === "measured" ? "m" : "s") + (crit ? " critical" : ""), "data-id": id }, g);
       const text = T.names[ni] + "\n" + fmt(dur) + (kind === "simulated" ? ", slack " + fmt(slack) + (crit ? ", critical" : "") : "") + " (op " + id + ")";
       r.addEventListener("mousemove", (ev) => showTip(ev, text));
@@ -113,7 +116,9 @@
     x += w;
   });
   table(cp, ["class", "time on the path", "share"], Object.entries(bd).map(([k, v]) => [k, fmt(v), ((100 * v) / total).toFixed(1) + " %"]));
-  table(cp, ["op on the critical path (first 40)", "kind", "start", "duration"], (R.critical_path || []).slice(0, 40).map((o) => [o.name, o.kind, fmt(o.start_ns), fmt(o.end_ns - o.start_ns)]));
+  const cps = R.critical_path || [], c0 = cps.length ? Math.min(...cps.map((o) => o.start_ns)) : 0;
+  table(cp, ["op on the critical path (first 40 of " + cps.length + ")", "kind", "start (from the path's first)", "duration"],
+    cps.slice(0, 40).map((o) => [o.name, o.kind, fmt(o.start_ns - c0), fmt(o.end_ns - o.start_ns)]));
 
   // Overlap and idle per rank.
   const ov = section("overlap", "Overlap and idle per rank");
