@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 
+#include "sim/analysis/ranges.hpp"
 #include "sim/base/error.hpp"
 
 namespace bneck::serve {
@@ -42,12 +43,6 @@ bool parse_shape(const std::string& name, StepShape& s) {
   s.logits = s.seqs;
   s.qkv_seq = kv.count("qkv") ? kv["qkv"] : static_cast<double>(s.q) * static_cast<double>(s.kv) / std::max<double>(1, static_cast<double>(s.seqs));
   return s.seqs > 0 && s.q > 0;
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
 // NNLS with one pass of outlier removal: rows whose residual exceeds 5 median absolute residuals

@@ -16,25 +16,6 @@ bool inside(const Trace& t, std::size_t r, std::size_t ancestor) {
   return false;
 }
 
-// Union of [start, end) intervals.
-TimeNs union_ns(std::vector<std::pair<TimeNs, TimeNs>> v) {
-  std::sort(v.begin(), v.end());
-  TimeNs total = 0, cur_s = 0, cur_e = -1;
-  bool open = false;
-  for (auto [s, e] : v) {
-    if (!open || s > cur_e) {
-      if (open) total += cur_e - cur_s;
-      cur_s = s;
-      cur_e = e;
-      open = true;
-    } else {
-      cur_e = std::max(cur_e, e);
-    }
-  }
-  if (open) total += cur_e - cur_s;
-  return total;
-}
-
 }  // namespace
 
 std::vector<GenerationBudget> pipeline_budget(const Trace& t, const std::string& gen_regex, const std::string& step_regex) {
@@ -72,7 +53,7 @@ std::vector<GenerationBudget> pipeline_budget(const Trace& t, const std::string&
       end = std::max(end, t.ops[i].end());
       iv.emplace_back(t.ops[i].start, t.ops[i].end());
     }
-    b.gpu_busy_ns = union_ns(iv);
+    b.gpu_busy_ns = interval_union(iv);
     b.total_ns = end - gr.start;
     std::vector<std::size_t> mine;
     for (std::size_t s : steps)
@@ -111,7 +92,7 @@ std::vector<GenerationBudget> pipeline_budget(const Trace& t, const std::string&
       std::vector<OpId> v = dev(r);
       std::vector<std::pair<TimeNs, TimeNs>> siv;
       for (OpId i : v) siv.emplace_back(t.ops[i].start, t.ops[i].end());
-      st.gpu_busy = union_ns(siv);
+      st.gpu_busy = interval_union(siv);
       if (!v.empty()) {
         auto sp = span(v);
         // Outside the denoising stretch [s0, last_end).

@@ -79,10 +79,7 @@ Span span_of(const std::vector<NodeId>& nodes, const SimResult& r) {
   return s;
 }
 
-TimeNs busy_union(const std::vector<NodeId>& nodes, const std::vector<bool>& sel, const SimResult& r) {
-  std::vector<std::pair<TimeNs, TimeNs>> iv;
-  for (NodeId o : nodes)
-    if (o < sel.size() && sel[o]) iv.emplace_back(r.start[o], r.end[o]);
+TimeNs interval_union(std::vector<std::pair<TimeNs, TimeNs>> iv) {
   std::sort(iv.begin(), iv.end());
   TimeNs total = 0, cs = 0, ce = 0;
   bool open = false;
@@ -98,6 +95,13 @@ TimeNs busy_union(const std::vector<NodeId>& nodes, const std::vector<bool>& sel
   }
   if (open) total += ce - cs;
   return total;
+}
+
+TimeNs busy_union(const std::vector<NodeId>& nodes, const std::vector<bool>& sel, const SimResult& r) {
+  std::vector<std::pair<TimeNs, TimeNs>> iv;
+  for (NodeId o : nodes)
+    if (o < sel.size() && sel[o]) iv.emplace_back(r.start[o], r.end[o]);
+  return interval_union(std::move(iv));
 }
 
 TimeNs amdahl_ns(TimeNs baseline, double fraction, double factor) {

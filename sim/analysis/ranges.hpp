@@ -40,6 +40,8 @@ std::vector<OpId> range_critical_path(const SimResult& r, const RangeSpan& rs);
 
 // Span of the nodes in a simulated schedule.
 Span span_of(const std::vector<NodeId>& nodes, const SimResult& r);
+// Total length of the union of [start, end) intervals.
+TimeNs interval_union(std::vector<std::pair<TimeNs, TimeNs>> iv);
 // Busy time (union of intervals) of the nodes with sel[n] among `nodes`.
 TimeNs busy_union(const std::vector<NodeId>& nodes, const std::vector<bool>& sel, const SimResult& r);
 // Amdahl's law: a run of `baseline` in which a `fraction` of the time gets `factor` x faster.
