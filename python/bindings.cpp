@@ -90,6 +90,8 @@ std::string serve_text(const std::map<std::string, std::string>& kw) {
     else if (k == "requests") a.requests_path = v;
     else if (k == "calibrate") a.calib_trace = v;
     else if (k == "calibrate_log") a.calib_log = v;
+    else if (k == "warmup_requests") a.warmup_path = v;
+    else if (k == "engine_wake") a.wake = v;
     else if (k == "policy") a.policy = v;
     else if (k == "kv_memory") a.kv_memory = v;
     else if (k == "slo_ttft") a.slo_ttft = v;

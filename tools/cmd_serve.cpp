@@ -1,5 +1,5 @@
 // bneck serve --model CONFIG.json --hw SPEC (--requests LOG.jsonl | --rate R --num N ...)
-//             [--calibrate TRACE --calibrate-log LOG.jsonl] [--policy continuous|static]
+//             [--calibrate TRACE --calibrate-log LOG.jsonl] [--warmup-requests LOG.jsonl] [--engine-wake T] [--policy continuous|static]
 //             [--max-batch-tokens N] [--max-seqs N] [--block-size N] [--num-blocks N | --kv-memory M]
 //             [--chunked-prefill N] [--cuda-graph] [--slo-ttft T --slo-tpot T] [--rates R1,R2,...]
 //             [--json FILE] [--chrome-trace FILE]
@@ -28,6 +28,8 @@ void add_serve(CLI::App& sub, Action& action) {
   sub.add_option("--seed", a.seed, "generator seed")->capture_default_str();
   sub.add_option("--calibrate", a.calib_trace, "a trace (nsys, Kineto) of the real engine, its steps marked (README)");
   sub.add_option("--calibrate-log", a.calib_log, "the request log of the calibration run (or of its requests served unprofiled)");
+  sub.add_option("--warmup-requests", a.warmup_path, "requests the engine served before these (its warm-up), JSONL: their step shapes are built already");
+  sub.add_option("--engine-wake", a.wake, "an idle engine starts a step this long after the request that wakes it ('200 us'; default 0)");
   sub.add_option("--policy", a.policy, "continuous | static")->check(CLI::IsMember({"continuous", "static"}))->capture_default_str();
   sub.add_option("--max-batch-tokens", a.max_batch_tokens, "tokens per step (the scheduler's budget)")->capture_default_str();
   sub.add_option("--max-seqs", a.max_seqs, "sequences per step (static: the batch size)")->capture_default_str();

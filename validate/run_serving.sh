@@ -9,10 +9,12 @@ set -u
 export PYTHONUNBUFFERED=1
 W=validate/workloads/serving.py; O=/tmp/serving; mkdir -p $O
 L="--prompt-len 32,512 --output-len 16,128 --warmup 8"
-run() { name=$1; shift; timeout 200 python3 $W $L "$@" --log $O/$name.jsonl > $O/$name.out 2>&1; grep -h "^policy" $O/$name.out || tail -5 $O/$name.out; }
+# Results go to $OUT after every run (a run cut short by the device's time limit keeps the others).
+save() { tar cf $OUT/serving.tar --exclude cal.sqlite -C /tmp serving; }
+run() { name=$1; shift; timeout 200 python3 $W $L "$@" --log $O/$name.jsonl --warmup-log $O/${name}_warmup.jsonl > $O/$name.out 2>&1; grep -h "^policy" $O/$name.out || tail -5 $O/$name.out; save; }
 source .nsys/env.sh
 timeout 300 nsys profile -t cuda,nvtx --sample=none --cpuctxsw=none -o $O/cal --force-overwrite true \
-  python3 $W $L --rate 6 --num 40 --log $O/cal.jsonl --steplog $O/cal_steps.jsonl --config-out $O/config.json > $O/cal.out 2>&1
+  python3 $W $L --rate 6 --num 40 --log $O/cal.jsonl --steplog $O/cal_steps.jsonl --warmup-log $O/cal_warmup.jsonl --config-out $O/config.json > $O/cal.out 2>&1
 grep -h "^policy" $O/cal.out || tail -5 $O/cal.out
 timeout 200 nsys export --type sqlite -o $O/cal.sqlite $O/cal.nsys-rep > /dev/null 2>&1
 rm -f $O/cal.nsys-rep
@@ -24,13 +26,12 @@ c.execute("DELETE FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE correlationId NOT IN (S
 c.commit(); c.execute("VACUUM"); c.close()
 PY
 ls -la $O/cal.sqlite
+# (xz hung past the device's 10-minute limit once: gzip -1 it is, split to fit the 16 MiB per file.)
+gzip -1 -c $O/cal.sqlite | split -b 15M - $OUT/cal.sqlite.gz.part-
 run cal_unprof --rate 6 --num 40 --steplog $O/cal_unprof_steps.jsonl
-run rate3 --rate 3 --num 100 --seed 2 --steplog $O/rate3_steps.jsonl
-run rate10 --rate 10 --num 100 --seed 3 --steplog $O/rate10_steps.jsonl
 run offline --rate 0 --num 100 --seed 4 --steplog $O/offline_steps.jsonl
+run rate10 --rate 10 --num 100 --seed 3 --steplog $O/rate10_steps.jsonl
 run graph6 --rate 6 --num 100 --seed 5 --cuda-graph --steplog $O/graph6_steps.jsonl
 run static --policy static --rate 0 --num 100 --seed 4 --static-batch 32
-# (xz hung past the device's 10-minute limit once: gzip -1 it is, split to fit the 16 MiB per file.)
-tar cf $OUT/serving.tar --exclude cal.sqlite -C /tmp serving
-gzip -1 -c $O/cal.sqlite | split -b 15M - $OUT/cal.sqlite.gz.part-
+run rate3 --rate 3 --num ${RATE3_NUM:-100} --seed 2 --steplog $O/rate3_steps.jsonl
 ls -la $OUT

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "sim/analysis/ranges.hpp"
@@ -18,10 +19,12 @@ struct StepObs {
   TimeNs prepare = -1, update = -1;
   TimeNs gpu = 0, first_kernel = -1, last_launch = -1;
   std::int64_t kernels = 0;
+  std::pair<double, double> key;  // the shape as the engine keys it: (qpad, kvpad) when given, else (q, kv)
+  std::vector<std::pair<TimeNs, TimeNs>> launches;  // launch calls inside the forward: start, end
 };
 
 // "forward q=512 kv=3119 seqs=11 qkv=...": the shape, or nullopt if q, kv or seqs is missing.
-bool parse_shape(const std::string& name, StepShape& s) {
+bool parse_shape(const std::string& name, StepShape& s, std::pair<double, double>& key) {
   if (name.rfind("forward", 0) != 0) return false;
   std::map<std::string, double> kv;
   std::istringstream in(name.substr(7));
@@ -42,6 +45,7 @@ bool parse_shape(const std::string& name, StepShape& s) {
   s.seqs = static_cast<std::int64_t>(kv["seqs"]);
   s.logits = s.seqs;
   s.qkv_seq = kv.count("qkv") ? kv["qkv"] : static_cast<double>(s.q) * static_cast<double>(s.kv) / std::max<double>(1, static_cast<double>(s.seqs));
+  key = {kv.count("qpad") ? kv["qpad"] : kv["q"], kv.count("kvpad") ? kv["kvpad"] : kv["kv"]};
   return s.seqs > 0 && s.q > 0;
 }
 
@@ -82,7 +86,7 @@ CalibrationReport calibrate_step_model(const Trace& trace, StepCostModel& m) {
   for (std::uint32_t i = 0; i < trace.ranges.size(); ++i) {
     const Range& r = trace.ranges[i];
     StepObs o;
-    if (!parse_shape(trace.strings.str(r.name), o.shape) || r.end <= r.start) continue;
+    if (!parse_shape(trace.strings.str(r.name), o.shape, o.key) || r.end <= r.start) continue;
     o.range = i;
     by_lane[r.lane].push_back(obs.size());
     obs.push_back(o);
@@ -117,7 +121,10 @@ CalibrationReport calibrate_step_model(const Trace& trace, StepCostModel& m) {
   for (const Op& op : trace.ops) {
     if (op.kind == OpKind::Api) {
       if (op.api_class() == ApiClass::Launch || op.api_class() == ApiClass::MemcpyAsync)
-        if (StepObs* o = holder(op)) o->last_launch = std::max(o->last_launch, op.end());
+        if (StepObs* o = holder(op)) {
+          o->last_launch = std::max(o->last_launch, op.end());
+          o->launches.emplace_back(op.start, op.end());
+        }
       continue;
     }
     if (op.link == kNone || op.link >= trace.ops.size()) continue;
@@ -172,11 +179,72 @@ CalibrationReport calibrate_step_model(const Trace& trace, StepCostModel& m) {
     std::copy(c.begin(), c.end(), m.gpu.begin());
     rep.gpu_rms_ns = std::min(rms_seq, rms_packed);
   }
+  // Shapes met the first time (in the trace's order, the engine's warm-up included) against repeated
+  // ones. A plan built for a new shape shows as one long pause between two launches of the forward:
+  // its longest gap. The build time is the longest gap of first-time steps less that of repeated
+  // steps (or, with fewer than 3 repeats, less the first-time steps' second-longest gap).
+  std::vector<double> miss_gap, miss_gap2, hit_gap;
+  std::vector<char> first_time(obs.size(), 0);
+  {
+    std::vector<std::size_t> order;
+    for (std::size_t i = 0; i < obs.size(); ++i) order.push_back(i);
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return trace.ranges[obs[a].range].start < trace.ranges[obs[b].range].start; });
+    std::set<std::pair<double, double>> met;
+    for (std::size_t i : order) first_time[i] = met.insert(obs[i].key).second ? 1 : 0;
+  }
+  std::vector<double> gap1(obs.size(), 0), gap2(obs.size(), 0);
+  for (std::size_t i = 0; i < obs.size(); ++i) {
+    StepObs& o = obs[i];
+    if (o.kernels == 0 || o.launches.empty()) continue;
+    std::sort(o.launches.begin(), o.launches.end());
+    TimeNs prev = trace.ranges[o.range].start;
+    for (const auto& [b, e] : o.launches) {
+      const double g = static_cast<double>(std::max<TimeNs>(0, b - prev));
+      if (g > gap1[i]) {
+        gap2[i] = gap1[i];
+        gap1[i] = g;
+      } else if (g > gap2[i]) {
+        gap2[i] = g;
+      }
+      prev = std::max(prev, e);
+    }
+    if (first_time[i]) {
+      miss_gap.push_back(gap1[i]);
+      miss_gap2.push_back(gap2[i]);
+    } else {
+      hit_gap.push_back(gap1[i]);
+    }
+  }
+  m.shape_build = 0;
+  std::string build_note = "no plan build per new shape seen (" + std::to_string(miss_gap.size()) + " first-time shapes, " +
+                           std::to_string(hit_gap.size()) + " repeated)";
+  if (!ly.empty() && miss_gap.size() >= 8) {
+    const double base = hit_gap.size() >= 3 ? median(hit_gap) : median(miss_gap2);
+    const double build = median(miss_gap) - base;
+    // A build worth modelling: at least a tenth of a forward's launch time.
+    if (build > 0.1 * median(ly)) {
+      m.shape_build = static_cast<TimeNs>(build);
+      build_note = "shape build = " + fmt(build / 1e6) + " ms on a step whose shape (q, kv) is new: the longest launch gap of " +
+                   std::to_string(miss_gap.size()) + " first-time steps, median " + fmt(median(miss_gap) / 1e6) + " ms, against " +
+                   (hit_gap.size() >= 3 ? fmt(base / 1e6) + " ms on " + std::to_string(hit_gap.size()) + " repeated ones"
+                                        : fmt(base / 1e6) + " ms (their second-longest gap; " + std::to_string(hit_gap.size()) + " repeats)");
+    }
+  }
   if (!ly.empty()) {
     // The host issues a forward's kernels one by one whatever the batch holds: its time is the
     // kernels it launches times the median time per launch (a median, since a profiler's own
     // pauses and a garbage collection land on some steps; the sequence-dependent host work is in
-    // prepare and update).
+    // prepare and update). A first-time step's build is taken out of its launch time.
+    ly.clear();
+    ly_per_kernel.clear();
+    for (std::size_t i = 0; i < obs.size(); ++i) {
+      const StepObs& o = obs[i];
+      if (o.kernels == 0 || o.last_launch <= trace.ranges[o.range].start) continue;
+      double l = static_cast<double>(o.last_launch - trace.ranges[o.range].start);
+      if (m.shape_build > 0 && first_time[i]) l -= gap1[i] - gap2[i];
+      ly.push_back(l);
+      ly_per_kernel.push_back(l / static_cast<double>(o.kernels));
+    }
     m.launch = {median(ly_per_kernel) * median(kernels), 0, 0};
     double ss = 0;
     for (double y : ly) ss += (y - m.launch[0]) * (y - m.launch[0]);
@@ -210,6 +278,7 @@ CalibrationReport calibrate_step_model(const Trace& trace, StepCostModel& m) {
   m.notes.push_back("prepare = " + fmt(m.prepare[0] / 1e3) + " us + " + fmt(m.prepare[1] / 1e3) + " us/seq + " + fmt(m.prepare[2] / 1e3) +
                     " us/token + " + fmt(m.prepare[3] / 1e3) + " us/KV token; update = " + fmt(m.update[0] / 1e3) + " us + " +
                     fmt(m.update[1] / 1e3) + " us/seq");
+  m.notes.push_back(build_note);
   return rep;
 }
 

@@ -13,6 +13,14 @@
 // 4 x heads x head_dim FLOPs per (query, key) pair, counted per sequence (sum of q_i x kv_i: flash
 // and paged kernels) or over the packed batch (q x kv: one masked attention over all sequences, as
 // transformers' paged|sdpa does), and kv_read(kv) the time to read that many tokens of KV cache.
+// A step whose shape the engine has not met before pays `shape_build` more host time: the engine
+// (or a library under it) builds a plan for that shape before the step's kernels can run. In
+// transformers' paged|sdpa engine on the H200 it is cuDNN's SDPA graph, built once per (query
+// tokens, KV tokens) pair: 45-60 ms on the first step of a shape, against a 13-20 ms forward on a
+// repeated shape, and without CUDA graphs nearly every decode step meets a new KV length. With
+// CUDA graphs the padded shapes repeat; a new one is captured: build + two eager passes (the
+// capture's warm-up and the capture itself) + the replay. The simulation keeps the set of shapes
+// met (serve.hpp), the engine's warm-up included; calibration fits `shape_build` (calibrate.hpp).
 // Without calibration the coefficients are the hardware model's (c1 = c2 = c3 = 1, launch = kernels
 // x the spec's host launch overhead) and the host terms are stated assumptions; `calibrate_step_model`
 // (calibrate.hpp) fits every coefficient to a trace of the real engine.
@@ -55,6 +63,7 @@ const char* to_string(AttentionForm f);
 
 struct StepTime {
   TimeNs prepare = 0, forward = 0, update = 0, gpu = 0;
+  TimeNs build = 0;  // of forward: the plan built for a shape met the first time
   TimeNs total() const { return prepare + forward + update; }
 };
 
@@ -76,13 +85,15 @@ struct StepCostModel {
   TimeNs tail = 0;                  // last launch to the forward's end (last kernels, copy back, sync)
   double kernels_per_step = 0;
   TimeNs graph_launch = 0, graph_node = 0;
+  TimeNs shape_build = 0;           // host time of a step on a shape met the first time (0: none)
   std::string source;
   std::vector<std::string> notes;  // what was assumed or fitted, with residuals
 
   // The hardware-model features of a shape: [1, gemm ns, attention ns, kv-read ns, seqs, q].
   std::array<double, 6> features(const StepShape& s) const;
   TimeNs gpu_time(const StepShape& s) const;
-  StepTime time(const StepShape& s, bool cuda_graph) const;
+  // `new_shape`: the engine meets this (padded) shape for the first time (see shape_build).
+  StepTime time(const StepShape& s, bool cuda_graph, bool new_shape = false) const;
 
   // Filled by hardware_step_model: the roofline pieces the features are made of.
   LlmConfig llm;

@@ -223,7 +223,11 @@ class Simulator {
     free_ = eng.num_blocks;
   }
 
+  // Shapes met before (a warm-up's); the ones this run meets are added.
+  std::set<ShapeKey> shapes;
+
   ServeResult run() {
+    if (!reqs_.empty()) now_ = reqs_.front().arrival + eng_.wake;  // the engine starts idle
     if (eng_.policy == Policy::Static)
       run_static();
     else
@@ -238,6 +242,7 @@ class Simulator {
   bool keep_;
   ServeResult res_;
   std::int64_t free_ = 0;
+  std::int64_t batches_ = 0;  // static batches so far
   TimeNs now_ = 0;
   std::size_t next_ = 0;
   std::deque<Seq> waiting_;
@@ -248,6 +253,16 @@ class Simulator {
   }
 
   std::int64_t context(const Seq& s) const { return reqs_[s.req].prompt + s.generated; }
+
+  // The step's time on its (padded) shape `ps`, a new shape paying the plan build.
+  StepTime step_time(const StepShape& ps) {
+    bool fresh = false;
+    if (model_.shape_build > 0 || eng_.cuda_graph) {
+      fresh = shapes.emplace(ps.batched ? batches_ : 0, ps.q, ps.kv).second;
+      res_.new_shapes += fresh ? 1 : 0;
+    }
+    return model_.time(ps, eng_.cuda_graph, fresh);
+  }
 
   void record(const StepShape& sh, std::int64_t prefills, StepTime t) {
     ++res_.step_count;
@@ -290,7 +305,7 @@ class Simulator {
       admit_arrivals();
       if (waiting_.empty() && running_.empty()) {
         if (next_ >= reqs_.size()) break;
-        now_ = reqs_[next_].arrival;
+        now_ = std::max(now_, reqs_[next_].arrival + eng_.wake);
         continue;
       }
       batch.clear();
@@ -373,7 +388,7 @@ class Simulator {
       }
       const StepShape ps = pad(sh);
       res_.padded_tokens += ps.q - sh.q;
-      const StepTime t = model_.time(ps, eng_.cuda_graph);
+      const StepTime t = step_time(ps);
       record(sh, prefills, t);
       now_ += std::max<TimeNs>(t.total(), 1);
       // Tokens: a sequence whose context is now all in the cache samples one.
@@ -405,7 +420,7 @@ class Simulator {
       admit_arrivals();
       if (waiting_.empty()) {
         if (next_ >= reqs_.size()) break;
-        now_ = reqs_[next_].arrival;
+        now_ = std::max(now_, reqs_[next_].arrival + eng_.wake);
         continue;
       }
       std::vector<Seq> batch;
@@ -422,6 +437,7 @@ class Simulator {
       }
       const std::int64_t b = static_cast<std::int64_t>(batch.size());
       for (const auto& s : batch) res_.requests[s.req].scheduled = now_;
+      ++batches_;
       for (std::int64_t step = 0; step < omax; ++step) {
         StepShape sh;
         sh.batched = true;
@@ -434,7 +450,7 @@ class Simulator {
         std::int64_t real = 0;
         for (const auto& s : batch) real += step == 0 ? reqs_[s.req].prompt : (reqs_[s.req].output > step ? 1 : 0);
         res_.padded_tokens += sh.q - real;
-        const StepTime t = model_.time(sh, eng_.cuda_graph);
+        const StepTime t = step_time(sh);
         record(sh, step == 0 ? b : 0, t);
         now_ += std::max<TimeNs>(t.total(), 1);
         for (const auto& s : batch) {
@@ -532,7 +548,14 @@ Metrics metrics(const std::vector<Request>& reqs, const std::vector<const std::v
 }  // namespace
 
 ServeResult simulate(const std::vector<Request>& reqs, const EngineConfig& eng, const StepCostModel& model, bool keep_steps) {
-  return Simulator(reqs, eng, model, keep_steps).run();
+  if (eng.warmup.empty()) return Simulator(reqs, eng, model, keep_steps).run();
+  EngineConfig plain = eng;
+  plain.warmup.clear();
+  Simulator warm(eng.warmup, plain, model, false);
+  (void)warm.run();
+  Simulator sim(reqs, plain, model, keep_steps);
+  sim.shapes = std::move(warm.shapes);
+  return sim.run();
 }
 
 Metrics summarize(const std::vector<Request>& reqs, const std::vector<RequestResult>& res, const Slo& slo) {

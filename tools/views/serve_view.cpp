@@ -89,7 +89,8 @@ void write_chrome(const std::vector<Request>& reqs, const ServeResult& r, std::o
   ev.push_back({{"ph", "M"}, {"pid", 2}, {"name", "process_name"}, {"args", {{"name", "requests"}}}});
   for (const auto& s : r.steps) {
     const double t0 = static_cast<double>(s.start) / 1e3;
-    json args = {{"q", s.shape.q}, {"kv", s.shape.kv}, {"seqs", s.shape.seqs}, {"prefills", s.prefills}, {"gpu_us", static_cast<double>(s.time.gpu) / 1e3}};
+    json args = {{"q", s.shape.q}, {"kv", s.shape.kv}, {"seqs", s.shape.seqs}, {"prefills", s.prefills}, {"gpu_us", static_cast<double>(s.time.gpu) / 1e3},
+                 {"build_us", static_cast<double>(s.time.build) / 1e3}};
     ev.push_back({{"ph", "X"}, {"pid", 1}, {"tid", 1}, {"ts", t0}, {"dur", static_cast<double>(s.time.total()) / 1e3},
                   {"name", "step q=" + std::to_string(s.shape.q) + " seqs=" + std::to_string(s.shape.seqs)}, {"args", args}});
     double t = t0;
@@ -186,6 +187,9 @@ json run_serve(const ServeArgs& a, std::ostream* text) {
         throw InputError("--calibrate-log needs --calibrate TRACE");
       }
 
+      if (!a.warmup_path.empty()) eng.warmup = load_request_log(a.warmup_path);
+      if (!a.wake.empty()) eng.wake = parse_duration(a.wake);
+
       const auto t_sim = std::chrono::steady_clock::now();
       ServeResult res;
       try {
@@ -244,11 +248,14 @@ json run_serve(const ServeArgs& a, std::ostream* text) {
         j["hw"] = hw.name;
         j["kv_cache"] = {{"blocks", eng.num_blocks}, {"block_size", eng.block_size}, {"tokens", eng.num_blocks * eng.block_size}, {"bytes", kv_bytes}};
         j["engine"] = {{"max_batch_tokens", eng.max_batch_tokens}, {"max_seqs", eng.max_seqs}, {"chunked_prefill", eng.chunked_prefill},
-                       {"cuda_graph", eng.cuda_graph}, {"kv_watermark", eng.watermark}};
+                       {"cuda_graph", eng.cuda_graph}, {"kv_watermark", eng.watermark},
+                       {"wake_ns", eng.wake}};
         j["step_model"] = {{"source", model.source}, {"notes", model.notes}, {"attention", to_string(model.form)}, {"host_scale", model.host_scale}};
         j["steps"] = res.step_count;
         j["preemptions"] = res.preemptions;
         j["padded_tokens"] = res.padded_tokens;
+        j["new_shapes"] = res.new_shapes;
+        j["warmup_requests"] = eng.warmup.size();
         json rq = json::array();
         for (std::size_t i = 0; i < reqs.size(); ++i)
           rq.push_back({{"id", reqs[i].id},
@@ -308,7 +315,8 @@ json run_serve(const ServeArgs& a, std::ostream* text) {
       print_row(o, "request throughput", m.request_throughput, meas.request_throughput, has_meas, "requests/s");
       print_row(o, "output throughput", m.output_throughput, meas.output_throughput, has_meas, "tokens/s");
       if (slo.ttft > 0 || slo.tpot > 0) print_row(o, "request goodput", m.request_goodput, meas.request_goodput, has_meas, "requests/s (within the SLOs)");
-      o << "  " << res.step_count << " engine steps, " << res.preemptions << " preemptions, " << res.padded_tokens << " padding tokens; simulated in "
+      o << "  " << res.step_count << " engine steps (" << res.new_shapes << " on a shape met the first time), " << res.preemptions << " preemptions, "
+        << res.padded_tokens << " padding tokens; simulated in "
         << std::setprecision(3) << sim_s << " s (" << total_s << " s in all)\n";
       if (!sweep.empty()) {
         o << "\n  rate sweep     req/s out tok/s  median TTFT  median TPOT    p99 E2E" << (slo.ttft > 0 || slo.tpot > 0 ? "   goodput" : "") << "\n";

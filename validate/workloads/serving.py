@@ -35,7 +35,9 @@ p.add_argument("--static-batch", type=int, default=32)
 p.add_argument("--warmup", type=int, default=24)
 p.add_argument("--log", required=True)
 p.add_argument("--steplog", default="")
+p.add_argument("--warmup-log", default="", help="write the warm-up requests (served first, unrecorded) as a request log")
 p.add_argument("--config-out", default="")
+p.add_argument("--diag", action="store_true", help="per-step engine-thread CPU time and an interpreter-speed probe in the step log; per-thread CPU times at the end")
 a = p.parse_args()
 
 cfg = LlamaConfig(hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=16,
@@ -155,6 +157,13 @@ def prep(self):
         type(self.model_runner).maybe_pad_inputs = pad
     cur.clear()
     cur["t_step"] = now()
+    if a.diag:
+        cur["cpu_step"] = time.thread_time()
+        t = time.perf_counter()
+        x = 0
+        for i in range(20000):
+            x += i
+        cur["probe_us"] = round(1e6 * (time.perf_counter() - t), 1)
     nv.range_push("step")
     nv.range_push("prepare")
     ok = orig_prep(self)
@@ -164,18 +173,42 @@ def prep(self):
     return ok
 
 
+PROF = {}  # --diag: cProfile of the engine thread's forward in an early and a later step
+
+
+def mem_counts():
+    st = torch.cuda.memory_stats()
+    return {k: st.get(k, 0) for k in ("num_device_alloc", "num_device_free", "num_alloc_retries", "reserved_bytes.all.current")}
+
+
 def step(self, model):
     seq = cur.get("seq", [])
+    k = len(steps)
+    prof = None
+    if a.diag and T0[0] is not None and k in (2, 3, 12, 13):
+        import cProfile
+        prof = PROF.setdefault("early" if k < 10 else "late", cProfile.Profile())
+        cur["mem0"] = mem_counts()
     qs = sum(q for q, _ in seq)
     kv = sum(q + past for q, past in seq)
     qkv = sum(q * (past + q) for q, past in seq)
     pre = sum(1 for q, past in seq if q > 1 or past == 0)
     cur["t_fwd"] = now()
+    if a.diag:
+        cur["cpu_fwd"] = time.thread_time()
     nv.range_push(f"forward q={qs} kv={kv} seqs={len(seq)} prefills={pre} qkv={qkv} "
                   f"qpad={cur.get('qpad', qs)} kvpad={cur.get('kvpad', kv)}")
+    if prof is not None:
+        prof.enable()
     r = orig_step(self, model)
+    if prof is not None:
+        prof.disable()
+        m1 = mem_counts()
+        print("diag step", k, "memory", {n: m1[n] - cur["mem0"][n] for n in m1}, "reserved", m1["reserved_bytes.all.current"] >> 20, "MiB")
     nv.range_pop()
     cur["t_upd"] = now()
+    if a.diag:
+        cur["cpu_fwd"] = round(time.thread_time() - cur["cpu_fwd"], 7)
     return r
 
 
@@ -188,6 +221,9 @@ def upd(self):
         steps.append({"t_step": round(cur["t_step"], 7), "t_fwd": round(cur["t_fwd"], 7),
                       "t_upd": round(cur["t_upd"], 7), "t_end": round(now(), 7), "seq": cur["seq"],
                       "qpad": cur.get("qpad"), "kvpad": cur.get("kvpad")})
+        if a.diag:
+            steps[-1].update(cpu_fwd=cur["cpu_fwd"], cpu_step=round(time.thread_time() - cur["cpu_step"], 7),
+                             probe_us=cur["probe_us"])
     return r
 
 
@@ -240,9 +276,43 @@ def serve(rs, seed, record):
 
 # Warm-up: the same engine serves a short offline batch first (allocations, kernels' first launches,
 # CUDA graphs of the common sizes).
+def thread_cpu():
+    """CPU seconds (user, system) of every OS thread of this process, by thread id and name."""
+    import os
+    out = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            st = open(f"/proc/self/task/{tid}/stat").read()
+            name = st[st.index("(") + 1:st.rindex(")")]
+            f = st[st.rindex(")") + 2:].split()
+            out[tid] = (name, int(f[11]) / tick, int(f[12]) / tick)
+        except (OSError, ValueError, IndexError):
+            pass
+    return out
+
+
 wu = [dict(r, id=f"w{i}", arrival_s=0.0) for i, r in enumerate(make_requests(a.seed + 1000, a.warmup, 0))]
+if a.warmup_log:
+    with open(a.warmup_log, "w") as f:
+        for r in wu:
+            f.write(json.dumps(r) + "\n")
 serve(wu, a.seed + 1000, False)
+if a.diag:
+    import os
+    print("diag cpu_count", os.cpu_count(), "torch threads", torch.get_num_threads(), "interop", torch.get_num_interop_threads(),
+          "switchinterval", sys.getswitchinterval(), "threads", [t.name for t in threading.enumerate()])
+    c0, w0 = thread_cpu(), time.perf_counter()
 t0, res = serve(reqs, a.seed, True)
+if a.diag:
+    c1, w1 = thread_cpu(), time.perf_counter()
+    busy = sorted(((c1[k][1] + c1[k][2] - (c0[k][1] + c0[k][2] if k in c0 else 0), k, c1[k][0]) for k in c1), reverse=True)
+    import pstats, io
+    for tag, pr in PROF.items():
+        buf = io.StringIO()
+        pstats.Stats(pr, stream=buf).sort_stats("tottime").print_stats(25)
+        print(f"diag profile {tag} (two steps)\n" + buf.getvalue())
+    print(f"diag wall {w1 - w0:.3f} s; threads by CPU s (user+sys):", [(n, k, round(v, 2)) for v, k, n in busy[:12]])
 mgr.stop(block=True, timeout=60)
 bad = 0
 for r in reqs:
