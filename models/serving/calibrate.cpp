@@ -135,7 +135,7 @@ CalibrationReport calibrate_step_model(const Trace& trace, StepCostModel& m) {
     if (o->first_kernel < 0 || op.start < o->first_kernel) o->first_kernel = op.start;
   }
   std::vector<std::vector<double>> px, ux;
-  std::vector<double> fy, ly, ly_per_kernel, py, uy, lags, tails, kernels;
+  std::vector<double> fy, py, uy, lags, tails, kernels;
   std::vector<const StepObs*> used;
   for (const auto& o : obs) {
     if (o.kernels == 0) continue;
@@ -143,11 +143,7 @@ CalibrationReport calibrate_step_model(const Trace& trace, StepCostModel& m) {
     used.push_back(&o);
     kernels.push_back(static_cast<double>(o.kernels));
     lags.push_back(static_cast<double>(o.first_kernel - f.start));
-    if (o.last_launch > f.start) {
-      ly.push_back(static_cast<double>(o.last_launch - f.start));
-      ly_per_kernel.push_back(static_cast<double>(o.last_launch - f.start) / static_cast<double>(o.kernels));
-      tails.push_back(static_cast<double>(f.end - o.last_launch));
-    }
+    if (o.last_launch > f.start) tails.push_back(static_cast<double>(f.end - o.last_launch));
     if (o.prepare >= 0) {
       px.push_back({1, static_cast<double>(o.shape.seqs), static_cast<double>(o.shape.q), static_cast<double>(o.shape.kv)});
       py.push_back(static_cast<double>(o.prepare));
@@ -180,10 +176,12 @@ CalibrationReport calibrate_step_model(const Trace& trace, StepCostModel& m) {
     rep.gpu_rms_ns = std::min(rms_seq, rms_packed);
   }
   // Shapes met the first time (in the trace's order, the engine's warm-up included) against repeated
-  // ones. A plan built for a new shape shows as one long pause between two launches of the forward:
-  // its longest gap. The build time is the longest gap of first-time steps less that of repeated
-  // steps (or, with fewer than 3 repeats, less the first-time steps' second-longest gap).
-  std::vector<double> miss_gap, miss_gap2, hit_gap;
+  // ones. With 8 or more repeated steps (an engine that serves its warm-up twice shows them), a
+  // forward's launch time is theirs and the build is the first-time steps' median launch time less
+  // it: everything a new shape costs the host (the plan, and the slower host work around it: 1.5 ms
+  // more on the H200 machine, caches cold after the build). With fewer, the build shows as one long
+  // pause between two launches of a first-time forward: its longest gap less its second-longest;
+  // the launch time is then the first-time steps' less that pause.
   std::vector<char> first_time(obs.size(), 0);
   {
     std::vector<std::size_t> order;
@@ -192,63 +190,83 @@ CalibrationReport calibrate_step_model(const Trace& trace, StepCostModel& m) {
     std::set<std::pair<double, double>> met;
     for (std::size_t i : order) first_time[i] = met.insert(obs[i].key).second ? 1 : 0;
   }
-  std::vector<double> gap1(obs.size(), 0), gap2(obs.size(), 0);
+  struct Launch {
+    double ns = 0, kernels = 0, gap1 = 0, gap2 = 0;
+    bool first = false;
+  };
+  std::vector<Launch> ls;
   for (std::size_t i = 0; i < obs.size(); ++i) {
     StepObs& o = obs[i];
-    if (o.kernels == 0 || o.launches.empty()) continue;
+    const TimeNs start = trace.ranges[o.range].start;
+    if (o.kernels == 0 || o.launches.empty() || o.last_launch <= start) continue;
+    Launch l;
+    l.first = first_time[i];
+    l.ns = static_cast<double>(o.last_launch - start);
+    l.kernels = static_cast<double>(o.kernels);
     std::sort(o.launches.begin(), o.launches.end());
-    TimeNs prev = trace.ranges[o.range].start;
+    TimeNs prev = start;
     for (const auto& [b, e] : o.launches) {
       const double g = static_cast<double>(std::max<TimeNs>(0, b - prev));
-      if (g > gap1[i]) {
-        gap2[i] = gap1[i];
-        gap1[i] = g;
-      } else if (g > gap2[i]) {
-        gap2[i] = g;
+      if (g > l.gap1) {
+        l.gap2 = l.gap1;
+        l.gap1 = g;
+      } else if (g > l.gap2) {
+        l.gap2 = g;
       }
       prev = std::max(prev, e);
     }
-    if (first_time[i]) {
-      miss_gap.push_back(gap1[i]);
-      miss_gap2.push_back(gap2[i]);
-    } else {
-      hit_gap.push_back(gap1[i]);
-    }
+    ls.push_back(l);
   }
+  auto med = [&](bool first, auto f) {
+    std::vector<double> v;
+    for (const auto& l : ls)
+      if (l.first == first) v.push_back(f(l));
+    return v.empty() ? 0.0 : median(v);
+  };
+  std::size_t n_first = 0;
+  for (const auto& l : ls) n_first += l.first ? 1 : 0;
+  const std::size_t n_repeat = ls.size() - n_first;
   m.shape_build = 0;
-  std::string build_note = "no plan build per new shape seen (" + std::to_string(miss_gap.size()) + " first-time shapes, " +
-                           std::to_string(hit_gap.size()) + " repeated)";
-  if (!ly.empty() && miss_gap.size() >= 8) {
-    const double base = hit_gap.size() >= 3 ? median(hit_gap) : median(miss_gap2);
-    const double build = median(miss_gap) - base;
+  std::string build_note = "no plan build per new shape seen (" + std::to_string(n_first) + " first-time shapes, " + std::to_string(n_repeat) + " repeated)";
+  bool from_repeats = false;
+  if (n_first >= 8) {
+    double build = 0;
+    std::string how;
+    if (n_repeat >= 8) {
+      build = med(true, [](const Launch& l) { return l.ns; }) - med(false, [](const Launch& l) { return l.ns; });
+      how = "first-time forwards' launch time " + fmt(med(true, [](const Launch& l) { return l.ns; }) / 1e6) + " ms (" + std::to_string(n_first) +
+            " steps) less repeated ones' " + fmt(med(false, [](const Launch& l) { return l.ns; }) / 1e6) + " ms (" + std::to_string(n_repeat) + ")";
+      from_repeats = true;
+    } else {
+      build = med(true, [](const Launch& l) { return l.gap1 - l.gap2; });
+      how = "the longest launch gap of " + std::to_string(n_first) + " first-time forwards less their second-longest (" + std::to_string(n_repeat) +
+            " repeated steps: too few to compare)";
+    }
     // A build worth modelling: at least a tenth of a forward's launch time.
-    if (build > 0.1 * median(ly)) {
+    if (build > 0.1 * med(!from_repeats, [](const Launch& l) { return l.ns; })) {
       m.shape_build = static_cast<TimeNs>(build);
-      build_note = "shape build = " + fmt(build / 1e6) + " ms on a step whose shape (q, kv) is new: the longest launch gap of " +
-                   std::to_string(miss_gap.size()) + " first-time steps, median " + fmt(median(miss_gap) / 1e6) + " ms, against " +
-                   (hit_gap.size() >= 3 ? fmt(base / 1e6) + " ms on " + std::to_string(hit_gap.size()) + " repeated ones"
-                                        : fmt(base / 1e6) + " ms (their second-longest gap; " + std::to_string(hit_gap.size()) + " repeats)");
+      build_note = "shape build = " + fmt(build / 1e6) + " ms on a step whose shape (q, kv) is new: " + how;
+    } else {
+      from_repeats = false;
     }
   }
-  if (!ly.empty()) {
+  if (!ls.empty()) {
     // The host issues a forward's kernels one by one whatever the batch holds: its time is the
     // kernels it launches times the median time per launch (a median, since a profiler's own
     // pauses and a garbage collection land on some steps; the sequence-dependent host work is in
-    // prepare and update). A first-time step's build is taken out of its launch time.
-    ly.clear();
-    ly_per_kernel.clear();
-    for (std::size_t i = 0; i < obs.size(); ++i) {
-      const StepObs& o = obs[i];
-      if (o.kernels == 0 || o.last_launch <= trace.ranges[o.range].start) continue;
-      double l = static_cast<double>(o.last_launch - trace.ranges[o.range].start);
-      if (m.shape_build > 0 && first_time[i]) l -= gap1[i] - gap2[i];
-      ly.push_back(l);
-      ly_per_kernel.push_back(l / static_cast<double>(o.kernels));
+    // prepare and update): of repeated shapes when the build came from them, else of every step,
+    // a first-time step's build pause taken out.
+    std::vector<double> per_kernel, all;
+    for (const auto& l : ls) {
+      if (from_repeats && l.first) continue;
+      const double ns = l.ns - (m.shape_build > 0 && l.first ? l.gap1 - l.gap2 : 0);
+      per_kernel.push_back(ns / l.kernels);
+      all.push_back(ns);
     }
-    m.launch = {median(ly_per_kernel) * median(kernels), 0, 0};
+    m.launch = {median(per_kernel) * median(kernels), 0, 0};
     double ss = 0;
-    for (double y : ly) ss += (y - m.launch[0]) * (y - m.launch[0]);
-    rep.launch_rms_ns = std::sqrt(ss / static_cast<double>(ly.size()));
+    for (double y : all) ss += (y - m.launch[0]) * (y - m.launch[0]);
+    rep.launch_rms_ns = std::sqrt(ss / static_cast<double>(all.size()));
     m.tail = static_cast<TimeNs>(median(tails));
   }
   if (py.size() >= 8) {

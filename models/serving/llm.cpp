@@ -139,13 +139,13 @@ TimeNs StepCostModel::gpu_time(const StepShape& s) const {
   return static_cast<TimeNs>(std::max(0.0, t));
 }
 
-StepTime StepCostModel::time(const StepShape& s, bool cuda_graph, bool new_shape) const {
+StepTime StepCostModel::time(const StepShape& s, bool cuda_graph, bool new_shape, const StepShape* padded) const {
   StepTime t;
   const double seqs = static_cast<double>(s.seqs), q = static_cast<double>(s.q), kv = static_cast<double>(s.kv);
   auto host = [&](double fixed, double var) { return static_cast<TimeNs>(std::max(0.0, (fixed + var * host_var_ratio) * host_scale)); };
   t.prepare = host(prepare[0], prepare[1] * seqs + prepare[2] * q + prepare[3] * kv);
   t.update = host(update[0], update[1] * seqs);
-  t.gpu = gpu_time(s);
+  t.gpu = gpu_time(padded ? *padded : s);
   const TimeNs launch_ns = host(launch[0], launch[1] * seqs + launch[2] * q);
   if (new_shape) t.build = host(static_cast<double>(shape_build), 0);
   if (cuda_graph) {

@@ -92,8 +92,10 @@ struct StepCostModel {
   // The hardware-model features of a shape: [1, gemm ns, attention ns, kv-read ns, seqs, q].
   std::array<double, 6> features(const StepShape& s) const;
   TimeNs gpu_time(const StepShape& s) const;
-  // `new_shape`: the engine meets this (padded) shape for the first time (see shape_build).
-  StepTime time(const StepShape& s, bool cuda_graph, bool new_shape = false) const;
+  // `new_shape`: the engine meets this (padded) shape for the first time (see shape_build). With
+  // CUDA graphs `padded` is the shape the graph runs (the GPU's work); the host prepares and
+  // updates the real one, `s`.
+  StepTime time(const StepShape& s, bool cuda_graph, bool new_shape = false, const StepShape* padded = nullptr) const;
 
   // Filled by hardware_step_model: the roofline pieces the features are made of.
   LlmConfig llm;

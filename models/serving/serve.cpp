@@ -242,7 +242,6 @@ class Simulator {
   bool keep_;
   ServeResult res_;
   std::int64_t free_ = 0;
-  std::int64_t batches_ = 0;  // static batches so far
   TimeNs now_ = 0;
   std::size_t next_ = 0;
   std::deque<Seq> waiting_;
@@ -254,14 +253,14 @@ class Simulator {
 
   std::int64_t context(const Seq& s) const { return reqs_[s.req].prompt + s.generated; }
 
-  // The step's time on its (padded) shape `ps`, a new shape paying the plan build.
-  StepTime step_time(const StepShape& ps) {
+  // The step's time: the real shape `sh` run on the (padded) shape `ps`; a new shape pays the plan build.
+  StepTime step_time(const StepShape& sh, const StepShape& ps) {
     bool fresh = false;
     if (model_.shape_build > 0 || eng_.cuda_graph) {
-      fresh = shapes.emplace(ps.batched ? batches_ : 0, ps.q, ps.kv).second;
+      fresh = shapes.emplace(ps.batched ? ps.seqs : 0, ps.q, ps.kv).second;
       res_.new_shapes += fresh ? 1 : 0;
     }
-    return model_.time(ps, eng_.cuda_graph, fresh);
+    return model_.time(sh, eng_.cuda_graph, fresh, &ps);
   }
 
   void record(const StepShape& sh, std::int64_t prefills, StepTime t) {
@@ -388,7 +387,7 @@ class Simulator {
       }
       const StepShape ps = pad(sh);
       res_.padded_tokens += ps.q - sh.q;
-      const StepTime t = step_time(ps);
+      const StepTime t = step_time(sh, ps);
       record(sh, prefills, t);
       now_ += std::max<TimeNs>(t.total(), 1);
       // Tokens: a sequence whose context is now all in the cache samples one.
@@ -437,7 +436,6 @@ class Simulator {
       }
       const std::int64_t b = static_cast<std::int64_t>(batch.size());
       for (const auto& s : batch) res_.requests[s.req].scheduled = now_;
-      ++batches_;
       for (std::int64_t step = 0; step < omax; ++step) {
         StepShape sh;
         sh.batched = true;
@@ -450,7 +448,7 @@ class Simulator {
         std::int64_t real = 0;
         for (const auto& s : batch) real += step == 0 ? reqs_[s.req].prompt : (reqs_[s.req].output > step ? 1 : 0);
         res_.padded_tokens += sh.q - real;
-        const StepTime t = step_time(sh);
+        const StepTime t = step_time(sh, sh);
         record(sh, step == 0 ? b : 0, t);
         now_ += std::max<TimeNs>(t.total(), 1);
         for (const auto& s : batch) {

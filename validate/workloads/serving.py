@@ -35,6 +35,7 @@ p.add_argument("--static-batch", type=int, default=32)
 p.add_argument("--warmup", type=int, default=24)
 p.add_argument("--log", required=True)
 p.add_argument("--steplog", default="")
+p.add_argument("--warmup-repeat", type=int, default=1, help="serve the warm-up batch this many times (a calibration trace then shows steps on shapes already met)")
 p.add_argument("--warmup-log", default="", help="write the warm-up requests (served first, unrecorded) as a request log")
 p.add_argument("--config-out", default="")
 p.add_argument("--diag", action="store_true", help="per-step engine-thread CPU time and an interpreter-speed probe in the step log; per-thread CPU times at the end")
@@ -86,10 +87,22 @@ if a.policy == "static":
             ids[i, L - len(x):] = torch.tensor(x)
             mask[i, L - len(x):] = 1
         n = max(r["output_tokens"] for r in batch)
+        kw = {}
+        if a.diag:  # the time of every generation step (a stopping criterion that never stops)
+            from transformers import StoppingCriteria, StoppingCriteriaList
+            marks = STEP_TIMES.setdefault(len(STEP_TIMES), [time.perf_counter()])
+            class Mark(StoppingCriteria):
+                def __call__(self, input_ids, scores, **k):
+                    marks.append(time.perf_counter())
+                    return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+            kw["stopping_criteria"] = StoppingCriteriaList([Mark()])
         out = model.generate(input_ids=ids.cuda(), attention_mask=mask.cuda(), generation_config=gen,
-                             max_new_tokens=n, min_new_tokens=n)
+                             max_new_tokens=n, min_new_tokens=n, **kw)
         torch.cuda.synchronize()
         return out
+    STEP_TIMES = {}
+    if a.diag:
+        print("diag torch", torch.__version__, "cudnn", torch.backends.cudnn.version(), "cudnn sdp", torch.backends.cuda.cudnn_sdp_enabled())
     run_batch(reqs[:min(4, len(reqs))])  # warm-up
     t0 = time.perf_counter()
     for b in range(0, len(reqs), a.static_batch):
@@ -101,6 +114,10 @@ if a.policy == "static":
         for r in batch:  # every request of a static batch finishes with the batch
             r["finish_s"] = round(t, 6)
     dur = time.perf_counter() - t0
+    for k, m in STEP_TIMES.items():  # --diag: per batch, step times (ms): median, how many over 30 ms
+        d = [1e3 * (y - x) for x, y in zip(m, m[1:])]
+        print(f"diag batch {k} steps {len(d)} first {d[0]:.1f} median {statistics.median(d):.1f} over30 {sum(x > 30 for x in d)} "
+              f"mean {statistics.mean(d):.1f} ms; first 12: {[round(x, 1) for x in d[:12]]}")
     with open(a.log, "w") as f:
         for r in reqs:
             f.write(json.dumps(r) + "\n")
@@ -295,9 +312,11 @@ def thread_cpu():
 wu = [dict(r, id=f"w{i}", arrival_s=0.0) for i, r in enumerate(make_requests(a.seed + 1000, a.warmup, 0))]
 if a.warmup_log:
     with open(a.warmup_log, "w") as f:
-        for r in wu:
-            f.write(json.dumps(r) + "\n")
-serve(wu, a.seed + 1000, False)
+        for k in range(a.warmup_repeat):
+            for r in wu:
+                f.write(json.dumps(dict(r, id=f"{r['id']}.{k}" if k else r["id"])) + "\n")
+for k in range(a.warmup_repeat):
+    serve([dict(r, id=f"{r['id']}.{k}" if k else r["id"]) for r in wu], a.seed + 1000, False)
 if a.diag:
     import os
     print("diag cpu_count", os.cpu_count(), "torch threads", torch.get_num_threads(), "interop", torch.get_num_interop_threads(),
