@@ -38,6 +38,11 @@ def test_serve():
     r = bneck.serve(model=CONFIG, hw="h200-sxm", num=50, rate=5, rates="1,5")
     assert r.completed == 50 and len(r.requests) == 50 and len(r.sweep) == 2
     assert r.median_tpot_ms > 0
+    # The engine's warm-up and wake-up are options too (as --warmup-requests, --engine-wake).
+    ref = os.path.join(ROOT, "validate", "reference", "h200", "serving")
+    w = bneck.serve(model=CONFIG, hw="h200-sxm", requests=os.path.join(ref, "offline.jsonl"), block_size=64, num_blocks=1024,
+                    max_batch_tokens=512, max_seqs=64, warmup_requests=os.path.join(ref, "offline_warmup.jsonl"), engine_wake="160 us")
+    assert w.completed == 100
 
 
 def test_errors_are_input_errors_with_the_cli_message():
