@@ -381,6 +381,15 @@ TEST_CASE("bneck serve: bad input exits 2 with one line naming the file and line
   r = run_bneck("serve --model '" + cfg + "' --hw h200-sxm --num 5 --calibrate '" + demo_trace() + "'");
   CHECK(r.code == 2);
   CHECK_THAT(r.err, Catch::Contains("demo_pipeline.sqlite") && Catch::Contains("forward q=N kv=N seqs=N"));
+  // A bad warm-up log is named with its line; a negative wake-up time is refused (it would never
+  // reach the first arrival).
+  std::string wu = write_tmp("wu.jsonl", "{\"id\": \"a\", \"arrival_s\": -1, \"prompt_tokens\": 5, \"output_tokens\": 2}\n");
+  r = run_bneck("serve --model '" + cfg + "' --hw h200-sxm --num 5 --warmup-requests '" + wu + "'");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains(wu + ":1"));
+  r = run_bneck("serve --model '" + cfg + "' --hw h200-sxm --num 5 --engine-wake '-3 ms'");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("--engine-wake"));
 }
 
 TEST_CASE("bneck serve: JSON keys as vllm bench serve names them, a rate sweep with its knee", "[serve][cli]") {

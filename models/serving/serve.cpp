@@ -210,6 +210,7 @@ class Simulator {
       : reqs_(reqs), eng_(eng), model_(model), keep_(keep) {
     if (eng.block_size < 1 || eng.num_blocks < 1) throw InputError("the KV cache has no blocks (--num-blocks, --kv-memory)");
     if (eng.max_batch_tokens < 1 || eng.max_seqs < 1) throw InputError("--max-batch-tokens and --max-seqs must be positive");
+    if (eng.wake < 0) throw InputError("the engine's wake-up time must not be negative");
     res_.requests.resize(reqs.size());
     for (std::size_t i = 0; i < reqs.size(); ++i) {
       res_.requests[i].index = i;

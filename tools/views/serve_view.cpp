@@ -188,7 +188,10 @@ json run_serve(const ServeArgs& a, std::ostream* text) {
       }
 
       if (!a.warmup_path.empty()) eng.warmup = load_request_log(a.warmup_path);
-      if (!a.wake.empty()) eng.wake = parse_duration(a.wake);
+      if (!a.wake.empty()) {
+        eng.wake = parse_duration(a.wake);
+        if (eng.wake < 0 || eng.wake > 3600 * kNsPerS) throw InputError("--engine-wake '" + a.wake + "': must be between 0 and 1 hour");
+      }
 
       const auto t_sim = std::chrono::steady_clock::now();
       ServeResult res;
