@@ -585,4 +585,10 @@ TEST_CASE("libFuzzer findings of session 6 exit 2 with one line naming the file"
   CHECK(m.code == 2);
   CHECK(lines(m.err) == 1);
   CHECK_THAT(m.err, Catch::Contains("\"kernels\" out of range"));
+  // Session 8: a stream measurement with 1.6e76 blocks (converted to an integer grid: undefined
+  // behaviour under UBSan); every number of a record is now bounded to 0 .. 1e15.
+  m = run("validate-report '" + r + "ub_measurements_blocks_overflow.json' --hw h200-sxm");
+  CHECK(m.code == 2);
+  CHECK(lines(m.err) == 1);
+  CHECK_THAT(m.err, Catch::Contains("ub_measurements_blocks_overflow.json") && Catch::Contains("\"blocks\" out of range"));
 }

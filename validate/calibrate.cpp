@@ -101,9 +101,14 @@ Measurements load_measurements_unchecked(const std::string& path) {
       throw InputError(path, rec + ": needs family, name and a positive time_ns");
     // Counts the describers turn into ops or loops are bounded (a hostile file asking for 10^9
     // launches would otherwise build 10^9 ops): the benches use at most thousands.
-    for (const char* k : {"kernels", "streams", "iters_per_kernel"})
+    for (const char* k : {"kernels", "streams", "iters_per_kernel", "stride"})
       if (r.contains(k) && r[k].is_number() && !(r[k].get<double>() >= 0 && r[k].get<double>() <= 100000))
         throw InputError(path, rec + ": \"" + k + "\" out of range (0 .. 100000)");
+    // Every other number (sizes, grids, times) is a non-negative quantity the describers turn into
+    // integers: bounded so that every conversion stays in range (the benches' largest is 1.1e12).
+    for (const auto& [k, v] : r.items())
+      if (v.is_number() && !(v.get<double>() >= 0 && v.get<double>() <= 1e15))
+        throw InputError(path, rec + ": \"" + k + "\" out of range (0 .. 1e15)");
     Measurement x;
     x.family = r["family"].get<std::string>();
     x.name = r["name"].get<std::string>();
