@@ -39,25 +39,6 @@ std::vector<std::vector<std::size_t>> step_groups(const Trace& t, const RangeInd
   return out;
 }
 
-// A range's work: its host calls on its thread and the device ops they launched.
-std::vector<OpId> range_work(const RangeIndex& idx, std::size_t r) {
-  std::vector<OpId> set;
-  auto [lo, hi] = idx.api_span(r);
-  for (std::size_t p = lo; p < hi; ++p) set.push_back(idx.api_at(p));
-  idx.device_ops(r, set);
-  std::sort(set.begin(), set.end());
-  set.erase(std::unique(set.begin(), set.end()), set.end());
-  return set;
-}
-
-std::vector<OpId> device_work(const Trace& t, const RangeIndex& idx, std::size_t r) {
-  std::vector<OpId> out;
-  idx.device_ops(r, out);
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  (void)t;
-  return out;
-}
 
 std::string required_steps(const CompanionArgs& a, const char* option) {
   const std::string* s = a.find("step-range");
@@ -78,19 +59,22 @@ class Steps : public TransformStep {
     for (const auto& g : step_groups(t, idx, steps_, text)) {
       ++loops;
       for (std::size_t r : g)  // Amdahl: the steps' share of the busy time scales by K / K0
-        for (OpId i : device_work(t, idx, r)) c.scaled[i] = true;
+        for (OpId i : idx.device_ops(r)) c.scaled[i] = true;
       const std::uint32_t k0 = static_cast<std::uint32_t>(g.size());
       k0_total += k0;
       if (k_ > k0) {
-        std::vector<OpId> set = range_work(idx, g[k0 / 2]);
+        std::vector<OpId> set;
+        idx.work(g[k0 / 2], set);
         ed.repeat(set, k_ - k0);
         nodes += set.size() * (k_ - k0);
       } else if (k_ < k0) {
         // Keep the first step (and the last while any other remains), drop from the second on.
         const std::uint32_t drop = k0 - k_;
+        std::vector<OpId> set;
         for (std::uint32_t j = 0; j < drop; ++j) {
           const std::size_t pos = k_ == 0 ? j : 1 + j;
-          for (OpId n : range_work(idx, g[std::min<std::size_t>(pos, k0 - 1)])) ed.remove_with_gaps(n);
+          idx.work(g[std::min<std::size_t>(pos, k0 - 1)], set);
+          for (OpId n : set) ed.remove_with_gaps(n);
         }
       }
     }
@@ -138,7 +122,7 @@ class Cfg : public TransformStep {
     std::vector<OpId> ops, removed;
     for (const auto& g : step_groups(t, idx, steps_, text))
       for (std::size_t r : g)
-        for (OpId i : device_work(t, idx, r)) (guidance[i] && !on_ ? removed : ops).push_back(i);
+        for (OpId i : idx.device_ops(r)) (guidance[i] && !on_ ? removed : ops).push_back(i);
     auto [before, after] = retime_ops(ctx, c, ops, done, [&](OpId) { return std::make_tuple(f, f, f); });
     GraphEditor ed(c.edit_graph(), text);
     TimeNs gone = 0;
@@ -172,7 +156,7 @@ class Tokens : public TransformStep {
     std::vector<OpId> ops;
     for (const auto& g : step_groups(t, idx, steps_, text))
       for (std::size_t r : g)
-        for (OpId i : device_work(t, idx, r)) ops.push_back(i);
+        for (OpId i : idx.device_ops(r)) ops.push_back(i);
     // Keys per query of each attention kernel (FLOPs = 4 x out elements x keys): the longest is
     // self-attention over the latent tokens; fewer than half of it is cross-attention to the text.
     double longest = 0;
@@ -195,7 +179,7 @@ class Tokens : public TransformStep {
     std::vector<OpId> dec;
     if (!decoder_.empty())
       for (std::size_t r : idx.match(range_regex(decoder_)))
-        for (OpId i : device_work(t, idx, r)) dec.push_back(i);
+        for (OpId i : idx.device_ops(r)) dec.push_back(i);
     auto [b2, a2] = retime_ops(ctx, c, dec, done, [&](OpId) { return std::make_tuple(tok, tok, tok); });
     if (c.scale_factor == 0) c.scale_factor = 1 / tok;
     c.log.push_back(text + ": latent tokens x " + fmt_num("%.3g", tok) + ": " + std::to_string(ops.size()) + " device ops of the steps (" +

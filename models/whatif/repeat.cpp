@@ -24,12 +24,7 @@ class Repeat : public TransformStep {
     std::size_t nodes = 0;
     std::vector<OpId> set;
     for (std::size_t r : ranges) {
-      set.clear();
-      auto [lo, hi] = idx.api_span(r);
-      for (std::size_t p = lo; p < hi; ++p) set.push_back(idx.api_at(p));
-      idx.device_ops(r, set);
-      std::sort(set.begin(), set.end());
-      set.erase(std::unique(set.begin(), set.end()), set.end());
+      idx.work(r, set);
       if (times_ == 0) {
         for (OpId n : set) ed.remove(n);
       } else {

@@ -329,6 +329,28 @@ void RangeIndex::device_ops(std::size_t ri, std::vector<OpId>& out) const {
   }
 }
 
+namespace {
+void sort_unique(std::vector<OpId>& v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+}
+}  // namespace
+
+std::vector<OpId> RangeIndex::device_ops(std::size_t ri) const {
+  std::vector<OpId> out;
+  device_ops(ri, out);
+  sort_unique(out);
+  return out;
+}
+
+void RangeIndex::work(std::size_t ri, std::vector<OpId>& out) const {
+  out.clear();
+  auto [lo, hi] = api_span(ri);
+  out.insert(out.end(), thread_ops_.begin() + static_cast<std::ptrdiff_t>(lo), thread_ops_.begin() + static_cast<std::ptrdiff_t>(hi));
+  device_ops(ri, out);
+  sort_unique(out);
+}
+
 std::vector<std::size_t> RangeIndex::match(const Regex& re) const {
   std::vector<std::size_t> out;
   for (std::size_t i = 0; i < t_.ranges.size(); ++i)

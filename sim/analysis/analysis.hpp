@@ -95,6 +95,11 @@ class RangeIndex {
   explicit RangeIndex(const Trace& t);
   // Device ops of range `ri`, appended to `out`.
   void device_ops(std::size_t ri, std::vector<OpId>& out) const;
+  // The same, sorted and each once.
+  std::vector<OpId> device_ops(std::size_t ri) const;
+  // A range's work: its API calls and the device ops they launched, sorted, each once (into `out`,
+  // replacing what it held).
+  void work(std::size_t ri, std::vector<OpId>& out) const;
   // API calls of range `ri` (on its thread, starting inside it).
   std::pair<std::size_t, std::size_t> api_span(std::size_t ri) const;  // positions in thread list
   OpId api_at(std::size_t pos) const { return thread_ops_[pos]; }

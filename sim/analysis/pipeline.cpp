@@ -29,13 +29,6 @@ std::vector<GenerationBudget> pipeline_budget(const Trace& t, const std::string&
     GenerationBudget b;
     b.name = t.strings.str(gr.name);
     b.range = g;
-    auto dev = [&](std::size_t r) {
-      std::vector<OpId> v;
-      idx.device_ops(r, v);
-      std::sort(v.begin(), v.end());
-      v.erase(std::unique(v.begin(), v.end()), v.end());
-      return v;
-    };
     auto span = [&](const std::vector<OpId>& v) {
       std::pair<TimeNs, TimeNs> s{0, 0};
       bool first = true;
@@ -46,7 +39,7 @@ std::vector<GenerationBudget> pipeline_budget(const Trace& t, const std::string&
       }
       return s;
     };
-    std::vector<OpId> all = dev(g);
+    std::vector<OpId> all = idx.device_ops(g);
     TimeNs end = gr.end;
     std::vector<std::pair<TimeNs, TimeNs>> iv;
     for (OpId i : all) {
@@ -62,7 +55,7 @@ std::vector<GenerationBudget> pipeline_budget(const Trace& t, const std::string&
     std::vector<TimeNs> first_start;
     TimeNs last_end = 0;
     for (std::size_t s : mine) {
-      std::vector<OpId> v = dev(s);
+      std::vector<OpId> v = idx.device_ops(s);
       if (v.empty()) {
         first_start.push_back(t.ranges[s].start);
         last_end = std::max(last_end, t.ranges[s].end);
@@ -89,7 +82,7 @@ std::vector<GenerationBudget> pipeline_budget(const Trace& t, const std::string&
       PipelineStage st;
       st.name = t.strings.str(t.ranges[r].name);
       st.host_ns = t.ranges[r].end - t.ranges[r].start;
-      std::vector<OpId> v = dev(r);
+      std::vector<OpId> v = idx.device_ops(r);
       std::vector<std::pair<TimeNs, TimeNs>> siv;
       for (OpId i : v) siv.emplace_back(t.ops[i].start, t.ops[i].end());
       st.gpu_busy = interval_union(siv);
