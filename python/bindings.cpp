@@ -1,6 +1,8 @@
 // bneck._bneck: the library for Python (pybind11). Reports cross as JSON text (the CLI's --json
 // keys); python/bneck/__init__.py parses them. InputError is bneck.InputError (a ValueError)
 // with the CLI's one-line message. The GIL is released while bneck works.
+#include <algorithm>
+#include <CLI/CLI.hpp>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -74,48 +76,30 @@ std::string sweep_text(const std::shared_ptr<Trace>& t, const std::vector<std::s
 }
 
 std::string serve_text(const std::map<std::string, std::string>& kw) {
+  // The keyword arguments are the CLI's options (tools/views/serve_view.hpp), parsed by the same
+  // table: max_batch_tokens=512 is --max-batch-tokens 512, cuda_graph=True the flag.
   ServeArgs a;
-  auto num = [](const std::string& k, const std::string& v) {
-    try {
-      std::size_t pos = 0;
-      double d = std::stod(v, &pos);
-      if (pos == v.size()) return d;
-    } catch (...) {
-    }
-    throw InputError("serve(" + k + "=" + v + "): expected a number");
-  };
+  CLI::App app("serve");
+  add_serve_options(app, a);
+  std::vector<std::string> args;
   for (const auto& [k, v] : kw) {
-    if (k == "model") a.model_path = v;
-    else if (k == "hw") a.hw_name = v;
-    else if (k == "requests") a.requests_path = v;
-    else if (k == "calibrate") a.calib_trace = v;
-    else if (k == "calibrate_log") a.calib_log = v;
-    else if (k == "warmup_requests") a.warmup_path = v;
-    else if (k == "engine_wake") a.wake = v;
-    else if (k == "policy") a.policy = v;
-    else if (k == "kv_memory") a.kv_memory = v;
-    else if (k == "slo_ttft") a.slo_ttft = v;
-    else if (k == "slo_tpot") a.slo_tpot = v;
-    else if (k == "rates") a.rates = v;
-    else if (k == "chrome_trace") a.chrome_out = v;
-    else if (k == "prompt_len") a.prompt_len = v;
-    else if (k == "output_len") a.output_len = v;
-    else if (k == "arrival") a.arrival = v;
-    else if (k == "max_batch_tokens") a.max_batch_tokens = static_cast<std::int64_t>(num(k, v));
-    else if (k == "max_seqs") a.max_seqs = static_cast<std::int64_t>(num(k, v));
-    else if (k == "block_size") a.block_size = static_cast<std::int64_t>(num(k, v));
-    else if (k == "num_blocks") a.num_blocks = static_cast<std::int64_t>(num(k, v));
-    else if (k == "chunked_prefill") a.chunked = static_cast<std::int64_t>(num(k, v));
-    else if (k == "num") a.num = static_cast<std::int64_t>(num(k, v));
-    else if (k == "graph_q_pad") a.q_pad = static_cast<std::int64_t>(num(k, v));
-    else if (k == "graph_kv_pad") a.kv_pad = static_cast<std::int64_t>(num(k, v));
-    else if (k == "rate") a.rate = num(k, v);
-    else if (k == "kv_watermark") a.watermark = num(k, v);
-    else if (k == "seed") a.seed = static_cast<std::uint64_t>(num(k, v));
-    else if (k == "cuda_graph") a.cuda_graph = v == "True" || v == "true" || v == "1";
-    else throw InputError("serve(): unknown option '" + k + "'");
+    std::string name = "--" + k;
+    std::replace(name.begin(), name.end(), '_', '-');
+    const CLI::Option* o = app.get_option_no_throw(name);
+    if (!o) throw InputError("serve(): unknown option '" + k + "'");
+    if (o->get_expected_max() == 0) {  // a flag: True/False
+      args.push_back(name + "=" + (v == "True" || v == "true" || v == "1" ? "true" : "false"));
+    } else {
+      args.push_back(name);
+      args.push_back(v);
+    }
   }
-  if (a.model_path.empty() || a.hw_name.empty()) throw InputError("serve(): model= and hw= are required");
+  std::reverse(args.begin(), args.end());  // CLI11 takes them last first
+  try {
+    app.parse(args);
+  } catch (const CLI::ParseError& e) {
+    throw InputError(std::string("serve(): ") + e.what());
+  }
   return json_text(run_serve(a, nullptr), -1);
 }
 

@@ -6,6 +6,10 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+namespace CLI {
+class App;
+}
+
 namespace bneck {
 
 struct ServeArgs {
@@ -16,6 +20,10 @@ struct ServeArgs {
   std::uint64_t seed = 1;
   bool cuda_graph = false;
 };
+
+// bneck serve's options (all but --json) on `app`, filling `a`: the CLI's subcommand and the Python
+// module's keyword arguments (serve(max_batch_tokens=512) is --max-batch-tokens 512) share them.
+void add_serve_options(CLI::App& app, ServeArgs& a);
 
 // Runs it; writes the chrome trace if asked and the text view to `text` if given; returns the JSON report.
 nlohmann::json run_serve(const ServeArgs& a, std::ostream* text);
