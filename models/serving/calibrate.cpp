@@ -233,9 +233,10 @@ CalibrationReport calibrate_step_model(const Trace& trace, StepCostModel& m) {
     double build = 0;
     std::string how;
     if (n_repeat >= 8) {
-      build = med(true, [](const Launch& l) { return l.ns; }) - med(false, [](const Launch& l) { return l.ns; });
-      how = "first-time forwards' launch time " + fmt(med(true, [](const Launch& l) { return l.ns; }) / 1e6) + " ms (" + std::to_string(n_first) +
-            " steps) less repeated ones' " + fmt(med(false, [](const Launch& l) { return l.ns; }) / 1e6) + " ms (" + std::to_string(n_repeat) + ")";
+      const double first_ns = med(true, [](const Launch& l) { return l.ns; }), repeat_ns = med(false, [](const Launch& l) { return l.ns; });
+      build = first_ns - repeat_ns;
+      how = "first-time forwards' launch time " + fmt(first_ns / 1e6) + " ms (" + std::to_string(n_first) + " steps) less repeated ones' " +
+            fmt(repeat_ns / 1e6) + " ms (" + std::to_string(n_repeat) + ")";
       from_repeats = true;
     } else {
       build = med(true, [](const Launch& l) { return l.gap1 - l.gap2; });
