@@ -204,25 +204,41 @@ ReplayReport run_replay(const Trace& t, const ReplayOptions& opt) {
     }
   }
   {
-    std::map<std::string, SharedRow> rows;
-    std::map<std::string, std::array<std::size_t, 4>> why;  // by binding: 0 none, 1 SMs, 2 HBM, 3 PCIe
+    // Per name: trace nodes are gathered by their name's string id first (a shared run has millions
+    // of shared kernels and a handful of names), then merged by name with synthetic ones.
+    struct Acc {
+      SharedRow row;
+      std::array<std::size_t, 4> why{};  // by binding: 0 none, 1 SMs, 2 HBM, 3 PCIe
+    };
+    std::unordered_map<std::uint32_t, Acc> by_id;
+    std::map<std::string, Acc> by_name;
     for (NodeId n = 0; n < rep.sim.shared.size(); ++n) {
       if (!rep.sim.shared[n]) continue;
       TimeNs took = rep.sim.end[n] - rep.sim.start[n], alone = node_duration(*rep.model_impl, g, n);
       if (took <= alone) continue;
-      SharedRow& row = rows[g.name(n)];
-      row.name = g.name(n);
-      row.count++;
-      row.alone_ns += alone;
-      row.shared_ns += took;
-      why[row.name][std::min<std::size_t>(rep.sim.shared[n], 3)]++;
+      const SideInfo* side = g.side_of(n);
+      const OpId o = g.origin(n);
+      const bool by_string = !(side && !side->name.empty()) && o < t.ops.size();
+      Acc& a = by_string ? by_id[t.ops[o].name] : by_name[g.name(n)];
+      a.row.count++;
+      a.row.alone_ns += alone;
+      a.row.shared_ns += took;
+      a.why[std::min<std::size_t>(rep.sim.shared[n], 3)]++;
       rep.lost_to_sharing_ns += took - alone;
     }
+    for (auto& [id, a] : by_id) {
+      Acc& m = by_name[t.strings.str(id)];
+      m.row.count += a.row.count;
+      m.row.alone_ns += a.row.alone_ns;
+      m.row.shared_ns += a.row.shared_ns;
+      for (std::size_t k = 0; k < 4; ++k) m.why[k] += a.why[k];
+    }
     rep.drained_kernels = g.sharing_drain.size();
-    for (auto& [k, row] : rows) {
-      const auto& w = why[k];
-      row.bound = w[3] > std::max(w[1], w[2]) ? "PCIe" : w[2] > w[1] ? "HBM" : "SMs";
-      rep.shared.push_back(row);
+    for (auto& [name, a] : by_name) {
+      const auto& w = a.why;
+      a.row.name = name;
+      a.row.bound = w[3] > std::max(w[1], w[2]) ? "PCIe" : w[2] > w[1] ? "HBM" : "SMs";
+      rep.shared.push_back(a.row);
     }
     std::sort(rep.shared.begin(), rep.shared.end(),
               [](const SharedRow& a, const SharedRow& b) { return a.shared_ns - a.alone_ns > b.shared_ns - b.alone_ns; });

@@ -1,6 +1,7 @@
 #include "sim/analysis/analysis.hpp"
 
 #include "sim/base/error.hpp"
+#include "sim/base/sort.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -85,13 +86,13 @@ Overlap overlap_of(const Graph& g, const Schedule& s, std::vector<OpId> idx) {
     std::uint32_t d = g.device(i);
     return d == kNone || d >= ndev ? 0u : d;
   };
-  // By device, then start: one pass. (A replay's schedule is most often in order already.)
+  // By device, then start: one pass. (A replay's schedule is in order already, or nearly.)
   auto by_dev_start = [&](OpId a, OpId b) {
     std::uint32_t da = dev_of(a), db = dev_of(b);
     if (da != db) return da < db;
     return s.start(a) != s.start(b) ? s.start(a) < s.start(b) : a < b;
   };
-  if (!std::is_sorted(idx.begin(), idx.end(), by_dev_start)) std::sort(idx.begin(), idx.end(), by_dev_start);
+  sort_nearly_sorted(idx.begin(), idx.end(), by_dev_start);
   Overlap ov;
   std::size_t k = 0;
   while (k < idx.size()) {

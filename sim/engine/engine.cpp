@@ -52,6 +52,7 @@ class Engine {
         if (l.device != kNone) devices = std::max(devices, l.device + 1);
       running_.resize(devices);
       shared_version_.assign(devices, 0);
+      shared_at_.assign(devices, kNever);
       r.shared.assign(n, 0);
     }
 
@@ -165,7 +166,9 @@ class Engine {
       if (!x.draining && x.drain_at > 0 && x.rate > 0)  // when its drain begins
         next = std::min(next, x.since + static_cast<TimeNs>(std::ceil(std::max(0.0, x.remaining - x.drain_at) / x.rate - 1e-6)));
     }
+    if (next == shared_at_[dev]) return;  // the pending event stands
     ++shared_version_[dev];
+    shared_at_[dev] = next < kHeld ? next : kNever;
     if (next < kHeld) push(next, dev, EvType::SharedDone, r, shared_version_[dev]);
   }
   // A device op starts on a GPU whose ops share it. False if it does not take part.
@@ -192,6 +195,7 @@ class Engine {
   void shared_done(const Event& ev, SimResult& r) {
     std::uint32_t dev = ev.node;
     if (dev >= running_.size() || ev.version != shared_version_[dev]) return;
+    shared_at_[dev] = kNever;
     auto& run = running_[dev];
     advance(run);
     done_now_.clear();
@@ -224,7 +228,10 @@ class Engine {
     if (it == run.end()) return;
     advance(run);
     run.erase(it);
-    if (!run.empty()) resolve(dev, r);
+    // Ops that all run at full speed keep it when one leaves (it frees SMs and bandwidth; rates
+    // never fall when demand falls), so their finishes stand.
+    const bool all_full = std::all_of(run.begin(), run.end(), [](const Running& x) { return x.done || (x.rate == 1.0 && x.finish != kNever); });
+    if (!run.empty() && !all_full) resolve(dev, r);
   }
 
   std::size_t lane_res(OpId u) const { return g_.lane(u); }
@@ -349,6 +356,7 @@ class Engine {
   std::size_t completed_ = 0;
   std::vector<std::vector<Running>> running_;  // per GPU, in start order (sharing only)
   std::vector<std::uint32_t> shared_version_;  // per GPU: the SharedDone event that is current
+  std::vector<TimeNs> shared_at_;              // per GPU: its time (kNever: none pending)
   std::vector<OpId> done_now_;
   std::size_t drain_cursor_ = 0;  // Graph::drain_fraction's hint (ops start nearly in node order)
   std::vector<ShareDemand> demands_;

@@ -14,8 +14,21 @@ void solve_shares(const std::vector<ShareDemand>& ops, std::uint32_t sm_count, s
                   std::vector<std::uint8_t>* binding);
 }  // namespace
 
+namespace {
+void solve_uncached(const std::vector<ShareDemand>& given, std::uint32_t sm_count, std::vector<double>& rates,
+                    std::vector<std::uint8_t>& binding, double drain_weight);
+
+}  // namespace
+
 void solve_rates(const std::vector<ShareDemand>& given, std::uint32_t sm_count, std::vector<double>& rates,
                  std::vector<std::uint8_t>* binding, double drain_weight) {
+  thread_local std::vector<std::uint8_t> why;
+  solve_uncached(given, sm_count, rates, binding ? *binding : why, drain_weight);
+}
+
+namespace {
+void solve_uncached(const std::vector<ShareDemand>& given, std::uint32_t sm_count, std::vector<double>& rates,
+                    std::vector<std::uint8_t>& binding, double drain_weight) {
   // Drains (rare): a draining op's SMs are free; a compute-bound kernel after it waits.
   thread_local std::vector<ShareDemand> adjusted;
   thread_local std::vector<std::uint8_t> held;
@@ -39,15 +52,14 @@ void solve_rates(const std::vector<ShareDemand>& given, std::uint32_t sm_count, 
     in = &adjusted;
   }
   const std::vector<ShareDemand>& ops = *in;
-  solve_shares(ops, sm_count, rates, binding);
+  solve_shares(ops, sm_count, rates, &binding);
   for (std::size_t i = 0; i < held.size(); ++i)
     if (held[i]) {
       rates[i] = 0;
-      if (binding) (*binding)[i] = 1;
+      binding[i] = 1;
     }
 }
 
-namespace {
 void solve_shares(const std::vector<ShareDemand>& ops, std::uint32_t sm_count, std::vector<double>& rates,
                   std::vector<std::uint8_t>* binding) {
   const std::size_t n = ops.size();
@@ -64,7 +76,10 @@ void solve_shares(const std::vector<ShareDemand>& ops, std::uint32_t sm_count, s
     // SMs in start order. Groups of SMs with the same room left, roomiest first; a group list
     // never grows past n + 1 entries (each op splits at most one group), so small problems (the
     // usual few ops on a GPU) stay on the stack.
-    using Group = std::pair<double, std::uint32_t>;
+    struct Group {  // no initializers: the stack buffer is not cleared on every solve
+      double first;           // room left on each SM of the group
+      std::uint32_t second;   // SMs in the group
+    };
     constexpr std::size_t kStack = 32;
     Group stack_buf[3 * (kStack + 2)];
     std::vector<Group> heap_buf;
