@@ -1,6 +1,11 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <random>
+#include <vector>
+
 #include "sim/base/error.hpp"
+#include "sim/base/sort.hpp"
 #include "sim/base/units.hpp"
 
 using namespace bneck;
@@ -28,4 +33,24 @@ TEST_CASE("rates and sizes parse with SI and binary prefixes", "[units]") {
   CHECK_THROWS_AS(parse_bandwidth("4.8 TB"), InputError);
   CHECK(format_duration(12'204'000) == "12.204 ms");
   CHECK(format_bytes(64ull << 20) == "64 MiB");
+}
+
+TEST_CASE("sort_nearly_sorted: std::sort's order, nearly sorted or not", "[base]") {
+  std::mt19937 rng(7);
+  auto less = [](const std::pair<int, int>& a, const std::pair<int, int>& b) { return a < b; };
+  for (int swaps : {0, 3, 100, 1000000}) {  // 1e6 swaps: shuffled, past the insertion budget
+    std::vector<std::pair<int, int>> v(20000);
+    for (int i = 0; i < 20000; ++i) v[i] = {i / 3, i % 7};
+    for (int k = 0; k < swaps; ++k) {
+      std::size_t a = rng() % v.size(), b = swaps < 1000 ? std::min(v.size() - 1, a + 1 + rng() % 3) : rng() % v.size();
+      std::swap(v[a], v[b]);
+    }
+    auto want = v;
+    std::sort(want.begin(), want.end(), less);
+    sort_nearly_sorted(v.begin(), v.end(), less);
+    CHECK(v == want);
+  }
+  std::vector<int> empty;
+  sort_nearly_sorted(empty.begin(), empty.end(), std::less<>());
+  CHECK(empty.empty());
 }

@@ -129,27 +129,39 @@ void solve_shares(const std::vector<ShareDemand>& ops, std::uint32_t sm_count, s
   // filling: every unfrozen op's rate rises as level x its weight until a resource fills, freezing
   // the ops that use it, or the op reaches its SM-bound rate).
   constexpr int kR = 4;
-  auto use = [](const ShareDemand& d, int r) -> double {
-    switch (r) {
-      case 0: return d.hbm;
-      case 1: return d.pcie_h2d;
-      case 2: return d.pcie_d2h;
-      default: return d.pcie;
-    }
-  };
+  // Each op's use of each resource, gathered once (on the stack for the usual few ops).
+  constexpr std::size_t kStackOps = 32;
+  double use_stack[kStackOps][kR];
+  std::uint8_t frozen_stack[kStackOps];
+  std::vector<double> use_heap;
+  std::vector<std::uint8_t> frozen_heap;
+  double* use = &use_stack[0][0];
+  std::uint8_t* frozen = frozen_stack;
+  if (n > kStackOps) {
+    use_heap.resize(n * kR);
+    frozen_heap.resize(n);
+    use = use_heap.data();
+    frozen = frozen_heap.data();
+  }
   double left[kR] = {1, 1, 1, 1}, want[kR] = {0, 0, 0, 0};
   bool any = false;
-  for (std::size_t i = 0; i < n; ++i)
+  for (std::size_t i = 0; i < n; ++i) {
+    const ShareDemand& d = ops[i];
+    double* u = use + i * kR;
+    u[0] = d.hbm;
+    u[1] = d.pcie_h2d;
+    u[2] = d.pcie_d2h;
+    u[3] = d.pcie;
     for (int r = 0; r < kR; ++r) {
-      double u = use(ops[i], r);
-      if (u <= 0) continue;
-      if (ops[i].fixed_rate)
-        left[r] -= u;
+      if (u[r] <= 0) continue;
+      if (d.fixed_rate)
+        left[r] -= u[r];
       else {
-        want[r] += rates[i] * u;
+        want[r] += rates[i] * u[r];
         any = true;
       }
     }
+  }
   if (!any) return;
   bool contended = false;
   for (int r = 0; r < kR; ++r) {
@@ -157,17 +169,16 @@ void solve_shares(const std::vector<ShareDemand>& ops, std::uint32_t sm_count, s
     contended = contended || want[r] > left[r] + kEps;
   }
   if (!contended) return;
-  thread_local std::vector<std::uint8_t> frozen;
-  frozen.assign(n, 1);
   std::size_t open = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    bool uses = false;
-    for (int r = 0; r < kR; ++r) uses = uses || use(ops[i], r) > 0;
+    const double* u = use + i * kR;
+    frozen[i] = 1;
+    const bool uses = u[0] > 0 || u[1] > 0 || u[2] > 0 || u[3] > 0;
     if (!ops[i].fixed_rate && uses && rates[i] > 0) {
       frozen[i] = 0;
       ++open;
     } else if (!ops[i].fixed_rate) {  // frozen at its SM-bound rate: takes its bandwidth first
-      for (int r = 0; r < kR; ++r) left[r] -= rates[i] * use(ops[i], r);
+      for (int r = 0; r < kR; ++r) left[r] -= rates[i] * u[r];
     }
   }
   while (open > 0) {
@@ -177,7 +188,7 @@ void solve_shares(const std::vector<ShareDemand>& ops, std::uint32_t sm_count, s
       if (frozen[i]) continue;
       const double w = std::max(1e-6f, ops[i].weight);
       level = std::min(level, rates[i] / w);  // its SM-bound rate
-      for (int r = 0; r < kR; ++r) weight_sum[r] += w * use(ops[i], r);
+      for (int r = 0; r < kR; ++r) weight_sum[r] += w * use[i * kR + r];
     }
     int bottleneck = -1;
     for (int r = 0; r < kR; ++r)
@@ -190,15 +201,16 @@ void solve_shares(const std::vector<ShareDemand>& ops, std::uint32_t sm_count, s
       }
     for (std::size_t i = 0; i < n; ++i) {
       if (frozen[i]) continue;
+      const double* u = use + i * kR;
       const double w = std::max(1e-6f, ops[i].weight);
       bool at_cap = rates[i] / w <= level + kEps;
-      bool on_bottleneck = bottleneck >= 0 && use(ops[i], bottleneck) > 0;
+      bool on_bottleneck = bottleneck >= 0 && u[bottleneck] > 0;
       if (!at_cap && !on_bottleneck) continue;
       if (!at_cap) {
         rates[i] = level * w;
         if (binding) (*binding)[i] = bottleneck == 0 ? 2 : 3;
       }
-      for (int r = 0; r < kR; ++r) left[r] -= rates[i] * use(ops[i], r);
+      for (int r = 0; r < kR; ++r) left[r] -= rates[i] * u[r];
       frozen[i] = 1;
       --open;
     }
