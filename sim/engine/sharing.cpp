@@ -267,8 +267,25 @@ void calibrate_sharing(Graph& g, const ShareModel& m) {
     return g.device(i);
   };
   // The shortest delay of each edge type into a device's kernels (what a launch or a stream's next
-  // op needs when nothing holds it back).
-  std::map<std::pair<std::uint32_t, EdgeType>, TimeNs> nominal;
+  // op needs when nothing holds it back), by device and in-edge type (launch, graph launch, stream).
+  // Devices by a dense slot, in order of appearance (a trace's device ids can be anything).
+  std::vector<std::uint32_t> slot_dev;
+  std::uint32_t last_dev = kNone, last_slot = 0;
+  auto slot_of = [&](std::uint32_t dev) {
+    if (dev == last_dev) return last_slot;
+    auto it = std::find(slot_dev.begin(), slot_dev.end(), dev);
+    last_slot = static_cast<std::uint32_t>(it - slot_dev.begin());
+    if (it == slot_dev.end()) slot_dev.push_back(dev);
+    last_dev = dev;
+    return last_slot;
+  };
+  constexpr std::size_t kTypes = static_cast<std::size_t>(EdgeType::StreamOrder) + 1;
+  std::vector<TimeNs> nominal_delay;
+  auto nominal = [&](std::uint32_t dev, EdgeType type) -> TimeNs& {
+    const std::size_t k = std::size_t{slot_of(dev)} * kTypes + static_cast<std::size_t>(type);
+    if (k >= nominal_delay.size()) nominal_delay.resize(k + kTypes, std::numeric_limits<TimeNs>::max());
+    return nominal_delay[k];
+  };
   std::vector<In> ins;
   for (OpId i = 0; i < t.ops.size(); ++i) {
     std::uint32_t dev = device_of(i);
@@ -277,10 +294,7 @@ void calibrate_sharing(Graph& g, const ShareModel& m) {
     prev_on_lane[t.ops[i].lane] = i;
     if (t.ops[i].kind != OpKind::Kernel) continue;
     in_edges(i, prev, ins);
-    for (const In& in : ins) {
-      auto [it, fresh] = nominal.emplace(std::make_pair(dev, in.p->type()), in.p->delay());
-      if (!fresh) it->second = std::min(it->second, in.p->delay());
-    }
+    for (const In& in : ins) nominal(dev, in.p->type()) = std::min(nominal(dev, in.p->type()), in.p->delay());
   }
   std::fill(prev_on_lane.begin(), prev_on_lane.end(), kNone);
   std::map<std::uint32_t, DeviceSweep> sweeps;
@@ -355,7 +369,7 @@ void calibrate_sharing(Graph& g, const ShareModel& m) {
       TimeNs earliest = std::numeric_limits<TimeNs>::min();
       bool late = false;
       for (const In& in : ins) {
-        TimeNs nom = nominal[{dev, in.p->type()}];
+        TimeNs nom = nominal(dev, in.p->type());
         earliest = std::max(earliest, in.src_time + std::min(in.p->delay(), nom));
         late = late || in.p->delay() > nom;
       }
@@ -367,7 +381,7 @@ void calibrate_sharing(Graph& g, const ShareModel& m) {
           demands.push_back(m.demand(i, g));
           solve_rates(demands, m.sm_count(dev), rates, nullptr, m.drain_weight(dev));
           if (rates.back() == 0)
-            for (const In& in : ins) in.p->set_delay(std::min(in.p->delay(), nominal[{dev, in.p->type()}]));
+            for (const In& in : ins) in.p->set_delay(std::min(in.p->delay(), nominal(dev, in.p->type())));
         }
       }
     }
