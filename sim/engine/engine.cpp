@@ -23,8 +23,8 @@ struct Event {
   std::uint64_t seq;
   OpId node;
   EvType type;
-  std::uint32_t version = 0;  // SharedDone (node = the GPU): stale unless it matches the GPU's
   bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
+  bool operator<(const Event& o) const { return o > *this; }
 };
 
 class Engine {
@@ -51,8 +51,8 @@ class Engine {
       for (const auto& l : g_.lanes)
         if (l.device != kNone) devices = std::max(devices, l.device + 1);
       running_.resize(devices);
-      shared_version_.assign(devices, 0);
       shared_at_.assign(devices, kNever);
+      shared_seq_.assign(devices, 0);
       r.shared.assign(n, 0);
     }
 
@@ -72,9 +72,20 @@ class Engine {
       else if (g_.released(u))
         r.start[u] = g_.release(u);
     }
-    while (!q_.empty()) {
-      Event ev = q_.top();
-      q_.pop();
+    while (true) {
+      // The earliest event: the queue's first, or a GPU's pending SharedDone (kept beside the
+      // queue: each re-solve moves it, and queued copies would mostly be stale).
+      const bool shared_first = shared_min_ != kNone && (q_.empty() || Event{shared_at_[shared_min_], shared_seq_[shared_min_], 0, EvType::SharedDone} <
+                                                                              q_.top());
+      if (!shared_first && q_.empty()) break;
+      Event ev;
+      if (shared_first) {
+        ev = Event{shared_at_[shared_min_], shared_seq_[shared_min_], static_cast<OpId>(shared_min_), EvType::SharedDone};
+        set_shared(shared_min_, kNever);
+      } else {
+        ev = q_.top();
+        q_.pop();
+      }
       ++r.events;
       now_ = ev.t;
       switch (ev.type) {
@@ -99,7 +110,7 @@ class Engine {
   }
 
  private:
-  void push(TimeNs t, OpId u, EvType ty, SimResult&, std::uint32_t version = 0) { q_.push(Event{t, seq_++, u, ty, version}); }
+  void push(TimeNs t, OpId u, EvType ty, SimResult&) { q_.push(Event{t, seq_++, u, ty}); }
 
   // ---- sharing (sim/engine/sharing.hpp) ------------------------------------------------------
   struct Running {
@@ -155,10 +166,10 @@ class Engine {
       // a rate already solved).
       x.finish = rate > 0 ? now_ + static_cast<TimeNs>(std::ceil(std::max(0.0, x.remaining) / rate - 1e-6)) : kHeld;
     }
-    schedule_shared(dev, r);
+    schedule_shared(dev);
   }
   // One event per GPU: the earliest moment one of its running ops finishes its work.
-  void schedule_shared(std::uint32_t dev, SimResult& r) {
+  void schedule_shared(std::uint32_t dev) {
     TimeNs next = kNever;
     for (const Running& x : running_[dev]) {
       if (x.done) continue;
@@ -166,10 +177,24 @@ class Engine {
       if (!x.draining && x.drain_at > 0 && x.rate > 0)  // when its drain begins
         next = std::min(next, x.since + static_cast<TimeNs>(std::ceil(std::max(0.0, x.remaining - x.drain_at) / x.rate - 1e-6)));
     }
+    if (next >= kHeld) next = kNever;
     if (next == shared_at_[dev]) return;  // the pending event stands
-    ++shared_version_[dev];
-    shared_at_[dev] = next < kHeld ? next : kNever;
-    if (next < kHeld) push(next, dev, EvType::SharedDone, r, shared_version_[dev]);
+    shared_seq_[dev] = seq_++;
+    set_shared(dev, next);
+  }
+  // A GPU's pending SharedDone moves to `t` (kNever: none); the earliest GPU is kept.
+  void set_shared(std::uint32_t dev, TimeNs t) {
+    shared_at_[dev] = t;
+    if (shared_min_ != kNone && shared_min_ != dev && t != kNever &&
+        Event{shared_at_[shared_min_], shared_seq_[shared_min_], 0, EvType::SharedDone} <
+            Event{t, shared_seq_[dev], 0, EvType::SharedDone})
+      return;  // another GPU stays first
+    shared_min_ = kNone;
+    for (std::uint32_t d = 0; d < shared_at_.size(); ++d)
+      if (shared_at_[d] != kNever &&
+          (shared_min_ == kNone || Event{shared_at_[d], shared_seq_[d], 0, EvType::SharedDone} <
+                                       Event{shared_at_[shared_min_], shared_seq_[shared_min_], 0, EvType::SharedDone}))
+        shared_min_ = d;
   }
   // A device op starts on a GPU whose ops share it. False if it does not take part.
   bool start_shared(OpId u, TimeNs d, SimResult& r) {
@@ -194,8 +219,7 @@ class Engine {
   // A GPU's SharedDone event: the ops whose work is done by now are done (stale events are skipped).
   void shared_done(const Event& ev, SimResult& r) {
     std::uint32_t dev = ev.node;
-    if (dev >= running_.size() || ev.version != shared_version_[dev]) return;
-    shared_at_[dev] = kNever;
+    if (dev >= running_.size()) return;
     auto& run = running_[dev];
     advance(run);
     done_now_.clear();
@@ -215,7 +239,7 @@ class Engine {
     if (freed)
       resolve(dev, r);
     else
-      schedule_shared(dev, r);
+      schedule_shared(dev);
     for (std::size_t k = 0; k < done_now_.size(); ++k) work_done(done_now_[k], r);
   }
   // A shared op completes: it leaves its GPU, whose other ops are re-solved.
@@ -355,8 +379,9 @@ class Engine {
   std::vector<TimeNs> busy_since_;
   std::size_t completed_ = 0;
   std::vector<std::vector<Running>> running_;  // per GPU, in start order (sharing only)
-  std::vector<std::uint32_t> shared_version_;  // per GPU: the SharedDone event that is current
-  std::vector<TimeNs> shared_at_;              // per GPU: its time (kNever: none pending)
+  std::vector<TimeNs> shared_at_;          // per GPU: when its pending SharedDone fires (kNever: none)
+  std::vector<std::uint64_t> shared_seq_;  // per GPU: that event's sequence number (ties in time)
+  std::uint32_t shared_min_ = kNone;       // the GPU whose SharedDone comes first (kNone: none)
   std::vector<OpId> done_now_;
   std::size_t drain_cursor_ = 0;  // Graph::drain_fraction's hint (ops start nearly in node order)
   std::vector<ShareDemand> demands_;
