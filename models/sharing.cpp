@@ -33,6 +33,17 @@ GpuShareModel::GpuShareModel(const Trace& t, HwSpec spec, const std::vector<Kern
     OccupancyResult occ = occupancy(spec_.gpu, {threads, lc.registers, Bytes{lc.static_smem} + lc.dynamic_smem});
     blocks_per_sm_.push_back(static_cast<std::uint16_t>(std::clamp<std::uint32_t>(occ.blocks_per_sm, 1, 0xFFFF)));
   }
+  // Demands once per distinct launch, for the class of the first kernel launched so (a launch's
+  // kernels nearly always share a class; others are computed when asked).
+  launch_class_.assign(t.kernels.size(), -1);
+  of_launch_.resize(t.kernels.size());
+  for (const Op& o : t.ops) {
+    if (o.kind != OpKind::Kernel || o.extra >= t.kernels.size() || launch_class_[o.extra] >= 0 || (o.flags & Op::kFlagNccl) ||
+        o.name >= class_of_name_.size() || class_of_name_[o.name] < 0)
+      continue;
+    launch_class_[o.extra] = class_of_name_[o.name];
+    of_launch_[o.extra] = demand_of_class(&t.kernels[o.extra], class_of_name_[o.name], blocks_per_sm_[o.extra]);
+  }
   // Persistent GEMMs with known tiles: a grid within one wave of the GPU (occupancy of its launch
   // from the table above) and more tiles than blocks.
   if (work && work->size() == t.ops.size()) {
@@ -111,7 +122,9 @@ ShareDemand GpuShareModel::demand(NodeId n, const Graph& g) const {
               : op.name < class_of_name_.size() && class_of_name_[op.name] >= 0 ? class_of_name_[op.name]
                                                                                 : static_cast<int>(classify_kernel(t_.name(op)));
     const LaunchConfig* lc = t_.launch(op);
-    ShareDemand d = demand_of_class(lc, cls, lc && op.extra < blocks_per_sm_.size() ? blocks_per_sm_[op.extra] : 0);
+    ShareDemand d = lc && op.extra < launch_class_.size() && launch_class_[op.extra] == cls
+                        ? of_launch_[op.extra]
+                        : demand_of_class(lc, cls, lc && op.extra < blocks_per_sm_.size() ? blocks_per_sm_[op.extra] : 0);
     if (o < hbm_of_op_.size() && hbm_of_op_[o] >= 0 && !d.fixed_rate) d.hbm = hbm_of_op_[o];
     if (!tiles_of_op_.empty() && !d.fixed_rate) {
       auto it = std::lower_bound(tiles_of_op_.begin(), tiles_of_op_.end(), std::make_pair(o, std::uint32_t{0}));

@@ -55,6 +55,8 @@ class GpuShareModel : public ShareModel {
   std::vector<std::uint16_t> blocks_per_sm_;                 // per entry of the trace's kernels table (distinct launches)
   std::vector<float> hbm_of_op_;                             // per trace op, from known work (-1: by class); empty: none
   std::vector<std::pair<OpId, std::uint32_t>> tiles_of_op_;  // persistent GEMMs with known tiles, by op
+  std::vector<ShareDemand> of_launch_;                       // per distinct launch: the demand of its class below
+  std::vector<std::int8_t> launch_class_;                    // per distinct launch: the class of its first kernel (-1: none)
 };
 
 // Builds the graph's sharing model for `spec` and calibrates the alone times of the trace's
