@@ -244,6 +244,45 @@ TEST_CASE("drains: a bandwidth-bound kernel started on a full GPU ran on SMs the
   }
 }
 
+TEST_CASE("calibration split in two parts at an idle moment gives what one sweep gives", "[sharing][engine]") {
+  // Three streams of overlapping kernels (ones that fill the GPU, bandwidth-bound ones that drain
+  // them, compute-bound ones held), an idle gap every 40 kernels; the split falls on the first gap
+  // past the middle.
+  std::string js = R"({"format": "bneck-workload", "lanes": [{"kind": "stream", "name": "a"}, {"kind": "stream", "name": "b"},
+    {"kind": "stream", "name": "c"}], "ops": [)";
+  std::uint64_t rng = 1;
+  double t0 = 0;
+  for (int i = 0; i < 600; ++i) {
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    const double start = t0 + static_cast<double>((rng >> 33) % 50), dur = 20 + static_cast<double>((rng >> 40) % 60);
+    if (i) js += ",";
+    js += R"({"kind": "kernel", "name": "k)" + std::to_string(i % 2) + R"(", "lane": )" + std::to_string(i % 3) + R"(, "start": ")" +
+          std::to_string(start) + R"( us", "duration": ")" + std::to_string(dur) + R"( us"})";
+    t0 += 25;
+    if (i % 40 == 39) t0 += 500;  // everything ends before the next starts
+  }
+  js += "]}";
+  Trace t = workload(js);
+  t.measured = true;
+  Graph one = build_graph(t), two = build_graph(t);
+  class Mixed : public ShareModel {
+   public:
+    ShareDemand demand(NodeId n, const Graph& g) const override {
+      return dem(132, n % 3 == 0 ? 0.5f : 1.0f, g.name(n) == "k0" ? 1.0f : 0.3f);
+    }
+    std::uint32_t sm_count(std::uint32_t) const override { return 132; }
+  } mixed;
+  calibrate_sharing(one, mixed, std::numeric_limits<std::size_t>::max());  // one sweep
+  calibrate_sharing(two, mixed, 0);                                        // two parts
+  REQUIRE(one.sharing_lost.size() == t.ops.size());
+  CHECK(one.sharing_lost == two.sharing_lost);
+  CHECK(one.sharing_drain == two.sharing_drain);
+  CHECK_FALSE(one.sharing_drain.empty());
+  std::size_t lost = 0;
+  for (auto ns : one.sharing_lost) lost += ns > 0;
+  CHECK(lost > 100);  // the case shares a lot: the comparison means something
+}
+
 namespace {
 std::string conc(const std::string& f) { return source_dir() + "/validate/reference/h200/concurrency/" + f; }
 

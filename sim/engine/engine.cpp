@@ -75,8 +75,8 @@ class Engine {
     while (true) {
       // The earliest event: the queue's first, or a GPU's pending SharedDone (kept beside the
       // queue: each re-solve moves it, and queued copies would mostly be stale).
-      const bool shared_first = shared_min_ != kNone && (q_.empty() || Event{shared_at_[shared_min_], shared_seq_[shared_min_], 0, EvType::SharedDone} <
-                                                                              q_.top());
+      const bool shared_first = shared_min_ != kNone &&
+                                (q_.empty() || Event{shared_at_[shared_min_], shared_seq_[shared_min_], 0, EvType::SharedDone} < q_.top());
       if (!shared_first && q_.empty()) break;
       Event ev;
       if (shared_first) {
@@ -186,8 +186,7 @@ class Engine {
   void set_shared(std::uint32_t dev, TimeNs t) {
     shared_at_[dev] = t;
     if (shared_min_ != kNone && shared_min_ != dev && t != kNever &&
-        Event{shared_at_[shared_min_], shared_seq_[shared_min_], 0, EvType::SharedDone} <
-            Event{t, shared_seq_[dev], 0, EvType::SharedDone})
+        Event{shared_at_[shared_min_], shared_seq_[shared_min_], 0, EvType::SharedDone} < Event{t, shared_seq_[dev], 0, EvType::SharedDone})
       return;  // another GPU stays first
     shared_min_ = kNone;
     for (std::uint32_t d = 0; d < shared_at_.size(); ++d)
@@ -254,7 +253,8 @@ class Engine {
     run.erase(it);
     // Ops that all run at full speed keep it when one leaves (it frees SMs and bandwidth; rates
     // never fall when demand falls), so their finishes stand.
-    const bool all_full = std::all_of(run.begin(), run.end(), [](const Running& x) { return x.done || (x.rate == 1.0 && x.finish != kNever); });
+    const bool all_full =
+        std::all_of(run.begin(), run.end(), [](const Running& x) { return x.done || (x.rate == 1.0 && x.finish != kNever); });
     if (!run.empty() && !all_full) resolve(dev, r);
   }
 
@@ -379,9 +379,9 @@ class Engine {
   std::vector<TimeNs> busy_since_;
   std::size_t completed_ = 0;
   std::vector<std::vector<Running>> running_;  // per GPU, in start order (sharing only)
-  std::vector<TimeNs> shared_at_;          // per GPU: when its pending SharedDone fires (kNever: none)
-  std::vector<std::uint64_t> shared_seq_;  // per GPU: that event's sequence number (ties in time)
-  std::uint32_t shared_min_ = kNone;       // the GPU whose SharedDone comes first (kNone: none)
+  std::vector<TimeNs> shared_at_;              // per GPU: when its pending SharedDone fires (kNever: none)
+  std::vector<std::uint64_t> shared_seq_;      // per GPU: that event's sequence number (ties in time)
+  std::uint32_t shared_min_ = kNone;           // the GPU whose SharedDone comes first (kNone: none)
   std::vector<OpId> done_now_;
   std::size_t drain_cursor_ = 0;  // Graph::drain_fraction's hint (ops start nearly in node order)
   std::vector<ShareDemand> demands_;

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <exception>
+#include <thread>
 
 #include "sim/graph/edit.hpp"
 
@@ -76,9 +78,9 @@ void solve_shares(const std::vector<ShareDemand>& ops, std::uint32_t sm_count, s
     // SMs in start order. Groups of SMs with the same room left, roomiest first; a group list
     // never grows past n + 1 entries (each op splits at most one group), so small problems (the
     // usual few ops on a GPU) stay on the stack.
-    struct Group {  // no initializers: the stack buffer is not cleared on every solve
-      double first;           // room left on each SM of the group
-      std::uint32_t second;   // SMs in the group
+    struct Group {           // no initializers: the stack buffer is not cleared on every solve
+      double first;          // room left on each SM of the group
+      std::uint32_t second;  // SMs in the group
     };
     constexpr std::size_t kStack = 32;
     Group stack_buf[3 * (kStack + 2)];
@@ -243,13 +245,13 @@ struct In {
 
 }  // namespace
 
-void calibrate_sharing(Graph& g, const ShareModel& m) {
+void calibrate_sharing(Graph& g, const ShareModel& m, std::size_t split_min_ops) {
   const Trace& t = *g.trace;
   g.sharing_lost.clear();
   g.sharing_drain.clear();
   // Launch and stream-order in-edges of a kernel (from its launch call and its stream's previous op).
-  std::vector<OpId> prev_on_lane(t.lanes.size(), kNone);
-  auto in_edges = [&](OpId u, OpId prev, std::vector<In>& out) {
+  std::vector<OpId> last_on_lane(t.lanes.size(), kNone);
+  auto in_edges = [&g, &t](OpId u, OpId prev, std::vector<In>& out) {
     out.clear();
     for (OpId src : {t.ops[u].link, prev}) {
       if (src == kNone) continue;
@@ -261,7 +263,7 @@ void calibrate_sharing(Graph& g, const ShareModel& m) {
       }
     }
   };
-  auto device_of = [&](OpId i) -> std::uint32_t {
+  auto device_of = [&g, &t](OpId i) -> std::uint32_t {
     const Op& o = t.ops[i];
     if (!is_device_op(o.kind) || o.duration() <= 0) return kNone;
     return g.device(i);
@@ -286,159 +288,211 @@ void calibrate_sharing(Graph& g, const ShareModel& m) {
     if (k >= nominal_delay.size()) nominal_delay.resize(k + kTypes, std::numeric_limits<TimeNs>::max());
     return nominal_delay[k];
   };
-  std::vector<In> ins;
+  std::vector<In> first_ins;
+  // The sweep below splits in two, one part a thread, at an op before which no device op is still
+  // running on any GPU (nothing carries over), the first such op past the middle of the trace. The
+  // parts' results are merged in trace order: the same as one sweep.
+  const bool split_wanted = t.ops.size() >= split_min_ops;
+  OpId split = kNone;
+  std::vector<OpId> prev_at_split;
+  TimeNs busy_until = std::numeric_limits<TimeNs>::min();
   for (OpId i = 0; i < t.ops.size(); ++i) {
     std::uint32_t dev = device_of(i);
     if (dev == kNone) continue;
-    OpId prev = prev_on_lane[t.ops[i].lane];
-    prev_on_lane[t.ops[i].lane] = i;
+    if (split_wanted && split == kNone && i >= t.ops.size() / 2 && busy_until <= t.ops[i].start) {
+      split = i;
+      prev_at_split = last_on_lane;
+    }
+    busy_until = std::max(busy_until, t.ops[i].end());
+    OpId prev = last_on_lane[t.ops[i].lane];
+    last_on_lane[t.ops[i].lane] = i;
     if (t.ops[i].kind != OpKind::Kernel) continue;
-    in_edges(i, prev, ins);
-    for (const In& in : ins) nominal(dev, in.p->type()) = std::min(nominal(dev, in.p->type()), in.p->delay());
+    in_edges(i, prev, first_ins);
+    for (const In& in : first_ins) nominal(dev, in.p->type()) = std::min(nominal(dev, in.p->type()), in.p->delay());
   }
-  std::fill(prev_on_lane.begin(), prev_on_lane.end(), kNone);
-  std::map<std::uint32_t, DeviceSweep> sweeps;
+  // Read-only from here (the parts share it).
+  auto nominal_of = [&slot_dev, &nominal_delay](std::uint32_t dev, EdgeType type) {
+    const auto slot = static_cast<std::size_t>(std::find(slot_dev.begin(), slot_dev.end(), dev) - slot_dev.begin());
+    const std::size_t k = slot * kTypes + static_cast<std::size_t>(type);
+    return k < nominal_delay.size() ? nominal_delay[k] : std::numeric_limits<TimeNs>::max();
+  };
   struct HeldCopy {
     OpId later, held;
     TimeNs delay;
   };
-  std::vector<HeldCopy> held_copies;
-  std::vector<ShareDemand> demands;
-  std::vector<double> rates;
-  auto demand_of = [&](DeviceSweep::Active& a) -> ShareDemand {
-    if (!a.has_demand) {
-      a.demand = m.demand(a.op, g);
-      a.has_demand = true;
-    }
-    ShareDemand dm = a.demand;
-    dm.draining = a.draining;  // its SMs are free for later kernels
-    return dm;
+  struct Part {
+    std::vector<std::pair<OpId, std::uint32_t>> lost;  // ns lost to sharing, by op
+    std::vector<std::pair<NodeId, float>> drains;
+    std::vector<HeldCopy> held_copies;
   };
-  // Integrates the rates of a GPU's active ops up to `until`, retiring those that end by then.
-  auto advance = [&](std::uint32_t dev, DeviceSweep& d, TimeNs until) {
-    while (true) {
-      TimeNs next = until;
-      for (const auto& a : d.active) next = std::min(next, a.end);
-      if (!d.active.empty() && next > d.prev) {
-        const auto dt = static_cast<double>(next - d.prev);
-        if (d.active.size() >= 2) {
+  // Sweeps ops [begin, end) in start order, from no op running, given each lane's op before `begin`.
+  auto sweep = [&](OpId begin, OpId end, std::vector<OpId> prev_on_lane, Part& out) {
+    std::map<std::uint32_t, DeviceSweep> sweeps;
+    std::vector<HeldCopy>& held_copies = out.held_copies;
+    std::vector<ShareDemand> demands;
+    std::vector<double> rates;
+    std::vector<In> ins;
+    auto demand_of = [&](DeviceSweep::Active& a) -> ShareDemand {
+      if (!a.has_demand) {
+        a.demand = m.demand(a.op, g);
+        a.has_demand = true;
+      }
+      ShareDemand dm = a.demand;
+      dm.draining = a.draining;  // its SMs are free for later kernels
+      return dm;
+    };
+    // Integrates the rates of a GPU's active ops up to `until`, retiring those that end by then.
+    auto advance = [&](std::uint32_t dev, DeviceSweep& d, TimeNs until) {
+      while (true) {
+        TimeNs next = until;
+        for (const auto& a : d.active) next = std::min(next, a.end);
+        if (!d.active.empty() && next > d.prev) {
+          const auto dt = static_cast<double>(next - d.prev);
+          if (d.active.size() >= 2) {
+            demands.clear();
+            for (auto& a : d.active) demands.push_back(demand_of(a));
+            solve_rates(demands, m.sm_count(dev), rates, nullptr, m.drain_weight(dev));
+            for (std::size_t k = 0; k < d.active.size(); ++k)
+              if (rates[k] < 1.0 && !demands[k].fixed_rate) d.active[k].lost += (1.0 - rates[k]) * dt;
+          } else {
+            rates.assign(1, 1.0);
+          }
+          for (std::size_t k = 0; k < d.active.size(); ++k)
+            if (d.active[k].draining) d.active[k].drained += rates[k] * dt;
+        }
+        d.prev = std::max(d.prev, next);
+        bool retired = false;
+        for (std::size_t k = 0; k < d.active.size();) {
+          if (d.active[k].end > next) {
+            ++k;
+            continue;
+          }
+          auto cut = std::llround(d.active[k].lost);
+          if (cut > 0) out.lost.emplace_back(d.active[k].op, static_cast<std::uint32_t>(std::min<long long>(cut, 0xFFFFFFFFll)));
+          if (d.active[k].draining) {
+            double alone = static_cast<double>(t.ops[d.active[k].op].duration()) - d.active[k].lost;
+            if (alone > 0 && d.active[k].drained > 0)
+              out.drains.emplace_back(d.active[k].op, static_cast<float>(std::min(1.0, d.active[k].drained / alone)));
+          }
+          d.active.erase(d.active.begin() + static_cast<std::ptrdiff_t>(k));
+          retired = true;
+        }
+        if (!retired || next >= until) break;
+      }
+    };
+    for (OpId i = begin; i < end; ++i) {
+      std::uint32_t dev = device_of(i);
+      if (dev == kNone) continue;
+      const Op& o = t.ops[i];
+      OpId prev = prev_on_lane[o.lane];
+      prev_on_lane[o.lane] = i;
+      DeviceSweep& d = sweeps[dev];
+      advance(dev, d, o.start);
+      // A kernel that started late because the GPU was full: a delay learned from the trace would
+      // hold it back even when what filled the GPU is gone. Its launch and stream-order edges keep
+      // the device's shortest delays; the engine holds it at rate 0 until SMs free up.
+      if (o.kind == OpKind::Kernel && !d.active.empty()) {
+        in_edges(i, prev, ins);
+        TimeNs earliest = std::numeric_limits<TimeNs>::min();
+        bool late = false;
+        for (const In& in : ins) {
+          TimeNs nom = nominal_of(dev, in.p->type());
+          earliest = std::max(earliest, in.src_time + std::min(in.p->delay(), nom));
+          late = late || in.p->delay() > nom;
+        }
+        if (late && earliest < o.start) {
+          demands.clear();
+          for (auto& a : d.active)
+            if (t.ops[a.op].start <= earliest) demands.push_back(demand_of(a));
+          if (!demands.empty()) {
+            demands.push_back(m.demand(i, g));
+            solve_rates(demands, m.sm_count(dev), rates, nullptr, m.drain_weight(dev));
+            if (rates.back() == 0)
+              for (const In& in : ins) in.p->set_delay(std::min(in.p->delay(), nominal_of(dev, in.p->type())));
+          }
+        }
+      }
+      // A bandwidth-bound kernel that started while the GPU's SMs were full of earlier kernels got
+      // SMs that one of them released: that one was draining (its last blocks retiring). The
+      // earliest-ending holders drain from here until the newcomer has room; a draining kernel keeps
+      // its bandwidth demand. (A compute-bound newcomer gains nothing from a drain: it waits.)
+      const bool have_mine = !d.active.empty();
+      ShareDemand mine = have_mine ? m.demand(i, g) : ShareDemand{};
+      if (mine.bandwidth_bound() && mine.sms > 0) {
+        // It can only be shut out if no SM has room for its footprint: the others claim more than
+        // SMs x (1 - its fraction).
+        double claims = 0;
+        for (auto& a : d.active) {
+          ShareDemand ad = demand_of(a);
+          if (!ad.draining) claims += static_cast<double>(ad.sms) * std::min(1.0f, ad.sm_fraction);
+        }
+        const double room = static_cast<double>(m.sm_count(dev)) * (1.0 - std::min(1.0f, mine.sm_fraction));
+        for (std::size_t guard = 0; claims > room - 1e-6 && guard < d.active.size(); ++guard) {
           demands.clear();
           for (auto& a : d.active) demands.push_back(demand_of(a));
+          demands.push_back(mine);
           solve_rates(demands, m.sm_count(dev), rates, nullptr, m.drain_weight(dev));
-          for (std::size_t k = 0; k < d.active.size(); ++k)
-            if (rates[k] < 1.0 && !demands[k].fixed_rate) d.active[k].lost += (1.0 - rates[k]) * dt;
-        } else {
-          rates.assign(1, 1.0);
+          if (rates.back() > 0) break;
+          DeviceSweep::Active* first = nullptr;
+          for (auto& a : d.active)
+            if (!a.draining && a.demand.sms > 0 && (!first || a.end < first->end)) first = &a;
+          if (!first) break;
+          first->draining = true;
+          claims -= static_cast<double>(first->demand.sms) * std::min(1.0f, first->demand.sm_fraction);
         }
-        for (std::size_t k = 0; k < d.active.size(); ++k)
-          if (d.active[k].draining) d.active[k].drained += rates[k] * dt;
       }
-      d.prev = std::max(d.prev, next);
-      bool retired = false;
-      for (std::size_t k = 0; k < d.active.size();) {
-        if (d.active[k].end > next) {
-          ++k;
-          continue;
+      // Copy engines: a copy that the trace shows ending with a later copy of the same kind, which
+      // started while it ran (within 1 % or 5 us), finished its own work when the later one began:
+      // the engines serialize same-kind copies and CUPTI reports the earlier one's end late (seen on
+      // H200: two 1 GiB D2D copies on two streams, 507 us each alone, the first "ending" 3 us before
+      // the second, 1006 us after it began). Its time past the later copy's start is held, not
+      // shared, and an end -> end edge keeps its measured end in replay.
+      if (o.kind == OpKind::Memcpy && t.copy(o)) {
+        const TimeNs tol = std::max<TimeNs>(5 * kNsPerUs, o.duration() / 100);
+        for (auto& a : d.active) {
+          const Op& ao = t.ops[a.op];
+          if (ao.kind != OpKind::Memcpy || !t.copy(ao) || t.copy(ao)->copy_kind != t.copy(o)->copy_kind) continue;
+          if (ao.start >= o.start || a.end <= o.start || std::llabs(ao.end() - o.end()) > tol) continue;
+          a.lost += static_cast<double>(ao.end() - o.start);
+          a.end = o.start;
+          held_copies.push_back({i, a.op, ao.end() - o.end()});
         }
-        auto cut = std::llround(d.active[k].lost);
-        if (cut > 0) g.set_lost_to_sharing(d.active[k].op, static_cast<std::uint32_t>(std::min<long long>(cut, 0xFFFFFFFFll)));
-        if (d.active[k].draining) {
-          double alone = static_cast<double>(t.ops[d.active[k].op].duration()) - d.active[k].lost;
-          if (alone > 0 && d.active[k].drained > 0)
-            g.sharing_drain.emplace_back(d.active[k].op, static_cast<float>(std::min(1.0, d.active[k].drained / alone)));
-        }
-        d.active.erase(d.active.begin() + static_cast<std::ptrdiff_t>(k));
-        retired = true;
+        advance(dev, d, o.start);  // retires the copies it ended
       }
-      if (!retired || next >= until) break;
+      d.active.push_back({i, o.end(), mine, have_mine, 0.0});
     }
+    for (auto& [dev, d] : sweeps) advance(dev, d, std::numeric_limits<TimeNs>::max());
   };
-  for (OpId i = 0; i < t.ops.size(); ++i) {
-    std::uint32_t dev = device_of(i);
-    if (dev == kNone) continue;
-    const Op& o = t.ops[i];
-    OpId prev = prev_on_lane[o.lane];
-    prev_on_lane[o.lane] = i;
-    DeviceSweep& d = sweeps[dev];
-    advance(dev, d, o.start);
-    // A kernel that started late because the GPU was full: a delay learned from the trace would
-    // hold it back even when what filled the GPU is gone. Its launch and stream-order edges keep
-    // the device's shortest delays; the engine holds it at rate 0 until SMs free up.
-    if (o.kind == OpKind::Kernel && !d.active.empty()) {
-      in_edges(i, prev, ins);
-      TimeNs earliest = std::numeric_limits<TimeNs>::min();
-      bool late = false;
-      for (const In& in : ins) {
-        TimeNs nom = nominal(dev, in.p->type());
-        earliest = std::max(earliest, in.src_time + std::min(in.p->delay(), nom));
-        late = late || in.p->delay() > nom;
-      }
-      if (late && earliest < o.start) {
-        demands.clear();
-        for (auto& a : d.active)
-          if (t.ops[a.op].start <= earliest) demands.push_back(demand_of(a));
-        if (!demands.empty()) {
-          demands.push_back(m.demand(i, g));
-          solve_rates(demands, m.sm_count(dev), rates, nullptr, m.drain_weight(dev));
-          if (rates.back() == 0)
-            for (const In& in : ins) in.p->set_delay(std::min(in.p->delay(), nominal(dev, in.p->type())));
-        }
-      }
+  const OpId n = static_cast<OpId>(t.ops.size());
+  Part parts[2];
+  std::vector<OpId> none_yet(t.lanes.size(), kNone);
+  if (split == kNone) {
+    sweep(0, n, std::move(none_yet), parts[0]);
+  } else {
+    std::exception_ptr failed;
+    std::thread second([&] {
+      try {
+        sweep(split, n, std::move(prev_at_split), parts[1]);
+      } catch (...) { failed = std::current_exception(); }
+    });
+    try {
+      sweep(0, split, std::move(none_yet), parts[0]);
+    } catch (...) {
+      second.join();
+      throw;
     }
-    // A bandwidth-bound kernel that started while the GPU's SMs were full of earlier kernels got
-    // SMs that one of them released: that one was draining (its last blocks retiring). The
-    // earliest-ending holders drain from here until the newcomer has room; a draining kernel keeps
-    // its bandwidth demand. (A compute-bound newcomer gains nothing from a drain: it waits.)
-    const bool have_mine = !d.active.empty();
-    ShareDemand mine = have_mine ? m.demand(i, g) : ShareDemand{};
-    if (mine.bandwidth_bound() && mine.sms > 0) {
-      // It can only be shut out if no SM has room for its footprint: the others claim more than
-      // SMs x (1 - its fraction).
-      double claims = 0;
-      for (auto& a : d.active) {
-        ShareDemand ad = demand_of(a);
-        if (!ad.draining) claims += static_cast<double>(ad.sms) * std::min(1.0f, ad.sm_fraction);
-      }
-      const double room = static_cast<double>(m.sm_count(dev)) * (1.0 - std::min(1.0f, mine.sm_fraction));
-      for (std::size_t guard = 0; claims > room - 1e-6 && guard < d.active.size(); ++guard) {
-        demands.clear();
-        for (auto& a : d.active) demands.push_back(demand_of(a));
-        demands.push_back(mine);
-        solve_rates(demands, m.sm_count(dev), rates, nullptr, m.drain_weight(dev));
-        if (rates.back() > 0) break;
-        DeviceSweep::Active* first = nullptr;
-        for (auto& a : d.active)
-          if (!a.draining && a.demand.sms > 0 && (!first || a.end < first->end)) first = &a;
-        if (!first) break;
-        first->draining = true;
-        claims -= static_cast<double>(first->demand.sms) * std::min(1.0f, first->demand.sm_fraction);
-      }
-    }
-    // Copy engines: a copy that the trace shows ending with a later copy of the same kind, which
-    // started while it ran (within 1 % or 5 us), finished its own work when the later one began:
-    // the engines serialize same-kind copies and CUPTI reports the earlier one's end late (seen on
-    // H200: two 1 GiB D2D copies on two streams, 507 us each alone, the first "ending" 3 us before
-    // the second, 1006 us after it began). Its time past the later copy's start is held, not
-    // shared, and an end -> end edge keeps its measured end in replay.
-    if (o.kind == OpKind::Memcpy && t.copy(o)) {
-      const TimeNs tol = std::max<TimeNs>(5 * kNsPerUs, o.duration() / 100);
-      for (auto& a : d.active) {
-        const Op& ao = t.ops[a.op];
-        if (ao.kind != OpKind::Memcpy || !t.copy(ao) || t.copy(ao)->copy_kind != t.copy(o)->copy_kind) continue;
-        if (ao.start >= o.start || a.end <= o.start || std::llabs(ao.end() - o.end()) > tol) continue;
-        a.lost += static_cast<double>(ao.end() - o.start);
-        a.end = o.start;
-        held_copies.push_back({i, a.op, ao.end() - o.end()});
-      }
-      advance(dev, d, o.start);  // retires the copies it ended
-    }
-    d.active.push_back({i, o.end(), mine, have_mine, 0.0});
+    second.join();
+    if (failed) std::rethrow_exception(failed);
   }
-  for (auto& [dev, d] : sweeps) advance(dev, d, std::numeric_limits<TimeNs>::max());
+  for (Part& p : parts) {
+    for (auto [op, ns] : p.lost) g.set_lost_to_sharing(op, ns);
+    g.sharing_drain.insert(g.sharing_drain.end(), p.drains.begin(), p.drains.end());
+  }
   std::sort(g.sharing_drain.begin(), g.sharing_drain.end());
-  if (!held_copies.empty()) {
+  if (!parts[0].held_copies.empty() || !parts[1].held_copies.empty()) {
     GraphEditor ed(g, "copy-engine completion order");
-    for (const HeldCopy& h : held_copies) ed.add_edge(h.later, h.held, EdgeType::CopyEngine, DepType::EndToEnd, h.delay);
+    for (const Part& p : parts)
+      for (const HeldCopy& h : p.held_copies) ed.add_edge(h.later, h.held, EdgeType::CopyEngine, DepType::EndToEnd, h.delay);
     ed.commit();
   }
 }

@@ -78,7 +78,8 @@ void solve_rates(const std::vector<ShareDemand>& ops, std::uint32_t sm_count, st
 
 // Sets g.sharing_lost from the measured overlap of the trace's device ops (see the model card), in
 // one pass over the ops in start order; kernels that started late behind a full GPU get their
-// launch delays back (the engine holds them at rate 0 instead).
-void calibrate_sharing(Graph& g, const ShareModel& m);
+// launch delays back (the engine holds them at rate 0 instead). A trace of `split_min_ops` ops or
+// more is swept in two parts on two threads, split where no device op runs (the same result).
+void calibrate_sharing(Graph& g, const ShareModel& m, std::size_t split_min_ops = 200000);
 
 }  // namespace bneck
