@@ -215,7 +215,7 @@ class Engine {
     resolve(dev, r);
     return true;
   }
-  // A GPU's SharedDone event: the ops whose work is done by now are done (stale events are skipped).
+  // A GPU's SharedDone event: the ops whose work is done by now are done.
   void shared_done(const Event& ev, SimResult& r) {
     std::uint32_t dev = ev.node;
     if (dev >= running_.size()) return;

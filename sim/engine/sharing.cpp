@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <limits>
 #include <map>
-#include <exception>
 #include <thread>
 
 #include "sim/graph/edit.hpp"
@@ -16,21 +16,8 @@ void solve_shares(const std::vector<ShareDemand>& ops, std::uint32_t sm_count, s
                   std::vector<std::uint8_t>* binding);
 }  // namespace
 
-namespace {
-void solve_uncached(const std::vector<ShareDemand>& given, std::uint32_t sm_count, std::vector<double>& rates,
-                    std::vector<std::uint8_t>& binding, double drain_weight);
-
-}  // namespace
-
 void solve_rates(const std::vector<ShareDemand>& given, std::uint32_t sm_count, std::vector<double>& rates,
                  std::vector<std::uint8_t>* binding, double drain_weight) {
-  thread_local std::vector<std::uint8_t> why;
-  solve_uncached(given, sm_count, rates, binding ? *binding : why, drain_weight);
-}
-
-namespace {
-void solve_uncached(const std::vector<ShareDemand>& given, std::uint32_t sm_count, std::vector<double>& rates,
-                    std::vector<std::uint8_t>& binding, double drain_weight) {
   // Drains (rare): a draining op's SMs are free; a compute-bound kernel after it waits.
   thread_local std::vector<ShareDemand> adjusted;
   thread_local std::vector<std::uint8_t> held;
@@ -54,14 +41,15 @@ void solve_uncached(const std::vector<ShareDemand>& given, std::uint32_t sm_coun
     in = &adjusted;
   }
   const std::vector<ShareDemand>& ops = *in;
-  solve_shares(ops, sm_count, rates, &binding);
+  solve_shares(ops, sm_count, rates, binding);
   for (std::size_t i = 0; i < held.size(); ++i)
     if (held[i]) {
       rates[i] = 0;
-      binding[i] = 1;
+      if (binding) (*binding)[i] = 1;
     }
 }
 
+namespace {
 void solve_shares(const std::vector<ShareDemand>& ops, std::uint32_t sm_count, std::vector<double>& rates,
                   std::vector<std::uint8_t>* binding) {
   const std::size_t n = ops.size();

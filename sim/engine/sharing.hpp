@@ -47,12 +47,12 @@ struct ShareDemand {
   float pcie_d2h = 0;       // fraction of the device-to-host direction
   float pcie = 0;           // fraction of the link's bidirectional bandwidth (both directions at once)
   float weight = 1;         // its share when bandwidth is split (max-min fair by weight)
+  bool fixed_rate = false;  // communication: holds resources, keeps its own time
+  bool draining = false;    // its last blocks are retiring: its SMs are free for later kernels
   std::uint32_t tiles = 0;  // a one-wave kernel of one block per SM: its blocks, or, persistent (its
                             // blocks loop over work tiles), its tiles; short of SMs it runs
                             // ceil(tiles / SMs got) rounds instead of ceil(tiles / SMs asked) (0:
                             // fluid, the share of SMs it got)
-  bool fixed_rate = false;  // communication: holds resources, keeps its own time
-  bool draining = false;    // its last blocks are retiring: its SMs are free for later kernels
   // Bandwidth-bound (moves at least half the achievable bandwidth alone): it progresses on whatever
   // SMs a draining kernel frees. A compute-bound kernel finishes one block's time after its last
   // block is placed, so it gains nothing before the drain is over.
