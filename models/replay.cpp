@@ -216,10 +216,8 @@ ReplayReport run_replay(const Trace& t, const ReplayOptions& opt) {
       if (!rep.sim.shared[n]) continue;
       TimeNs took = rep.sim.end[n] - rep.sim.start[n], alone = node_duration(*rep.model_impl, g, n);
       if (took <= alone) continue;
-      const SideInfo* side = g.side_of(n);
-      const OpId o = g.origin(n);
-      const bool by_string = !(side && !side->name.empty()) && o < t.ops.size();
-      Acc& a = by_string ? by_id[t.ops[o].name] : by_name[g.name(n)];
+      const std::uint32_t id = g.name_id(n);
+      Acc& a = id != kNone ? by_id[id] : by_name[g.name(n)];
       a.row.count++;
       a.row.alone_ns += alone;
       a.row.shared_ns += took;

@@ -37,7 +37,6 @@ class CudaGraph : public TransformStep {
     Graph& g = c.edit_graph();
     const GpuSpec& spec = c.spec.gpu;
     std::size_t launches = 0;
-    std::vector<OpId> dev;
     for (std::size_t r : regions) {
       auto [lo, hi] = idx.api_span(r);
       std::vector<OpId> apis;
@@ -64,9 +63,7 @@ class CudaGraph : public TransformStep {
               g.csr[e].set_delay(0);
           }
       }
-      dev.clear();
-      idx.device_ops(r, dev);
-      std::sort(dev.begin(), dev.end());
+      const std::vector<OpId> dev = idx.device_ops(r);  // sorted by id (binary-searched below)
       bool first = true;
       for (OpId d : dev) {
         const Op& o = ctx.trace.ops[d];

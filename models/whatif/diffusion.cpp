@@ -39,7 +39,6 @@ std::vector<std::vector<std::size_t>> step_groups(const Trace& t, const RangeInd
   return out;
 }
 
-
 std::string required_steps(const CompanionArgs& a, const char* option) {
   const std::string* s = a.find("step-range");
   if (!s) throw InputError(std::string(option) + " needs --step-range REGEX (the denoiser steps' NVTX ranges)");

@@ -235,6 +235,8 @@ struct Graph {
   TimeNs release(NodeId n) const;
   // A node's name: its op's, or the synthetic name a transform gave it.
   std::string name(NodeId n) const;
+  // The trace string id of that name when it is its origin op's (kNone: a synthetic name, or none).
+  std::uint32_t name_id(NodeId n) const;
   std::string lane_label(LaneId l) const;
   // Measured times exist for trace nodes only.
   bool measured(NodeId n) const { return !synthetic(n); }

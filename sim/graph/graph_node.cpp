@@ -20,10 +20,16 @@ TimeNs Graph::release(NodeId n) const {
   return trace && o < trace->ops.size() ? trace->ops[o].start : 0;
 }
 
-std::string Graph::name(NodeId n) const {
-  if (const SideInfo* s = side_of(n); s && !s->name.empty()) return s->name;
+std::uint32_t Graph::name_id(NodeId n) const {
+  if (const SideInfo* s = side_of(n); s && !s->name.empty()) return kNone;
   OpId o = origin(n);
-  return trace && o < trace->ops.size() ? trace->name(trace->ops[o]) : "node " + std::to_string(n);
+  return trace && o < trace->ops.size() ? trace->ops[o].name : kNone;
+}
+
+std::string Graph::name(NodeId n) const {
+  if (std::uint32_t id = name_id(n); id != kNone) return trace->strings.str(id);
+  if (const SideInfo* s = side_of(n); s && !s->name.empty()) return s->name;
+  return "node " + std::to_string(n);
 }
 
 std::string Graph::lane_label(LaneId l) const {

@@ -1,5 +1,6 @@
 #include "tools/views/serve_view.hpp"
 
+#include <CLI/CLI.hpp>
 #include <cctype>
 #include <chrono>
 #include <cmath>
@@ -12,8 +13,6 @@
 #include "sim/base/error.hpp"
 #include "tools/output.hpp"
 #include "traces/importer.hpp"
-
-#include <CLI/CLI.hpp>
 
 namespace bneck {
 
@@ -47,6 +46,7 @@ void add_serve_options(CLI::App& app, ServeArgs& a) {
   app.add_option("--rates", a.rates, "sweep these request rates (requests/s): the knee and the goodput-maximizing rate");
   app.add_option("--chrome-trace", a.chrome_out, "engine steps and requests (Perfetto UI) to FILE");
 }
+
 using nlohmann::json;
 using namespace serve;
 
