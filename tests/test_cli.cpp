@@ -508,6 +508,13 @@ TEST_CASE("fuzz findings: directories, --jobs, WAL inputs, views and non-UTF-8 n
     Run v = run("replay '" + ff + "hang_nsys_kernel_recursive_view.sqlite'");
     CHECK(v.code == 2);
     CHECK(lines(v.err) == 1);
+    // A malformed schema: SQLite quotes the table's 20-line definition; the message is one line.
+    for (const char* cmd : {"replay", "info"}) {
+      Run m = run(std::string(cmd) + " '" + ff + "msg_nsys_multiline_schema_error.sqlite'");
+      CHECK(m.code == 2);
+      CHECK(lines(m.err) == 1);
+      CHECK_THAT(m.err, Catch::Contains("msg_nsys_multiline_schema_error.sqlite: not a readable trace database"));
+    }
     // A corrupt gzip stream's message (it was read after the stream was freed) and a PyTorch ET
     // node with "inputs": {} (a missing key read through a const object: heap overflow).
     for (const char* f : {"uaf_chakra_corrupt_gzip.json.gz", "uaf_chakra_corrupt_gzip_min.et"}) {

@@ -12,11 +12,98 @@
 #include "sim/base/error.hpp"
 #include "traces/chakra/chakra_importer.hpp"
 #include "traces/collectives.hpp"
+#include "traces/gzbuf.hpp"
 #include "traces/json_io.hpp"
 #include "traces/kineto/kineto_importer.hpp"
 #include "traces/nsys/nsys_importer.hpp"
 
 namespace bneck {
+
+bool json_object_start(std::string_view head) {
+  if (head.substr(0, 3) == "\xEF\xBB\xBF") head.remove_prefix(3);
+  auto p = head.find_first_not_of(" \t\r\n");
+  return p != std::string_view::npos && head[p] == '{';
+}
+
+bool SniffInput::has_key(std::string_view k) const {
+  if (keys)
+    for (const auto& kv : *keys)
+      if (kv.first == k) return true;
+  return false;
+}
+
+std::string_view SniffInput::key_value(std::string_view k) const {
+  if (keys)
+    for (const auto& kv : *keys)
+      if (kv.first == k) return kv.second;
+  return {};
+}
+
+std::optional<std::vector<std::pair<std::string, std::string>>> json_top_level_keys(const std::string& path) {
+  GzBuf buf(path);
+  using Traits = std::streambuf::traits_type;
+  auto next = [&]() -> int { return buf.sbumpc(); };
+  int c = next();
+  if (c == 0xEF && next() == 0xBB && next() == 0xBF) c = next();
+  while (c == ' ' || c == '\t' || c == '\r' || c == '\n') c = next();
+  if (c != '{') return std::nullopt;
+  std::vector<std::pair<std::string, std::string>> keys;
+  constexpr std::size_t kMaxKeys = 4096, kMaxText = 256;
+  // Reads a string whose opening quote was consumed; keeps its first kMaxText bytes (escapes kept
+  // as written: keys and format names have none). False at end of input.
+  auto read_string = [&](std::string* out) {
+    for (int ch; (ch = next()) != Traits::eof();) {
+      if (ch == '"') return true;
+      if (ch == '\\') {
+        int esc = next();
+        if (esc == Traits::eof()) return false;
+        if (out && out->size() + 1 < kMaxText) {
+          out->push_back('\\');
+          out->push_back(static_cast<char>(esc));
+        }
+        continue;
+      }
+      if (out && out->size() < kMaxText) out->push_back(static_cast<char>(ch));
+    }
+    return false;
+  };
+  int depth = 1;
+  bool want_key = true;  // at depth 1: the next string is a key
+  try {
+    while ((c = next()) != Traits::eof()) {
+      if (c == '"') {
+        if (depth == 1 && want_key) {
+          if (keys.size() >= kMaxKeys) break;
+          keys.emplace_back();
+          if (!read_string(&keys.back().first)) break;
+          want_key = false;
+          // The value: a string is kept, anything else skipped by the loop.
+          while ((c = next()) == ' ' || c == '\t' || c == '\r' || c == '\n') {}
+          if (c != ':') break;
+          while ((c = next()) == ' ' || c == '\t' || c == '\r' || c == '\n') {}
+          if (c == '"') {
+            if (!read_string(&keys.back().second)) break;
+          } else if (c == '{' || c == '[') {
+            ++depth;
+          } else if (c == Traits::eof()) {
+            break;
+          }
+        } else if (!read_string(nullptr)) {
+          break;
+        }
+      } else if (c == '{' || c == '[') {
+        ++depth;
+      } else if (c == '}' || c == ']') {
+        if (--depth == 0) break;
+      } else if (c == ',' && depth == 1) {
+        want_key = true;
+      }
+    }
+  } catch (const InputError&) {
+    // A corrupt or truncated gzip stream: the keys read so far; the importer reports the error.
+  }
+  return keys;
+}
 
 const std::vector<std::unique_ptr<Importer>>& importers() {
   static const auto list = [] {
@@ -50,13 +137,27 @@ Trace load_trace(const std::string& path, const ImportOptions& opt) {
       if (n > 0) head = inner.substr(0, static_cast<std::size_t>(n));
     }
   }
-  const Importer* best = nullptr;
+  auto pick = [&](const SniffInput& input, int& best_score) {
+    const Importer* best = nullptr;
+    for (const auto& imp : importers()) {
+      int s = imp->sniff(input);
+      if (s > best_score) {
+        best_score = s;
+        best = imp.get();
+      }
+    }
+    return best;
+  };
   int best_score = 0;
-  for (const auto& imp : importers()) {
-    int s = imp->sniff(head, path);
-    if (s > best_score) {
-      best_score = s;
-      best = imp.get();
+  const Importer* best = pick(SniffInput{head, path}, best_score);
+  // A JSON object whose telling keys lie past the head: sniff again on its top-level keys.
+  if (best_score < 50 && json_object_start(head)) {
+    if (auto keys = json_top_level_keys(path)) {
+      int s = 0;
+      if (const Importer* by_keys = pick(SniffInput{head, path, &*keys}, s)) {
+        best = by_keys;
+        best_score = s;
+      }
     }
   }
   if (!best) {

@@ -1,6 +1,8 @@
-// One importer interface; a registry that sniffs the format from the file's first bytes.
+// One importer interface; a registry that sniffs the format from the file's content: its first
+// bytes and, for a JSON object, its top-level keys wherever they lie in the file.
 #pragma once
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,14 +15,36 @@ struct ImportOptions {
   bool progress = true;  // phase lines on stderr when an import takes more than a second
 };
 
+// What a sniffer sees of a file.
+struct SniffInput {
+  std::string_view head;  // the first bytes (of a gzip file, the first decompressed bytes if readable)
+  const std::string& path;
+  // A JSON object's top-level keys in file order, each with its value's text when that value is a
+  // string (else empty); null when the content is not a JSON object or the keys were not scanned.
+  // The registry scans them (the whole file, skipping values) only when no sniffer claims the
+  // file from its head, so a key order the head cannot show (a large "metadata" object first)
+  // still finds its importer.
+  const std::vector<std::pair<std::string, std::string>>* keys = nullptr;
+  bool has_key(std::string_view k) const;
+  // The string value of top-level key `k` ("" if absent or not a string).
+  std::string_view key_value(std::string_view k) const;
+};
+
+// A JSON object's top-level keys (see SniffInput::keys), read from `path` (gzip or plain) by a
+// scanner that skips values without building them; nullopt when the content is not a JSON object.
+// Stops at the object's end or at malformed input (the keys read so far are returned).
+std::optional<std::vector<std::pair<std::string, std::string>>> json_top_level_keys(const std::string& path);
+
+// True if `head`, after an optional UTF-8 byte-order mark and whitespace, opens a JSON object.
+bool json_object_start(std::string_view head);
+
 class Importer {
  public:
   virtual ~Importer() = default;
   virtual const char* name() const = 0;
   virtual const char* description() const = 0;
-  // Confidence 0..100 that the file is in this format, from its first bytes (of a gzip file, the
-  // first decompressed bytes if they can be read) and its path.
-  virtual int sniff(std::string_view head, const std::string& path) const = 0;
+  // Confidence 0..100 that the file is in this format, from its content and path.
+  virtual int sniff(const SniffInput& in) const = 0;
   virtual Trace import(const std::string& path, const ImportOptions& opt) const = 0;
 };
 

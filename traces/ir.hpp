@@ -214,7 +214,15 @@ struct Range {  // an NVTX push/pop (or start/end) range on a host thread
   LaneId lane = kNone;  // thread lane
   std::uint16_t depth = 0;
   std::uint32_t parent = kNone;  // index of the enclosing range on the same thread
+  bool structure = false;        // an instance of a structure level (sim/analysis/structure.hpp), not the trace's
 };
+
+// Which device work a range holds (sim/analysis/analysis.hpp, RangeIndex). Process: what any
+// thread of the range's process launches while it is open, except a thread inside a range of its
+// own that it opened before this one (that thread works for itself); PyTorch's autograd thread,
+// launching while the caller blocks in backward(), is the common case. Thread: only what the
+// range's own thread launches (strict per-thread projection).
+enum class RangeScope : std::uint8_t { Process = 0, Thread = 1 };
 
 // StartToEnd: the target cannot end before the source started plus the delay plus the target's
 // own duration (a collective: no member finishes before the last one arrived and did its part).
@@ -262,6 +270,7 @@ struct Trace {
   std::vector<ExplicitDep> deps;
   std::vector<Collective> collectives;  // after finalize(): match_collectives() (traces/collectives.hpp)
   std::map<std::string, Anomaly> anomalies;
+  RangeScope range_scope = RangeScope::Process;
 
   void note(const std::string& key, Severity sev, const std::string& example, std::uint64_t n = 1);
   const std::string& name(const Op& op) const { return strings.str(op.name); }

@@ -396,9 +396,13 @@ Trace read_trace_json(std::istream& in, const std::string& source) {
   return with_json_errors(source, [&] { return JsonReader(j, source).run(); });
 }
 
-int BneckJsonImporter::sniff(std::string_view head, const std::string&) const {
-  auto p = head.find_first_not_of(" \t\r\n");
-  if (p == std::string_view::npos || head[p] != '{') return 0;
+int BneckJsonImporter::sniff(const SniffInput& in) const {
+  std::string_view head = in.head;
+  if (!json_object_start(head)) return 0;
+  if (in.keys) {
+    auto f = in.key_value("format");
+    return f == "bneck-trace" || f == "bneck-workload" ? 95 : 0;
+  }
   return head.find("\"bneck-trace\"") != std::string_view::npos || head.find("\"bneck-workload\"") != std::string_view::npos ? 95 : 0;
 }
 

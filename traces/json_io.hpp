@@ -16,7 +16,7 @@ class BneckJsonImporter : public Importer {
  public:
   const char* name() const override { return "bneck-json"; }
   const char* description() const override { return "bneck canonical trace / hand-written workload (JSON)"; }
-  int sniff(std::string_view head, const std::string& path) const override;
+  int sniff(const SniffInput& in) const override;
   Trace import(const std::string& path, const ImportOptions& opt) const override;
 };
 

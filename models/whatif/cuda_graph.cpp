@@ -38,9 +38,8 @@ class CudaGraph : public TransformStep {
     const GpuSpec& spec = c.spec.gpu;
     std::size_t launches = 0;
     for (std::size_t r : regions) {
-      auto [lo, hi] = idx.api_span(r);
       std::vector<OpId> apis;
-      for (std::size_t p = lo; p < hi; ++p) apis.push_back(idx.api_at(p));
+      idx.api_ops(r, apis);
       OpId last_launch = kNone;
       for (OpId a : apis) {
         ApiClass cls = ctx.trace.ops[a].api_class();

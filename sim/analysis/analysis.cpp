@@ -300,31 +300,83 @@ Regex range_regex(const std::string& text) {
 }
 
 RangeIndex::RangeIndex(const Trace& t) : t_(t) {
-  lane_offset_.assign(t.lanes.size() + 1, 0);
-  for (const Op& o : t.ops)
-    if (o.kind == OpKind::Api) lane_offset_[o.lane + 1]++;
-  for (std::size_t i = 1; i < lane_offset_.size(); ++i) lane_offset_[i] += lane_offset_[i - 1];
-  thread_ops_.resize(lane_offset_.back());
-  std::vector<std::uint32_t> fill(lane_offset_.begin(), lane_offset_.end() - 1);
-  for (OpId i = 0; i < t.ops.size(); ++i)
-    if (t.ops[i].kind == OpKind::Api) thread_ops_[fill[t.ops[i].lane]++] = i;
+  auto group = [&](std::size_t groups, auto key, std::vector<std::uint32_t>& offset, std::vector<OpId>& ops) {
+    offset.assign(groups + 1, 0);
+    for (const Op& o : t.ops)
+      if (o.kind == OpKind::Api) offset[key(o) + 1]++;
+    for (std::size_t i = 1; i < offset.size(); ++i) offset[i] += offset[i - 1];
+    ops.resize(offset.back());
+    std::vector<std::uint32_t> fill(offset.begin(), offset.end() - 1);
+    for (OpId i = 0; i < t.ops.size(); ++i)  // ops are sorted by start: each group is too
+      if (t.ops[i].kind == OpKind::Api) ops[fill[key(t.ops[i])]++] = i;
+  };
+  group(t.lanes.size(), [](const Op& o) { return o.lane; }, lane_offset_, thread_ops_);
+  auto proc = [&](const Op& o) { return std::min<std::uint32_t>(t.lanes[o.lane].process, static_cast<std::uint32_t>(t.processes.size())); };
+  group(t.processes.size() + 1, proc, proc_offset_, proc_ops_);
+  if (t.range_scope == RangeScope::Process) {
+    // Each lane's trace ranges as a union of intervals.
+    std::vector<std::pair<LaneId, std::pair<TimeNs, TimeNs>>> rs;
+    for (const Range& r : t.ranges)
+      if (!r.structure && r.lane < t.lanes.size()) rs.push_back({r.lane, {r.start, r.end}});
+    std::sort(rs.begin(), rs.end());
+    busy_offset_.assign(t.lanes.size() + 1, 0);
+    for (std::size_t k = 0; k < rs.size();) {
+      LaneId l = rs[k].first;
+      auto cur = rs[k].second;
+      for (++k; k < rs.size() && rs[k].first == l; ++k) {
+        if (rs[k].second.first > cur.second) {
+          busy_.push_back(cur);
+          busy_offset_[l + 1]++;
+          cur = rs[k].second;
+        } else {
+          cur.second = std::max(cur.second, rs[k].second.second);
+        }
+      }
+      busy_.push_back(cur);
+      busy_offset_[l + 1]++;
+    }
+    for (std::size_t i = 1; i < busy_offset_.size(); ++i) busy_offset_[i] += busy_offset_[i - 1];
+  }
   for (OpId i = 0; i < t.ops.size(); ++i)
     if (is_device_op(t.ops[i].kind) && t.ops[i].link != kNone) by_link_.push_back(i);
   std::stable_sort(by_link_.begin(), by_link_.end(), [&](OpId a, OpId b) { return t.ops[a].link < t.ops[b].link; });
 }
 
-std::pair<std::size_t, std::size_t> RangeIndex::api_span(std::size_t ri) const {
+bool RangeIndex::busy_before(LaneId l, TimeNs at, TimeNs since) const {
+  auto b = busy_.begin() + busy_offset_[l], e = busy_.begin() + busy_offset_[l + 1];
+  auto it = std::upper_bound(b, e, at, [](TimeNs v, const std::pair<TimeNs, TimeNs>& iv) { return v < iv.first; });
+  if (it == b) return false;
+  --it;
+  return at <= it->second && it->first < since;
+}
+
+void RangeIndex::api_ops(std::size_t ri, std::vector<OpId>& out) const {
   const Range& rg = t_.ranges[ri];
-  auto b = thread_ops_.begin() + lane_offset_[rg.lane], e = thread_ops_.begin() + lane_offset_[rg.lane + 1];
-  auto lo = std::lower_bound(b, e, rg.start, [&](OpId o, TimeNs v) { return t_.ops[o].start < v; });
-  auto hi = std::upper_bound(lo, e, rg.end, [&](TimeNs v, OpId o) { return v < t_.ops[o].start; });
-  return {static_cast<std::size_t>(lo - thread_ops_.begin()), static_cast<std::size_t>(hi - thread_ops_.begin())};
+  auto in_range = [&](const std::vector<OpId>& ops, std::size_t lo, std::size_t hi) {
+    auto b = ops.begin() + lo, e = ops.begin() + hi;
+    auto first = std::lower_bound(b, e, rg.start, [&](OpId o, TimeNs v) { return t_.ops[o].start < v; });
+    auto last = std::upper_bound(first, e, rg.end, [&](TimeNs v, OpId o) { return v < t_.ops[o].start; });
+    return std::make_pair(first, last);
+  };
+  if (rg.lane >= t_.lanes.size()) return;
+  // Structure instances hold every launch of their process in their interval.
+  if (!rg.structure && t_.range_scope == RangeScope::Thread) {
+    auto [first, last] = in_range(thread_ops_, lane_offset_[rg.lane], lane_offset_[rg.lane + 1]);
+    out.insert(out.end(), first, last);
+    return;
+  }
+  std::uint32_t p = std::min<std::uint32_t>(t_.lanes[rg.lane].process, static_cast<std::uint32_t>(t_.processes.size()));
+  auto [first, last] = in_range(proc_ops_, proc_offset_[p], proc_offset_[p + 1]);
+  for (auto it = first; it != last; ++it) {
+    const Op& o = t_.ops[*it];
+    if (o.lane == rg.lane || rg.structure || !busy_before(o.lane, o.start, rg.start)) out.push_back(*it);
+  }
 }
 
 void RangeIndex::device_ops(std::size_t ri, std::vector<OpId>& out) const {
-  auto [lo, hi] = api_span(ri);
-  for (std::size_t p = lo; p < hi; ++p) {
-    OpId api = thread_ops_[p];
+  std::vector<OpId> apis;
+  api_ops(ri, apis);
+  for (OpId api : apis) {
     auto it = std::lower_bound(by_link_.begin(), by_link_.end(), api, [&](OpId d, OpId a) { return t_.ops[d].link < a; });
     for (; it != by_link_.end() && t_.ops[*it].link == api; ++it) out.push_back(*it);
   }
@@ -346,8 +398,7 @@ std::vector<OpId> RangeIndex::device_ops(std::size_t ri) const {
 
 void RangeIndex::work(std::size_t ri, std::vector<OpId>& out) const {
   out.clear();
-  auto [lo, hi] = api_span(ri);
-  out.insert(out.end(), thread_ops_.begin() + static_cast<std::ptrdiff_t>(lo), thread_ops_.begin() + static_cast<std::ptrdiff_t>(hi));
+  api_ops(ri, out);
   device_ops(ri, out);
   sort_unique(out);
 }

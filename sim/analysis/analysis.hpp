@@ -88,8 +88,9 @@ std::vector<TimeNs> compute_slack(const Graph& g, const SimResult& r, std::vecto
 // The --range regular expression; a malformed one is an InputError naming it.
 Regex range_regex(const std::string& text);
 
-// NVTX ranges and the ops they launched (DESIGN.md: device ops launched by calls made on the
-// range's thread between its push and pop).
+// NVTX ranges and the ops they launched: the device ops launched by the API calls the range holds
+// (Trace::range_scope: by default the calls of any thread of its process made while it is open,
+// except threads inside an earlier-opened range of their own; strictly per thread as an option).
 class RangeIndex {
  public:
   explicit RangeIndex(const Trace& t);
@@ -100,17 +101,23 @@ class RangeIndex {
   // A range's work: its API calls and the device ops they launched, sorted, each once (into `out`,
   // replacing what it held).
   void work(std::size_t ri, std::vector<OpId>& out) const;
-  // API calls of range `ri` (on its thread, starting inside it).
-  std::pair<std::size_t, std::size_t> api_span(std::size_t ri) const;  // positions in thread list
-  OpId api_at(std::size_t pos) const { return thread_ops_[pos]; }
+  // API calls of range `ri` (starting inside it, on the threads its scope takes), appended to `out`
+  // in start order.
+  void api_ops(std::size_t ri, std::vector<OpId>& out) const;
   // Indices of ranges whose name matches `re` in full, in time order.
   std::vector<std::size_t> match(const Regex& re) const;
 
  private:
+  // True if lane `l`, at time `at`, is inside a trace range of its own opened before `since`.
+  bool busy_before(LaneId l, TimeNs at, TimeNs since) const;
   const Trace& t_;
   std::vector<std::uint32_t> lane_offset_;
   std::vector<OpId> thread_ops_;  // api ops grouped by lane, by start
-  std::vector<OpId> by_link_;     // device ops sorted by launching op
+  std::vector<std::uint32_t> proc_offset_;
+  std::vector<OpId> proc_ops_;  // api ops grouped by process, by start
+  std::vector<std::uint32_t> busy_offset_;
+  std::vector<std::pair<TimeNs, TimeNs>> busy_;  // per lane: the union of its trace ranges, in order
+  std::vector<OpId> by_link_;                    // device ops sorted by launching op
 };
 
 }  // namespace bneck

@@ -50,9 +50,10 @@ std::vector<RangeSpan> range_spans(const Graph& g, const SimResult& r, const Reg
       rs.last = rs.nodes[0];
       for (NodeId o : rs.nodes)
         if (r.end[o] > r.end[rs.last] || (r.end[o] == r.end[rs.last] && o < rs.last)) rs.last = o;
-      auto [lo, hi] = idx.api_span(ri);
+      std::vector<OpId> apis;
+      idx.api_ops(ri, apis);
       rs.path_from = rs.simulated.begin;
-      for (std::size_t p = lo; p < hi; ++p) rs.path_from = std::min(rs.path_from, r.start[idx.api_at(p)]);
+      for (OpId a : apis) rs.path_from = std::min(rs.path_from, r.start[a]);
     }
     out.push_back(std::move(rs));
   }

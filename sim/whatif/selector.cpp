@@ -90,8 +90,9 @@ void Selector::bind(const Trace& t) {
       ops.clear();
       idx.device_ops(ri, ops);
       for (OpId o : ops) hit[o] = true;
-      auto [lo, hi] = idx.api_span(ri);
-      for (std::size_t p = lo; p < hi; ++p) hit[idx.api_at(p)] = true;
+      ops.clear();
+      idx.api_ops(ri, ops);
+      for (OpId o : ops) hit[o] = true;
     }
     if (in_range_.empty())
       in_range_ = std::move(hit);

@@ -373,15 +373,20 @@ std::vector<Node> chakra_protobuf(const std::string& path, const std::string& da
 
 }  // namespace
 
-int ChakraImporter::sniff(std::string_view head, const std::string& path) const {
+int ChakraImporter::sniff(const SniffInput& in) const {
+  const std::string& path = in.path;
   auto ends = [&](const char* s) {
     std::string_view x(s);
     return path.size() >= x.size() && path.compare(path.size() - x.size(), x.size(), x) == 0;
   };
   if (ends(".et")) return 70;
-  std::string_view h = head;
-  auto p = h.find_first_not_of(" \t\r\n");
-  if (p == std::string::npos || h[p] != '{') return 0;
+  std::string_view h = in.head;
+  if (!json_object_start(h)) return 0;
+  if (in.keys) {
+    if (in.has_key("workload_graph")) return 85;
+    if (in.has_key("schema") && in.has_key("nodes") && !in.has_key("traceEvents")) return 85;
+    return 0;
+  }
   if (h.find("\"workload_graph\"") != std::string::npos) return 85;
   if (h.find("\"schema\"") != std::string::npos && h.find("\"nodes\"") != std::string::npos) return 85;
   if (h.find("\"schema\"") != std::string::npos && h.find("\"pid\"") != std::string::npos && h.find("\"traceEvents\"") == std::string::npos)

@@ -23,7 +23,7 @@ class ChakraImporter : public Importer {
   const char* description() const override {
     return "Chakra execution trace (JSON workload_graph or protobuf .et) or PyTorch execution trace JSON";
   }
-  int sniff(std::string_view head, const std::string& path) const override;
+  int sniff(const SniffInput& in) const override;
   Trace import(const std::string& path, const ImportOptions& opt) const override;
 };
 

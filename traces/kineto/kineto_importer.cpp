@@ -577,11 +577,12 @@ class Reader : public nlohmann::json::json_sax_t {
 
 }  // namespace
 
-int KinetoImporter::sniff(std::string_view head, const std::string&) const {
+int KinetoImporter::sniff(const SniffInput& in) const {
+  std::string_view head = in.head;
   // Still compressed: a gzip file whose content could not be read; the importer says why.
   if (head.size() >= 2 && static_cast<unsigned char>(head[0]) == 0x1f && static_cast<unsigned char>(head[1]) == 0x8b) return 10;
-  auto p = head.find_first_not_of(" \t\r\n");
-  if (p == std::string_view::npos || head[p] != '{') return 0;
+  if (!json_object_start(head)) return 0;
+  if (in.keys) return in.has_key("traceEvents") ? 80 : 0;
   if (head.find("\"traceEvents\"") != std::string_view::npos || head.find("\"schemaVersion\"") != std::string_view::npos ||
       head.find("\"deviceProperties\"") != std::string_view::npos)
     return 80;

@@ -23,7 +23,7 @@ class KinetoImporter : public Importer {
  public:
   const char* name() const override { return "kineto-json"; }
   const char* description() const override { return "PyTorch profiler (Kineto) Chrome-trace JSON, plain or .gz"; }
-  int sniff(std::string_view head, const std::string& path) const override;
+  int sniff(const SniffInput& in) const override;
   Trace import(const std::string& path, const ImportOptions& opt) const override;
 };
 

@@ -13,8 +13,9 @@
 
 namespace bneck {
 
-int NsysSqliteImporter::sniff(std::string_view head, const std::string&) const {
+int NsysSqliteImporter::sniff(const SniffInput& in) const {
   static constexpr char kMagic[] = "SQLite format 3";
+  std::string_view head = in.head;
   return head.size() >= 16 && head.substr(0, 15) == kMagic && head[15] == '\0' ? 90 : 0;
 }
 

@@ -9,7 +9,7 @@ class NsysSqliteImporter : public Importer {
  public:
   const char* name() const override { return "nsys-sqlite"; }
   const char* description() const override { return "Nsight Systems SQLite export (nsys export --type sqlite)"; }
-  int sniff(std::string_view head, const std::string& path) const override;
+  int sniff(const SniffInput& in) const override;
   Trace import(const std::string& path, const ImportOptions& opt) const override;
 };
 

@@ -1,0 +1,383 @@
+#include "sim/analysis/structure.hpp"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <optional>
+#include <unordered_map>
+
+#include "sim/analysis/ranges.hpp"
+
+namespace bneck {
+namespace {
+
+constexpr std::uint64_t kBase = 0x9E3779B97F4A7C15ull;  // odd: hashes of symbol runs mod 2^64
+
+// One process's device ops in launch order, with what the search needs of each.
+struct Seq {
+  std::uint32_t process = 0;
+  std::vector<OpId> dev;
+  std::vector<std::uint32_t> sym;
+  std::vector<LaneId> thread;   // launching thread (kNone: no launch recorded)
+  std::vector<TimeNs> score;    // boundary evidence before the op: host time since the previous launch + GPU idle
+  std::vector<std::uint64_t> h, pw;  // prefix hashes, powers of kBase
+  std::uint64_t window(std::size_t i, std::size_t len) const { return h[i + len] - h[i] * pw[len]; }
+};
+
+struct Loop {
+  std::size_t len = 0;
+  std::uint32_t anchor = 0;          // symbol
+  std::vector<std::size_t> starts;   // positions in the sequence, increasing, >= len apart
+  std::size_t coverage() const { return len * starts.size(); }
+};
+
+std::vector<Seq> launch_sequences(const Trace& t) {
+  std::map<std::uint32_t, std::vector<std::pair<TimeNs, OpId>>> by_proc;
+  for (OpId i = 0; i < t.ops.size(); ++i) {
+    const Op& o = t.ops[i];
+    if (!is_device_op(o.kind)) continue;
+    LaneId l = o.link != kNone ? t.ops[o.link].lane : o.lane;
+    std::uint32_t p = l < t.lanes.size() ? t.lanes[l].process : 0;
+    by_proc[p].emplace_back(o.link != kNone ? t.ops[o.link].start : o.start, i);
+  }
+  std::unordered_map<std::uint64_t, std::uint32_t> symbols;
+  std::vector<Seq> out;
+  for (auto& [p, v] : by_proc) {
+    std::sort(v.begin(), v.end(), [&](const auto& a, const auto& b) {
+      if (a.first != b.first) return a.first < b.first;
+      const Op &x = t.ops[a.second], &y = t.ops[b.second];
+      if (x.link != y.link) return x.link < y.link;
+      return std::make_pair(x.start, a.second) < std::make_pair(y.start, b.second);
+    });
+    Seq s;
+    s.process = p;
+    const std::size_t n = v.size();
+    s.dev.resize(n);
+    s.sym.resize(n);
+    s.thread.resize(n);
+    s.score.resize(n);
+    TimeNs max_end = 0, max_score = 0;
+    for (std::size_t k = 0; k < n; ++k) {
+      const OpId d = v[k].second;
+      const Op& o = t.ops[d];
+      s.dev[k] = d;
+      std::uint64_t key = static_cast<std::uint64_t>(o.kind) << 40;
+      if (o.kind == OpKind::Kernel)
+        key |= o.name;
+      else if (const CopyInfo* c = t.copy(o))
+        key |= static_cast<std::uint64_t>(c->copy_kind);
+      s.sym[k] = symbols.emplace(key, static_cast<std::uint32_t>(symbols.size())).first->second;
+      s.thread[k] = o.link != kNone ? t.ops[o.link].lane : kNone;
+      if (k > 0) {
+        s.score[k] = std::max<TimeNs>(0, v[k].first - v[k - 1].first) + std::max<TimeNs>(0, o.start - max_end);
+        max_score = std::max(max_score, s.score[k]);
+      }
+      max_end = k ? std::max(max_end, o.end()) : o.end();
+    }
+    if (n) s.score[0] = max_score + 1;  // the start of the run is a boundary
+    s.h.assign(n + 1, 0);
+    s.pw.assign(n + 1, 1);
+    for (std::size_t k = 0; k < n; ++k) {
+      s.h[k + 1] = s.h[k] * kBase + s.sym[k] + 1;
+      s.pw[k + 1] = s.pw[k] * kBase;
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+// The loop that covers most of [lo, hi) outside `taken` (see the header), or nothing.
+std::optional<Loop> best_loop(const Seq& s, std::size_t lo, std::size_t hi, const std::vector<std::uint32_t>& taken_prefix,
+                              std::size_t min_len, std::size_t min_cover) {
+  auto free_window = [&](std::size_t i, std::size_t len) { return taken_prefix[i + len] == taken_prefix[i]; };
+  // Occurrences per symbol (CSR over the symbols present).
+  std::unordered_map<std::uint32_t, std::vector<std::size_t>> occ;
+  for (std::size_t i = lo; i < hi; ++i)
+    if (taken_prefix[i + 1] == taken_prefix[i]) occ[s.sym[i]].push_back(i);
+  std::vector<std::uint32_t> order;
+  order.reserve(occ.size());
+  for (auto& kv : occ)
+    if (kv.second.size() >= 2) order.push_back(kv.first);
+  std::sort(order.begin(), order.end());  // deterministic
+  std::vector<Loop> cands;
+  std::vector<std::size_t> gaps;
+  std::vector<std::pair<std::uint64_t, std::size_t>> hs;
+  for (std::uint32_t a : order) {
+    const auto& q = occ[a];
+    gaps.clear();
+    for (std::size_t j = 0; j + 1 < q.size(); ++j) gaps.push_back(q[j + 1] - q[j]);
+    std::sort(gaps.begin(), gaps.end());
+    std::size_t len = 0, best = 0;
+    for (std::size_t j = 0; j < gaps.size();) {
+      std::size_t k = j;
+      while (k < gaps.size() && gaps[k] == gaps[j]) ++k;
+      if (k - j >= best) {  // ties: the larger distance
+        best = k - j;
+        len = gaps[j];
+      }
+      j = k;
+    }
+    if (len < min_len || len * 2 > hi - lo) continue;
+    hs.clear();
+    for (std::size_t i : q)
+      if (i + len <= hi && free_window(i, len)) hs.emplace_back(s.window(i, len), i);
+    if (hs.size() < 2) continue;
+    std::sort(hs.begin(), hs.end());
+    // The most frequent window content (ties: the earliest).
+    std::uint64_t mode = hs[0].first;
+    std::size_t mode_n = 0, mode_first = hs[0].second;
+    for (std::size_t j = 0; j < hs.size();) {
+      std::size_t k = j;
+      while (k < hs.size() && hs[k].first == hs[j].first) ++k;
+      if (k - j > mode_n || (k - j == mode_n && hs[j].second < mode_first)) {
+        mode_n = k - j;
+        mode = hs[j].first;
+        mode_first = hs[j].second;
+      }
+      j = k;
+    }
+    if (mode_n < 2) continue;
+    Loop l;
+    l.len = len;
+    l.anchor = a;
+    for (const auto& [hv, i] : hs)  // sorted by (hash, position): the mode's windows in order
+      if (hv == mode && (l.starts.empty() || i >= l.starts.back() + len)) l.starts.push_back(i);
+    if (l.starts.size() >= 2 && l.coverage() >= min_cover) cands.push_back(std::move(l));
+  }
+  if (cands.empty()) return std::nullopt;
+  std::size_t top = 0;
+  for (const Loop& l : cands) top = std::max(top, l.coverage());
+  const Loop* pick = nullptr;
+  for (const Loop& l : cands)
+    if (l.coverage() * 20 >= top * 19 &&
+        (!pick || l.len > pick->len || (l.len == pick->len && l.coverage() > pick->coverage())))
+      pick = &l;
+  return *pick;
+}
+
+// Rotates a loop's windows to the offset with the strongest boundary evidence (median over its
+// instances), keeping the rotated windows that still hold the loop's content; one more in front
+// when it does.
+Loop rotate_to_boundary(const Seq& s, const Loop& l, std::size_t lo, std::size_t hi, const std::vector<std::uint32_t>& taken_prefix) {
+  std::vector<TimeNs> v(l.starts.size());
+  std::size_t best_r = 0;
+  TimeNs best = -1;
+  for (std::size_t r = 0; r < l.len; ++r) {
+    for (std::size_t j = 0; j < l.starts.size(); ++j) v[j] = s.score[l.starts[j] + r];
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    TimeNs m = v[v.size() / 2];
+    if (m > best) {
+      best = m;
+      best_r = r;
+    }
+  }
+  if (best_r == 0) return l;
+  auto free_window = [&](std::size_t i) { return i + l.len <= hi && taken_prefix[i + l.len] == taken_prefix[i]; };
+  std::vector<std::size_t> cand;
+  if (l.starts[0] + best_r >= lo + l.len) cand.push_back(l.starts[0] + best_r - l.len);
+  for (std::size_t st : l.starts) cand.push_back(st + best_r);
+  // The rotated content: that of the first rotated window that fits.
+  std::optional<std::uint64_t> ref;
+  for (std::size_t j = 0; j < l.starts.size() && !ref; ++j)
+    if (free_window(l.starts[j] + best_r)) ref = s.window(l.starts[j] + best_r, l.len);
+  if (!ref) return l;
+  Loop out = l;
+  out.starts.clear();
+  for (std::size_t p : cand)
+    if (p >= lo && free_window(p) && s.window(p, l.len) == *ref && (out.starts.empty() || p >= out.starts.back() + l.len))
+      out.starts.push_back(p);
+  return out.starts.size() >= l.starts.size() ? out : l;
+}
+
+// Shifts a loop's windows left while every window's predecessor equals its last op (the leftmost
+// rotation of a tandem repeat), inside [lo, hi).
+void rotate_leftmost(const Seq& s, Loop& l, std::size_t lo) {
+  for (;;) {
+    for (std::size_t st : l.starts)
+      if (st == lo || s.sym[st - 1] != s.sym[st - 1 + l.len]) return;
+    for (std::size_t& st : l.starts) --st;
+  }
+}
+
+std::vector<std::uint32_t> prefix_of(const std::vector<char>& taken) {
+  std::vector<std::uint32_t> p(taken.size() + 1, 0);
+  for (std::size_t i = 0; i < taken.size(); ++i) p[i + 1] = p[i] + (taken[i] ? 1u : 0u);
+  return p;
+}
+
+// Loops found greedily in [lo, hi): each takes its windows, the next searches the rest.
+std::vector<Loop> find_loops(const Seq& s, std::size_t lo, std::size_t hi, std::size_t min_len, bool boundary_rotation) {
+  std::vector<Loop> loops;
+  std::vector<char> taken(s.sym.size(), 0);
+  const std::size_t min_cover = std::max<std::size_t>(2, (hi - lo) / 20);
+  for (int round = 0; round < 8; ++round) {
+    auto prefix = prefix_of(taken);
+    auto l = best_loop(s, lo, hi, prefix, min_len, min_cover);
+    if (!l) break;
+    Loop r = boundary_rotation ? rotate_to_boundary(s, *l, lo, hi, prefix) : *l;
+    if (!boundary_rotation) rotate_leftmost(s, r, lo);
+    for (std::size_t st : r.starts) std::fill(taken.begin() + static_cast<std::ptrdiff_t>(st), taken.begin() + static_cast<std::ptrdiff_t>(st + r.len), 1);
+    loops.push_back(std::move(r));
+  }
+  std::sort(loops.begin(), loops.end(), [](const Loop& a, const Loop& b) { return a.starts[0] < b.starts[0]; });
+  return loops;
+}
+
+StructureInstance make_instance(const Trace& t, const Seq& s, std::size_t b, std::size_t e, std::uint32_t loop) {
+  StructureInstance in;
+  in.rank = s.process < t.processes.size() && t.processes[s.process].rank != kNone ? t.processes[s.process].rank : s.process;
+  in.loop = loop;
+  in.ops.assign(s.dev.begin() + static_cast<std::ptrdiff_t>(b), s.dev.begin() + static_cast<std::ptrdiff_t>(e));
+  bool first = true;
+  for (OpId d : in.ops) {
+    const Op& o = t.ops[d];
+    TimeNs hs = o.link != kNone ? t.ops[o.link].start : o.start;
+    if (first) {
+      in.start_ns = o.start;
+      in.end_ns = o.end();
+      in.host_start_ns = in.host_end_ns = hs;
+      first = false;
+    }
+    in.start_ns = std::min(in.start_ns, o.start);
+    in.end_ns = std::max(in.end_ns, o.end());
+    in.host_start_ns = std::min(in.host_start_ns, hs);
+    in.host_end_ns = std::max(in.host_end_ns, hs);
+  }
+  in.lane = s.thread[b];
+  return in;
+}
+
+std::string symbol_name(const Trace& t, const Seq& s, std::uint32_t sym) {
+  for (std::size_t i = 0; i < s.sym.size(); ++i)
+    if (s.sym[i] == sym) {
+      const Op& o = t.ops[s.dev[i]];
+      std::string n = o.kind == OpKind::Kernel ? canonical_kernel_name(t.name(o)) : t.name(o);
+      return n.size() > 60 ? n.substr(0, 57) + "..." : n;
+    }
+  return "?";
+}
+
+void summarize(StructureLevel& lv) {
+  std::sort(lv.instances.begin(), lv.instances.end(), [](const StructureInstance& a, const StructureInstance& b) {
+    return std::make_tuple(a.rank, a.start_ns, a.loop) < std::make_tuple(b.rank, b.start_ns, b.loop);
+  });
+  std::vector<double> spans, periods;
+  for (std::size_t i = 0; i < lv.instances.size(); ++i) {
+    const auto& in = lv.instances[i];
+    spans.push_back(static_cast<double>(in.end_ns - in.start_ns));
+    for (std::size_t j = i + 1; j < lv.instances.size(); ++j)
+      if (lv.instances[j].rank == in.rank && lv.instances[j].loop == in.loop) {
+        periods.push_back(static_cast<double>(lv.instances[j].start_ns - in.start_ns));
+        break;
+      }
+  }
+  if (spans.empty()) return;
+  lv.median_ns = static_cast<TimeNs>(median(spans));
+  lv.period_ns = static_cast<TimeNs>(median(periods));
+  auto [mn, mx] = std::minmax_element(spans.begin(), spans.end());
+  lv.spread = lv.median_ns > 0 ? (*mx - *mn) / static_cast<double>(lv.median_ns) : 0;
+}
+
+}  // namespace
+
+const StructureLevel* Structure::level(const std::string& name) const {
+  for (const auto& l : levels)
+    if (l.name == name) return &l;
+  return nullptr;
+}
+
+Structure find_structure(const Trace& t) {
+  Structure st;
+  StructureLevel iter{"iteration", "", {}, 0, 0, 0}, layer{"layer", "", {}, 0, 0, 0};
+  StructureLevel fwd{"forward", "ops before the backward pass in each iteration", {}, 0, 0, 0};
+  StructureLevel bwd{"backward", "a run of each iteration's ops launched by another thread (an autograd engine)", {}, 0, 0, 0};
+  std::uint32_t loop_id = 0, inner_id = 0;
+  for (const Seq& s : launch_sequences(t)) {
+    const std::size_t n = s.sym.size();
+    for (const Loop& l : find_loops(s, 0, n, 1, true)) {
+      if (iter.how.empty())
+        iter.how = "a loop of " + std::to_string(l.len) + " device ops x " + std::to_string(l.starts.size()) + ", anchored on " +
+                   symbol_name(t, s, l.anchor);
+      const std::uint32_t id = loop_id++;
+      for (std::size_t b : l.starts) iter.instances.push_back(make_instance(t, s, b, b + l.len, id));
+      // Layers: inside one instance (all hold the same ops), copied into the others by offset.
+      const std::size_t ref = l.starts[0];
+      for (const Loop& in : find_loops(s, ref, ref + l.len, 2, false)) {
+        if (layer.how.empty())
+          layer.how = "a loop of " + std::to_string(in.len) + " device ops x " + std::to_string(in.starts.size()) +
+                      " in each iteration, anchored on " + symbol_name(t, s, in.anchor);
+        const std::uint32_t lid = inner_id++;
+        for (std::size_t b : l.starts)
+          for (std::size_t ib : in.starts) layer.instances.push_back(make_instance(t, s, b + (ib - ref), b + (ib - ref) + in.len, lid));
+      }
+      // Backward: the longest run of ops launched by a thread other than the first op's.
+      std::size_t run_b = 0, run_e = 0;
+      for (std::size_t i = ref; i < ref + l.len;) {
+        std::size_t j = i;
+        while (j < ref + l.len && s.thread[j] != kNone && s.thread[j] != s.thread[ref]) ++j;
+        if (j - i > run_e - run_b) {
+          run_b = i;
+          run_e = j;
+        }
+        i = j + 1;
+      }
+      if (run_e - run_b >= 8 && run_e - run_b >= l.len / 10) {
+        for (std::size_t b : l.starts) {
+          bwd.instances.push_back(make_instance(t, s, b + (run_b - ref), b + (run_e - ref), id));
+          if (run_b > ref) fwd.instances.push_back(make_instance(t, s, b, b + (run_b - ref), id));
+        }
+      }
+    }
+  }
+  for (StructureLevel* lv : {&iter, &layer, &fwd, &bwd})
+    if (!lv->instances.empty()) {
+      summarize(*lv);
+      st.levels.push_back(std::move(*lv));
+    }
+  // Conventions the trace follows, for the reader of info and replay.
+  std::map<std::string, std::size_t> families;
+  for (const Range& r : t.ranges) {
+    if (r.structure) continue;
+    std::string n = t.strings.str(r.name);
+    if (n.rfind("ProfilerStep#", 0) == 0) families["ProfilerStep#N (PyTorch profiler steps)"]++;
+    else if (n.find(", sizes = ") != std::string::npos) families["op ranges with shapes (emit_nvtx or record_shapes)"]++;
+    else if (!n.empty() && std::isdigit(static_cast<unsigned char>(n.back()))) {
+      std::size_t k = n.find_last_not_of("0123456789");
+      families["numbered ranges " + n.substr(0, k + 1) + "N"]++;
+    }
+  }
+  for (const auto& [f, c] : families) st.conventions.push_back(f + ": " + std::to_string(c));
+  if (const StructureLevel* b = st.level("backward"))
+    st.conventions.push_back("backward launched by another thread than the caller's (" + std::to_string(b->instances.size()) +
+                             " iterations): ranges take it by the process rule");
+  std::size_t graph_nodes = 0;
+  for (const Op& o : t.ops) graph_nodes += (o.flags & Op::kFlagGraphNode) ? 1 : 0;
+  if (graph_nodes) st.conventions.push_back("CUDA graph nodes: " + std::to_string(graph_nodes));
+  return st;
+}
+
+void add_structure_ranges(Trace& t, const Structure& s) {
+  for (const Range& r : t.ranges)
+    if (r.structure) return;
+  for (const StructureLevel& lv : s.levels) {
+    StrId name = t.strings.intern("@" + lv.name);
+    for (const StructureInstance& in : lv.instances) {
+      if (in.lane == kNone) continue;
+      Range r;
+      r.start = in.host_start_ns;
+      r.end = in.host_end_ns;
+      r.name = name;
+      r.lane = in.lane;
+      r.structure = true;
+      t.ranges.push_back(r);
+    }
+  }
+}
+
+bool add_structure_ranges_if_named(Trace& t, const std::string& text) {
+  if (text.find('@') == std::string::npos) return false;
+  add_structure_ranges(t, find_structure(t));
+  return true;
+}
+
+}  // namespace bneck

@@ -1,0 +1,64 @@
+// Structure recognition: the repeating units of a run found from the trace alone (iterations and,
+// inside them, layers; the backward pass where another thread launches it), named `@level` and
+// usable wherever a range is. Annotations are never needed.
+//
+// Algorithm (per process; O(n log n) in the device ops):
+// 1. The launch sequence: the process's device ops in launch order (their launching calls' start,
+//    any thread; a graph's nodes share their launch), each a symbol: a kernel by name, a copy by
+//    direction, a memset. Shapes and grids are left out, so a decode step whose attention grid grows
+//    with the KV length still repeats.
+// 2. Loops: for every symbol (an anchor), the windows of length L (its most frequent distance to its
+//    next occurrence) that start at its occurrences; the windows equal to the most frequent one
+//    (polynomial hashes of the symbol runs) are a loop's candidate instances, covering
+//    count x L ops. The candidate that covers most wins (a larger L within 5 % of that coverage:
+//    an iteration, not its layers); its ops are taken and the search repeats on the rest (a run of
+//    several phases, each a loop), while a loop covers at least 5 % of the sequence.
+// 3. Boundaries: the windows are rotated to where the run shows a boundary: the offset whose
+//    median over the instances of (host time since the previous launch + GPU idle before the op)
+//    is largest (a synchronization, the loop's own host work, data loading).
+// 4. Inside one instance of each loop (all are equal), the same search finds the layers (L >= 2,
+//    the leftmost rotation), copied into every instance. The backward pass: a run of a loop
+//    instance's ops launched by a thread other than the one launching its first op.
+// An instance's span is the GPU span of its device ops (first start to last end).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "traces/ir.hpp"
+
+namespace bneck {
+
+struct StructureInstance {
+  std::uint32_t rank = 0;
+  std::uint32_t loop = 0;           // which loop of its level (a run with several phases has several)
+  TimeNs start_ns = 0, end_ns = 0;  // GPU span of its device ops, on the trace's clock
+  TimeNs host_start_ns = 0, host_end_ns = 0;  // its launching calls: first start, last end
+  LaneId lane = kNone;                        // thread that launched its first op
+  std::vector<OpId> ops;                      // device ops, in launch order
+};
+
+struct StructureLevel {
+  std::string name;  // "iteration", "layer", "backward"
+  std::string how;   // what found it ("a loop of 412 ops, anchored on <kernel>")
+  std::vector<StructureInstance> instances;  // in time order
+  TimeNs period_ns = 0;                      // median start-to-start distance of consecutive instances
+  TimeNs median_ns = 0;                      // median span
+  double spread = 0;                         // (max - min) / median of the spans
+};
+
+struct Structure {
+  std::vector<StructureLevel> levels;
+  std::vector<std::string> conventions;  // what the trace follows (annotations, autograd thread, graphs)
+  const StructureLevel* level(const std::string& name) const;
+};
+
+Structure find_structure(const Trace& t);
+
+// Appends each level's instances to t.ranges as ranges named "@" + level (Range::structure) on
+// the thread that launched their first op, once (a second call does nothing).
+void add_structure_ranges(Trace& t, const Structure& s);
+// find_structure + add_structure_ranges when `text` (a --range regex, a selector) names a level
+// ('@'); true if it did.
+bool add_structure_ranges_if_named(Trace& t, const std::string& text);
+
+}  // namespace bneck
