@@ -254,6 +254,7 @@ ReplayReport run_replay(const Trace& t, const ReplayOptions& opt) {
       rr.rank = rs.rank;
       if (!rs.nodes.empty()) {
         rr.measured_span_ns = rs.measured.length();
+        rr.measured_start_ns = rs.measured.begin;
         rr.simulated_span_ns = rs.simulated.length();
         rr.critical_path = range_critical_path(rep.sim, rs);
         for (NodeId o : rs.nodes) {

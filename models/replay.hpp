@@ -29,6 +29,7 @@ struct RangeResult {
   std::uint32_t rank = 0;  // of the range's thread
   TimeNs start_ns = 0;     // push time as the trace records it
   TimeNs measured_span_ns = 0, simulated_span_ns = 0;
+  TimeNs measured_start_ns = 0;  // its first device op's start as the trace records it
   std::vector<OpId> critical_path;
   std::vector<std::pair<OpId, TimeNs>> slack;  // device ops of the range and their slack
   TimeNs lost_to_sharing_ns = 0;               // its device ops' simulated time beyond their time alone

@@ -5,6 +5,7 @@
 #include <ostream>
 
 #include "tools/commands.hpp"
+#include "tools/trace_options.hpp"
 #include "tools/output.hpp"
 #include "tools/views/replay_view.hpp"
 #include "traces/importer.hpp"
@@ -112,9 +113,11 @@ void add_info(CLI::App& sub, Action& action) {
                  "trace file(s): nsys .sqlite, Kineto .json[.gz], bneck JSON; several files (or a directory) = one trace per rank")
       ->required();
   sub.add_option("--json", json_out, "write JSON to FILE ('-' for stdout)");
+  static TraceOptions topt;
+  add_trace_options(sub, topt);
   sub.callback([&action] {
     action = [] {
-      Trace t = load_traces(trace);
+      Trace t = load_with_options(trace, topt);
       json j = info_json(t);
       if (!json_out.empty()) write_output(json_out, [&](std::ostream& o) { o << json_text(j, 2) << "\n"; });
       if (json_out != "-") info_text(t, j, std::cout);

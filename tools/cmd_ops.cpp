@@ -5,6 +5,7 @@
 
 #include "sim/whatif/selector.hpp"
 #include "tools/commands.hpp"
+#include "tools/trace_options.hpp"
 #include "tools/output.hpp"
 #include "tools/views/replay_view.hpp"
 #include "traces/importer.hpp"
@@ -24,11 +25,13 @@ void add_ops(CLI::App& sub, Action& action) {
   sub.add_option("--json", json_out, "write JSON to FILE ('-' for stdout)");
   sub.add_option("--limit", limit, "list at most N ops (0: all)")->capture_default_str();
   sub.add_flag("--api", all_ops, "include host API calls (default: device ops only, unless --select names kind=api)");
+  static TraceOptions topt;
+  add_trace_options(sub, topt);
   sub.callback([&action] {
     action = [] {
       std::optional<Selector> sel;
       if (!select.empty()) sel = Selector::parse(select);
-      Trace t = load_traces(trace);
+      Trace t = load_with_options(trace, topt, {select});
       if (sel) sel->bind(t);
       bool want_api = all_ops || select.find("kind=api") != std::string::npos;
       std::vector<OpId> hits;

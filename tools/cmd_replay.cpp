@@ -6,6 +6,7 @@
 
 #include "sim/base/error.hpp"
 #include "tools/commands.hpp"
+#include "tools/trace_options.hpp"
 #include "tools/output.hpp"
 #include "tools/views/replay_view.hpp"
 #include "traces/importer.hpp"
@@ -19,7 +20,7 @@ void add_replay(CLI::App& sub, Action& action) {
   sub.add_option("TRACE", trace,
                  "trace file(s): nsys .sqlite, Kineto .json[.gz], bneck JSON; several files (or a directory) = one trace per rank")
       ->required();
-  sub.add_option("--range", range, "report the NVTX ranges whose name matches REGEX in full");
+  sub.add_option("--range", range, "report the NVTX ranges whose name matches REGEX in full (@iteration, @layer...: structure levels, bneck structure)");
   sub.add_option("--hw", hw, "retarget to this GPU: a preset (bneck hw list) or a spec file");
   sub.add_option("--durations", durations, "measured | model | hybrid (default: measured; hybrid with --hw)");
   sub.add_option("--source-hw", source_hw, "the trace's GPU, if its device name does not tell");
@@ -30,6 +31,8 @@ void add_replay(CLI::App& sub, Action& action) {
   sub.add_option("--json", json_out, "write the report as JSON to FILE ('-' for stdout)");
   sub.add_option("--chrome-trace", chrome_out, "write measured and simulated timelines (Perfetto UI) to FILE");
   sub.add_option("--top", top, "rows in the text tables")->capture_default_str();
+  static TraceOptions topt;
+  add_trace_options(sub, topt);
   sub.callback([&action] {
     action = [] {
       ReplayOptions opt;
@@ -43,7 +46,7 @@ void add_replay(CLI::App& sub, Action& action) {
       opt.sharing = sharing == "on";
       if (!range.empty()) opt.range_regex = range;
       auto t0 = std::chrono::steady_clock::now();
-      Trace t = load_traces(trace);
+      Trace t = load_with_options(trace, topt, {range});
       double import_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       double import_rss = peak_rss_mb();
       ReplayReport rep = run_replay(t, opt);

@@ -17,6 +17,7 @@
 #include "sim/analysis/analysis.hpp"
 #include "sim/base/error.hpp"
 #include "tools/commands.hpp"
+#include "tools/trace_options.hpp"
 #include "tools/output.hpp"
 #include "tools/report_js.hpp"
 #include "tools/views/replay_view.hpp"
@@ -51,12 +52,16 @@ void add_report(CLI::App& sub, Action& action) {
   sub.add_option("-o,--output", out, "the HTML file to write")->required();
   sub.add_option("--range", range, "the NVTX ranges to report (measured vs simulated, what-if per range)");
   sub.add_option("--hw", hw, "replay retargeted to this GPU (the timelines then compare measured with it)");
+  static TraceOptions topt;
+  add_trace_options(sub, topt);
   sub.allow_extras();
   sub.footer("Transforms (as for bneck whatif) after the options add the what-if section: bneck report T -o r.html --scale 2:name~gemm");
   sub.callback([&action, self = &sub] {
     std::vector<std::string> extras = self->remaining();
     action = [extras] {
-      Trace t = load_traces({trace});
+      std::vector<std::string> texts = extras;
+      texts.push_back(range);
+      Trace t = load_with_options({trace}, topt, texts);
       ReplayOptions ro;
       if (!range.empty()) ro.range_regex = range;
       ro.hw = hw;

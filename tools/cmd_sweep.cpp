@@ -14,6 +14,7 @@
 #include "models/kernel_work.hpp"
 #include "sim/base/error.hpp"
 #include "tools/commands.hpp"
+#include "tools/trace_options.hpp"
 #include "tools/mpi_sweep.hpp"
 #include "tools/output.hpp"
 #include "tools/views/plot.hpp"
@@ -104,9 +105,11 @@ void add_sweep(CLI::App& sub, Action& action) {
   sub.add_option("--vary", vary, "sweep a spec field of each --hw: FIELD=LO..HI:N (e.g. hbm_bandwidth=2TB/s..8TB/s:7)");
   sub.add_option("--svg", svg, "with --vary: plot predicted time over the field to FILE");
   sub.add_option("--source-hw", source_hw, "the trace's GPU, if its device name does not tell");
+  static TraceOptions topt;
+  add_trace_options(sub, topt);
   sub.callback([&action] {
     action = [] {
-      Trace t = load_traces(trace);
+      Trace t = load_with_options(trace, topt, {range});
       std::vector<Scenario> scs{{"baseline", {}}};
       for (const auto& f : scenarios) scs.push_back(load_scenario(f));
       std::vector<std::string> hws = split_list(hw_list);

@@ -7,6 +7,7 @@
 
 #include "sim/base/error.hpp"
 #include "tools/commands.hpp"
+#include "tools/trace_options.hpp"
 #include "tools/output.hpp"
 #include "tools/views/whatif_view.hpp"
 #include "traces/importer.hpp"
@@ -27,6 +28,8 @@ void add_whatif(CLI::App& sub, Action& action) {
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
   sub.add_option("--top", top, "rows in the text tables")->capture_default_str();
+  static TraceOptions topt;
+  add_trace_options(sub, topt);
   sub.footer("Transforms, applied in order (a --scenario FILE's JSON list expands in place; SEL: DESIGN.md selectors):\n" +
              transform_help(false));
   sub.allow_extras();
@@ -49,7 +52,9 @@ void add_whatif(CLI::App& sub, Action& action) {
       opt.source_hw = source_hw;
       opt.sharing = sharing == "on";
       opt.top = top;
-      Trace t = load_traces({trace});
+      std::vector<std::string> texts = extras;
+      texts.push_back(range);
+      Trace t = load_with_options({trace}, topt, texts);
       WhatIfReport rep = run_whatif(t, opt);
       if (!json_out.empty()) write_output(json_out, [&](std::ostream& o) { o << json_text(whatif_json(rep), 1) << "\n"; });
       if (!chrome_out.empty()) write_output(chrome_out, [&](std::ostream& o) { write_whatif_chrome_trace(rep, o); });

@@ -1,6 +1,8 @@
 #include "sim/analysis/structure.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -86,14 +88,77 @@ std::vector<Seq> launch_sequences(const Trace& t) {
   return out;
 }
 
-// The loop that covers most of [lo, hi) outside `taken` (see the header), or nothing.
+// The candidate loop of an anchor's occurrences `q` in [lo, hi): windows of its most frequent
+// distance L, moved back by as much as the ops before its first two L-apart occurrences agree
+// (so that a repeat of two copies, the anchor inside them, still shows two windows), kept where
+// they hold the most frequent content, >= L apart.
+std::optional<Loop> candidate(const Seq& s, const std::vector<std::size_t>& q, std::uint32_t anchor, std::size_t lo, std::size_t hi,
+                              const std::vector<std::uint32_t>& taken_prefix, std::size_t min_len, std::vector<std::size_t>& gaps,
+                              std::vector<std::pair<std::uint64_t, std::size_t>>& hs) {
+  auto free_window = [&](std::size_t i, std::size_t len) { return taken_prefix[i + len] == taken_prefix[i]; };
+  gaps.clear();
+  for (std::size_t j = 0; j + 1 < q.size(); ++j) gaps.push_back(q[j + 1] - q[j]);
+  std::sort(gaps.begin(), gaps.end());
+  std::size_t len = 0, best = 0;
+  for (std::size_t j = 0; j < gaps.size();) {
+    std::size_t k = j;
+    while (k < gaps.size() && gaps[k] == gaps[j]) ++k;
+    if (k - j >= best) {  // ties: the larger distance
+      best = k - j;
+      len = gaps[j];
+    }
+    j = k;
+  }
+  if (len < min_len || len * 2 > hi - lo) return std::nullopt;
+  std::size_t back = 0;
+  for (std::size_t j = 0; j + 1 < q.size(); ++j)
+    if (q[j + 1] - q[j] == len) {
+      while (back + 1 < len && q[j] >= lo + back + 1 && s.sym[q[j] - back - 1] == s.sym[q[j + 1] - back - 1]) ++back;
+      break;
+    }
+  hs.clear();
+  for (std::size_t i : q)
+    if (i >= lo + back && i - back + len <= hi && free_window(i - back, len)) hs.emplace_back(s.window(i - back, len), i - back);
+  if (hs.size() < 2) return std::nullopt;
+  std::sort(hs.begin(), hs.end());
+  // The most frequent window content (ties: the earliest).
+  std::uint64_t mode = hs[0].first;
+  std::size_t mode_n = 0, mode_first = hs[0].second;
+  for (std::size_t j = 0; j < hs.size();) {
+    std::size_t k = j;
+    while (k < hs.size() && hs[k].first == hs[j].first) ++k;
+    if (k - j > mode_n || (k - j == mode_n && hs[j].second < mode_first)) {
+      mode_n = k - j;
+      mode = hs[j].first;
+      mode_first = hs[j].second;
+    }
+    j = k;
+  }
+  if (mode_n < 2) return std::nullopt;
+  Loop l;
+  l.len = len;
+  l.anchor = anchor;
+  for (const auto& [hv, i] : hs)  // sorted by (hash, position): the mode's windows in order
+    if (hv == mode && (l.starts.empty() || i >= l.starts.back() + len)) l.starts.push_back(i);
+  if (l.starts.size() < 2) return std::nullopt;
+  return l;
+}
+
+constexpr std::uint32_t kBoundaryAnchor = 0xFFFFFFFFu;  // anchored on boundary evidence, not a symbol
+
+// The loop that covers most of [lo, hi) outside `taken` (see the header), or nothing. Anchors:
+// every symbol, and the positions with the strongest boundary evidence (the top ones of the
+// host-and-GPU gaps, where they jump), for a unit in which every kernel occurs more than once (a decode step of
+// identical layers).
 std::optional<Loop> best_loop(const Seq& s, std::size_t lo, std::size_t hi, const std::vector<std::uint32_t>& taken_prefix,
                               std::size_t min_len, std::size_t min_cover) {
-  auto free_window = [&](std::size_t i, std::size_t len) { return taken_prefix[i + len] == taken_prefix[i]; };
-  // Occurrences per symbol (CSR over the symbols present).
   std::unordered_map<std::uint32_t, std::vector<std::size_t>> occ;
+  std::vector<std::size_t> free_pos;
   for (std::size_t i = lo; i < hi; ++i)
-    if (taken_prefix[i + 1] == taken_prefix[i]) occ[s.sym[i]].push_back(i);
+    if (taken_prefix[i + 1] == taken_prefix[i]) {
+      occ[s.sym[i]].push_back(i);
+      free_pos.push_back(i);
+    }
   std::vector<std::uint32_t> order;
   order.reserve(occ.size());
   for (auto& kv : occ)
@@ -102,57 +167,77 @@ std::optional<Loop> best_loop(const Seq& s, std::size_t lo, std::size_t hi, cons
   std::vector<Loop> cands;
   std::vector<std::size_t> gaps;
   std::vector<std::pair<std::uint64_t, std::size_t>> hs;
-  for (std::uint32_t a : order) {
-    const auto& q = occ[a];
-    gaps.clear();
-    for (std::size_t j = 0; j + 1 < q.size(); ++j) gaps.push_back(q[j + 1] - q[j]);
-    std::sort(gaps.begin(), gaps.end());
-    std::size_t len = 0, best = 0;
-    for (std::size_t j = 0; j < gaps.size();) {
-      std::size_t k = j;
-      while (k < gaps.size() && gaps[k] == gaps[j]) ++k;
-      if (k - j >= best) {  // ties: the larger distance
-        best = k - j;
-        len = gaps[j];
-      }
-      j = k;
+  static const bool dbg = std::getenv("BNECK_DEBUG_STRUCTURE") != nullptr;
+  auto consider = [&](std::optional<Loop> l) {
+    if (dbg && l) std::fprintf(stderr, "cand anchor %u len %zu n %zu cov %zu first %zu\n", l->anchor, l->len, l->starts.size(), l->coverage(), l->starts[0]);
+    if (l && l->coverage() >= min_cover) cands.push_back(std::move(*l));
+  };
+  for (std::uint32_t a : order) consider(candidate(s, occ[a], a, lo, hi, taken_prefix, min_len, gaps, hs));
+  if (free_pos.size() >= 4) {
+    std::vector<TimeNs> sc;
+    sc.reserve(free_pos.size());
+    for (std::size_t i : free_pos) sc.push_back(s.score[i]);
+    std::sort(sc.begin(), sc.end(), std::greater<>());
+    // The k strongest boundaries, k = 2, 3, 4, 6, 8, 12, ... up to 30 % of the positions: the
+    // candidate's own test (a common distance, equal content) keeps the k that is a unit's starts.
+    std::vector<std::size_t> q;
+    const std::size_t lim = std::max<std::size_t>(2, sc.size() * 3 / 10);
+    for (std::size_t k = 2, step = 0; k <= lim && k <= sc.size(); k = (step++ % 2) ? k * 4 / 3 : k * 3 / 2) {
+      const TimeNs thr = sc[k - 1];
+      if (thr <= 0) break;
+      q.clear();
+      for (std::size_t i : free_pos)
+        if (s.score[i] >= thr) q.push_back(i);
+      if (q.size() >= 2) consider(candidate(s, q, kBoundaryAnchor, lo, hi, taken_prefix, min_len, gaps, hs));
     }
-    if (len < min_len || len * 2 > hi - lo) continue;
-    hs.clear();
-    for (std::size_t i : q)
-      if (i + len <= hi && free_window(i, len)) hs.emplace_back(s.window(i, len), i);
-    if (hs.size() < 2) continue;
-    std::sort(hs.begin(), hs.end());
-    // The most frequent window content (ties: the earliest).
-    std::uint64_t mode = hs[0].first;
-    std::size_t mode_n = 0, mode_first = hs[0].second;
-    for (std::size_t j = 0; j < hs.size();) {
-      std::size_t k = j;
-      while (k < hs.size() && hs[k].first == hs[j].first) ++k;
-      if (k - j > mode_n || (k - j == mode_n && hs[j].second < mode_first)) {
-        mode_n = k - j;
-        mode = hs[j].first;
-        mode_first = hs[j].second;
-      }
-      j = k;
-    }
-    if (mode_n < 2) continue;
-    Loop l;
-    l.len = len;
-    l.anchor = a;
-    for (const auto& [hv, i] : hs)  // sorted by (hash, position): the mode's windows in order
-      if (hv == mode && (l.starts.empty() || i >= l.starts.back() + len)) l.starts.push_back(i);
-    if (l.starts.size() >= 2 && l.coverage() >= min_cover) cands.push_back(std::move(l));
   }
   if (cands.empty()) return std::nullopt;
   std::size_t top = 0;
   for (const Loop& l : cands) top = std::max(top, l.coverage());
-  const Loop* pick = nullptr;
-  for (const Loop& l : cands)
-    if (l.coverage() * 20 >= top * 19 &&
-        (!pick || l.len > pick->len || (l.len == pick->len && l.coverage() > pick->coverage())))
-      pick = &l;
-  return *pick;
+  std::vector<char> out(cands.size(), 0);
+  auto median_score = [&](const std::vector<std::size_t>& pos) {
+    std::vector<TimeNs> v;
+    for (std::size_t p : pos) v.push_back(s.score[p]);
+    if (v.empty()) return TimeNs{0};
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
+  for (;;) {
+    std::size_t pick = cands.size();
+    for (std::size_t c = 0; c < cands.size(); ++c) {
+      const Loop& l = cands[c];
+      if (out[c] || l.coverage() * 20 < top * 19) continue;
+      if (pick == cands.size() || l.len > cands[pick].len || (l.len == cands[pick].len && l.coverage() > cands[pick].coverage())) pick = c;
+    }
+    if (pick == cands.size()) return std::nullopt;
+    // A window that is only copies of a smaller candidate's (two rounds of a loop of rounds) is a
+    // unit of its own only where its starts show much stronger boundaries than the copies inside.
+    const Loop& l = cands[pick];
+    bool redundant = false;
+    for (const Loop& m : cands) {
+      if (m.len >= l.len || l.len % m.len || s.window(l.starts[0], l.len - m.len) != s.window(l.starts[0] + m.len, l.len - m.len)) continue;
+      std::vector<std::size_t> inner;
+      for (std::size_t p : m.starts)
+        if (!std::binary_search(l.starts.begin(), l.starts.end(), p)) inner.push_back(p);
+      if (median_score(l.starts) < 3 * std::max<TimeNs>(1, median_score(inner))) redundant = true;
+    }
+    if (redundant) {
+      out[pick] = 1;
+      continue;
+    }
+    // A coarser unit whose starts show much stronger boundaries than the chosen loop's starts
+    // inside it (tokens of identical layers, a sync between them) is the one, if it covers at
+    // least half as much (warm-up steps repeat the layers but not the steps).
+    const Loop* coarse = &l;
+    for (const Loop& c : cands) {
+      if (c.len < 2 * l.len || c.coverage() * 2 < l.coverage() || (coarse != &l && c.len <= coarse->len)) continue;
+      std::vector<std::size_t> inner;
+      for (std::size_t p : l.starts)
+        if (!std::binary_search(c.starts.begin(), c.starts.end(), p)) inner.push_back(p);
+      if (median_score(c.starts) >= 3 * std::max<TimeNs>(1, median_score(inner))) coarse = &c;
+    }
+    return *coarse;
+  }
 }
 
 // Rotates a loop's windows to the offset with the strongest boundary evidence (median over its
@@ -248,6 +333,7 @@ StructureInstance make_instance(const Trace& t, const Seq& s, std::size_t b, std
 }
 
 std::string symbol_name(const Trace& t, const Seq& s, std::uint32_t sym) {
+  if (sym == kBoundaryAnchor) return "the host and GPU gaps at its start";
   for (std::size_t i = 0; i < s.sym.size(); ++i)
     if (s.sym[i] == sym) {
       const Op& o = t.ops[s.dev[i]];

@@ -437,6 +437,7 @@ json replay_json(const ReplayReport& r, const ReplayOptions& opt) {
       json rj = {{"name", rr.name},
                  {"rank", rr.rank},
                  {"start_ns", rr.start_ns},
+                 {"measured_start_ns", rr.measured_start_ns},
                  {"measured_span_ns", rr.measured_span_ns},
                  {"simulated_span_ns", rr.simulated_span_ns}};
       json rcp = json::array();

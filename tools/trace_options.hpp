@@ -1,0 +1,21 @@
+// Options every command that reads a trace shares: how ranges take their work (--range-scope),
+// and the structure levels (`@iteration`, ...) added as ranges when a regex or selector names one.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "traces/ir.hpp"
+
+namespace bneck {
+
+struct TraceOptions {
+  std::string range_scope = "process";
+};
+
+void add_trace_options(CLI::App& sub, TraceOptions& o);
+// Loads the trace(s) (one per rank), applies the options, and adds the structure levels as ranges
+// when any of `texts` (range regexes, selectors, transform arguments) names one with '@'.
+Trace load_with_options(const std::vector<std::string>& paths, const TraceOptions& o, const std::vector<std::string>& texts = {});
+
+}  // namespace bneck
