@@ -1,8 +1,6 @@
 #include "sim/analysis/structure.hpp"
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -88,9 +86,12 @@ std::vector<Seq> launch_sequences(const Trace& t) {
   return out;
 }
 
+constexpr std::uint32_t kBoundaryAnchor = 0xFFFFFFFFu;  // anchored on boundary evidence, not a symbol
+
 // The candidate loop of an anchor's occurrences `q` in [lo, hi): windows of its most frequent
 // distance L, moved back by as much as the ops before its first two L-apart occurrences agree
-// (so that a repeat of two copies, the anchor inside them, still shows two windows), kept where
+// (so that a repeat of two copies, the anchor inside them, still shows two windows; boundary
+// anchors are starts and stay), kept where
 // they hold the most frequent content, >= L apart.
 std::optional<Loop> candidate(const Seq& s, const std::vector<std::size_t>& q, std::uint32_t anchor, std::size_t lo, std::size_t hi,
                               const std::vector<std::uint32_t>& taken_prefix, std::size_t min_len, std::vector<std::size_t>& gaps,
@@ -111,7 +112,7 @@ std::optional<Loop> candidate(const Seq& s, const std::vector<std::size_t>& q, s
   }
   if (len < min_len || len * 2 > hi - lo) return std::nullopt;
   std::size_t back = 0;
-  for (std::size_t j = 0; j + 1 < q.size(); ++j)
+  for (std::size_t j = 0; j + 1 < q.size() && anchor != kBoundaryAnchor; ++j)
     if (q[j + 1] - q[j] == len) {
       while (back + 1 < len && q[j] >= lo + back + 1 && s.sym[q[j] - back - 1] == s.sym[q[j + 1] - back - 1]) ++back;
       break;
@@ -144,8 +145,6 @@ std::optional<Loop> candidate(const Seq& s, const std::vector<std::size_t>& q, s
   return l;
 }
 
-constexpr std::uint32_t kBoundaryAnchor = 0xFFFFFFFFu;  // anchored on boundary evidence, not a symbol
-
 // The loop that covers most of [lo, hi) outside `taken` (see the header), or nothing. Anchors:
 // every symbol, and the positions with the strongest boundary evidence (the top ones of the
 // host-and-GPU gaps, where they jump), for a unit in which every kernel occurs more than once (a decode step of
@@ -167,9 +166,7 @@ std::optional<Loop> best_loop(const Seq& s, std::size_t lo, std::size_t hi, cons
   std::vector<Loop> cands;
   std::vector<std::size_t> gaps;
   std::vector<std::pair<std::uint64_t, std::size_t>> hs;
-  static const bool dbg = std::getenv("BNECK_DEBUG_STRUCTURE") != nullptr;
   auto consider = [&](std::optional<Loop> l) {
-    if (dbg && l) std::fprintf(stderr, "cand anchor %u len %zu n %zu cov %zu first %zu\n", l->anchor, l->len, l->starts.size(), l->coverage(), l->starts[0]);
     if (l && l->coverage() >= min_cover) cands.push_back(std::move(*l));
   };
   for (std::uint32_t a : order) consider(candidate(s, occ[a], a, lo, hi, taken_prefix, min_len, gaps, hs));

@@ -1,0 +1,128 @@
+// Structure recognition on real traces with their NVTX ranges removed: the ranges the programs
+// marked (decode tokens, training steps and their forward/backward, rounds of a multi-stream DAG)
+// are found as instances whose GPU spans agree within 2 %.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "helpers.hpp"
+#include "models/replay.hpp"
+#include "sim/analysis/structure.hpp"
+#include "traces/importer.hpp"
+
+using namespace bneck;
+using namespace bneck::test;
+
+namespace {
+
+struct Found {
+  std::size_t ranges = 0, found = 0;
+};
+
+// The ranges matching `re` (their measured GPU spans), then the structure of the same trace with
+// every range removed: a range is found when an instance starts and ends within 2 % of its span.
+Found find_removed(const std::string& path, const std::string& re) {
+  Trace t = load_trace(path);
+  ReplayOptions opt;
+  opt.range_regex = re;
+  auto rr = run_replay(t, opt).ranges;
+  t.ranges.clear();
+  Structure s = find_structure(t);
+  Found f;
+  for (const auto& r : rr) {
+    if (r.measured_span_ns == 0) continue;
+    ++f.ranges;
+    const double tol = 0.02 * static_cast<double>(r.measured_span_ns);
+    bool hit = false;
+    for (const auto& lv : s.levels)
+      for (const auto& in : lv.instances)
+        hit = hit || (std::fabs(static_cast<double>(in.start_ns - r.measured_start_ns)) <= tol &&
+                      std::fabs(static_cast<double>(in.end_ns - (r.measured_start_ns + r.measured_span_ns))) <= tol);
+    f.found += hit;
+  }
+  return f;
+}
+
+}  // namespace
+
+TEST_CASE("structure finds the removed ranges of real H200 traces within 2 %", "[structure][shared]") {
+  struct Case {
+    std::string path, re;
+    std::size_t ranges;
+  } cases[] = {
+      {h200("decode_eager.sqlite"), "tok.*", 20},  // 12 eager layers a token, a sync between tokens
+      {h200("decode_graph.sqlite"), "tok.*", 20},  // the same step as one CUDA graph launch
+      {h200("block_fp32.sqlite"), "step.*", 5},    // a training step, backward on the autograd thread
+      {h200("block_bf16.sqlite"), "step.*", 5},
+      {h200("streams_base.sqlite"), "round.*", 6},  // three streams joined by events
+      {h200("streams_fast.sqlite"), "round.*", 6},
+      {demo_trace(), "iter.*", 6},
+      // 3 warm-up steps (the first 0.41 s long) and 8 timed ones, each fw / bw / opt.
+      {source_dir() + "/validate/reference/h200/train_ranges/nsys_nvtx.sqlite", "step.*|fw|bw", 33},
+  };
+  for (const Case& c : cases) {
+    INFO(c.path << " " << c.re);
+    Found f = find_removed(c.path, c.re);
+    CHECK(f.ranges == c.ranges);
+    CHECK(f.found * 10 >= f.ranges * 9);
+  }
+}
+
+TEST_CASE("structure of a training step without any annotation: iterations, forward and backward", "[structure]") {
+  // Nsight Systems, -t cuda only: 3 warm-up and 8 timed steps; the CUDA events of the timed steps
+  // measured step 12.31 ms and backward 5.10 ms (medians, nsys_noranges.log).
+  Trace t = load_trace(source_dir() + "/validate/reference/h200/train_ranges/nsys_noranges.sqlite");
+  REQUIRE(t.ranges.empty());
+  Structure s = find_structure(t);
+  const StructureLevel* it = s.level("iteration");
+  const StructureLevel* bw = s.level("backward");
+  REQUIRE(it);
+  REQUIRE(bw);
+  CHECK(it->instances.size() >= 8);
+  CHECK(std::fabs(static_cast<double>(it->period_ns) / 12.31e6 - 1) < 0.05);
+  CHECK(std::fabs(static_cast<double>(bw->median_ns) / 5.10e6 - 1) < 0.02);
+  // Usable as ranges: @backward's spans through the replay equal the structure's.
+  add_structure_ranges(t, s);
+  ReplayOptions opt;
+  opt.range_regex = "@backward";
+  auto rr = run_replay(t, opt).ranges;
+  REQUIRE(rr.size() == bw->instances.size());
+  for (std::size_t i = 0; i < rr.size(); ++i) {
+    CHECK(rr[i].measured_span_ns == bw->instances[i].end_ns - bw->instances[i].start_ns);
+    CHECK(rr[i].simulated_span_ns == rr[i].measured_span_ns);
+  }
+}
+
+TEST_CASE("structure on a hand-made launch sequence: 4 steps of 3 identical layers and a sync", "[structure]") {
+  // Each step launches a, b, c three times (10 us each, back to back), then the host waits 200 us.
+  // Every kernel occurs 3 times a step, so no kernel anchors the step: the 200 us gaps do.
+  std::string ops;
+  int id = 0;
+  std::string lanes = R"([{"kind": "thread", "name": "main"}, {"kind": "stream", "name": "s"}])";
+  double t_us = 0;
+  for (int step = 0; step < 4; ++step) {
+    for (int layer = 0; layer < 3; ++layer)
+      for (const char* k : {"a", "b", "c"}) {
+        ops += std::string(id ? ", " : "") + R"({"kind": "api", "name": "cudaLaunchKernel", "lane": 0, "start": ")" +
+               std::to_string(t_us) + R"( us", "duration": "2 us"})";
+        ops += R"(, {"kind": "kernel", "name": ")" + std::string(k) + R"(", "lane": 1, "start": ")" + std::to_string(t_us + 5) +
+               R"( us", "duration": "10 us", "launched_by": )" + std::to_string(id) + "}";
+        id += 2;
+        t_us += 10;
+      }
+    t_us += 200;
+  }
+  Trace t = workload(R"({"format": "bneck-workload", "measured": true, "lanes": )" + lanes + R"(, "ops": [)" + ops + "]}");
+  Structure s = find_structure(t);
+  const StructureLevel* it = s.level("iteration");
+  REQUIRE(it);
+  REQUIRE(it->instances.size() == 4);
+  // A step: 9 kernels, the first starting 5 us after its launch, the last ending 80 + 5 + 10 us later.
+  CHECK(it->instances[0].ops.size() == 9);
+  CHECK(it->instances[1].start_ns - it->instances[0].start_ns == 290'000);  // 9 x 10 us + 200 us
+  CHECK(it->median_ns == 90'000);
+  const StructureLevel* layer = s.level("layer");
+  REQUIRE(layer);
+  CHECK(layer->instances.size() == 12);
+  CHECK(layer->median_ns == 30'000);
+}
