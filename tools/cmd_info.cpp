@@ -8,6 +8,7 @@
 #include "tools/trace_options.hpp"
 #include "tools/output.hpp"
 #include "tools/views/replay_view.hpp"
+#include "tools/views/structure_view.hpp"
 #include "traces/importer.hpp"
 
 namespace bneck {
@@ -119,8 +120,14 @@ void add_info(CLI::App& sub, Action& action) {
     action = [] {
       Trace t = load_with_options(trace, topt);
       json j = info_json(t);
+      Structure s = find_structure(t);
+      j["structure"] = structure_json(s, false);
       if (!json_out.empty()) write_output(json_out, [&](std::ostream& o) { o << json_text(j, 2) << "\n"; });
-      if (json_out != "-") info_text(t, j, std::cout);
+      if (json_out != "-") {
+        info_text(t, j, std::cout);
+        std::cout << "structure (found from the trace; --range @LEVEL):\n";
+        print_structure_summary(s, std::cout);
+      }
       return 0;
     };
   });

@@ -9,9 +9,12 @@
 #include "tools/trace_options.hpp"
 #include "tools/output.hpp"
 #include "tools/views/replay_view.hpp"
+#include "tools/views/structure_view.hpp"
 #include "traces/importer.hpp"
 
 namespace bneck {
+
+constexpr std::size_t kStructureInReplayOps = 1'000'000;
 
 void add_replay(CLI::App& sub, Action& action) {
   static std::vector<std::string> trace;
@@ -52,15 +55,31 @@ void add_replay(CLI::App& sub, Action& action) {
       ReplayReport rep = run_replay(t, opt);
       rep.import_s = import_s;
       rep.import_rss_mb = import_rss;
+      // The structure the trace shows (bneck structure), up to a million device ops (beyond, the
+      // search would add about half the replay's time: bneck structure runs it alone).
+      std::optional<Structure> st;
+      auto s0 = std::chrono::steady_clock::now();
+      if (t.device_op_count() <= kStructureInReplayOps) st = find_structure(t);
+      double structure_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count();
       if (!json_out.empty()) {
         nlohmann::json j = replay_json(rep, opt);
-        j["timing_s"] = {{"import", rep.import_s}, {"graph", rep.graph_s}, {"replay", rep.replay_s}, {"analysis", rep.analysis_s}};
+        j["timing_s"] = {{"import", rep.import_s}, {"graph", rep.graph_s}, {"replay", rep.replay_s}, {"analysis", rep.analysis_s},
+                         {"structure", structure_s}};
+        if (st) j["structure"] = structure_json(*st, false);
         j["peak_rss_mb_after"] = {
             {"import", rep.import_rss_mb}, {"graph", rep.graph_rss_mb}, {"replay", rep.replay_rss_mb}, {"analysis", rep.analysis_rss_mb}};
         write_output(json_out, [&](std::ostream& o) { o << json_text(j, 1) << "\n"; });
       }
       if (!chrome_out.empty()) write_output(chrome_out, [&](std::ostream& o) { write_chrome_trace(rep, o); });
-      if (json_out != "-") print_replay_text(rep, opt, std::cout);
+      if (json_out != "-") {
+        print_replay_text(rep, opt, std::cout);
+        if (st) {
+          std::cout << "\nstructure (found from the trace; --range @LEVEL):\n";
+          print_structure_summary(*st, std::cout);
+        } else {
+          std::cout << "\nstructure: more than " << kStructureInReplayOps << " device ops: bneck structure TRACE finds it\n";
+        }
+      }
       return 0;
     };
   });

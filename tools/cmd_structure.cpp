@@ -1,5 +1,6 @@
 // bneck structure TRACE... [--json FILE] [--limit N]: the repeating units of a run, found from the
 // trace alone (sim/analysis/structure.hpp); each level is usable as --range @LEVEL.
+#include <chrono>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -22,9 +23,16 @@ void add_structure(CLI::App& sub, Action& action) {
   add_trace_options(sub, topt);
   sub.callback([&action] {
     action = [] {
+      auto t0 = std::chrono::steady_clock::now();
       Trace t = load_with_options(trace, topt);
+      auto t1 = std::chrono::steady_clock::now();
       Structure s = find_structure(t);
-      if (!json_out.empty()) write_output(json_out, [&](std::ostream& o) { o << json_text(structure_json(s, true), 1) << "\n"; });
+      auto t2 = std::chrono::steady_clock::now();
+      if (!json_out.empty()) {
+        nlohmann::json j = structure_json(s, true);
+        j["timing_s"] = {{"import", std::chrono::duration<double>(t1 - t0).count()}, {"structure", std::chrono::duration<double>(t2 - t1).count()}};
+        write_output(json_out, [&](std::ostream& o) { o << json_text(j, 1) << "\n"; });
+      }
       if (json_out != "-") print_structure_text(s, std::cout, limit);
       return 0;
     };

@@ -142,6 +142,11 @@ std::optional<Loop> candidate(const Seq& s, const std::vector<std::size_t>& q, s
   for (const auto& [hv, i] : hs)  // sorted by (hash, position): the mode's windows in order
     if (hv == mode && (l.starts.empty() || i >= l.starts.back() + len)) l.starts.push_back(i);
   if (l.starts.size() < 2) return std::nullopt;
+  // A loop runs its instances back to back (a tandem repeat) at least half the time: equal windows
+  // scattered through a sequence without structure (a random mix of three kernels) are not one.
+  std::size_t adjacent = 0;
+  for (std::size_t j = 0; j + 1 < l.starts.size(); ++j) adjacent += l.starts[j + 1] - l.starts[j] == len;
+  if (adjacent * 2 < l.starts.size() - 1 || adjacent == 0) return std::nullopt;
   return l;
 }
 
@@ -151,25 +156,33 @@ std::optional<Loop> candidate(const Seq& s, const std::vector<std::size_t>& q, s
 // identical layers).
 std::optional<Loop> best_loop(const Seq& s, std::size_t lo, std::size_t hi, const std::vector<std::uint32_t>& taken_prefix,
                               std::size_t min_len, std::size_t min_cover) {
-  std::unordered_map<std::uint32_t, std::vector<std::size_t>> occ;
+  // Free positions grouped by symbol (counting sort: symbols are dense), each group in order.
   std::vector<std::size_t> free_pos;
+  std::uint32_t nsym = 0;
   for (std::size_t i = lo; i < hi; ++i)
     if (taken_prefix[i + 1] == taken_prefix[i]) {
-      occ[s.sym[i]].push_back(i);
       free_pos.push_back(i);
+      nsym = std::max(nsym, s.sym[i] + 1);
     }
-  std::vector<std::uint32_t> order;
-  order.reserve(occ.size());
-  for (auto& kv : occ)
-    if (kv.second.size() >= 2) order.push_back(kv.first);
-  std::sort(order.begin(), order.end());  // deterministic
+  std::vector<std::size_t> offset(nsym + 1, 0), occ(free_pos.size());
+  for (std::size_t i : free_pos) offset[s.sym[i] + 1]++;
+  for (std::size_t k = 1; k < offset.size(); ++k) offset[k] += offset[k - 1];
+  {
+    std::vector<std::size_t> fill(offset.begin(), offset.end() - 1);
+    for (std::size_t i : free_pos) occ[fill[s.sym[i]]++] = i;
+  }
+  std::vector<std::size_t> q;
   std::vector<Loop> cands;
   std::vector<std::size_t> gaps;
   std::vector<std::pair<std::uint64_t, std::size_t>> hs;
   auto consider = [&](std::optional<Loop> l) {
     if (l && l->coverage() >= min_cover) cands.push_back(std::move(*l));
   };
-  for (std::uint32_t a : order) consider(candidate(s, occ[a], a, lo, hi, taken_prefix, min_len, gaps, hs));
+  for (std::uint32_t a = 0; a < nsym; ++a) {
+    if (offset[a + 1] - offset[a] < 2) continue;
+    q.assign(occ.begin() + static_cast<std::ptrdiff_t>(offset[a]), occ.begin() + static_cast<std::ptrdiff_t>(offset[a + 1]));
+    consider(candidate(s, q, a, lo, hi, taken_prefix, min_len, gaps, hs));
+  }
   if (free_pos.size() >= 4) {
     std::vector<TimeNs> sc;
     sc.reserve(free_pos.size());
@@ -177,7 +190,6 @@ std::optional<Loop> best_loop(const Seq& s, std::size_t lo, std::size_t hi, cons
     std::sort(sc.begin(), sc.end(), std::greater<>());
     // The k strongest boundaries, k = 2, 3, 4, 6, 8, 12, ... up to 30 % of the positions: the
     // candidate's own test (a common distance, equal content) keeps the k that is a unit's starts.
-    std::vector<std::size_t> q;
     const std::size_t lim = std::max<std::size_t>(2, sc.size() * 3 / 10);
     for (std::size_t k = 2, step = 0; k <= lim && k <= sc.size(); k = (step++ % 2) ? k * 4 / 3 : k * 3 / 2) {
       const TimeNs thr = sc[k - 1];
@@ -422,9 +434,14 @@ Structure find_structure(const Trace& t) {
   for (const Range& r : t.ranges) {
     if (r.structure) continue;
     std::string n = t.strings.str(r.name);
-    if (n.rfind("ProfilerStep#", 0) == 0) families["ProfilerStep#N (PyTorch profiler steps)"]++;
-    else if (n.find(", sizes = ") != std::string::npos) families["op ranges with shapes (emit_nvtx or record_shapes)"]++;
-    else if (!n.empty() && std::isdigit(static_cast<unsigned char>(n.back()))) {
+    if (n.rfind("ProfilerStep#", 0) == 0) {
+      families["ProfilerStep#N ranges (PyTorch profiler steps)"]++;
+    } else if (n.find(", sizes = ") != std::string::npos) {
+      families["op ranges with shapes (emit_nvtx or record_shapes)"]++;
+    } else if (n.find(", op_id = ") != std::string::npos || n.find(", seq = ") != std::string::npos || n.rfind("aten::", 0) == 0 ||
+               n.rfind("autograd::", 0) == 0 || n.find('#') != std::string::npos) {
+      families["PyTorch op ranges (emit_nvtx, record_function)"]++;
+    } else if (!n.empty() && n.size() <= 40 && std::isdigit(static_cast<unsigned char>(n.back()))) {
       std::size_t k = n.find_last_not_of("0123456789");
       families["numbered ranges " + n.substr(0, k + 1) + "N"]++;
     }

@@ -295,5 +295,24 @@ int main(int argc, char** argv) {
               rss_mb * 1048576.0 / static_cast<double>(kernels));
   std::printf("  simulated makespan %.3f ms, measured %.3f ms\n", j["makespan_ns"].get<double>() / 1e6,
               j["measured_makespan_ns"].get<double>() / 1e6);
+  // bneck structure on the same file: the whole process against the replay's.
+  std::string sjson = file + ".structure.json";
+  auto s0 = std::chrono::steady_clock::now();
+  pid = fork();
+  if (pid == 0) {
+    if (!freopen("/dev/null", "w", stdout)) _exit(1);
+    execl(bneck.c_str(), bneck.c_str(), "structure", file.c_str(), "--json", sjson.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  wait4(pid, &status, 0, &ru);
+  double structure_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count();
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) die("bneck structure failed");
+  std::ifstream sin(sjson);
+  auto sj = nlohmann::json::parse(sin);
+  std::printf("  bneck structure, whole process:            %8.2f s  (%.2fx the replay; import %.2f s, structure %.2f s, %.0f MiB)\n",
+              structure_s, structure_s / total_s, sj["timing_s"]["import"].get<double>(), sj["timing_s"]["structure"].get<double>(),
+              static_cast<double>(ru.ru_maxrss) / 1024.0);
+  for (const auto& lv : sj["levels"])
+    std::printf("    @%s: %zu instances\n", lv["name"].get<std::string>().c_str(), lv["count"].get<std::size_t>());
   return 0;
 }
