@@ -7,6 +7,9 @@
 
 #include "sim/analysis/pipeline.hpp"
 #include "tools/commands.hpp"
+#include "tools/trace_options.hpp"
+#include "sim/analysis/structure.hpp"
+#include "sim/base/error.hpp"
 #include "tools/output.hpp"
 #include "traces/importer.hpp"
 
@@ -37,13 +40,18 @@ void add_pipeline(CLI::App& sub, Action& action) {
   static std::vector<std::string> trace;
   static std::string gen, step, json_out;
   sub.add_option("TRACE", trace, "trace file(s)")->required();
-  sub.add_option("--range", gen, "the generations: NVTX ranges matching REGEX in full")->required();
-  sub.add_option("--step-range", step, "the denoiser steps inside each generation: ranges matching REGEX")->required();
+  sub.add_option("--range", gen, "the generations: ranges matching REGEX in full (default: from the structure, @run or @iteration)");
+  sub.add_option("--step-range", step, "the denoiser steps inside each generation (default: from the structure, @iteration or @layer)");
+  static TraceOptions topt;
+  add_trace_options(sub, topt);
   sub.add_option("--json", json_out, "write the budget as JSON to FILE ('-' for stdout)");
   sub.callback([&action] {
     action = [] {
-      Trace t = load_traces(trace);
-      std::vector<GenerationBudget> gens = pipeline_budget(t, gen, step);
+      Trace t = load_with_options(trace, topt, {gen.empty() || step.empty() ? "@" : "", gen, step});
+      auto [dgen, dstep] = default_loop_ranges(t);
+      if ((gen.empty() || step.empty()) && dstep.empty())
+        throw InputError(t.source + ": no repeating loop found; give --range GEN_REGEX --step-range STEP_REGEX");
+      std::vector<GenerationBudget> gens = pipeline_budget(t, gen.empty() ? dgen : gen, step.empty() ? dstep : step);
       if (!json_out.empty()) {
         json j = budget_json(gens.front());  // the first generation at the top, every one under "generations"
         json all = json::array();

@@ -59,9 +59,7 @@ void add_report(CLI::App& sub, Action& action) {
   sub.callback([&action, self = &sub] {
     std::vector<std::string> extras = self->remaining();
     action = [extras] {
-      std::vector<std::string> texts = extras;
-      texts.push_back(range);
-      Trace t = load_with_options({trace}, topt, texts);
+      Trace t = load_with_options({trace}, topt, structure_texts(extras, range));
       ReplayOptions ro;
       if (!range.empty()) ro.range_regex = range;
       ro.hw = hw;

@@ -52,9 +52,7 @@ void add_whatif(CLI::App& sub, Action& action) {
       opt.source_hw = source_hw;
       opt.sharing = sharing == "on";
       opt.top = top;
-      std::vector<std::string> texts = extras;
-      texts.push_back(range);
-      Trace t = load_with_options({trace}, topt, texts);
+      Trace t = load_with_options({trace}, topt, structure_texts(extras, range));
       WhatIfReport rep = run_whatif(t, opt);
       if (!json_out.empty()) write_output(json_out, [&](std::ostream& o) { o << json_text(whatif_json(rep), 1) << "\n"; });
       if (!chrome_out.empty()) write_output(chrome_out, [&](std::ostream& o) { write_whatif_chrome_trace(rep, o); });

@@ -21,4 +21,16 @@ Trace load_with_options(const std::vector<std::string>& paths, const TraceOption
   return t;
 }
 
+std::vector<std::string> structure_texts(std::vector<std::string> args, const std::string& range) {
+  bool per_step = false, step_range = false;
+  for (const auto& a : args) {
+    for (const char* f : {"--steps", "--cfg", "--resolution", "--frames"})
+      per_step = per_step || a == f || a.rfind(std::string(f) + "=", 0) == 0;
+    step_range = step_range || a.rfind("--step-range", 0) == 0;
+  }
+  if (per_step && !step_range) args.push_back("@");
+  args.push_back(range);
+  return args;
+}
+
 }  // namespace bneck

@@ -17,5 +17,8 @@ void add_trace_options(CLI::App& sub, TraceOptions& o);
 // Loads the trace(s) (one per rank), applies the options, and adds the structure levels as ranges
 // when any of `texts` (range regexes, selectors, transform arguments) names one with '@'.
 Trace load_with_options(const std::vector<std::string>& paths, const TraceOptions& o, const std::vector<std::string>& texts = {});
+// Transform arguments (whatif, report): they name a structure level, or use one by default (a
+// per-step diffusion what-if without --step-range): the texts for load_with_options.
+std::vector<std::string> structure_texts(std::vector<std::string> args, const std::string& range);
 
 }  // namespace bneck

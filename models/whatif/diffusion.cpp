@@ -20,17 +20,27 @@
 
 #include "models/whatif/transform.hpp"
 #include "sim/analysis/analysis.hpp"
+#include "sim/analysis/structure.hpp"
 #include "sim/base/error.hpp"
 
 namespace bneck {
 namespace {
 
-const char* const kStepCompanion = "step-range=REGEX: the denoiser steps' NVTX ranges (required; may come before the transforms)";
+const char* const kStepCompanion =
+    "step-range=REGEX: the denoiser steps' ranges (default: the structure's loop, @iteration or @layer; may come before the transforms)";
 
-// The step ranges in time order, grouped by their enclosing range.
-std::vector<std::vector<std::size_t>> step_groups(const Trace& t, const RangeIndex& idx, const std::string& regex, const std::string& text) {
+// The step ranges in time order, grouped by their enclosing range. Without a regex, the steps are
+// the structure's denoising loop (default_loop_ranges: bneck structure).
+std::vector<std::vector<std::size_t>> step_groups(const Trace& t, const RangeIndex& idx, const std::string& given, const std::string& text) {
+  std::string regex = given;
+  if (regex.empty()) {
+    regex = default_loop_ranges(t).second;
+    if (regex.empty())
+      throw InputError(text + ": needs --step-range REGEX (the denoiser steps' ranges): " + t.source + " shows no repeating loop");
+  }
   std::vector<std::size_t> steps = idx.match(range_regex(regex));
   if (steps.empty()) throw InputError(text + ": --step-range '" + regex + "' matches no NVTX range of " + t.source);
+
   std::map<std::uint32_t, std::vector<std::size_t>> by_parent;
   for (std::size_t r : steps) by_parent[t.ranges[r].parent].push_back(r);
   std::vector<std::vector<std::size_t>> out;
@@ -39,9 +49,10 @@ std::vector<std::vector<std::size_t>> step_groups(const Trace& t, const RangeInd
   return out;
 }
 
-std::string required_steps(const CompanionArgs& a, const char* option) {
+// The --step-range given, or "" for the structure's loop (resolved on the trace).
+std::string required_steps(const CompanionArgs& a, const char*) {
   const std::string* s = a.find("step-range");
-  if (!s) throw InputError(std::string(option) + " needs --step-range REGEX (the denoiser steps' NVTX ranges)");
+  if (!s) return "";
   (void)range_regex(*s);
   return *s;
 }

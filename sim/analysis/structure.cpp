@@ -386,9 +386,11 @@ Structure find_structure(const Trace& t) {
   StructureLevel iter{"iteration", "", {}, 0, 0, 0}, layer{"layer", "", {}, 0, 0, 0};
   StructureLevel fwd{"forward", "ops before the backward pass in each iteration", {}, 0, 0, 0};
   StructureLevel bwd{"backward", "a run of each iteration's ops launched by another thread (an autograd engine)", {}, 0, 0, 0};
+  StructureLevel run{"run", "each process's launches, first to last", {}, 0, 0, 0};
   std::uint32_t loop_id = 0, inner_id = 0;
   for (const Seq& s : launch_sequences(t)) {
     const std::size_t n = s.sym.size();
+    if (n) run.instances.push_back(make_instance(t, s, 0, n, 0));
     for (const Loop& l : find_loops(s, 0, n, 1, true)) {
       if (iter.how.empty())
         iter.how = "a loop of " + std::to_string(l.len) + " device ops x " + std::to_string(l.starts.size()) + ", anchored on " +
@@ -424,7 +426,8 @@ Structure find_structure(const Trace& t) {
       }
     }
   }
-  for (StructureLevel* lv : {&iter, &layer, &fwd, &bwd})
+  if (iter.instances.empty()) run.instances.clear();  // no loop: nothing to say
+  for (StructureLevel* lv : {&run, &iter, &layer, &fwd, &bwd})
     if (!lv->instances.empty()) {
       summarize(*lv);
       st.levels.push_back(std::move(*lv));
@@ -459,8 +462,15 @@ Structure find_structure(const Trace& t) {
 void add_structure_ranges(Trace& t, const Structure& s) {
   for (const Range& r : t.ranges)
     if (r.structure) return;
+  // Each instance's parent: the instance of the level above that holds it (@run > @iteration >
+  // @layer, @forward, @backward), found by start among that level's ranges of its process.
+  std::map<std::string, std::vector<std::uint32_t>> by_level;  // range indices, by host start
+  auto process_of = [&](const Range& r) { return t.lanes[r.lane].process; };
   for (const StructureLevel& lv : s.levels) {
     StrId name = t.strings.intern("@" + lv.name);
+    const char* up = lv.name == "run" ? nullptr : lv.name == "iteration" ? "run" : "iteration";
+    const std::vector<std::uint32_t>* parents = up && by_level.count(up) ? &by_level[up] : nullptr;
+    auto& mine = by_level[lv.name];
     for (const StructureInstance& in : lv.instances) {
       if (in.lane == kNone) continue;
       Range r;
@@ -469,9 +479,38 @@ void add_structure_ranges(Trace& t, const Structure& s) {
       r.name = name;
       r.lane = in.lane;
       r.structure = true;
+      if (parents) {
+        auto it = std::upper_bound(parents->begin(), parents->end(), r.start,
+                                   [&](TimeNs v, std::uint32_t p) { return v < t.ranges[p].start; });
+        while (it != parents->begin()) {
+          --it;
+          const Range& p = t.ranges[*it];
+          if (process_of(p) == process_of(r) && p.start <= r.start && r.end <= p.end) {
+            r.parent = *it;
+            r.depth = static_cast<std::uint16_t>(p.depth + 1);
+            break;
+          }
+          if (p.end < r.start && std::distance(parents->begin(), it) + 64 < static_cast<std::ptrdiff_t>(parents->size())) break;
+        }
+      }
+      mine.push_back(static_cast<std::uint32_t>(t.ranges.size()));
       t.ranges.push_back(r);
     }
+    std::sort(mine.begin(), mine.end(), [&](std::uint32_t a, std::uint32_t b) { return t.ranges[a].start < t.ranges[b].start; });
   }
+}
+
+std::pair<std::string, std::string> default_loop_ranges(const Trace& t) {
+  std::size_t iterations = 0, layers = 0;
+  for (const Range& r : t.ranges)
+    if (r.structure) {
+      const std::string& n = t.strings.str(r.name);
+      iterations += n == "@iteration";
+      layers += n == "@layer";
+    }
+  if (iterations >= 4) return {"@run", "@iteration"};
+  if (layers && iterations) return {"@iteration", "@layer"};
+  return {"", ""};
 }
 
 bool add_structure_ranges_if_named(Trace& t, const std::string& text) {

@@ -38,7 +38,7 @@ struct StructureInstance {
 };
 
 struct StructureLevel {
-  std::string name;  // "iteration", "layer", "backward"
+  std::string name;  // "run" (each process's whole launch sequence), "iteration", "layer", "forward", "backward"
   std::string how;   // what found it ("a loop of 412 ops, anchored on <kernel>")
   std::vector<StructureInstance> instances;  // in time order
   TimeNs period_ns = 0;                      // median start-to-start distance of consecutive instances
@@ -57,6 +57,11 @@ Structure find_structure(const Trace& t);
 // Appends each level's instances to t.ranges as ranges named "@" + level (Range::structure) on
 // the thread that launched their first op, once (a second call does nothing).
 void add_structure_ranges(Trace& t, const Structure& s);
+// The loop a per-step what-if (diffusion steps, a pipeline budget) takes by default, from the
+// structure ranges a trace holds: {outer, inner} = {"@run", "@iteration"} when there are at least
+// 4 iterations (one generation of K steps), else {"@iteration", "@layer"} when layers exist, else
+// {"", ""}.
+std::pair<std::string, std::string> default_loop_ranges(const Trace& t);
 // find_structure + add_structure_ranges when `text` (a --range regex, a selector) names a level
 // ('@'); true if it did.
 bool add_structure_ranges_if_named(Trace& t, const std::string& text);
