@@ -1,7 +1,8 @@
 // --tensor-parallel N [--tp-comm SEL] [--tp-split SEL] [--tp-bytes B]. Model card: Megatron-style
 //   tensor parallelism from a one-GPU trace of the same model. Ranks are symmetric: one is simulated.
 // Captures: on each stream, in order, the GEMMs that --tp-comm selects are row-parallel (default:
-//   kernels inside ranges named like `row_parallel` or `RowParallel`); the other GEMMs are
+//   kernels inside ranges named like `row_parallel` or `RowParallel`; with none, found from the
+//   GEMMs' shapes or order: infer_row_parallel); the other GEMMs are
 //   column-parallel. A column-parallel GEMM opens a sharded region that the next row-parallel GEMM
 //   closes: every kernel in it (attention on its share of the heads, activations, the copies that
 //   reshape heads) works on 1/N of the data, as do the two GEMMs. Kernels outside (norms, residual
@@ -16,6 +17,7 @@
 //   is behind the host), sequence parallelism, training's backward all-reduces, a trace already
 //   tensor-parallel (its collectives are left as they are).
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -39,13 +41,17 @@ class TensorParallel : public TransformStep {
     const Trace& t = ctx.trace;
     auto row = ctx.select(comm_, true);
     auto scope = ctx.select(split_, true);
-    if (count_selected(row) == 0)
-      throw InputError(text + ": --tp-comm " + comm_ + " selects no kernel (the row-parallel GEMMs after which the output is all-reduced)");
     // Device ops per stream, in start order.
     std::map<LaneId, std::vector<OpId>> streams;
     for (OpId i = 0; i < t.ops.size(); ++i)
       if (is_device_op(t.ops[i].kind) && !(t.ops[i].flags & Op::kFlagNccl)) streams[t.ops[i].lane].push_back(i);
     for (auto& [lane, v] : streams) std::stable_sort(v.begin(), v.end(), [&](OpId a, OpId b) { return t.ops[a].start < t.ops[b].start; });
+    std::string rule = "--tp-comm " + comm_;
+    if (count_selected(row) == 0 && comm_ == kDefaultComm) rule = infer_row_parallel(ctx, streams, row);
+    if (count_selected(row) == 0)
+      throw InputError(text + ": --tp-comm " + comm_ + " selects no kernel (the row-parallel GEMMs after which the output is all-reduced)" +
+                       (comm_ == kDefaultComm ? " and the trace's GEMMs show no column/row pair" : ""));
+    c.log.push_back(text + ": row-parallel GEMMs by " + rule);
     Graph& g = c.edit_graph();
     GraphEditor ed(g, text);
     std::map<std::uint32_t, LaneId> comm_lane;
@@ -121,6 +127,45 @@ class TensorParallel : public TransformStep {
   }
 
  private:
+  // Row-parallel GEMMs found from the trace when no range names them (Megatron's pairs): on each
+  // stream, a linear GEMM (one weight, no batch) in the replicated part opens a column-parallel
+  // group of input width K (q, k, v or gate and up: the linear GEMMs of that input that follow);
+  // inside, the next linear GEMM whose output width is K again is row-parallel and closes it (the
+  // attention output or down projection back to the residual stream). Without shapes (nsys with
+  // no NVTX shapes) the GEMMs alternate: a run of GEMMs with no other kernel between them opens,
+  // the next GEMM after other kernels closes. Returns the rule used.
+  std::string infer_row_parallel(const WhatIfContext& ctx, const std::map<LaneId, std::vector<OpId>>& streams, std::vector<bool>& row) const {
+    const Trace& t = ctx.trace;
+    row.assign(t.ops.size(), false);
+    std::size_t by_shape = 0, by_order = 0;
+    for (const auto& [lane, ops] : streams) {
+      bool open = false, after_other = false;
+      double width = 0;
+      for (OpId i : ops) {
+        const Op& o = t.ops[i];
+        const KernelWork& w = ctx.work[i];
+        if (o.kind != OpKind::Kernel) continue;
+        if (w.cls != KernelClass::Gemm) {
+          after_other = true;
+          continue;
+        }
+        const bool shaped = w.from_shapes && w.out_cols > 0 && w.rhs_elems > 0;
+        if (shaped && w.batch > 1) continue;  // attention's batched GEMMs: inside the sharded region
+        const double k_in = shaped ? w.rhs_elems / w.out_cols : 0;
+        if (!open) {
+          open = true;
+          width = k_in;
+        } else if (shaped ? std::abs(w.out_cols - width) < 0.5 && width > 0 : after_other) {
+          row[i] = true;
+          open = false;
+          (shaped ? by_shape : by_order)++;
+        }
+        after_other = false;
+      }
+    }
+    return by_shape || !by_order ? "shapes (" + std::to_string(by_shape) + " pairs: a linear GEMM's output back to its group's input width)"
+                                 : "kernel order (" + std::to_string(by_order) + " pairs: no shapes in the trace)";
+  }
   // The kernel's time at 1/N of its work: its measured time x model(split) / model(whole).
   TimeNs split_time(const Trace& t, OpId i, const KernelWork& w, TimeNs d, const HwSpec& spec) const {
     const double f = 1.0 / n_;
