@@ -140,3 +140,24 @@ TEST_CASE("every third-party trace imports and replays at +0.00 %", "[formats][s
     CHECK(rep.simulated.length() == rep.measured.length());
   }
 }
+
+TEST_CASE("the key scan of a gzip file obeys the decompression-bomb bound", "[formats][robust]") {
+  // No telling key in the first 4 kB, so the registry scans the keys: 300 MiB of spaces inside a
+  // "metadata" string, compressed about 1000x, is refused naming the file, not read to its end.
+  fs::path d = tmp("formats");
+  fs::create_directories(d);
+  const std::string path = (d / "bomb_meta.json.gz").string();
+  gzFile f = gzopen(path.c_str(), "wb9");
+  REQUIRE(f);
+  gzputs(f, "{\"metadata\": \"");
+  std::string chunk(1 << 20, ' ');
+  for (int i = 0; i < 300; ++i) gzwrite(f, chunk.data(), static_cast<unsigned>(chunk.size()));
+  gzputs(f, "\", \"traceEvents\": []}");
+  gzclose(f);
+  try {
+    load_trace(path);
+    FAIL("a decompression bomb was read");
+  } catch (const InputError& e) {
+    CHECK_THAT(e.what(), Catch::Contains(path) && Catch::Contains("decompression bomb"));
+  }
+}

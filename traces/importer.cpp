@@ -69,38 +69,35 @@ std::optional<std::vector<std::pair<std::string, std::string>>> json_top_level_k
   };
   int depth = 1;
   bool want_key = true;  // at depth 1: the next string is a key
-  try {
-    while ((c = next()) != Traits::eof()) {
-      if (c == '"') {
-        if (depth == 1 && want_key) {
-          if (keys.size() >= kMaxKeys) break;
-          keys.emplace_back();
-          if (!read_string(&keys.back().first)) break;
-          want_key = false;
-          // The value: a string is kept, anything else skipped by the loop.
-          while ((c = next()) == ' ' || c == '\t' || c == '\r' || c == '\n') {}
-          if (c != ':') break;
-          while ((c = next()) == ' ' || c == '\t' || c == '\r' || c == '\n') {}
-          if (c == '"') {
-            if (!read_string(&keys.back().second)) break;
-          } else if (c == '{' || c == '[') {
-            ++depth;
-          } else if (c == Traits::eof()) {
-            break;
-          }
-        } else if (!read_string(nullptr)) {
+  // A corrupt, truncated or bomb gzip stream throws InputError naming the file (GzBuf).
+  while ((c = next()) != Traits::eof()) {
+    if (c == '"') {
+      if (depth == 1 && want_key) {
+        if (keys.size() >= kMaxKeys) break;
+        keys.emplace_back();
+        if (!read_string(&keys.back().first)) break;
+        want_key = false;
+        // The value: a string is kept, anything else skipped by the loop.
+        while ((c = next()) == ' ' || c == '\t' || c == '\r' || c == '\n') {}
+        if (c != ':') break;
+        while ((c = next()) == ' ' || c == '\t' || c == '\r' || c == '\n') {}
+        if (c == '"') {
+          if (!read_string(&keys.back().second)) break;
+        } else if (c == '{' || c == '[') {
+          ++depth;
+        } else if (c == Traits::eof()) {
           break;
         }
-      } else if (c == '{' || c == '[') {
-        ++depth;
-      } else if (c == '}' || c == ']') {
-        if (--depth == 0) break;
-      } else if (c == ',' && depth == 1) {
-        want_key = true;
+      } else if (!read_string(nullptr)) {
+        break;
       }
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      if (--depth == 0) break;
+    } else if (c == ',' && depth == 1) {
+      want_key = true;
     }
-  } catch (const InputError&) {
-    // A corrupt or truncated gzip stream: the keys read so far; the importer reports the error.
   }
   return keys;
 }
