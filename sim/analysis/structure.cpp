@@ -28,7 +28,14 @@ struct Loop {
   std::size_t len = 0;
   std::uint32_t anchor = 0;          // symbol
   std::vector<std::size_t> starts;   // positions in the sequence, increasing, >= len apart
-  std::size_t coverage() const { return len * starts.size(); }
+  std::vector<std::size_t> lens;     // a loop of similar, not equal, instances: each one's length
+  std::size_t length(std::size_t j) const { return lens.empty() ? len : lens[j]; }
+  std::size_t coverage() const {
+    if (lens.empty()) return len * starts.size();
+    std::size_t c = 0;
+    for (std::size_t l : lens) c += l;
+    return c;
+  }
 };
 
 std::vector<Seq> launch_sequences(const Trace& t) {
@@ -317,6 +324,82 @@ std::vector<Loop> find_loops(const Seq& s, std::size_t lo, std::size_t hi, std::
   return loops;
 }
 
+// Instances that are alike but not equal (an inference engine's steps: the batch changes the
+// kernels cuBLAS picks and the attention's): the segments between the strongest boundaries (the
+// top k of the host-plus-GPU gaps, k = 4, 6, 8, 12, ... up to 30 % of the ops) when at least 60 %
+// of them are within 25 % of the median length; the k whose segments of 0.5-2x the median cover
+// most. Nothing unless they cover 60 % of the sequence, 4 of them or more.
+std::optional<Loop> approximate_loop(const Seq& s) {
+  const std::size_t n = s.sym.size();
+  if (n < 16) return std::nullopt;
+  std::vector<TimeNs> sc(s.score.begin(), s.score.end());
+  std::sort(sc.begin(), sc.end(), std::greater<>());
+  std::optional<Loop> best;
+  std::vector<std::size_t> q, len;
+  for (std::size_t k = 4, step = 0; k <= n * 3 / 10; k = (step++ % 2) ? k * 4 / 3 : k * 3 / 2) {
+    const TimeNs thr = sc[k - 1];
+    if (thr <= 0) break;
+    q.clear();
+    for (std::size_t i = 0; i < n; ++i)
+      if (s.score[i] >= thr) q.push_back(i);
+    len.clear();
+    for (std::size_t j = 0; j + 1 < q.size(); ++j) len.push_back(q[j + 1] - q[j]);
+    if (len.size() < 4) continue;
+    std::vector<std::size_t> sorted = len;
+    std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2), sorted.end());
+    const std::size_t med = sorted[sorted.size() / 2];
+    if (med < 2) continue;
+    std::size_t regular = 0;
+    for (std::size_t l : len) regular += 4 * (l > med ? l - med : med - l) <= med;
+    if (regular * 10 < len.size() * 6) continue;
+    Loop l;
+    l.len = med;
+    l.anchor = 0xFFFFFFFFu;
+    for (std::size_t j = 0; j < len.size(); ++j)
+      if (2 * len[j] >= med && len[j] <= 2 * med) {
+        l.starts.push_back(q[j]);
+        l.lens.push_back(len[j]);
+      }
+    if (l.starts.size() >= 4 && (!best || l.coverage() > best->coverage())) best = std::move(l);
+  }
+  if (!best || best->coverage() * 10 < n * 6) return std::nullopt;
+  // The strongest gaps may lie inside the instances (a library building a plan on a new shape):
+  // re-anchor on the kernel that occurs once an instance with the strongest boundary evidence
+  // before it (median over its occurrences), when one occurs about as often as there are segments.
+  const std::size_t k = best->starts.size(), med = best->len;
+  std::vector<std::vector<std::size_t>> occ;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (s.sym[i] >= occ.size()) occ.resize(s.sym[i] + 1);
+    occ[s.sym[i]].push_back(i);
+  }
+  std::optional<Loop> anchored;
+  TimeNs anchored_score = -1;
+  for (std::uint32_t a = 0; a < occ.size(); ++a) {
+    const auto& o = occ[a];
+    if (o.size() * 10 < k * 9 || o.size() * 10 > k * 11 + 10) continue;
+    Loop l;
+    l.len = med;
+    l.anchor = a;
+    for (std::size_t j = 0; j + 1 < o.size(); ++j) {
+      std::size_t g = o[j + 1] - o[j];
+      if (2 * g >= med && g <= 2 * med) {
+        l.starts.push_back(o[j]);
+        l.lens.push_back(g);
+      }
+    }
+    if (l.starts.size() * 10 < (o.size() - 1) * 8) continue;
+    std::vector<TimeNs> v;
+    for (std::size_t p : l.starts) v.push_back(s.score[p]);
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    if (v[v.size() / 2] > anchored_score) {
+      anchored_score = v[v.size() / 2];
+      anchored = std::move(l);
+    }
+  }
+  if (anchored && anchored->coverage() * 10 >= n * 6) return anchored;
+  return best;
+}
+
 StructureInstance make_instance(const Trace& t, const Seq& s, std::size_t b, std::size_t e, std::uint32_t loop) {
   StructureInstance in;
   in.rank = s.process < t.processes.size() && t.processes[s.process].rank != kNone ? t.processes[s.process].rank : s.process;
@@ -391,7 +474,25 @@ Structure find_structure(const Trace& t) {
   for (const Seq& s : launch_sequences(t)) {
     const std::size_t n = s.sym.size();
     if (n) run.instances.push_back(make_instance(t, s, 0, n, 0));
-    for (const Loop& l : find_loops(s, 0, n, 1, true)) {
+    std::vector<Loop> loops = find_loops(s, 0, n, 1, true);
+    // The exact loop that covers most; alike-but-unequal segments replace the exact loops when
+    // they cover 1.5x as much at no finer a scale (an engine's steps, not their repeated layers).
+    std::size_t exact = 0, exact_len = 0;
+    for (const Loop& l : loops)
+      if (l.coverage() > exact) {
+        exact = l.coverage();
+        exact_len = l.len;
+      }
+    if (exact * 10 < n * 9)
+      if (auto a = approximate_loop(s); a && a->coverage() * 2 > exact * 3 && 2 * a->len >= exact_len) {
+        iter.how = "segments of about " + std::to_string(a->len) + " device ops (alike, not equal) x " + std::to_string(a->starts.size()) +
+                   ", starting at " + (a->anchor == kBoundaryAnchor ? std::string("the strongest host and GPU gaps") : symbol_name(t, s, a->anchor));
+        const std::uint32_t id = loop_id++;
+        for (std::size_t j = 0; j < a->starts.size(); ++j)
+          iter.instances.push_back(make_instance(t, s, a->starts[j], a->starts[j] + a->lens[j], id));
+        continue;  // their insides differ: no layers copied by offset
+      }
+    for (const Loop& l : loops) {
       if (iter.how.empty())
         iter.how = "a loop of " + std::to_string(l.len) + " device ops x " + std::to_string(l.starts.size()) + ", anchored on " +
                    symbol_name(t, s, l.anchor);
