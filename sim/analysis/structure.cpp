@@ -208,6 +208,22 @@ std::optional<Loop> best_loop(const Seq& s, std::size_t lo, std::size_t hi, cons
     }
   }
   if (cands.empty()) return std::nullopt;
+  // Loops of loops: where a loop's instances come in runs (three equal microbatches, then the first
+  // one's different backward and the optimizer), the runs' starts anchor a coarser candidate (a
+  // step holding no kernel of its own to anchor it, and no boundary stronger than its insides').
+  {
+    std::vector<std::size_t> order(cands.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return cands[a].coverage() > cands[b].coverage(); });
+    const std::size_t fine = std::min<std::size_t>(order.size(), 4);
+    for (std::size_t k = 0; k < fine; ++k) {
+      const Loop& f = cands[order[k]];
+      q.clear();
+      for (std::size_t j = 0; j < f.starts.size(); ++j)
+        if (j == 0 || f.starts[j] != f.starts[j - 1] + f.len) q.push_back(f.starts[j]);
+      if (q.size() >= 2 && q.size() < f.starts.size()) consider(candidate(s, q, f.anchor, lo, hi, taken_prefix, min_len, gaps, hs));
+    }
+  }
   std::size_t top = 0;
   for (const Loop& l : cands) top = std::max(top, l.coverage());
   std::vector<char> out(cands.size(), 0);
@@ -315,6 +331,9 @@ std::vector<Loop> find_loops(const Seq& s, std::size_t lo, std::size_t hi, std::
     auto prefix = prefix_of(taken);
     auto l = best_loop(s, lo, hi, prefix, min_len, min_cover);
     if (!l) break;
+    // A later loop is another phase of the run only at a comparable scale: a quarter of the first
+    // loop's coverage and a sixteenth of its length (not a burst of weight copies at start-up).
+    if (!loops.empty() && (l->coverage() * 4 < loops.front().coverage() || l->len * 16 < loops.front().len)) break;
     Loop r = boundary_rotation ? rotate_to_boundary(s, *l, lo, hi, prefix) : *l;
     if (!boundary_rotation) rotate_leftmost(s, r, lo);
     for (std::size_t st : r.starts) std::fill(taken.begin() + static_cast<std::ptrdiff_t>(st), taken.begin() + static_cast<std::ptrdiff_t>(st + r.len), 1);
@@ -474,7 +493,7 @@ Structure find_structure(const Trace& t) {
   for (const Seq& s : launch_sequences(t)) {
     const std::size_t n = s.sym.size();
     if (n) run.instances.push_back(make_instance(t, s, 0, n, 0));
-    std::vector<Loop> loops = find_loops(s, 0, n, 1, true);
+    std::vector<Loop> loops = find_loops(s, 0, n, 2, true);  // one op repeated is no iteration
     // The exact loop that covers most; alike-but-unequal segments replace the exact loops when
     // they cover 1.5x as much at no finer a scale (an engine's steps, not their repeated layers).
     std::size_t exact = 0, exact_len = 0;
