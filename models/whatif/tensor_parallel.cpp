@@ -130,8 +130,9 @@ class TensorParallel : public TransformStep {
   // Row-parallel GEMMs found from the trace when no range names them (Megatron's pairs): on each
   // stream, a linear GEMM (one weight, no batch) in the replicated part opens a column-parallel
   // group of input width K (q, k, v or gate and up: the linear GEMMs of that input that follow);
-  // inside, the next linear GEMM whose output width is K again is row-parallel and closes it (the
-  // attention output or down projection back to the residual stream). Without shapes (nsys with
+  // inside, the next linear GEMM whose output width is K again, reading another width or after
+  // the attention, is row-parallel and closes it (the attention output or down projection back to
+  // the residual stream). Without shapes (nsys with
   // no NVTX shapes) the GEMMs alternate: a run of GEMMs with no other kernel between them opens,
   // the next GEMM after other kernels closes. Returns the rule used.
   std::string infer_row_parallel(const WhatIfContext& ctx, const std::map<LaneId, std::vector<OpId>>& streams, std::vector<bool>& row) const {
@@ -139,23 +140,29 @@ class TensorParallel : public TransformStep {
     row.assign(t.ops.size(), false);
     std::size_t by_shape = 0, by_order = 0;
     for (const auto& [lane, ops] : streams) {
-      bool open = false, after_other = false;
+      bool open = false, after_other = false, attention = false;
       double width = 0;
       for (OpId i : ops) {
         const Op& o = t.ops[i];
         const KernelWork& w = ctx.work[i];
         if (o.kind != OpKind::Kernel) continue;
+        const bool shaped = w.from_shapes && w.out_cols > 0 && w.rhs_elems > 0;
+        if (w.cls == KernelClass::Attention || (w.cls == KernelClass::Gemm && shaped && w.batch > 1)) attention = true;
         if (w.cls != KernelClass::Gemm) {
           after_other = true;
           continue;
         }
-        const bool shaped = w.from_shapes && w.out_cols > 0 && w.rhs_elems > 0;
         if (shaped && w.batch > 1) continue;  // attention's batched GEMMs: inside the sharded region
         const double k_in = shaped ? w.rhs_elems / w.out_cols : 0;
+        // With shapes, a GEMM back to the group's input width closes it unless it reads that same
+        // width before any attention (k and v beside q, all D -> D, stay column-parallel).
+        const bool closes = shaped ? width > 0 && std::abs(w.out_cols - width) < 0.5 && (std::abs(k_in - width) >= 0.5 || attention)
+                                   : after_other;
         if (!open) {
           open = true;
           width = k_in;
-        } else if (shaped ? std::abs(w.out_cols - width) < 0.5 && width > 0 : after_other) {
+          attention = false;
+        } else if (closes) {
           row[i] = true;
           open = false;
           (shaped ? by_shape : by_order)++;
