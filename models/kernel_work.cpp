@@ -331,6 +331,11 @@ std::vector<KernelWork> estimate_work(const Trace& t, const HwSpec& source) {
       w.weight_elems = gets_math ? total.weight_elems / static_cast<double>(compute ? compute : ks.size()) : 0;
       w.out_elems = total.out_elems;
       w.rhs_elems = gets_math ? total.rhs_elems : 0;
+      if (gets_math) {
+        w.out_rows = total.out_rows;
+        w.out_cols = total.out_cols;
+        w.batch = total.batch;
+      }
       // Output tiles: cuBLAS is column-major, so its m (the tile's first figure) runs along
       // PyTorch's output columns.
       if (w.cls == KernelClass::Gemm && total.out_rows > 0 && ks.size() == 1) {

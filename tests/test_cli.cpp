@@ -232,7 +232,7 @@ TEST_CASE("calculators answer the text's worked examples with the documented JSO
   CHECK(run("roofline --dtype fp7 --flops 1 --bytes 1").code == 2);
 }
 
-TEST_CASE("replay --hw retargets and writes a roofline table; roofline TRACE draws an SVG", "[cli][models]") {
+TEST_CASE("replay --hw retargets and writes a roofline table, roofline TRACE draws an SVG", "[cli][models]") {
   Run r = run("replay '" + demo_trace() + "' --hw h100-sxm --json -");
   REQUIRE(r.code == 0);
   auto j = nlohmann::json::parse(r.out);
@@ -298,7 +298,7 @@ std::size_t longest_line(const std::string& s) {
 }
 }  // namespace
 
-TEST_CASE("text reports keep lines under 200 characters; a multi-rank ranges table has a rank column", "[cli]") {
+TEST_CASE("text reports keep lines under 200 characters, a multi-rank ranges table has a rank column", "[cli]") {
   Run r = run("replay '" + demo_trace() + "' --range 'iter.*'");
   REQUIRE(r.code == 0);
   CHECK(longest_line(r.out) <= 200);
@@ -320,7 +320,7 @@ TEST_CASE("text reports keep lines under 200 characters; a multi-rank ranges tab
   CHECK(o.code == 0);
 }
 
-TEST_CASE("the README's transform list is the registry's; --repeat synthesizes a range's work", "[cli][whatif]") {
+TEST_CASE("the README's transform list is the registry's, --repeat synthesizes a range's work", "[cli][whatif]") {
   Run l = run("whatif --list-transforms markdown");
   REQUIRE(l.code == 0);
   CHECK(l.out.find("- `--repeat K:REGEX`") != std::string::npos);
@@ -598,4 +598,17 @@ TEST_CASE("libFuzzer findings of session 6 exit 2 with one line naming the file"
   CHECK(m.code == 2);
   CHECK(lines(m.err) == 1);
   CHECK_THAT(m.err, Catch::Contains("ub_measurements_blocks_overflow.json") && Catch::Contains("\"blocks\" out of range"));
+}
+
+TEST_CASE("test names carry no semicolon (ctest cuts a name there and its filter then runs nothing)", "[cli]") {
+  for (const auto& e : fs::directory_iterator(source_dir() + "/tests")) {
+    if (e.path().extension() != ".cpp") continue;
+    std::string text = slurp(e.path());
+    for (std::size_t p = text.find("TEST_CASE(\""); p != std::string::npos; p = text.find("TEST_CASE(\"", p + 1)) {
+      std::size_t b = p + 11, q = text.find('"', b);
+      std::string name = text.substr(b, q - b);
+      INFO(e.path().filename().string() << ": " << name);
+      CHECK(name.find(';') == std::string::npos);
+    }
+  }
 }

@@ -48,7 +48,7 @@ TEST_CASE("repeat: b runs three times in all, c follows the last copy", "[graph]
   CHECK(last_device_op(g, measured_schedule(t)) < 3);
 }
 
-TEST_CASE("an all-reduce added on a new stream after a; c waits for it", "[graph][edit]") {
+TEST_CASE("an all-reduce added on a new stream after a, c waits for it", "[graph][edit]") {
   // a 0..1, then the synthetic all-reduce (fixed 3 ms) on the new stream 1..4, b 1..3 beside it,
   // c after b and the all-reduce: 4..5. Compute 4 ms; communication 3 ms of which b overlaps
   // 2 ms (1..3): 1 ms exposed. Critical path: a, all-reduce, c.
@@ -114,7 +114,7 @@ TEST_CASE("split: b in two halves on two streams, or back to back on its own", "
   CHECK(r1.end[2] == 4 * kNsPerMs);
 }
 
-TEST_CASE("remove: b becomes a pass-through; re-time: c fixed at 5 ms", "[graph][edit]") {
+TEST_CASE("remove: b becomes a pass-through, re-time: c fixed at 5 ms", "[graph][edit]") {
   // a 0..1, b takes no time and leaves the device ops, c 1..6.
   Trace t = workload(kChain);
   Graph g = build_graph(t);

@@ -127,7 +127,7 @@ TEST_CASE("continuous batching: chunked prefill and decode, hand-computed", "[se
   CHECK(summarize(rs, r.requests, slo).request_goodput == Approx(1 / 0.04));
 }
 
-TEST_CASE("a shape met the first time pays the plan build; a warm-up builds it before; an idle engine wakes late", "[serve]") {
+TEST_CASE("a shape met the first time pays the plan build, a warm-up builds it before, an idle engine wakes late", "[serve]") {
   // Every step 10 ms, plus 30 ms on a shape (q, kv) met the first time. Two requests of a 64-token
   // prompt and 2 output tokens, B arriving when A is done (100 ms), budget 64 tokens:
   //   A: prefill (64, 64) new: 40 ms; decode (1, 65) new: 40 ms -> A's tokens at 40 and 80.

@@ -63,7 +63,7 @@ TEST_CASE("the text's examples: overlap and a 5 ms kernel 3x faster", "[whatif]"
   CHECK(gone.predicted_ns == 95 * kNsPerMs);
 }
 
-TEST_CASE("streams: k_compute 2x faster predicts streams_fast; the path moves to k_aux", "[whatif][shared]") {
+TEST_CASE("streams: k_compute 2x faster predicts streams_fast, the path moves to k_aux", "[whatif][shared]") {
   double fast = measured_median(h200("streams_fast.sqlite"), "round[1-5]");
   WhatIfReport w = whatif(h200("streams_base.sqlite"), "round[1-5]", {parse_transform("scale", "2:name~k_compute")});
   INFO("predicted " << w.predicted_ns << " measured fast " << fast);
@@ -71,11 +71,15 @@ TEST_CASE("streams: k_compute 2x faster predicts streams_fast; the path moves to
   REQUIRE(w.has_amdahl);
   // Amdahl: k_compute is about half the busy time; 2x would give ~9.2 ms, not the ~9.7 ms measured.
   CHECK(rel(static_cast<double>(w.amdahl_ns), static_cast<double>(w.predicted_ns)) > 0.03);
-  CHECK(std::find(w.onto_cp.begin(), w.onto_cp.end(), "k_aux") != w.onto_cp.end());
+  // Kernel names as the trace spells them ("k_aux(long long, int *)").
+  auto has_aux = [](const std::vector<std::string>& v) {
+    return std::any_of(v.begin(), v.end(), [](const std::string& n) { return n.rfind("k_aux", 0) == 0; });
+  };
+  CHECK(has_aux(w.onto_cp));
   for (const auto& r : w.ranges) {
     INFO(r.name);
-    CHECK(std::find(r.cp_after.begin(), r.cp_after.end(), "k_aux") != r.cp_after.end());
-    CHECK(std::find(r.cp_before.begin(), r.cp_before.end(), "k_aux") == r.cp_before.end());
+    CHECK(has_aux(r.cp_after));
+    CHECK_FALSE(has_aux(r.cp_before));
   }
 }
 

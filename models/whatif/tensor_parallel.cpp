@@ -142,11 +142,15 @@ class TensorParallel : public TransformStep {
     for (const auto& [lane, ops] : streams) {
       bool open = false, after_other = false, attention = false;
       double width = 0;
+      auto has_shape = [&](OpId i) { return ctx.work[i].from_shapes && ctx.work[i].out_cols > 0 && ctx.work[i].rhs_elems > 0; };
+      // A stream whose GEMMs have shapes pairs by shapes alone (a GEMM without them is passed over).
+      const bool by_shapes = std::any_of(ops.begin(), ops.end(), [&](OpId i) { return ctx.work[i].cls == KernelClass::Gemm && has_shape(i); });
       for (OpId i : ops) {
         const Op& o = t.ops[i];
         const KernelWork& w = ctx.work[i];
         if (o.kind != OpKind::Kernel) continue;
-        const bool shaped = w.from_shapes && w.out_cols > 0 && w.rhs_elems > 0;
+        const bool shaped = has_shape(i);
+        if (by_shapes && w.cls == KernelClass::Gemm && !shaped) continue;
         if (w.cls == KernelClass::Attention || (w.cls == KernelClass::Gemm && shaped && w.batch > 1)) attention = true;
         if (w.cls != KernelClass::Gemm) {
           after_other = true;

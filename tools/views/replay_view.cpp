@@ -175,13 +175,12 @@ void print_ranks(const ReplayReport& r, std::ostream& out) {
           << signed_pct(a[2] / a[1] - 1) << ")\n";
     }
   }
-  if (!w.empty()) out << "  longest waits: ";
+  if (!w.empty()) out << "  longest waits:\n";
   for (std::size_t i = 0; i < w.size() && i < 5; ++i) {
     const Collective& c = t.collectives[w[i].index];
-    out << (i ? "; " : "") << to_string(c.kind) << " #" << c.seq << (c.bytes ? " (" + format_bytes(c.bytes) + ")" : "") << " waited "
-        << format_duration(w[i].arrival_spread_ns) << " for rank " << w[i].straggler;
+    out << "    " << to_string(c.kind) << " #" << c.seq << (c.bytes ? " (" + format_bytes(c.bytes) + ")" : "") << " waited "
+        << format_duration(w[i].arrival_spread_ns) << " for rank " << w[i].straggler << "\n";
   }
-  if (!w.empty()) out << "\n";
 }
 }  // namespace
 
@@ -358,7 +357,7 @@ void print_replay_text(const ReplayReport& r, const ReplayOptions& opt, std::ost
   for (auto& [k, a] : r.graph->anomalies) all[k] = a;
   if (!all.empty()) {
     out << "Anomalies (counted, not fatal)\n";
-    for (auto& [k, a] : all) out << "  " << pad(k, 56) << lpad(std::to_string(a.count), 8) << "  e.g. " << a.example << "\n";
+    for (auto& [k, a] : all) out << "  " << pad(k, 56) << lpad(std::to_string(a.count), 8) << "  e.g. " << short_name(a.example, 120) << "\n";
   }
 }
 
