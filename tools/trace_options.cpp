@@ -22,13 +22,15 @@ Trace load_with_options(const std::vector<std::string>& paths, const TraceOption
 }
 
 std::vector<std::string> structure_texts(std::vector<std::string> args, const std::string& range) {
-  bool per_step = false, step_range = false;
+  bool per_step = false, step_range = false, pp = false, mb_range = false;
+  auto is = [](const std::string& a, const char* f) { return a == f || a.rfind(std::string(f) + "=", 0) == 0; };
   for (const auto& a : args) {
-    for (const char* f : {"--steps", "--cfg", "--resolution", "--frames"})
-      per_step = per_step || a == f || a.rfind(std::string(f) + "=", 0) == 0;
-    step_range = step_range || a.rfind("--step-range", 0) == 0;
+    for (const char* f : {"--steps", "--cfg", "--resolution", "--frames"}) per_step = per_step || is(a, f);
+    step_range = step_range || is(a, "--step-range");
+    pp = pp || is(a, "--pipeline-parallel");
+    mb_range = mb_range || is(a, "--microbatch-range");
   }
-  if (per_step && !step_range) args.push_back("@");
+  if ((per_step && !step_range) || (pp && !mb_range)) args.push_back("@");
   args.push_back(range);
   return args;
 }

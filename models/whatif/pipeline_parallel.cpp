@@ -52,14 +52,20 @@ struct Region {
 
 class PipelineParallel : public TransformStep {
  public:
-  PipelineParallel(std::uint32_t stages, std::string mb, Schedule sched, std::string boundary, std::string bwd, Bytes bytes)
-      : s_(stages), mb_(std::move(mb)), sched_(sched), boundary_(std::move(boundary)), bwd_(std::move(bwd)), bytes_(bytes) {}
+  PipelineParallel(std::uint32_t stages, std::string mb, Schedule sched, std::string boundary, std::string bwd, bool bwd_given, Bytes bytes)
+      : s_(stages), mb_(std::move(mb)), sched_(sched), boundary_(std::move(boundary)), bwd_(std::move(bwd)), bwd_given_(bwd_given), bytes_(bytes) {}
 
   void apply(const WhatIfContext& ctx, WhatIfCase& c) const override {
     const Trace& t = ctx.trace;
     RangeIndex idx(t);
-    const Regex mb_re(mb_), bwd_re(bwd_);
+    // Without --microbatch-range: the structure's microbatches (a forward and its backward, found
+    // from the launching threads) and its backward passes.
+    const bool found = mb_.empty();
+    const Regex mb_re(found ? "@microbatch" : mb_), bwd_re(found && !bwd_given_ ? "@backward" : bwd_);
     const auto mbs = idx.match(mb_re);
+    if (mbs.empty() && found)
+      throw InputError(text + ": needs --microbatch-range REGEX: " + t.source +
+                       " shows no iteration of two or more forward and backward passes (bneck structure)");
     if (mbs.empty()) throw InputError(text + ": no NVTX range matches --microbatch-range " + mb_);
     // Microbatch (its range's name: a microbatch may be annotated twice, forward and backward) and
     // phase of every device op: the ops launched while the range is open by any thread of its
@@ -80,9 +86,11 @@ class PipelineParallel : public TransformStep {
     };
     std::vector<std::int64_t> mb_of(t.ops.size(), -1);
     std::vector<bool> is_bwd(t.ops.size(), false);
+    // A microbatch is its range's name (annotated twice, forward and backward, it is one); a
+    // structure instance is its own.
     for (std::size_t r : mbs)
       launched_in(r, [&](OpId o) {
-        if (mb_of[o] < 0) mb_of[o] = static_cast<std::int64_t>(t.ranges[r].name);
+        if (mb_of[o] < 0) mb_of[o] = t.ranges[r].structure ? (std::int64_t{1} << 40) + static_cast<std::int64_t>(r) : static_cast<std::int64_t>(t.ranges[r].name);
       });
     for (std::size_t r : idx.match(bwd_re)) launched_in(r, [&](OpId o) { is_bwd[o] = true; });
     // The GPU the microbatches run on, and its device ops in start order.
@@ -381,15 +389,17 @@ class PipelineParallel : public TransformStep {
   std::string mb_;
   Schedule sched_;
   std::string boundary_, bwd_;
+  bool bwd_given_ = false;
   Bytes bytes_;
 };
 
 std::unique_ptr<TransformStep> parse(const std::string& arg) {
   CompanionArgs a = split_companions(arg);
   const std::uint32_t v = parse_count(a.main, "--pipeline-parallel", 4096, "stages");
-  const std::string* mb = a.find("microbatch-range");
-  if (!mb || mb->empty()) throw InputError("--pipeline-parallel " + a.main + " needs --microbatch-range REGEX (the microbatch ranges)");
-  (void)Regex(*mb);
+  const std::string* mbp = a.find("microbatch-range");
+  const std::string mb = mbp ? *mbp : "";  // empty: the structure's microbatches
+  if (mbp && mb.empty()) throw InputError("--pipeline-parallel " + a.main + ": --microbatch-range needs a REGEX (the microbatch ranges)");
+  if (!mb.empty()) (void)Regex(mb);
   Schedule sched = Schedule::GPipe;
   if (const std::string* s = a.find("schedule")) {
     if (*s == "1f1b")
@@ -400,11 +410,11 @@ std::unique_ptr<TransformStep> parse(const std::string& arg) {
   std::string boundary = a.find("stage-boundary") ? checked_selector(*a.find("stage-boundary")) : "";
   std::string bwd = a.find("backward-range") ? *a.find("backward-range") : "backward|Backward";
   (void)Regex(bwd);
-  return std::make_unique<PipelineParallel>(v, *mb, sched, boundary, bwd, companion_bytes(a, "pp-bytes", 0));
+  return std::make_unique<PipelineParallel>(v, mb, sched, boundary, bwd, a.find("backward-range") != nullptr, companion_bytes(a, "pp-bytes", 0));
 }
 
 const char* const kCompanions[] = {
-    "microbatch-range=REGEX: the microbatch ranges (required)",
+    "microbatch-range=REGEX: the microbatch ranges (default: the structure's @microbatch, forward and backward by launching thread)",
     "schedule=gpipe|1f1b: the pipeline schedule (default gpipe)",
     "stage-boundary=SEL: the ops that begin stages 1..S-1 in each microbatch's forward (default: equal time)",
     "backward-range=REGEX: ranges inside a microbatch that hold its backward pass (default backward|Backward)",

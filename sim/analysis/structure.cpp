@@ -486,8 +486,10 @@ const StructureLevel* Structure::level(const std::string& name) const {
 Structure find_structure(const Trace& t) {
   Structure st;
   StructureLevel iter{"iteration", "", {}, 0, 0, 0}, layer{"layer", "", {}, 0, 0, 0};
-  StructureLevel fwd{"forward", "ops before the backward pass in each iteration", {}, 0, 0, 0};
-  StructureLevel bwd{"backward", "a run of each iteration's ops launched by another thread (an autograd engine)", {}, 0, 0, 0};
+  StructureLevel fwd{"forward", "the ops before each backward pass in each iteration", {}, 0, 0, 0};
+  StructureLevel bwd{"backward", "the runs of each iteration's ops launched by another thread (an autograd engine)", {}, 0, 0, 0};
+  StructureLevel mb{"microbatch", "a forward and the backward after it, where an iteration holds two or more (gradient accumulation)",
+                    {}, 0, 0, 0};
   StructureLevel run{"run", "each process's launches, first to last", {}, 0, 0, 0};
   std::uint32_t loop_id = 0, inner_id = 0;
   for (const Seq& s : launch_sequences(t)) {
@@ -527,27 +529,30 @@ Structure find_structure(const Trace& t) {
         for (std::size_t b : l.starts)
           for (std::size_t ib : in.starts) layer.instances.push_back(make_instance(t, s, b + (ib - ref), b + (ib - ref) + in.len, lid));
       }
-      // Backward: the longest run of ops launched by a thread other than the first op's.
-      std::size_t run_b = 0, run_e = 0;
+      // Backward passes: the runs of ops launched by a thread other than the first op's (the caller
+      // blocks in backward() while the autograd thread launches), each at least 8 ops and 2 % of
+      // the iteration; the forward pass before each; with two or more, microbatches (gradient
+      // accumulation: forward and backward, M times, then the optimizer).
+      std::vector<std::pair<std::size_t, std::size_t>> runs;
       for (std::size_t i = ref; i < ref + l.len;) {
         std::size_t j = i;
         while (j < ref + l.len && s.thread[j] != kNone && s.thread[j] != s.thread[ref]) ++j;
-        if (j - i > run_e - run_b) {
-          run_b = i;
-          run_e = j;
-        }
+        if (j - i >= 8 && (j - i) * 50 >= l.len) runs.emplace_back(i - ref, j - ref);
         i = j + 1;
       }
-      if (run_e - run_b >= 8 && run_e - run_b >= l.len / 10) {
-        for (std::size_t b : l.starts) {
-          bwd.instances.push_back(make_instance(t, s, b + (run_b - ref), b + (run_e - ref), id));
-          if (run_b > ref) fwd.instances.push_back(make_instance(t, s, b, b + (run_b - ref), id));
+      for (std::size_t b : l.starts) {
+        std::size_t prev = 0;
+        for (const auto& [rb, re] : runs) {
+          bwd.instances.push_back(make_instance(t, s, b + rb, b + re, id));
+          if (rb > prev) fwd.instances.push_back(make_instance(t, s, b + prev, b + rb, id));
+          if (runs.size() >= 2) mb.instances.push_back(make_instance(t, s, b + prev, b + re, id));
+          prev = re;
         }
       }
     }
   }
   if (iter.instances.empty()) run.instances.clear();  // no loop: nothing to say
-  for (StructureLevel* lv : {&run, &iter, &layer, &fwd, &bwd})
+  for (StructureLevel* lv : {&run, &iter, &layer, &mb, &fwd, &bwd})
     if (!lv->instances.empty()) {
       summarize(*lv);
       st.levels.push_back(std::move(*lv));

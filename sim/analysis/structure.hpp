@@ -17,8 +17,9 @@
 //    median over the instances of (host time since the previous launch + GPU idle before the op)
 //    is largest (a synchronization, the loop's own host work, data loading).
 // 4. Inside one instance of each loop (all are equal), the same search finds the layers (L >= 2,
-//    the leftmost rotation), copied into every instance. The backward pass: a run of a loop
-//    instance's ops launched by a thread other than the one launching its first op.
+//    the leftmost rotation), copied into every instance. Backward passes: the runs of a loop
+//    instance's ops launched by a thread other than the one launching its first op; the forward
+//    before each; microbatches (forward + backward) where an iteration holds two or more.
 // An instance's span is the GPU span of its device ops (first start to last end).
 #pragma once
 #include <string>
@@ -38,7 +39,7 @@ struct StructureInstance {
 };
 
 struct StructureLevel {
-  std::string name;  // "run" (each process's whole launch sequence), "iteration", "layer", "forward", "backward"
+  std::string name;  // "run" (each process's whole launch sequence), "iteration", "layer", "microbatch", "forward", "backward"
   std::string how;   // what found it ("a loop of 412 ops, anchored on <kernel>")
   std::vector<StructureInstance> instances;  // in time order
   TimeNs period_ns = 0;                      // median start-to-start distance of consecutive instances
