@@ -49,9 +49,11 @@ TEST_CASE("companion options follow their transform on the command line and in s
   REQUIRE(tr.size() == 2);
   CHECK(tr[0]->text == "--tensor-parallel 2 --tp-comm=name~gemm --tp-bytes=16 MiB");
   CHECK(tr[1]->text == "--scale 2:name~x");
-  // A companion without its transform, a pipeline without microbatches, a bad schedule.
+  // A companion without its transform, an empty microbatch regex, a bad schedule (a pipeline
+  // without --microbatch-range takes the structure's microbatches: tested below).
   CHECK_THROWS_AS(parse_transform_args({"--tp-comm", "name~gemm"}, sc), InputError);
-  CHECK_THROWS_WITH(parse_transform_args({"--pipeline-parallel", "2"}, sc), Catch::Contains("--microbatch-range"));
+  CHECK_NOTHROW(parse_transform_args({"--pipeline-parallel", "2"}, sc));
+  CHECK_THROWS_WITH(parse_transform_args({"--pipeline-parallel", "2", "--microbatch-range", ""}, sc), Catch::Contains("--microbatch-range"));
   CHECK_THROWS_WITH(parse_transform_args({"--pipeline-parallel", "2", "--microbatch-range", "mb.*", "--schedule", "zigzag"}, sc),
                     Catch::Contains("gpipe or 1f1b"));
   std::string p =

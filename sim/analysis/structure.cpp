@@ -207,6 +207,37 @@ std::optional<Loop> best_loop(const Seq& s, std::size_t lo, std::size_t hi, cons
       if (q.size() >= 2) consider(candidate(s, q, kBoundaryAnchor, lo, hi, taken_prefix, min_len, gaps, hs));
     }
   }
+  // Periods: the distances at which symbols recur most often (each free op to its next 16
+  // occurrences), for a unit in which no kernel occurs once and no gap marks the start (12
+  // identical layers of 8 kernels drawn from two); each period's tandem runs (where op i equals op
+  // i + p for p ops or more) give the candidate's windows.
+  {
+    const std::size_t max_p = (hi - lo) / 2;
+    std::vector<std::uint32_t> count(max_p + 1, 0);
+    for (std::uint32_t a = 0; a < nsym; ++a)
+      for (std::size_t j = offset[a]; j < offset[a + 1]; ++j)
+        for (std::size_t k = j + 1; k < offset[a + 1] && k <= j + 16; ++k) {
+          std::size_t d = occ[k] - occ[j];
+          if (d > max_p) break;
+          if (d >= min_len) ++count[d];
+        }
+    std::vector<std::pair<std::uint32_t, std::size_t>> top;
+    for (std::size_t d = 1; d <= max_p; ++d)
+      if (count[d] * 20 >= free_pos.size()) top.emplace_back(count[d], d);
+    std::sort(top.begin(), top.end(), std::greater<>());
+    if (top.size() > 16) top.resize(16);
+    for (const auto& [c, p] : top) {
+      q.clear();
+      for (std::size_t i = lo; i + p < hi;) {
+        std::size_t j = i;
+        while (j + p < hi && s.sym[j] == s.sym[j + p]) ++j;
+        if (j - i >= p)
+          for (std::size_t w = i; w + p <= j + p; w += p) q.push_back(w);
+        i = j + 1;
+      }
+      if (q.size() >= 2) consider(candidate(s, q, kBoundaryAnchor - 1, lo, hi, taken_prefix, min_len, gaps, hs));
+    }
+  }
   if (cands.empty()) return std::nullopt;
   // Loops of loops: where a loop's instances come in runs (three equal microbatches, then the first
   // one's different backward and the optimizer), the runs' starts anchor a coarser candidate (a
@@ -227,12 +258,15 @@ std::optional<Loop> best_loop(const Seq& s, std::size_t lo, std::size_t hi, cons
   std::size_t top = 0;
   for (const Loop& l : cands) top = std::max(top, l.coverage());
   std::vector<char> out(cands.size(), 0);
+  // The lower median of the boundary evidence at `pos`, the run's first op left out (it has none).
   auto median_score = [&](const std::vector<std::size_t>& pos) {
     std::vector<TimeNs> v;
-    for (std::size_t p : pos) v.push_back(s.score[p]);
+    for (std::size_t p : pos)
+      if (p > 0) v.push_back(s.score[p]);
     if (v.empty()) return TimeNs{0};
-    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-    return v[v.size() / 2];
+    const auto mid = static_cast<std::ptrdiff_t>((v.size() - 1) / 2);
+    std::nth_element(v.begin(), v.begin() + mid, v.end());
+    return v[static_cast<std::size_t>(mid)];
   };
   for (;;) {
     std::size_t pick = cands.size();
@@ -445,6 +479,7 @@ StructureInstance make_instance(const Trace& t, const Seq& s, std::size_t b, std
 
 std::string symbol_name(const Trace& t, const Seq& s, std::uint32_t sym) {
   if (sym == kBoundaryAnchor) return "the host and GPU gaps at its start";
+  if (sym == kBoundaryAnchor - 1) return "its period (no kernel or gap marks its start)";
   for (std::size_t i = 0; i < s.sym.size(); ++i)
     if (s.sym[i] == sym) {
       const Op& o = t.ops[s.dev[i]];

@@ -1,6 +1,6 @@
 // bneck_bench: import, graph, replay and memory figures on a synthetic Nsight Systems export.
 //
-//   bneck_bench [--kernels N] [--streams S] [--file PATH] [--bneck PATH] [--regenerate]
+//   bneck_bench [--kernels N] [--streams S] [--file PATH] [--bneck PATH] [--regenerate] [--structured]
 //   bneck_bench --kineto-mb MB [--file PATH] [--bneck PATH] [--regenerate]
 //
 // The second form writes a synthetic PyTorch-profiler (Kineto) trace of about MB megabytes, with
@@ -10,7 +10,8 @@
 //
 // It writes (once) a synthetic nsys SQLite export in the real schema: one host thread launching N
 // kernels round-robin on S streams with cudaLaunchKernel, a cudaDeviceSynchronize every 10,000
-// launches. Then it measures, each in its own process:
+// launches (kernel kinds at random, or with --structured in steps of 100 launches: 12 layers of the
+// same 8 kernels, then 4 reductions). Then it measures, each in its own process:
 //   baseline: SQLite stepping through the same rows and columns that bneck reads, and nothing else;
 //   bneck:    `bneck replay FILE --json` (import, graph build, replay, analysis), its phase times
 //             from the report's timing_s and its peak RSS from the kernel (wait4).
@@ -40,7 +41,7 @@ void exec_sql(sqlite3* db, const char* sql) {
   if (sqlite3_exec(db, sql, nullptr, nullptr, &err) != SQLITE_OK) die(std::string("sql: ") + (err ? err : "?"));
 }
 
-void generate(const std::string& path, long kernels, int streams) {
+void generate(const std::string& path, long kernels, int streams, bool structured) {
   std::remove(path.c_str());
   sqlite3* db = nullptr;
   if (sqlite3_open(path.c_str(), &db) != SQLITE_OK) die("cannot create " + path);
@@ -86,7 +87,10 @@ void generate(const std::string& path, long kernels, int streams) {
   for (long i = 0; i < kernels; ++i) {
     rng = rng * 6364136223846793005ull + 1442695040888963407ull;
     int s = static_cast<int>(i % streams);
-    int kind = static_cast<int>((rng >> 33) % 3);
+    // Random kinds, or a training-like structure: steps of 100 launches, 12 layers of the same 8
+    // kernels then 4 reductions (no kernel occurs once a step: the structure search's hard case).
+    static const int layer[8] = {0, 1, 1, 0, 1, 0, 0, 1};
+    int kind = structured ? (i % 100 < 96 ? layer[(i % 100) % 8] : 2) : static_cast<int>((rng >> 33) % 3);
     std::int64_t dur = 2000 + static_cast<std::int64_t>((rng >> 20) % 20000);
     std::int64_t a0 = t, a1 = t + 2500;
     api(a0, a1, corr, 1);
@@ -214,7 +218,7 @@ int main(int argc, char** argv) {
   double kineto_mb = 0;
   int streams = 8;
   std::string file = "bench_nsys_10M.sqlite", bneck = BNECK_EXE;
-  bool regenerate = false;
+  bool regenerate = false, structured = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -231,6 +235,8 @@ int main(int argc, char** argv) {
       bneck = next();
     else if (a == "--regenerate")
       regenerate = true;
+    else if (a == "--structured")
+      structured = true;
     else if (a == "--kineto-mb")
       kineto_mb = std::stod(next());
     else
@@ -240,7 +246,7 @@ int main(int argc, char** argv) {
   if (regenerate || !std::ifstream(file).good()) {
     std::fprintf(stderr, "generating %s: %ld kernels on %d streams...\n", file.c_str(), kernels, streams);
     auto t0 = std::chrono::steady_clock::now();
-    generate(file, kernels, streams);
+    generate(file, kernels, streams, structured);
     std::fprintf(stderr, "generated in %.1f s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   // Baseline in a child process.
