@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <fstream>
 
 #include "helpers.hpp"
 #include "models/replay.hpp"
@@ -125,4 +126,29 @@ TEST_CASE("structure on a hand-made launch sequence: 4 steps of 3 identical laye
   REQUIRE(layer);
   CHECK(layer->instances.size() == 12);
   CHECK(layer->median_ns == 30'000);
+}
+
+TEST_CASE("a GPU-only trace's structure is usable as ranges over device time", "[structure][shared]") {
+  // An MI210 profile with no CPU activity (no launch calls): the instances become ranges on their
+  // first op's stream, holding the device's ops that start inside.
+  const std::string f = shared_dir() + "/traces/thirdparty/tracelens/mi210__gpu_only_trace__gpu_only_trace.json.gz";
+  if (!std::ifstream(f).good()) {
+    WARN("no " << f << ": skipped");
+    return;
+  }
+  Trace t = load_trace(f);
+  Structure s = find_structure(t);
+  const StructureLevel* it = s.level("iteration");
+  REQUIRE(it);
+  REQUIRE(it->instances.size() >= 2);
+  add_structure_ranges(t, s);
+  ReplayOptions opt;
+  opt.range_regex = "@iteration";
+  auto rr = run_replay(t, opt).ranges;
+  REQUIRE(rr.size() == it->instances.size());
+  for (std::size_t i = 0; i < rr.size(); ++i) {
+    CHECK(rr[i].measured_start_ns == it->instances[i].start_ns);
+    CHECK(rr[i].measured_span_ns == it->instances[i].end_ns - it->instances[i].start_ns);
+    CHECK(rr[i].simulated_span_ns == rr[i].measured_span_ns);
+  }
 }

@@ -339,6 +339,19 @@ RangeIndex::RangeIndex(const Trace& t) : t_(t) {
   }
   for (OpId i = 0; i < t.ops.size(); ++i)
     if (is_device_op(t.ops[i].kind) && t.ops[i].link != kNone) by_link_.push_back(i);
+  bool stream_ranges = false;
+  for (const Range& r : t.ranges) stream_ranges = stream_ranges || (r.lane < t.lanes.size() && t.lanes[r.lane].kind == LaneKind::Stream);
+  if (stream_ranges) {
+    dev_offset_.assign(t.devices.size() + 2, 0);
+    auto dev = [&](const Op& o) { return std::min<std::uint32_t>(t.lanes[o.lane].device, static_cast<std::uint32_t>(t.devices.size())); };
+    for (const Op& o : t.ops)
+      if (is_device_op(o.kind)) dev_offset_[dev(o) + 1]++;
+    for (std::size_t i = 1; i < dev_offset_.size(); ++i) dev_offset_[i] += dev_offset_[i - 1];
+    dev_ops_.resize(dev_offset_.back());
+    std::vector<std::uint32_t> fill(dev_offset_.begin(), dev_offset_.end() - 1);
+    for (OpId i = 0; i < t.ops.size(); ++i)
+      if (is_device_op(t.ops[i].kind)) dev_ops_[fill[dev(t.ops[i])]++] = i;
+  }
   std::stable_sort(by_link_.begin(), by_link_.end(), [&](OpId a, OpId b) { return t.ops[a].link < t.ops[b].link; });
 }
 
@@ -358,7 +371,7 @@ void RangeIndex::api_ops(std::size_t ri, std::vector<OpId>& out) const {
     auto last = std::upper_bound(first, e, rg.end, [&](TimeNs v, OpId o) { return v < t_.ops[o].start; });
     return std::make_pair(first, last);
   };
-  if (rg.lane >= t_.lanes.size()) return;
+  if (rg.lane >= t_.lanes.size() || t_.lanes[rg.lane].kind == LaneKind::Stream) return;
   // Structure instances hold every launch of their process in their interval.
   if (!rg.structure && t_.range_scope == RangeScope::Thread) {
     auto [first, last] = in_range(thread_ops_, lane_offset_[rg.lane], lane_offset_[rg.lane + 1]);
@@ -374,6 +387,15 @@ void RangeIndex::api_ops(std::size_t ri, std::vector<OpId>& out) const {
 }
 
 void RangeIndex::device_ops(std::size_t ri, std::vector<OpId>& out) const {
+  const Range& rg = t_.ranges[ri];
+  if (rg.lane < t_.lanes.size() && t_.lanes[rg.lane].kind == LaneKind::Stream) {
+    std::uint32_t d = std::min<std::uint32_t>(t_.lanes[rg.lane].device, static_cast<std::uint32_t>(t_.devices.size()));
+    auto b = dev_ops_.begin() + dev_offset_[d], e = dev_ops_.begin() + dev_offset_[d + 1];
+    auto lo = std::lower_bound(b, e, rg.start, [&](OpId o, TimeNs v) { return t_.ops[o].start < v; });
+    for (; lo != e && t_.ops[*lo].start <= rg.end; ++lo)
+      if (t_.lanes[t_.ops[*lo].lane].process == t_.lanes[rg.lane].process) out.push_back(*lo);
+    return;
+  }
   std::vector<OpId> apis;
   api_ops(ri, apis);
   for (OpId api : apis) {

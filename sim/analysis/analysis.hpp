@@ -91,6 +91,8 @@ Regex range_regex(const std::string& text);
 // NVTX ranges and the ops they launched: the device ops launched by the API calls the range holds
 // (Trace::range_scope: by default the calls of any thread of its process made while it is open,
 // except threads inside an earlier-opened range of their own; strictly per thread as an option).
+// A range on a stream lane (a structure instance of a GPU-only trace) holds its device's ops that
+// start inside it.
 class RangeIndex {
  public:
   explicit RangeIndex(const Trace& t);
@@ -118,6 +120,8 @@ class RangeIndex {
   std::vector<std::uint32_t> busy_offset_;
   std::vector<std::pair<TimeNs, TimeNs>> busy_;  // per lane: the union of its trace ranges, in order
   std::vector<OpId> by_link_;                    // device ops sorted by launching op
+  std::vector<std::uint32_t> dev_offset_;
+  std::vector<OpId> dev_ops_;  // device ops grouped by device, by start (ranges on a stream lane)
 };
 
 }  // namespace bneck

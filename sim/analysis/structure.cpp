@@ -632,12 +632,18 @@ void add_structure_ranges(Trace& t, const Structure& s) {
     const std::vector<std::uint32_t>* parents = up && by_level.count(up) ? &by_level[up] : nullptr;
     auto& mine = by_level[lv.name];
     for (const StructureInstance& in : lv.instances) {
-      if (in.lane == kNone) continue;
+      if (in.ops.empty()) continue;
       Range r;
       r.start = in.host_start_ns;
       r.end = in.host_end_ns;
       r.name = name;
       r.lane = in.lane;
+      if (r.lane == kNone) {  // no launch calls: device time on the first op's stream
+        r.lane = t.ops[in.ops.front()].lane;
+        r.start = t.ops[in.ops.front()].start;
+        r.end = r.start;
+        for (OpId o : in.ops) r.end = std::max(r.end, t.ops[o].start);
+      }
       r.structure = true;
       if (parents) {
         auto it = std::upper_bound(parents->begin(), parents->end(), r.start,

@@ -8,7 +8,8 @@
 //    direction, a memset. Shapes and grids are left out, so a decode step whose attention grid grows
 //    with the KV length still repeats.
 // 2. Loops: for every symbol (an anchor), the windows of length L (its most frequent distance to its
-//    next occurrence) that start at its occurrences; the windows equal to the most frequent one
+//    next occurrence) that start at its occurrences (also: the strongest boundaries, the distances
+//    at which symbols recur most, the runs of a finer loop's instances); the windows equal to the most frequent one
 //    (polynomial hashes of the symbol runs) are a loop's candidate instances, covering
 //    count x L ops. The candidate that covers most wins (a larger L within 5 % of that coverage:
 //    an iteration, not its layers); its ops are taken and the search repeats on the rest (a run of
@@ -20,7 +21,12 @@
 //    the leftmost rotation), copied into every instance. Backward passes: the runs of a loop
 //    instance's ops launched by a thread other than the one launching its first op; the forward
 //    before each; microbatches (forward + backward) where an iteration holds two or more.
-// An instance's span is the GPU span of its device ops (first start to last end).
+// 5. Alike-but-unequal iterations (an engine's steps: the batch changes the kernels): where the
+//    exact loops cover less than 90 %, the segments between the strongest gaps, re-anchored on the
+//    kernel that occurs once a segment (approximate_loop), when they cover 1.5x as much.
+// An instance's span is the GPU span of its device ops (first start to last end). A trace with no
+// launch calls (a GPU-only profile) gets its instances as ranges on the first op's stream, over
+// device time (RangeIndex: the device's ops that start inside).
 #pragma once
 #include <string>
 #include <vector>
