@@ -49,6 +49,12 @@ std::vector<std::vector<std::size_t>> step_groups(const Trace& t, const RangeInd
   return out;
 }
 
+// Says which ranges the steps are when the structure chose them.
+void note_default_steps(const Trace& t, const std::string& given, const std::string& text, WhatIfCase& c) {
+  if (given.empty())
+    c.log.push_back(text + ": the denoiser steps are the structure's " + default_loop_ranges(t).second + " (no --step-range; bneck structure)");
+}
+
 // The --step-range given, or "" for the structure's loop (resolved on the trace).
 std::string required_steps(const CompanionArgs& a, const char*) {
   const std::string* s = a.find("step-range");
@@ -66,6 +72,7 @@ class Steps : public TransformStep {
     GraphEditor ed(c.edit_graph(), text);
     std::size_t loops = 0, k0_total = 0, nodes = 0;
     if (c.scaled.size() != t.ops.size()) c.scaled.assign(t.ops.size(), false);
+    note_default_steps(t, steps_, text, c);
     for (const auto& g : step_groups(t, idx, steps_, text)) {
       ++loops;
       for (std::size_t r : g)  // Amdahl: the steps' share of the busy time scales by K / K0
@@ -130,6 +137,7 @@ class Cfg : public TransformStep {
     if (c.scaled.size() != t.ops.size()) c.scaled.assign(t.ops.size(), false);
     const double f = on_ ? 2.0 : 0.5;
     std::vector<OpId> ops, removed;
+    note_default_steps(t, steps_, text, c);
     for (const auto& g : step_groups(t, idx, steps_, text))
       for (std::size_t r : g)
         for (OpId i : idx.device_ops(r)) (guidance[i] && !on_ ? removed : ops).push_back(i);
@@ -164,6 +172,7 @@ class Tokens : public TransformStep {
     std::vector<bool> done(t.ops.size(), false);
     if (c.scaled.size() != t.ops.size()) c.scaled.assign(t.ops.size(), false);
     std::vector<OpId> ops;
+    note_default_steps(t, steps_, text, c);
     for (const auto& g : step_groups(t, idx, steps_, text))
       for (std::size_t r : g)
         for (OpId i : idx.device_ops(r)) ops.push_back(i);

@@ -67,6 +67,10 @@ class PipelineParallel : public TransformStep {
       throw InputError(text + ": needs --microbatch-range REGEX: " + t.source +
                        " shows no iteration of two or more forward and backward passes (bneck structure)");
     if (mbs.empty()) throw InputError(text + ": no NVTX range matches --microbatch-range " + mb_);
+    if (found)
+      c.log.push_back(text + ": microbatches are the structure's @microbatch (" + std::to_string(mbs.size()) +
+                      ": a forward and the backward after it), backward passes " + (bwd_given_ ? bwd_ : std::string("@backward")) +
+                      " (no --microbatch-range; bneck structure)");
     // Microbatch (its range's name: a microbatch may be annotated twice, forward and backward) and
     // phase of every device op: the ops launched while the range is open by any thread of its
     // process (PyTorch's backward launches from the autograd engine's thread).

@@ -1,6 +1,6 @@
 // libFuzzer harness: one importer (chosen by FUZZ_SUFFIX: .sqlite nsys, .json Kineto/bneck/Chakra/
-// PyTorch ET, .et Chakra protobuf, .json.gz gzip) on arbitrary bytes, then the replay pipeline on
-// whatever imports. Bad input must end in InputError; anything else (a crash, a sanitizer report,
+// PyTorch ET, .et Chakra protobuf, .json.gz gzip) on arbitrary bytes, then the replay pipeline and
+// the structure search (its levels replayed as ranges) on whatever imports. Bad input must end in InputError; anything else (a crash, a sanitizer report,
 // another exception) is a finding.
 #include <unistd.h>
 
@@ -9,6 +9,7 @@
 #include <string>
 
 #include "models/replay.hpp"
+#include "sim/analysis/structure.hpp"
 #include "sim/base/error.hpp"
 #include "traces/importer.hpp"
 
@@ -29,6 +30,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     bneck::Trace t = bneck::load_trace(path);
     if (t.ops.size() <= 20000) {
       bneck::ReplayOptions o;
+      (void)bneck::run_replay(t, o);
+      // Structure recognition on whatever imports, its levels replayed as ranges.
+      bneck::add_structure_ranges(t, bneck::find_structure(t));
+      o.range_regex = "@.*";
       (void)bneck::run_replay(t, o);
     }
   } catch (const bneck::InputError&) {}
