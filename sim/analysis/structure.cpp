@@ -510,6 +510,45 @@ void summarize(StructureLevel& lv) {
   lv.spread = lv.median_ns > 0 ? (*mx - *mn) / static_cast<double>(lv.median_ns) : 0;
 }
 
+// Annotations help where present: a PyTorch profile's ProfilerStep#N ranges are its steps. When
+// two thirds of the iterations found lie inside them, two or more a step (a profile of one or two steps, where the loop
+// found is the layers), the steps become the iterations and that loop their layers.
+void promote_profiler_steps(const Trace& t, StructureLevel& iter, StructureLevel& layer) {
+  if (iter.instances.empty()) return;
+  RangeIndex idx(t);
+  std::vector<StructureInstance> steps;
+  for (std::size_t r = 0; r < t.ranges.size(); ++r) {
+    if (t.ranges[r].structure || t.strings.str(t.ranges[r].name).rfind("ProfilerStep#", 0) != 0) continue;
+    StructureInstance in;
+    in.ops = idx.device_ops(r);
+    if (in.ops.empty()) continue;
+    in.rank = t.rank_of_lane(t.ranges[r].lane);
+    in.lane = t.ranges[r].lane;
+    in.host_start_ns = t.ranges[r].start;
+    in.host_end_ns = t.ranges[r].end;
+    in.start_ns = t.ops[in.ops[0]].start;
+    in.end_ns = t.ops[in.ops[0]].end();
+    for (OpId o : in.ops) {
+      in.start_ns = std::min(in.start_ns, t.ops[o].start);
+      in.end_ns = std::max(in.end_ns, t.ops[o].end());
+    }
+    steps.push_back(std::move(in));
+  }
+  if (steps.empty() || steps.size() * 2 > iter.instances.size()) return;
+  std::vector<StructureInstance> inner;
+  for (StructureInstance& i : iter.instances) {
+    bool inside = false;
+    for (const StructureInstance& st : steps) inside = inside || (st.rank == i.rank && st.start_ns <= i.start_ns && i.end_ns <= st.end_ns);
+    if (inside) inner.push_back(std::move(i));
+  }
+  // Most of them inside (a warm-up outside the profiled steps may repeat the loop too).
+  if (inner.size() * 3 < iter.instances.size() * 2 || inner.size() < 2 * steps.size()) return;
+  layer.instances = std::move(inner);
+  layer.how = iter.how + " (inside the profiler's steps)";
+  iter.instances = std::move(steps);
+  iter.how = "the PyTorch profiler's ProfilerStep#N ranges, holding the loop found";
+}
+
 }  // namespace
 
 const StructureLevel* Structure::level(const std::string& name) const {
@@ -587,6 +626,7 @@ Structure find_structure(const Trace& t) {
     }
   }
   if (iter.instances.empty()) run.instances.clear();  // no loop: nothing to say
+  promote_profiler_steps(t, iter, layer);
   for (StructureLevel* lv : {&run, &iter, &layer, &mb, &fwd, &bwd})
     if (!lv->instances.empty()) {
       summarize(*lv);
