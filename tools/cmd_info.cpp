@@ -120,13 +120,19 @@ void add_info(CLI::App& sub, Action& action) {
     action = [] {
       Trace t = load_with_options(trace, topt);
       json j = info_json(t);
-      Structure s = find_structure(t);
-      j["structure"] = structure_json(s, false);
+      // The structure, up to a million device ops (bneck structure runs it alone beyond).
+      const bool with_structure = t.device_op_count() <= 1'000'000;
+      Structure s = with_structure ? find_structure(t) : Structure{};
+      if (with_structure) j["structure"] = structure_json(s, false);
       if (!json_out.empty()) write_output(json_out, [&](std::ostream& o) { o << json_text(j, 2) << "\n"; });
       if (json_out != "-") {
         info_text(t, j, std::cout);
-        std::cout << "structure (found from the trace; --range @LEVEL):\n";
-        print_structure_summary(s, std::cout);
+        if (with_structure) {
+          std::cout << "structure (found from the trace; --range @LEVEL):\n";
+          print_structure_summary(s, std::cout);
+        } else {
+          std::cout << "structure: more than 1000000 device ops: bneck structure TRACE finds it\n";
+        }
       }
       return 0;
     };
