@@ -80,13 +80,52 @@ TEST_CASE("request log: measured times read, bad lines named", "[serve]") {
     std::string p = write_tmp("bad.jsonl", "{\"id\": \"a\", \"arrival_s\": 0, \"prompt_tokens\": 1, \"output_tokens\": 1}\n" + line + "\n");
     CHECK_THROWS_WITH(load_request_log(p), Catch::Contains(p + ":2") && Catch::Contains(why));
   };
-  bad(R"({"id": "b", "arrival_s": -1, "prompt_tokens": 1, "output_tokens": 1})", "'arrival_s' must be between 0 and 1e6 s");
+  bad(R"({"id": "b", "arrival_s": -1, "prompt_tokens": 1, "output_tokens": 1})", "'arrival_s' must be between 0 and 1e10 s");
+  bad(R"({"id": "b", "arrival_s": 1, "prompt_tokens": 1, "output_tokens": 2, "token_times_s": [1.5, 1.6], "finish_s": 1.55})",
+      "'finish_s' precedes the last of token_times_s");
+  bad(R"({"id": "b", "arrival_s": 1, "prompt_tokens": 1, "output_tokens": 2, "token_times_s": [1.5, 1.6], "first_token_s": 1.4})",
+      "'first_token_s' disagrees");
+  bad(R"({"id": "b", "timestamp": 5, "input_length": 1, "output_length": 1, "hash_ids": "x"})", "'hash_ids' must be an array");
   bad(R"({"id": "b", "arrival_s": 1, "prompt_tokens": 1, "output_tokens": 2, "token_times_s": [1.5, 1.2]})", "not ordered");
   bad(R"({"id": "b", "arrival_s": 1, "prompt_tokens": 1, "output_tokens": 2, "token_times_s": [1.5]})", "1 times for 2 output tokens");
   bad(R"({"id": "b", "arrival_s": 1, "prompt_tokens": 0, "output_tokens": 2})", "'prompt_tokens' must be an integer");
   bad(R"({"id": "b", "arrival_s": 1, "output_tokens": 2})", "missing 'prompt_tokens'");
+  bad(R"({"id": "b", "prompt_tokens": 1, "output_tokens": 2})", "missing 'arrival_s'");
   bad(R"({"id": "b", "arrival_s": 1, "prompt_tokens": 1, "output_tokens": 1, "first_token_s": 0.5})", "precedes the arrival");
   bad("[1, 2", "malformed JSON");
+}
+
+TEST_CASE("request logs as engines and clients write them: late finish, public traces, wall clocks, vllm bench", "[serve]") {
+  // A finish 5 us after the last token (an engine's own bookkeeping), no id: read.
+  auto late = load_request_log(write_tmp("late.jsonl",
+                                         R"({"arrival_s": 1, "prompt_tokens": 4, "output_tokens": 2, "token_times_s": [1.5, 1.6], "finish_s": 1.600005})"
+                                         "\n"));
+  REQUIRE(late.size() == 1);
+  CHECK(late[0].id == "line 1");
+  CHECK(late[0].measured_finish == 1'600'005'000);
+  // Mooncake-style JSONL: timestamps in ms, input/output lengths, shared-prefix block ids.
+  auto mc = load_request_log(write_tmp("mooncake.jsonl", R"({"timestamp": 27482, "input_length": 6955, "output_length": 52, "hash_ids": [46, 47]})"
+                                                         "\n" R"({"timestamp": 0, "input_length": 10, "output_length": 3, "hash_ids": [46]})" "\n"));
+  REQUIRE(mc.size() == 2);
+  CHECK(mc[0].arrival == 0);
+  CHECK(mc[1].arrival == 27'482'000'000);
+  CHECK(mc[1].prompt == 6955);
+  CHECK(mc[1].hash_ids == std::vector<std::int64_t>{46, 47});
+  // A wall clock (Unix seconds): aligned by the first arrival, token times with it.
+  auto wall = load_request_log(write_tmp("wall.jsonl", R"({"arrival_s": 1764579600.25, "prompt_tokens": 4, "output_tokens": 1, "token_times_s": [1764579600.75]})"
+                                                       "\n"));
+  REQUIRE(wall.size() == 1);
+  CHECK(wall[0].arrival == 0);
+  CHECK(std::llabs(wall[0].token_times[0] - 500'000'000) < 1000);
+  // vllm bench serve's result (pretty-printed): two requests at request_rate 2/s (arrivals 0 and
+  // 0.5 s); tokens at arrival + ttft and then by the inter-token latencies.
+  auto vb = load_request_log(write_tmp("vllm.json", "{\n  \"request_rate\": 2,\n  \"input_lens\": [10, 20],\n  \"output_lens\": [3, 2],\n"
+                                                    "  \"ttfts\": [0.1, 0.2],\n  \"itls\": [[0.01, 0.02], [0.03]]\n}\n"));
+  REQUIRE(vb.size() == 2);
+  CHECK(vb[1].arrival == 500'000'000);
+  CHECK(vb[0].token_times == std::vector<TimeNs>{100'000'000, 110'000'000, 130'000'000});
+  CHECK(vb[1].token_times == std::vector<TimeNs>{700'000'000, 730'000'000});
+  CHECK(vb[1].prompt == 20);
 }
 
 TEST_CASE("continuous batching: chunked prefill and decode, hand-computed", "[serve]") {

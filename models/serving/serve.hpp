@@ -33,11 +33,17 @@ struct Request {
   std::vector<TimeNs> token_times;
   TimeNs measured_finish = -1;  // finish_s (a static batch's log has no token times)
   std::size_t line = 0;         // in its log (0: generated)
+  std::vector<std::int64_t> hash_ids;  // shared-prefix block ids (Mooncake traces); not simulated yet
   bool measured() const { return !token_times.empty() || measured_finish >= 0; }
 };
 
-// Reads a request log (JSONL: id, arrival_s, prompt_tokens, output_tokens and, when measured,
-// first_token_s, finish_s, token_times_s). Bad lines are an InputError naming the file and line.
+// Reads a request log: JSONL, a request a line (arrival_s, prompt_tokens, output_tokens and, when
+// measured, first_token_s, finish_s, token_times_s; id optional; the names public traces use too:
+// arrival / arrival_time / timestamp_s in seconds, timestamp / timestamp_ms in ms (Mooncake),
+// input_length / input_len / prompt_len, output_length / output_len, hash_ids), or a `vllm bench
+// serve` result JSON (input_lens, output_lens, ttfts, itls). A wall clock is aligned by the first
+// arrival. Only contradictions are errors (a token before its arrival, a finish before the last
+// token, a first token other than token_times_s's), each an InputError naming FILE:LINE and field.
 std::vector<Request> load_request_log(const std::string& path);
 
 struct LengthDist {
