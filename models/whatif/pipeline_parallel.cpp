@@ -71,22 +71,11 @@ class PipelineParallel : public TransformStep {
       c.log.push_back(text + ": microbatches are the structure's @microbatch (" + std::to_string(mbs.size()) +
                       ": a forward and the backward after it), backward passes " + (bwd_given_ ? bwd_ : std::string("@backward")) +
                       " (no --microbatch-range; bneck structure)");
-    // Microbatch (its range's name: a microbatch may be annotated twice, forward and backward) and
-    // phase of every device op: the ops launched while the range is open by any thread of its
-    // process (PyTorch's backward launches from the autograd engine's thread).
-    std::map<std::uint32_t, std::vector<std::pair<TimeNs, OpId>>> launches;  // per process, by launch
-    for (OpId i = 0; i < t.ops.size(); ++i) {
-      const Op& o = t.ops[i];
-      if (is_device_op(o.kind) && o.link != kNone && !(o.flags & Op::kFlagNccl))
-        launches[t.lanes[t.ops[o.link].lane].process].emplace_back(t.ops[o.link].start, i);
-    }
-    for (auto& [p, v] : launches) std::sort(v.begin(), v.end());
+    // Microbatch and phase of every device op: the ops each range holds (RangeIndex's rule: any
+    // thread of its process while it is open, so the autograd thread's backward too).
     auto launched_in = [&](std::size_t r, auto&& f) {
-      const Range& rg = t.ranges[r];
-      auto it = launches.find(t.lanes[rg.lane].process);
-      if (it == launches.end()) return;
-      auto lo = std::lower_bound(it->second.begin(), it->second.end(), std::make_pair(rg.start, OpId{0}));
-      for (; lo != it->second.end() && lo->first <= rg.end; ++lo) f(lo->second);
+      for (OpId o : idx.device_ops(r))
+        if (!(t.ops[o].flags & Op::kFlagNccl)) f(o);
     };
     std::vector<std::int64_t> mb_of(t.ops.size(), -1);
     std::vector<bool> is_bwd(t.ops.size(), false);
