@@ -56,7 +56,7 @@ void note_default_steps(const Trace& t, const std::string& given, const std::str
 }
 
 // The --step-range given, or "" for the structure's loop (resolved on the trace).
-std::string required_steps(const CompanionArgs& a, const char*) {
+std::string step_range(const CompanionArgs& a) {
   const std::string* s = a.find("step-range");
   if (!s) return "";
   (void)range_regex(*s);
@@ -216,14 +216,14 @@ class Tokens : public TransformStep {
 std::unique_ptr<TransformStep> parse_steps(const std::string& arg) {
   CompanionArgs a = split_companions(arg);
   const std::uint32_t k = a.main == "0" ? 0 : parse_count(a.main, "--steps", 100000, "denoiser steps");
-  return std::make_unique<Steps>(k, required_steps(a, "--steps"));
+  return std::make_unique<Steps>(k, step_range(a));
 }
 
 std::unique_ptr<TransformStep> parse_cfg(const std::string& arg) {
   CompanionArgs a = split_companions(arg);
   if (a.main != "on" && a.main != "off") throw InputError("--cfg " + a.main + ": expected on or off");
   std::string g = a.find("guidance") ? *a.find("guidance") : "range~(guidance|cfg|Guidance|CFG).*";
-  return std::make_unique<Cfg>(a.main == "on", required_steps(a, "--cfg"), checked_selector(g));
+  return std::make_unique<Cfg>(a.main == "on", step_range(a), checked_selector(g));
 }
 
 double parse_factor(const std::string& s, const char* option) {
@@ -242,7 +242,7 @@ std::unique_ptr<TransformStep> make_tokens(const std::string& arg, bool frames) 
   CompanionArgs a = split_companions(arg);
   std::string dec = a.find("decoder") ? *a.find("decoder") : "vae.*|.*decode.*|.*Decode.*|VAE.*";
   if (!dec.empty()) (void)range_regex(dec);
-  return std::make_unique<Tokens>(parse_factor(a.main, opt), frames, required_steps(a, opt), dec);
+  return std::make_unique<Tokens>(parse_factor(a.main, opt), frames, step_range(a), dec);
 }
 
 std::unique_ptr<TransformStep> parse_resolution(const std::string& arg) { return make_tokens(arg, false); }

@@ -300,19 +300,22 @@ Regex range_regex(const std::string& text) {
 }
 
 RangeIndex::RangeIndex(const Trace& t) : t_(t) {
-  auto group = [&](std::size_t groups, auto key, std::vector<std::uint32_t>& offset, std::vector<OpId>& ops) {
+  // The ops `take` accepts grouped by `key` (counting sort; ops are sorted by start, so each group
+  // is too).
+  auto group = [&](std::size_t groups, auto take, auto key, std::vector<std::uint32_t>& offset, std::vector<OpId>& ops) {
     offset.assign(groups + 1, 0);
     for (const Op& o : t.ops)
-      if (o.kind == OpKind::Api) offset[key(o) + 1]++;
+      if (take(o)) offset[key(o) + 1]++;
     for (std::size_t i = 1; i < offset.size(); ++i) offset[i] += offset[i - 1];
     ops.resize(offset.back());
     std::vector<std::uint32_t> fill(offset.begin(), offset.end() - 1);
-    for (OpId i = 0; i < t.ops.size(); ++i)  // ops are sorted by start: each group is too
-      if (t.ops[i].kind == OpKind::Api) ops[fill[key(t.ops[i])]++] = i;
+    for (OpId i = 0; i < t.ops.size(); ++i)
+      if (take(t.ops[i])) ops[fill[key(t.ops[i])]++] = i;
   };
-  group(t.lanes.size(), [](const Op& o) { return o.lane; }, lane_offset_, thread_ops_);
+  auto api = [](const Op& o) { return o.kind == OpKind::Api; };
+  group(t.lanes.size(), api, [](const Op& o) { return o.lane; }, lane_offset_, thread_ops_);
   auto proc = [&](const Op& o) { return std::min<std::uint32_t>(t.lanes[o.lane].process, static_cast<std::uint32_t>(t.processes.size())); };
-  group(t.processes.size() + 1, proc, proc_offset_, proc_ops_);
+  group(t.processes.size() + 1, api, proc, proc_offset_, proc_ops_);
   if (t.range_scope == RangeScope::Process) {
     // Each lane's trace ranges as a union of intervals.
     std::vector<std::pair<LaneId, std::pair<TimeNs, TimeNs>>> rs;
@@ -342,15 +345,8 @@ RangeIndex::RangeIndex(const Trace& t) : t_(t) {
   bool stream_ranges = false;
   for (const Range& r : t.ranges) stream_ranges = stream_ranges || (r.lane < t.lanes.size() && t.lanes[r.lane].kind == LaneKind::Stream);
   if (stream_ranges) {
-    dev_offset_.assign(t.devices.size() + 2, 0);
     auto dev = [&](const Op& o) { return std::min<std::uint32_t>(t.lanes[o.lane].device, static_cast<std::uint32_t>(t.devices.size())); };
-    for (const Op& o : t.ops)
-      if (is_device_op(o.kind)) dev_offset_[dev(o) + 1]++;
-    for (std::size_t i = 1; i < dev_offset_.size(); ++i) dev_offset_[i] += dev_offset_[i - 1];
-    dev_ops_.resize(dev_offset_.back());
-    std::vector<std::uint32_t> fill(dev_offset_.begin(), dev_offset_.end() - 1);
-    for (OpId i = 0; i < t.ops.size(); ++i)
-      if (is_device_op(t.ops[i].kind)) dev_ops_[fill[dev(t.ops[i])]++] = i;
+    group(t.devices.size() + 1, [](const Op& o) { return is_device_op(o.kind); }, dev, dev_offset_, dev_ops_);
   }
   std::stable_sort(by_link_.begin(), by_link_.end(), [&](OpId a, OpId b) { return t.ops[a].link < t.ops[b].link; });
 }

@@ -35,12 +35,7 @@ std::vector<RangeSpan> range_spans(const Graph& g, const SimResult& r, const Reg
     // Removed nodes leave the range.
     rs.nodes.erase(std::remove_if(rs.nodes.begin(), rs.nodes.end(), [&](NodeId n) { return g.removed(n); }), rs.nodes.end());
     if (!rs.nodes.empty()) {
-      TimeNs mb = t.ops[rs.nodes[0]].start, me = t.ops[rs.nodes[0]].end();
-      for (NodeId o : rs.nodes) {
-        mb = std::min(mb, t.ops[o].start);
-        me = std::max(me, t.ops[o].end());
-      }
-      rs.measured = {mb, me};
+      rs.measured = measured_span(t, rs.nodes);
       const std::size_t traced = rs.nodes.size();
       clones.add_clones(rs.nodes);
       rs.nodes.erase(
@@ -76,6 +71,18 @@ Span span_of(const std::vector<NodeId>& nodes, const SimResult& r) {
     }
     s.begin = std::min(s.begin, r.start[o]);
     s.end = std::max(s.end, r.end[o]);
+  }
+  return s;
+}
+
+Span measured_span(const Trace& t, const std::vector<OpId>& ops) {
+  Span s;
+  if (ops.empty()) return s;
+  s.begin = t.ops[ops[0]].start;
+  s.end = t.ops[ops[0]].end();
+  for (OpId o : ops) {
+    s.begin = std::min(s.begin, t.ops[o].start);
+    s.end = std::max(s.end, t.ops[o].end());
   }
   return s;
 }

@@ -40,6 +40,8 @@ std::vector<OpId> range_critical_path(const SimResult& r, const RangeSpan& rs);
 
 // Span of the nodes in a simulated schedule.
 Span span_of(const std::vector<NodeId>& nodes, const SimResult& r);
+// Span of trace ops as the trace measured them (first start to last end; empty: {0, 0}).
+Span measured_span(const Trace& t, const std::vector<OpId>& ops);
 // Total length of the union of [start, end) intervals.
 TimeNs interval_union(std::vector<std::pair<TimeNs, TimeNs>> iv);
 // Busy time (union of intervals) of the nodes with sel[n] among `nodes`.

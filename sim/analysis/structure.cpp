@@ -29,7 +29,6 @@ struct Loop {
   std::uint32_t anchor = 0;          // symbol
   std::vector<std::size_t> starts;   // positions in the sequence, increasing, >= len apart
   std::vector<std::size_t> lens;     // a loop of similar, not equal, instances: each one's length
-  std::size_t length(std::size_t j) const { return lens.empty() ? len : lens[j]; }
   std::size_t coverage() const {
     if (lens.empty()) return len * starts.size();
     std::size_t c = 0;
@@ -94,6 +93,7 @@ std::vector<Seq> launch_sequences(const Trace& t) {
 }
 
 constexpr std::uint32_t kBoundaryAnchor = 0xFFFFFFFFu;  // anchored on boundary evidence, not a symbol
+constexpr std::uint32_t kPeriodAnchor = 0xFFFFFFFEu;    // anchored on a recurrence distance
 
 // The candidate loop of an anchor's occurrences `q` in [lo, hi): windows of its most frequent
 // distance L, moved back by as much as the ops before its first two L-apart occurrences agree
@@ -157,46 +157,73 @@ std::optional<Loop> candidate(const Seq& s, const std::vector<std::size_t>& q, s
   return l;
 }
 
-// The loop that covers most of [lo, hi) outside `taken` (see the header), or nothing. Anchors:
-// every symbol, and the positions with the strongest boundary evidence (the top ones of the
-// host-and-GPU gaps, where they jump), for a unit in which every kernel occurs more than once (a decode step of
-// identical layers).
-std::optional<Loop> best_loop(const Seq& s, std::size_t lo, std::size_t hi, const std::vector<std::uint32_t>& taken_prefix,
-                              std::size_t min_len, std::size_t min_cover) {
-  // Free positions grouped by symbol (counting sort: symbols are dense), each group in order.
-  std::vector<std::size_t> free_pos;
+// The lower median of the boundary evidence at `pos`, the run's first op left out (it has none).
+TimeNs median_score(const Seq& s, const std::vector<std::size_t>& pos) {
+  std::vector<TimeNs> v;
+  for (std::size_t p : pos)
+    if (p > 0) v.push_back(s.score[p]);
+  if (v.empty()) return 0;
+  const auto mid = static_cast<std::ptrdiff_t>((v.size() - 1) / 2);
+  std::nth_element(v.begin(), v.begin() + mid, v.end());
+  return v[static_cast<std::size_t>(mid)];
+}
+
+// The starts of `a` that are not starts of `b` (sorted).
+std::vector<std::size_t> starts_not_in(const Loop& a, const Loop& b) {
+  std::vector<std::size_t> out;
+  for (std::size_t p : a.starts)
+    if (!std::binary_search(b.starts.begin(), b.starts.end(), p)) out.push_back(p);
+  return out;
+}
+
+// The candidate loops of [lo, hi) outside the taken positions, from every kind of anchor.
+struct Search {
+  const Seq& s;
+  std::size_t lo, hi;
+  const std::vector<std::uint32_t>& taken_prefix;
+  std::size_t min_len, min_cover;
+  std::vector<std::size_t> free_pos, offset, occ;  // free positions grouped by symbol, each in order
   std::uint32_t nsym = 0;
-  for (std::size_t i = lo; i < hi; ++i)
-    if (taken_prefix[i + 1] == taken_prefix[i]) {
-      free_pos.push_back(i);
-      nsym = std::max(nsym, s.sym[i] + 1);
-    }
-  std::vector<std::size_t> offset(nsym + 1, 0), occ(free_pos.size());
-  for (std::size_t i : free_pos) offset[s.sym[i] + 1]++;
-  for (std::size_t k = 1; k < offset.size(); ++k) offset[k] += offset[k - 1];
-  {
+  std::vector<Loop> cands;
+  std::vector<std::size_t> q, gaps;
+  std::vector<std::pair<std::uint64_t, std::size_t>> hs;
+
+  Search(const Seq& seq, std::size_t l, std::size_t h, const std::vector<std::uint32_t>& taken, std::size_t ml, std::size_t mc)
+      : s(seq), lo(l), hi(h), taken_prefix(taken), min_len(ml), min_cover(mc) {
+    for (std::size_t i = lo; i < hi; ++i)
+      if (taken_prefix[i + 1] == taken_prefix[i]) {
+        free_pos.push_back(i);
+        nsym = std::max(nsym, s.sym[i] + 1);
+      }
+    offset.assign(nsym + 1, 0);
+    occ.resize(free_pos.size());
+    for (std::size_t i : free_pos) offset[s.sym[i] + 1]++;
+    for (std::size_t k = 1; k < offset.size(); ++k) offset[k] += offset[k - 1];
     std::vector<std::size_t> fill(offset.begin(), offset.end() - 1);
     for (std::size_t i : free_pos) occ[fill[s.sym[i]]++] = i;
   }
-  std::vector<std::size_t> q;
-  std::vector<Loop> cands;
-  std::vector<std::size_t> gaps;
-  std::vector<std::pair<std::uint64_t, std::size_t>> hs;
-  auto consider = [&](std::optional<Loop> l) {
+  // The candidate anchored on the positions in `q`, kept if it covers enough.
+  void consider(std::uint32_t anchor) {
+    if (q.size() < 2) return;
+    auto l = candidate(s, q, anchor, lo, hi, taken_prefix, min_len, gaps, hs);
     if (l && l->coverage() >= min_cover) cands.push_back(std::move(*l));
-  };
-  for (std::uint32_t a = 0; a < nsym; ++a) {
-    if (offset[a + 1] - offset[a] < 2) continue;
-    q.assign(occ.begin() + static_cast<std::ptrdiff_t>(offset[a]), occ.begin() + static_cast<std::ptrdiff_t>(offset[a + 1]));
-    consider(candidate(s, q, a, lo, hi, taken_prefix, min_len, gaps, hs));
   }
-  if (free_pos.size() >= 4) {
+  // Every symbol's occurrences.
+  void symbols() {
+    for (std::uint32_t a = 0; a < nsym; ++a) {
+      q.assign(occ.begin() + static_cast<std::ptrdiff_t>(offset[a]), occ.begin() + static_cast<std::ptrdiff_t>(offset[a + 1]));
+      consider(a);
+    }
+  }
+  // The k strongest boundaries, k = 2, 3, 4, 6, 8, 12, ... up to 30 % of the positions: the
+  // candidate's own test (a common distance, equal content) keeps the k that is a unit's starts
+  // (a unit in which every kernel occurs more than once: a decode step of identical layers).
+  void boundaries() {
+    if (free_pos.size() < 4) return;
     std::vector<TimeNs> sc;
     sc.reserve(free_pos.size());
     for (std::size_t i : free_pos) sc.push_back(s.score[i]);
     std::sort(sc.begin(), sc.end(), std::greater<>());
-    // The k strongest boundaries, k = 2, 3, 4, 6, 8, 12, ... up to 30 % of the positions: the
-    // candidate's own test (a common distance, equal content) keeps the k that is a unit's starts.
     const std::size_t lim = std::max<std::size_t>(2, sc.size() * 3 / 10);
     for (std::size_t k = 2, step = 0; k <= lim && k <= sc.size(); k = (step++ % 2) ? k * 4 / 3 : k * 3 / 2) {
       const TimeNs thr = sc[k - 1];
@@ -204,14 +231,14 @@ std::optional<Loop> best_loop(const Seq& s, std::size_t lo, std::size_t hi, cons
       q.clear();
       for (std::size_t i : free_pos)
         if (s.score[i] >= thr) q.push_back(i);
-      if (q.size() >= 2) consider(candidate(s, q, kBoundaryAnchor, lo, hi, taken_prefix, min_len, gaps, hs));
+      consider(kBoundaryAnchor);
     }
   }
   // Periods: the distances at which symbols recur most often (each free op to its next 16
   // occurrences), for a unit in which no kernel occurs once and no gap marks the start (12
   // identical layers of 8 kernels drawn from two); each period's tandem runs (where op i equals op
   // i + p for p ops or more) give the candidate's windows.
-  {
+  void periods() {
     const std::size_t max_p = (hi - lo) / 2;
     std::vector<std::uint32_t> count(max_p + 1, 0);
     for (std::uint32_t a = 0; a < nsym; ++a)
@@ -235,39 +262,34 @@ std::optional<Loop> best_loop(const Seq& s, std::size_t lo, std::size_t hi, cons
           for (std::size_t w = i; w + p <= j + p; w += p) q.push_back(w);
         i = j + 1;
       }
-      if (q.size() >= 2) consider(candidate(s, q, kBoundaryAnchor - 1, lo, hi, taken_prefix, min_len, gaps, hs));
+      consider(kPeriodAnchor);
     }
   }
-  if (cands.empty()) return std::nullopt;
   // Loops of loops: where a loop's instances come in runs (three equal microbatches, then the first
   // one's different backward and the optimizer), the runs' starts anchor a coarser candidate (a
   // step holding no kernel of its own to anchor it, and no boundary stronger than its insides').
-  {
+  void runs() {
     std::vector<std::size_t> order(cands.size());
     std::iota(order.begin(), order.end(), 0);
     std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return cands[a].coverage() > cands[b].coverage(); });
     const std::size_t fine = std::min<std::size_t>(order.size(), 4);
     for (std::size_t k = 0; k < fine; ++k) {
-      const Loop& f = cands[order[k]];
+      const Loop f = cands[order[k]];  // a copy: consider() may grow cands
       q.clear();
       for (std::size_t j = 0; j < f.starts.size(); ++j)
         if (j == 0 || f.starts[j] != f.starts[j - 1] + f.len) q.push_back(f.starts[j]);
-      if (q.size() >= 2 && q.size() < f.starts.size()) consider(candidate(s, q, f.anchor, lo, hi, taken_prefix, min_len, gaps, hs));
+      if (q.size() < f.starts.size()) consider(f.anchor);
     }
   }
+};
+
+// The loop to take among the candidates: the largest within 5 % of the best coverage, unless it is
+// only copies of a smaller one without stronger boundaries; then a coarser one whose starts show
+// 3x the boundary evidence of the chosen loop's starts inside it.
+std::optional<Loop> choose(const Seq& s, const std::vector<Loop>& cands) {
   std::size_t top = 0;
   for (const Loop& l : cands) top = std::max(top, l.coverage());
   std::vector<char> out(cands.size(), 0);
-  // The lower median of the boundary evidence at `pos`, the run's first op left out (it has none).
-  auto median_score = [&](const std::vector<std::size_t>& pos) {
-    std::vector<TimeNs> v;
-    for (std::size_t p : pos)
-      if (p > 0) v.push_back(s.score[p]);
-    if (v.empty()) return TimeNs{0};
-    const auto mid = static_cast<std::ptrdiff_t>((v.size() - 1) / 2);
-    std::nth_element(v.begin(), v.begin() + mid, v.end());
-    return v[static_cast<std::size_t>(mid)];
-  };
   for (;;) {
     std::size_t pick = cands.size();
     for (std::size_t c = 0; c < cands.size(); ++c) {
@@ -282,10 +304,7 @@ std::optional<Loop> best_loop(const Seq& s, std::size_t lo, std::size_t hi, cons
     bool redundant = false;
     for (const Loop& m : cands) {
       if (m.len >= l.len || l.len % m.len || s.window(l.starts[0], l.len - m.len) != s.window(l.starts[0] + m.len, l.len - m.len)) continue;
-      std::vector<std::size_t> inner;
-      for (std::size_t p : m.starts)
-        if (!std::binary_search(l.starts.begin(), l.starts.end(), p)) inner.push_back(p);
-      if (median_score(l.starts) < 3 * std::max<TimeNs>(1, median_score(inner))) redundant = true;
+      if (median_score(s, l.starts) < 3 * std::max<TimeNs>(1, median_score(s, starts_not_in(m, l)))) redundant = true;
     }
     if (redundant) {
       out[pick] = 1;
@@ -297,13 +316,22 @@ std::optional<Loop> best_loop(const Seq& s, std::size_t lo, std::size_t hi, cons
     const Loop* coarse = &l;
     for (const Loop& c : cands) {
       if (c.len < 2 * l.len || c.coverage() * 2 < l.coverage() || (coarse != &l && c.len <= coarse->len)) continue;
-      std::vector<std::size_t> inner;
-      for (std::size_t p : l.starts)
-        if (!std::binary_search(c.starts.begin(), c.starts.end(), p)) inner.push_back(p);
-      if (median_score(c.starts) >= 3 * std::max<TimeNs>(1, median_score(inner))) coarse = &c;
+      if (median_score(s, c.starts) >= 3 * std::max<TimeNs>(1, median_score(s, starts_not_in(l, c)))) coarse = &c;
     }
     return *coarse;
   }
+}
+
+// The loop that covers most of [lo, hi) outside `taken` (see the header), or nothing.
+std::optional<Loop> best_loop(const Seq& s, std::size_t lo, std::size_t hi, const std::vector<std::uint32_t>& taken_prefix,
+                              std::size_t min_len, std::size_t min_cover) {
+  Search search(s, lo, hi, taken_prefix, min_len, min_cover);
+  search.symbols();
+  search.boundaries();
+  search.periods();
+  if (search.cands.empty()) return std::nullopt;
+  search.runs();
+  return choose(s, search.cands);
 }
 
 // Rotates a loop's windows to the offset with the strongest boundary evidence (median over its
@@ -407,7 +435,7 @@ std::optional<Loop> approximate_loop(const Seq& s) {
     if (regular * 10 < len.size() * 6) continue;
     Loop l;
     l.len = med;
-    l.anchor = 0xFFFFFFFFu;
+    l.anchor = kBoundaryAnchor;
     for (std::size_t j = 0; j < len.size(); ++j)
       if (2 * len[j] >= med && len[j] <= 2 * med) {
         l.starts.push_back(q[j]);
@@ -458,20 +486,16 @@ StructureInstance make_instance(const Trace& t, const Seq& s, std::size_t b, std
   in.rank = s.process < t.processes.size() && t.processes[s.process].rank != kNone ? t.processes[s.process].rank : s.process;
   in.loop = loop;
   in.ops.assign(s.dev.begin() + static_cast<std::ptrdiff_t>(b), s.dev.begin() + static_cast<std::ptrdiff_t>(e));
+  const Span gpu = measured_span(t, in.ops);
+  in.start_ns = gpu.begin;
+  in.end_ns = gpu.end;
   bool first = true;
   for (OpId d : in.ops) {
     const Op& o = t.ops[d];
     TimeNs hs = o.link != kNone ? t.ops[o.link].start : o.start;
-    if (first) {
-      in.start_ns = o.start;
-      in.end_ns = o.end();
-      in.host_start_ns = in.host_end_ns = hs;
-      first = false;
-    }
-    in.start_ns = std::min(in.start_ns, o.start);
-    in.end_ns = std::max(in.end_ns, o.end());
-    in.host_start_ns = std::min(in.host_start_ns, hs);
-    in.host_end_ns = std::max(in.host_end_ns, hs);
+    in.host_start_ns = first ? hs : std::min(in.host_start_ns, hs);
+    in.host_end_ns = first ? hs : std::max(in.host_end_ns, hs);
+    first = false;
   }
   in.lane = s.thread[b];
   return in;
@@ -479,7 +503,7 @@ StructureInstance make_instance(const Trace& t, const Seq& s, std::size_t b, std
 
 std::string symbol_name(const Trace& t, const Seq& s, std::uint32_t sym) {
   if (sym == kBoundaryAnchor) return "the host and GPU gaps at its start";
-  if (sym == kBoundaryAnchor - 1) return "its period (no kernel or gap marks its start)";
+  if (sym == kPeriodAnchor) return "its period (no kernel or gap marks its start)";
   for (std::size_t i = 0; i < s.sym.size(); ++i)
     if (s.sym[i] == sym) {
       const Op& o = t.ops[s.dev[i]];
@@ -526,12 +550,9 @@ void promote_profiler_steps(const Trace& t, StructureLevel& iter, StructureLevel
     in.lane = t.ranges[r].lane;
     in.host_start_ns = t.ranges[r].start;
     in.host_end_ns = t.ranges[r].end;
-    in.start_ns = t.ops[in.ops[0]].start;
-    in.end_ns = t.ops[in.ops[0]].end();
-    for (OpId o : in.ops) {
-      in.start_ns = std::min(in.start_ns, t.ops[o].start);
-      in.end_ns = std::max(in.end_ns, t.ops[o].end());
-    }
+    const Span gpu = measured_span(t, in.ops);
+    in.start_ns = gpu.begin;
+    in.end_ns = gpu.end;
     steps.push_back(std::move(in));
   }
   if (steps.empty() || steps.size() * 2 > iter.instances.size()) return;
