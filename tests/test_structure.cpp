@@ -44,6 +44,23 @@ Found find_removed(const std::string& path, const std::string& re) {
   return f;
 }
 
+// Level `name` added as ranges and replayed: each range starts and spans as its instance, and the
+// replay reproduces the measured span.
+void check_replayed_as_ranges(Trace& t, const Structure& s, const std::string& name) {
+  const StructureLevel* lv = s.level(name);
+  REQUIRE(lv);
+  add_structure_ranges(t, s);
+  ReplayOptions opt;
+  opt.range_regex = "@" + name;
+  auto rr = run_replay(t, opt).ranges;
+  REQUIRE(rr.size() == lv->instances.size());
+  for (std::size_t i = 0; i < rr.size(); ++i) {
+    CHECK(rr[i].measured_start_ns == lv->instances[i].start_ns);
+    CHECK(rr[i].measured_span_ns == lv->instances[i].end_ns - lv->instances[i].start_ns);
+    CHECK(rr[i].simulated_span_ns == rr[i].measured_span_ns);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("structure finds the removed ranges of real H200 traces within 2 %", "[structure][shared]") {
@@ -83,15 +100,7 @@ TEST_CASE("structure of a training step without any annotation: iterations, forw
   CHECK(std::fabs(static_cast<double>(it->period_ns) / 12.31e6 - 1) < 0.05);
   CHECK(std::fabs(static_cast<double>(bw->median_ns) / 5.10e6 - 1) < 0.02);
   // Usable as ranges: @backward's spans through the replay equal the structure's.
-  add_structure_ranges(t, s);
-  ReplayOptions opt;
-  opt.range_regex = "@backward";
-  auto rr = run_replay(t, opt).ranges;
-  REQUIRE(rr.size() == bw->instances.size());
-  for (std::size_t i = 0; i < rr.size(); ++i) {
-    CHECK(rr[i].measured_span_ns == bw->instances[i].end_ns - bw->instances[i].start_ns);
-    CHECK(rr[i].simulated_span_ns == rr[i].measured_span_ns);
-  }
+  check_replayed_as_ranges(t, s, "backward");
 }
 
 TEST_CASE("structure on a hand-made launch sequence: 4 steps of 3 identical layers and a sync", "[structure]") {
@@ -141,14 +150,5 @@ TEST_CASE("a GPU-only trace's structure is usable as ranges over device time", "
   const StructureLevel* it = s.level("iteration");
   REQUIRE(it);
   REQUIRE(it->instances.size() >= 2);
-  add_structure_ranges(t, s);
-  ReplayOptions opt;
-  opt.range_regex = "@iteration";
-  auto rr = run_replay(t, opt).ranges;
-  REQUIRE(rr.size() == it->instances.size());
-  for (std::size_t i = 0; i < rr.size(); ++i) {
-    CHECK(rr[i].measured_start_ns == it->instances[i].start_ns);
-    CHECK(rr[i].measured_span_ns == it->instances[i].end_ns - it->instances[i].start_ns);
-    CHECK(rr[i].simulated_span_ns == rr[i].measured_span_ns);
-  }
+  check_replayed_as_ranges(t, s, "iteration");
 }
