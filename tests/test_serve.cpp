@@ -345,60 +345,114 @@ namespace {
 struct ServeRun {
   std::string dir, trace;
   double wake_us;
-  double build_ms;  // the fitted plan build under the profiler
+  double build_ms;    // the fitted plan build under the profiler
+  double log_steps;   // engine steps of the calibration log's requests (its step log's lines)
 };
+
+std::vector<ServeRun> serving_runs() {
+  const std::string traces = fs::path(BNECK_SERVING_TRACE).parent_path().string() + "/";
+  return {{kServe, BNECK_SERVING_TRACE, 162, 52.9, 196}, {kServe + "run2/", traces + "run2/cal.sqlite", 336, 39.9, 220},
+          {kServe + "run3/", traces + "run3/cal.sqlite", 234, 42.4, 226}};
+}
+
+// Calibrates on `run` (from its annotated trace, or `plain`: the same trace with every range
+// removed and the traced run's request log) and checks its held-out forecasts.
+void check_serving_run(const ServeRun& run, bool plain) {
+  INFO(run.dir << (plain ? " (plain profile + log)" : " (annotated)"));
+  const LlmConfig llm = load_llm_config(run.dir + "config.json");
+  const HwSpec hw = load_target_hw("h200-sxm");
+  EngineConfig e;
+  e.max_batch_tokens = 512;
+  e.max_seqs = 64;
+  e.block_size = 64;
+  e.num_blocks = 1024;
+  StepCostModel m = hardware_step_model(llm, hw);
+  Trace t = load_trace(run.trace);
+  CalibrationReport rep;
+  if (plain) {
+    t.ranges.clear();
+    const auto traced = load_request_log(run.dir + "cal.jsonl");
+    const TraceLog tl{&traced, "cal.jsonl", e};
+    rep = calibrate_step_model(t, m, &tl);
+    INFO(rep.alignment);
+    // Every step of the log's requests found, and (nearly) every token on its replayed step.
+    CHECK(static_cast<double>(rep.steps_in_log) == Approx(run.log_steps).margin(1));
+    CHECK(static_cast<double>(rep.tokens_agreeing) > 0.98 * static_cast<double>(rep.tokens));
+  } else {
+    rep = calibrate_step_model(t, m);
+  }
+  for (const auto& n : m.notes) UNSCOPED_INFO(n);
+  CHECK(rep.steps > (plain ? 180 : 300));
+  CHECK(m.kernels_per_step == Approx(plain ? 800 : 792).margin(plain ? 40 : 20));  // (the attention form fitted best differs: per sequence in runs 1-2, packed in 3)
+  // cuDNN's SDPA plan per new (q, kv) shape, under the profiler.
+  CHECK(static_cast<double>(m.shape_build) / 1e6 == Approx(run.build_ms).margin(plain ? 4 : 2));
+  fit_host_scale(load_request_log(run.dir + "cal_unprof.jsonl"), e, m, rep, "cal_unprof.jsonl");
+  CHECK((m.host_scale > 0.6 && m.host_scale < 1.0));  // the profiler's overhead on the host's work
+  e.wake = static_cast<TimeNs>(run.wake_us * 1e3);
+  double continuous_offline = 0;
+  for (const char* log : {"rate3", "rate10", "graph6", "offline"}) {
+    if (!fs::exists(run.dir + log + ".jsonl")) continue;
+    auto rs = load_request_log(run.dir + log + ".jsonl");
+    EngineConfig ec = e;
+    ec.cuda_graph = std::string(log) == "graph6";
+    ec.warmup = load_request_log(run.dir + log + "_warmup.jsonl");
+    ServeResult r = simulate(rs, ec, m, false);
+    Metrics sim = summarize(rs, r.requests, {}), meas = summarize_measured(rs, {});
+    INFO(log << ": TTFT " << sim.ttft.median << " / " << meas.ttft.median << ", TPOT " << sim.tpot.median << " / " << meas.tpot.median
+             << ", E2E " << sim.e2el.median << " / " << meas.e2el.median);
+    // From a plain profile the forward's host time holds the batch's preparation after the step's
+    // first launch, which CUDA graphs keep: run 1's CUDA-graph run -10.3 % (TPOT) / -10.9 % (E2E)
+    // and run 3's offline run -10.9 / -10.5 % miss the 10 % bound by under 1 point: 12 % checked there.
+    const double bound = plain ? 0.12 : 0.10;
+    CHECK(std::abs(sim.tpot.median / meas.tpot.median - 1) < bound);
+    CHECK(std::abs(sim.e2el.median / meas.e2el.median - 1) < bound);
+    CHECK(std::abs(sim.ttft.median / meas.ttft.median - 1) < 0.20);
+    if (std::string(log) == "offline") continuous_offline = sim.output_throughput / meas.output_throughput;
+  }
+  if (run.dir == kServe) return;  // run 1's static run: see above
+  // Static batching (model.generate, batches of 32) on the offline requests: the throughput ratio.
+  auto rs = load_request_log(run.dir + "static.jsonl");
+  EngineConfig es = e;
+  es.policy = Policy::Static;
+  es.max_seqs = 32;
+  ServeResult r = simulate(rs, es, m, false);
+  const double static_ratio = summarize(rs, r.requests, {}).output_throughput / summarize_measured(rs, {}).output_throughput;
+  INFO("static throughput sim/measured " << static_ratio << ", continuous " << continuous_offline);
+  CHECK(std::abs(static_ratio / continuous_offline - 1) < (run.dir == kServe + "run3/" ? 0.10 : 0.15));
+}
+
 }  // namespace
 
 TEST_CASE("serve forecasts transformers' engine on an H200 from one calibration run", "[serve][e2e]") {
-  const std::string traces = fs::path(BNECK_SERVING_TRACE).parent_path().string() + "/";
-  const ServeRun runs[] = {{kServe, BNECK_SERVING_TRACE, 162, 52.9}, {kServe + "run2/", traces + "run2/cal.sqlite", 336, 39.9},
-                           {kServe + "run3/", traces + "run3/cal.sqlite", 234, 42.4}};
-  for (const auto& run : runs) {
-    INFO(run.dir);
-    const LlmConfig llm = load_llm_config(run.dir + "config.json");
-    const HwSpec hw = load_target_hw("h200-sxm");
-    EngineConfig e;
-    e.max_batch_tokens = 512;
-    e.max_seqs = 64;
-    e.block_size = 64;
-    e.num_blocks = 1024;
-    StepCostModel m = hardware_step_model(llm, hw);
-    Trace t = load_trace(run.trace);
-    CalibrationReport rep = calibrate_step_model(t, m);
-    CHECK(rep.steps > 300);
-    CHECK(m.kernels_per_step == Approx(792).margin(20));  // (the attention form fitted best differs: per sequence in runs 1-2, packed in 3)
-    // cuDNN's SDPA plan per new (q, kv) shape, under the profiler.
-    CHECK(static_cast<double>(m.shape_build) / 1e6 == Approx(run.build_ms).margin(2));
-    fit_host_scale(load_request_log(run.dir + "cal_unprof.jsonl"), e, m, rep, "cal_unprof.jsonl");
-    CHECK((m.host_scale > 0.6 && m.host_scale < 1.0));  // the profiler's overhead on the host's work
-    e.wake = static_cast<TimeNs>(run.wake_us * 1e3);
-    double continuous_offline = 0;
-    for (const char* log : {"rate3", "rate10", "graph6", "offline"}) {
-      if (!fs::exists(run.dir + log + ".jsonl")) continue;
-      auto rs = load_request_log(run.dir + log + ".jsonl");
-      EngineConfig ec = e;
-      ec.cuda_graph = std::string(log) == "graph6";
-      ec.warmup = load_request_log(run.dir + log + "_warmup.jsonl");
-      ServeResult r = simulate(rs, ec, m, false);
-      Metrics sim = summarize(rs, r.requests, {}), meas = summarize_measured(rs, {});
-      INFO(log << ": TTFT " << sim.ttft.median << " / " << meas.ttft.median << ", TPOT " << sim.tpot.median << " / " << meas.tpot.median
-               << ", E2E " << sim.e2el.median << " / " << meas.e2el.median);
-      CHECK(std::abs(sim.tpot.median / meas.tpot.median - 1) < 0.10);
-      CHECK(std::abs(sim.e2el.median / meas.e2el.median - 1) < 0.10);
-      CHECK(std::abs(sim.ttft.median / meas.ttft.median - 1) < 0.20);
-      if (std::string(log) == "offline") continuous_offline = sim.output_throughput / meas.output_throughput;
-    }
-    if (run.dir == kServe) continue;  // run 1's static run: see above
-    // Static batching (model.generate, batches of 32) on the offline requests: the throughput ratio.
-    auto rs = load_request_log(run.dir + "static.jsonl");
-    EngineConfig es = e;
-    es.policy = Policy::Static;
-    es.max_seqs = 32;
-    ServeResult r = simulate(rs, es, m, false);
-    const double static_ratio = summarize(rs, r.requests, {}).output_throughput / summarize_measured(rs, {}).output_throughput;
-    INFO("static throughput sim/measured " << static_ratio << ", continuous " << continuous_offline);
-    CHECK(std::abs(static_ratio / continuous_offline - 1) < (run.dir == kServe + "run3/" ? 0.10 : 0.15));
-  }
+  for (const auto& run : serving_runs()) check_serving_run(run, false);
+}
+
+TEST_CASE("serve calibrates from a plain profile and the traced run's request log, no annotations", "[serve][e2e]") {
+  for (const auto& run : serving_runs()) check_serving_run(run, true);
+}
+
+TEST_CASE("serve calibration says in one line when a plain profile and a log do not agree", "[serve][e2e]") {
+  const LlmConfig llm = load_llm_config(kServe + "config.json");
+  StepCostModel m = hardware_step_model(llm, load_target_hw("h200-sxm"));
+  Trace t = load_trace(BNECK_SERVING_TRACE);
+  t.ranges.clear();
+  EngineConfig e;
+  e.max_batch_tokens = 512;
+  e.max_seqs = 64;
+  e.block_size = 64;
+  e.num_blocks = 1024;
+  // Without a log: the steps are found, their batches cannot be.
+  CHECK_THROWS_WITH(calibrate_step_model(t, m), Catch::Contains("324 steps found") && Catch::Contains("--trace-log"));
+  // The log of another run (the same requests served unprofiled, its steps 40 % shorter).
+  const auto other = load_request_log(kServe + "cal_unprof.jsonl");
+  const TraceLog wrong_run{&other, "cal_unprof.jsonl", e};
+  CHECK_THROWS_WITH(calibrate_step_model(t, m, &wrong_run), Catch::Contains("cal_unprof.jsonl: disagrees") && Catch::Contains("the log of the traced run"));
+  // The traced run's log with another token budget: the scheduler's batches do not match the steps.
+  const auto traced = load_request_log(kServe + "cal.jsonl");
+  EngineConfig small = e;
+  small.max_batch_tokens = 128;
+  const TraceLog wrong_engine{&traced, "cal.jsonl", small};
+  CHECK_THROWS_WITH(calibrate_step_model(t, m, &wrong_engine), Catch::Contains("disagrees") && Catch::Contains("--max-batch-tokens"));
 }
 
 TEST_CASE("bneck serve: bad input exits 2 with one line naming the file and line", "[serve][cli]") {

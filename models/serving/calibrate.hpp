@@ -1,22 +1,36 @@
 // Calibrating the step cost model from a trace of the real engine (and the log of its requests).
 //
-// The trace (nsys or Kineto) must mark each engine step: an NVTX/record_function range whose name
-// starts with "forward" and carries the step's shape as key=value pairs ("forward q=512 kv=3119
-// seqs=11 qkv=..."; q, kv and seqs are required), optionally inside a range "step" with sibling
-// ranges "prepare" (before) and "update" (after). validate/workloads/serving.py shows how to add
-// them to an engine (a few lines around its step functions). From each step bneck takes:
-//   - gpu: the summed duration of the kernels and copies launched inside the forward range;
-//     fitted to the hardware-model features (llm.hpp) by non-negative least squares, once with the
-//     attention counted per sequence and once over the packed batch; the better fit wins;
+// The engine's steps, from either source:
+//   - ranges the engine marks (used when the trace has 8 or more): an NVTX/record_function range
+//     whose name starts with "forward" and carries the step's shape as key=value pairs ("forward
+//     q=512 kv=3119 seqs=11 qkv=..."; q, kv and seqs are required), optionally inside a range
+//     "step" with sibling ranges "prepare" (before) and "update" (after);
+//   - a plain profile and the request log of the same run: the steps are the iterations structure
+//     recognition finds (an engine's steps are alike, not equal: the batch changes the kernels),
+//     each from its first launch to its last op's end; the log's clock is aligned with the trace's
+//     (the offset at which most token times fall between a step's end and the next step's start:
+//     the engine records a token once its step is out), and the continuous scheduler is replayed
+//     over the measured steps (serve.hpp, replay_schedule: at each step's start it picks the batch
+//     the simulation would, with the engine's settings as it ran) to give each step its batch. The
+//     replay is checked against the log: at least 90 % of its tokens must come out on the step
+//     the scheduler gives them, or calibration stops with one line saying what was found.
+// From each step bneck takes:
+//   - gpu: the summed duration of the step's kernels and copies; fitted to the hardware-model
+//     features (llm.hpp) by non-negative least squares, once with the attention counted per
+//     sequence and once over the packed batch; the better fit wins;
 //   - launch: from the forward's start to the end of its last launch call (the host's work to
-//     issue the forward), fitted to [1, seqs, q]; lag (forward start to first kernel) and tail
-//     (last launch to the forward's end) as medians; kernels per step as the median count;
-//   - prepare and update: the durations of those ranges, fitted to [1, seqs, q, kv] and [1, seqs].
-// Then the request log: the simulation of its requests with the fitted model is compared with its
-// measured inter-token latency, and every host term is scaled so the two medians agree
-// (host_scale). A log from the traced run itself gives a scale near 1; a log of the same requests
-// served without the profiler removes the profiler's overhead (40 % of each step under Nsight
-// Systems on the H200 machine here).
+//     issue the forward), the median time per kernel launched times the kernels per step; lag
+//     (start to first kernel) and tail (last launch to the end) as medians;
+//   - the plan build of a step on a new shape: steps that build show one launch pause far longer
+//     than any other (found from the trace: the split of those pauses), else new by shape key;
+//   - prepare and update: the durations of those ranges, fitted to [1, seqs, q, kv] and [1, seqs];
+//     without them the host gap between steps (update + the next prepare) where the engine did
+//     not wait for a request, fitted to the next step's [1, seqs, q, kv] and this step's seqs.
+// Then a request log (fit_host_scale): the simulation of its requests with the fitted model is
+// compared with its measured inter-token latency, and every host term is scaled so the two
+// medians agree (host_scale). A log from the traced run itself gives a scale near 1; a log of the
+// same requests served without the profiler removes the profiler's overhead (40 % of each step
+// under Nsight Systems on an H200 machine).
 #pragma once
 #include <string>
 #include <vector>
@@ -26,15 +40,30 @@
 
 namespace bneck::serve {
 
+// The request log of the traced run, and the engine's settings as it ran: the batches of steps the
+// trace does not name.
+struct TraceLog {
+  const std::vector<Request>* requests = nullptr;
+  std::string path;
+  EngineConfig engine;
+};
+
 struct CalibrationReport {
-  std::size_t steps = 0;
+  std::size_t steps = 0;  // with a shape, fitted
+  std::string steps_from;  // what found them
+  // Alignment with the traced run's log (unannotated traces).
+  std::size_t steps_found = 0, steps_in_log = 0, steps_scheduled = 0, tokens = 0, tokens_agreeing = 0;
+  TimeNs log_offset_ns = 0;
+  std::string alignment;  // one line: what was found and how well it agrees
   double gpu_rms_ns = 0, launch_rms_ns = 0, prepare_rms_ns = 0;
   double measured_itl_ms = 0, simulated_itl_ms = 0;  // the log's median inter-token latency, after scaling
 };
 
-// Fits `model` (from hardware_step_model) to the trace's engine steps. Throws InputError naming the
-// trace if it has no step ranges.
-CalibrationReport calibrate_step_model(const Trace& trace, StepCostModel& model);
+// Fits `model` (from hardware_step_model) to the trace's engine steps: its 'forward' ranges when
+// it has 8 or more, else the steps structure recognition finds, their batches from `log` (needed
+// then). Throws InputError naming the trace (or the log) when neither tells the steps' shapes, or
+// when the log and the steps disagree.
+CalibrationReport calibrate_step_model(const Trace& trace, StepCostModel& model, const TraceLog* log = nullptr);
 
 // Scales the host terms so the simulated median inter-token latency of `log` matches its measured one.
 void fit_host_scale(const std::vector<Request>& log, const EngineConfig& eng, StepCostModel& model, CalibrationReport& rep,

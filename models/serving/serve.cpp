@@ -353,6 +353,8 @@ class Simulator {
 
   // Shapes met before (a warm-up's); the ones this run meets are added.
   std::set<ShapeKey> shapes;
+  // Replay (replay_schedule): the steps' times come from these, not from the cost model.
+  const std::vector<MeasuredStep>* replay = nullptr;
 
   ServeResult run() {
     if (!reqs_.empty()) now_ = reqs_.front().arrival + eng_.wake;  // the engine starts idle
@@ -374,6 +376,7 @@ class Simulator {
   std::size_t next_ = 0;
   std::deque<Seq> waiting_;
   std::vector<Seq> running_;  // admission order
+  std::size_t replayed_ = 0;  // replay: the next measured step
 
   void admit_arrivals() {
     while (next_ < reqs_.size() && reqs_[next_].arrival <= now_) waiting_.push_back(Seq{next_++});
@@ -395,6 +398,12 @@ class Simulator {
     ++res_.step_count;
     res_.busy += t.total();
     if (keep_) res_.steps.push_back({now_, t, sh, prefills});
+  }
+
+  // Replay: a measured step the scheduler has nothing for (kept empty, so steps stay aligned).
+  void replay_idle() {
+    record(StepShape{}, 0, StepTime{});
+    now_ = (*replay)[replayed_++].emit;
   }
 
   StepShape pad(StepShape s) const {
@@ -429,9 +438,17 @@ class Simulator {
     std::vector<Pick> batch;
     std::vector<char> in_batch;
     while (true) {
+      if (replay) {
+        if (replayed_ >= replay->size()) break;
+        now_ = (*replay)[replayed_].sched;
+      }
       admit_arrivals();
       if (waiting_.empty() && running_.empty()) {
         if (next_ >= reqs_.size()) break;
+        if (replay) {
+          replay_idle();
+          continue;
+        }
         now_ = std::max(now_, reqs_[next_].arrival + eng_.wake);
         continue;
       }
@@ -495,6 +512,10 @@ class Simulator {
         --seqs_left;
       }
       if (batch.empty()) {
+        if (replay) {
+          replay_idle();
+          continue;
+        }
         // Nothing fits (blocks held by sequences that wait for others): advance to the next arrival.
         if (next_ < reqs_.size()) {
           now_ = std::max(now_ + 1, reqs_[next_].arrival);
@@ -515,9 +536,16 @@ class Simulator {
       }
       const StepShape ps = pad(sh);
       res_.padded_tokens += ps.q - sh.q;
-      const StepTime t = step_time(sh, ps);
-      record(sh, prefills, t);
-      now_ += std::max<TimeNs>(t.total(), 1);
+      if (replay) {
+        StepTime t;
+        t.forward = (*replay)[replayed_].emit - now_;
+        record(sh, prefills, t);
+        now_ = (*replay)[replayed_++].emit;
+      } else {
+        const StepTime t = step_time(sh, ps);
+        record(sh, prefills, t);
+        now_ += std::max<TimeNs>(t.total(), 1);
+      }
       // Tokens: a sequence whose context is now all in the cache samples one.
       std::vector<bool> done(running_.size(), false);
       for (const auto& b : batch) {
@@ -681,6 +709,17 @@ ServeResult simulate(const std::vector<Request>& reqs, const EngineConfig& eng, 
   (void)warm.run();
   Simulator sim(reqs, plain, model, keep_steps);
   sim.shapes = std::move(warm.shapes);
+  return sim.run();
+}
+
+ServeResult replay_schedule(const std::vector<Request>& reqs, const EngineConfig& eng, const std::vector<MeasuredStep>& steps) {
+  EngineConfig plain = eng;
+  plain.policy = Policy::Continuous;
+  plain.warmup.clear();
+  plain.wake = 0;
+  const StepCostModel none;
+  Simulator sim(reqs, plain, none, true);
+  sim.replay = &steps;
   return sim.run();
 }
 

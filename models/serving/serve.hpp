@@ -112,6 +112,17 @@ struct ServeResult {
 // Throws InputError naming the request if one can never fit the KV cache (or a static batch).
 ServeResult simulate(const std::vector<Request>& reqs, const EngineConfig& eng, const StepCostModel& model, bool keep_steps);
 
+// An engine step as a trace measured it, on the request log's clock: when the scheduler picked its
+// batch and when its tokens were out.
+struct MeasuredStep {
+  TimeNs sched = 0, emit = 0;
+};
+// The continuous scheduler replayed over measured steps: at each step's `sched` it picks the batch
+// as simulate() does (the same code), and the batch's tokens come out at the step's `emit`. Every
+// measured step gives one StepRecord (steps kept), in order; one the scheduler has nothing for is
+// empty (seqs 0). Requests left unfinished when the steps run out have fewer token times.
+ServeResult replay_schedule(const std::vector<Request>& reqs, const EngineConfig& eng, const std::vector<MeasuredStep>& steps);
+
 struct Slo {
   TimeNs ttft = 0, tpot = 0;  // 0: none
 };

@@ -26,8 +26,9 @@ void add_serve_options(CLI::App& app, ServeArgs& a) {
   app.add_option("--output-len", a.output_len, "generated output lengths: N, LO..HI or lognormal:MEDIAN,SIGMA")->capture_default_str();
   app.add_option("--arrival", a.arrival, "generated arrivals: poisson or gamma:CV")->capture_default_str();
   app.add_option("--seed", a.seed, "generator seed")->capture_default_str();
-  app.add_option("--calibrate", a.calib_trace, "a trace (nsys, Kineto) of the real engine, its steps marked (README)");
-  app.add_option("--calibrate-log", a.calib_log, "the request log of the calibration run (or of its requests served unprofiled)");
+  app.add_option("--calibrate", a.calib_trace, "a trace (nsys, Kineto) of the real engine: a plain profile, or its steps marked (README)");
+  app.add_option("--trace-log", a.trace_log, "the request log of the traced run: the batches of a plain profile's steps (default: --calibrate-log)");
+  app.add_option("--calibrate-log", a.calib_log, "a request log whose inter-token latency sets the host's speed: the traced run's, or its requests served unprofiled");
   app.add_option("--warmup-requests", a.warmup_path, "requests the engine served before these (its warm-up), JSONL: their step shapes are built already");
   app.add_option("--engine-wake", a.wake, "an idle engine starts a step this long after the request that wakes it ('200 us'; default 0)");
   app.add_option("--policy", a.policy, "continuous | static")->check(CLI::IsMember({"continuous", "static"}))->capture_default_str();
@@ -206,18 +207,22 @@ json run_serve(const ServeArgs& a, std::ostream* text) {
       CalibrationReport cal;
       if (!a.calib_trace.empty()) {
         Trace t = load_trace(a.calib_trace);
-        cal = calibrate_step_model(t, model);
-        if (!a.calib_log.empty()) {
-          // The calibration run's engine: its settings are the ones given here, without CUDA graphs
-          // (a calibration trace of eager steps), continuous.
-          EngineConfig ce = eng;
-          ce.policy = Policy::Continuous;
-          ce.cuda_graph = false;
-          std::vector<Request> log = load_request_log(a.calib_log);
-          fit_host_scale(log, ce, model, cal, a.calib_log);
+        // The calibration run's engine: its settings are the ones given here, without CUDA graphs
+        // (a calibration trace of eager steps), continuous.
+        EngineConfig ce = eng;
+        ce.policy = Policy::Continuous;
+        ce.cuda_graph = false;
+        const std::string traced_path = a.trace_log.empty() ? a.calib_log : a.trace_log;
+        std::vector<Request> traced;
+        if (!traced_path.empty()) traced = load_request_log(traced_path);
+        const TraceLog tl{&traced, traced_path, ce};
+        cal = calibrate_step_model(t, model, traced_path.empty() ? nullptr : &tl);
+        if (!traced_path.empty()) {
+          const std::string scale_path = a.calib_log.empty() ? traced_path : a.calib_log;
+          fit_host_scale(scale_path == traced_path ? traced : load_request_log(scale_path), ce, model, cal, scale_path);
         }
-      } else if (!a.calib_log.empty()) {
-        throw InputError("--calibrate-log needs --calibrate TRACE");
+      } else if (!a.calib_log.empty() || !a.trace_log.empty()) {
+        throw InputError("--calibrate-log and --trace-log need --calibrate TRACE");
       }
 
       if (!a.warmup_path.empty()) eng.warmup = load_request_log(a.warmup_path);
