@@ -455,6 +455,53 @@ TEST_CASE("serve calibration says in one line when a plain profile and a log do 
   CHECK_THROWS_WITH(calibrate_step_model(t, m, &wrong_engine), Catch::Contains("disagrees") && Catch::Contains("--max-batch-tokens"));
 }
 
+TEST_CASE("vLLM's and SGLang's Kineto traces: their steps, engine, mode and shape from the engines' own step names", "[serve]") {
+  const std::string dir = std::string(BNECK_SHARED_DIR) + "/traces/thirdparty/tracelens/";
+  if (!fs::exists(dir)) {
+    WARN("no " << dir << ": skipped");
+    return;
+  }
+  struct Case {
+    const char* file;
+    const char* engine;
+    const char* mode;
+    std::int64_t q, kv, seqs, prefills;
+  };
+  // From the names: vLLM "execute_32_context_0(sq0sk0...)_generation_32(sq32sk55086...)": 32 decodes,
+  // q = 32, kv = 55086; "execute_8192_context_9(sq8155sk8430...)_generation_37(sq37sk34489...)": q =
+  // 8155 + 37, kv = 8430 + 34489, 46 sequences; the older "execute_context_1(888_788544)": one
+  // prefill of 888 tokens; SGLang "step[EXTEND bs=15 toks=15360]". Modes from the launches inside:
+  // one graph launch and no kernel launch of its own (full), graph launches beside kernel launches
+  // (piecewise), none (eager).
+  const Case cases[] = {
+      {"inference__vllm_decode_full__graph_execution.json.gz", "vLLM", "full CUDA graphs", 32, 55086, 32, 0},
+      {"inference__vllm_prefilldecode_piecewise__graph_execution.json.gz", "vLLM", "piecewise CUDA graphs", 8192, 42919, 46, 9},
+      {"inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz", "SGLang", "full CUDA graphs", 32, 32785, 32, 0},
+      {"inference__sglang_prefilldecode__sglang_Qwen3-8B_prefilldecode.json.gz", "SGLang", "eager", 15360, 15360, 15, 15},
+      {"b200__eager_trace.json.gz", "vLLM", "eager", 888, 888, 1, 1},
+  };
+  for (const auto& c : cases) {
+    INFO(c.file);
+    const NamedSteps ns = read_named_steps(load_trace(dir + c.file));
+    REQUIRE(ns.steps.size() == 1);
+    const NamedStep& s = ns.steps[0];
+    CHECK(s.engine == c.engine);
+    CHECK(s.mode == c.mode);
+    CHECK(s.shape.q == c.q);
+    CHECK(s.shape.kv == c.kv);
+    CHECK(s.shape.seqs == c.seqs);
+    CHECK(s.prefills == c.prefills);
+    CHECK(s.gpu_busy > 0);
+    CHECK(s.device_ops > 100);
+  }
+  const NamedSteps cap = read_named_steps(load_trace(dir + "inference__sglang_decode__capture_traces__bs_32_rank0.json.gz"));
+  CHECK(cap.steps.empty());
+  CHECK(cap.captures == std::vector<std::string>{"capture_32_DECODE"});
+  CliRun r = run_bneck("serve --model '" + kServe + "config.json' --hw h200-sxm --step-costs '" + dir + "inference__vllm_decode_full__graph_execution.json.gz' --json -");
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("\"mode\": \"full CUDA graphs\"") && Catch::Contains("\"kv\": 55086"));
+}
+
 TEST_CASE("bneck serve: bad input exits 2 with one line naming the file and line", "[serve][cli]") {
   std::string cfg = kServe + "config.json";
   std::string log = write_tmp("unordered.jsonl", "{\"id\": 1, \"arrival_s\": 0, \"prompt_tokens\": 5, \"output_tokens\": 2, \"token_times_s\": [2, 1]}\n");

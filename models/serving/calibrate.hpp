@@ -70,3 +70,25 @@ void fit_host_scale(const std::vector<Request>& log, const EngineConfig& eng, St
                     const std::string& log_path);
 
 }  // namespace bneck::serve
+
+namespace bneck::serve {
+
+// An engine step an engine's own profiler annotation names (vLLM's model runner:
+// "execute_<tokens>_context_<n>(sq..sk..sqsq..sqsk..)_generation_<n>(...)" or the older
+// "execute_context_<n>(<tokens>_<sum q^2>)_generation_<n>(<kv>)"; SGLang's "step[DECODE bs=N]",
+// "step[EXTEND bs=N toks=T]"; bneck's "forward q= kv= seqs="), with what it cost on the traced GPU.
+struct NamedStep {
+  std::string engine, mode, name;  // mode: eager, piecewise CUDA graphs, full CUDA graphs
+  StepShape shape;
+  std::int64_t prefills = 0, decodes = 0;
+  TimeNs start = 0, host_span = 0;  // the range, on the host
+  TimeNs gpu_busy = 0, gpu_span = 0;  // its device ops: summed durations, first start to last end
+  std::int64_t device_ops = 0, launches = 0, graph_launches = 0;
+};
+struct NamedSteps {
+  std::vector<NamedStep> steps;
+  std::vector<std::string> captures;  // CUDA-graph capture ranges ("capture_32_DECODE"): no step to time
+};
+NamedSteps read_named_steps(const Trace& trace);
+
+}  // namespace bneck::serve

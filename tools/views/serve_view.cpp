@@ -27,6 +27,7 @@ void add_serve_options(CLI::App& app, ServeArgs& a) {
   app.add_option("--arrival", a.arrival, "generated arrivals: poisson or gamma:CV")->capture_default_str();
   app.add_option("--seed", a.seed, "generator seed")->capture_default_str();
   app.add_option("--calibrate", a.calib_trace, "a trace (nsys, Kineto) of the real engine: a plain profile, or its steps marked (README)");
+  app.add_option("--step-costs", a.step_costs, "list the engine steps a trace names (vLLM, SGLang) with their engine, mode, shape and measured cost, beside the model's GPU time");
   app.add_option("--trace-log", a.trace_log, "the request log of the traced run: the batches of a plain profile's steps (default: --calibrate-log)");
   app.add_option("--calibrate-log", a.calib_log, "a request log whose inter-token latency sets the host's speed: the traced run's, or its requests served unprofiled");
   app.add_option("--warmup-requests", a.warmup_path, "requests the engine served before these (its warm-up), JSONL: their step shapes are built already");
@@ -150,11 +151,41 @@ void write_chrome(const std::vector<Request>& reqs, const ServeResult& r, std::o
 
 }  // namespace
 
+// --step-costs: the steps an engine's annotations name, what each cost on the traced GPU, and the
+// (uncalibrated) model's GPU time for its shape.
+json step_costs(const ServeArgs& a, const LlmConfig& llm, const HwSpec& hw, std::ostream* text) {
+  Trace t = load_trace(a.step_costs);
+  const NamedSteps ns = read_named_steps(t);
+  if (ns.steps.empty() && ns.captures.empty())
+    throw InputError(a.step_costs, "no engine step names (vLLM's execute_..., SGLang's step[...], forward q= kv= seqs=); a plain profile calibrates with --calibrate TRACE --trace-log LOG");
+  const StepCostModel model = hardware_step_model(llm, hw);
+  json rows = json::array();
+  for (const auto& s : ns.steps)
+    rows.push_back({{"engine", s.engine}, {"mode", s.mode}, {"name", s.name}, {"q", s.shape.q}, {"kv", s.shape.kv}, {"seqs", s.shape.seqs},
+                    {"prefills", s.prefills}, {"decodes", s.decodes}, {"host_ms", static_cast<double>(s.host_span) / 1e6},
+                    {"gpu_busy_ms", static_cast<double>(s.gpu_busy) / 1e6}, {"gpu_span_ms", static_cast<double>(s.gpu_span) / 1e6},
+                    {"device_ops", s.device_ops}, {"launches", s.launches}, {"graph_launches", s.graph_launches},
+                    {"model_gpu_ms", static_cast<double>(model.gpu_time(s.shape)) / 1e6}});
+  json j = {{"trace", a.step_costs}, {"step_costs", rows}, {"captures", ns.captures}, {"model", a.model_path}, {"hw", hw.name}};
+  if (!text) return j;
+  std::ostream& o = *text;
+  o << "bneck serve --step-costs " << a.step_costs << ": " << ns.steps.size() << " engine steps (model " << a.model_path << " on " << hw.name << ")\n";
+  o << "  engine  mode                    prefills decodes      q       kv   host ms  GPU busy  GPU span  model GPU  ops\n";
+  for (const auto& s : ns.steps)
+    o << "  " << std::left << std::setw(8) << s.engine.substr(0, 7) << std::setw(24) << s.mode << std::right << std::setw(8) << s.prefills << std::setw(8) << s.decodes
+      << std::setw(7) << s.shape.q << std::setw(9) << s.shape.kv << std::fixed << std::setprecision(3) << std::setw(10) << static_cast<double>(s.host_span) / 1e6
+      << std::setw(10) << static_cast<double>(s.gpu_busy) / 1e6 << std::setw(10) << static_cast<double>(s.gpu_span) / 1e6 << std::setw(11)
+      << static_cast<double>(model.gpu_time(s.shape)) / 1e6 << std::setw(6) << s.device_ops << "\n";
+  for (const auto& c : ns.captures) o << "  CUDA-graph capture: " << c << " (the graphs' capture, no step to time)\n";
+  return j;
+}
+
 json run_serve(const ServeArgs& a, std::ostream* text) {
       json result;
       const auto t_start = std::chrono::steady_clock::now();
       const LlmConfig llm = load_llm_config(a.model_path);
       const HwSpec hw = load_target_hw(a.hw_name);
+      if (!a.step_costs.empty()) return step_costs(a, llm, hw, text);
       EngineConfig eng;
       eng.policy = a.policy == "static" ? Policy::Static : Policy::Continuous;
       eng.max_batch_tokens = a.max_batch_tokens;
