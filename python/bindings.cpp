@@ -6,10 +6,14 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <functional>
+#include <map>
 #include <memory>
+#include <sstream>
 #include <optional>
 
 #include "models/replay.hpp"
+#include "models/serving/pipeline.hpp"
 #include "models/whatif/run.hpp"
 #include "models/whatif/sweep.hpp"
 #include "sim/base/error.hpp"
@@ -75,32 +79,88 @@ std::string sweep_text(const std::shared_ptr<Trace>& t, const std::vector<std::s
   return json_text(nlohmann::json{{"cases", rows}}, -1);
 }
 
-std::string serve_text(const std::map<std::string, std::string>& kw) {
-  // The keyword arguments are the CLI's options (tools/views/serve_view.hpp), parsed by the same
-  // table: max_batch_tokens=512 is --max-batch-tokens 512, cuda_graph=True the flag.
-  ServeArgs a;
-  CLI::App app("serve");
-  add_serve_options(app, a);
-  std::vector<std::string> args;
+// serve(**options): the serving pipeline (models/serving/pipeline.hpp) with typed keyword
+// arguments, named as the CLI's options without dashes; a value of the wrong type or an unknown
+// name is an InputError naming it.
+std::string serve_text(const py::kwargs& kw) {
+  using serve::ServeJob;
+  using Set = std::function<void(ServeJob&, py::handle)>;
+  auto str = [](std::string ServeJob::*f) { return Set([f](ServeJob& j, py::handle v) { j.*f = py::cast<std::string>(v); }); };
+  auto i64 = [](std::int64_t serve::EngineConfig::*f) { return Set([f](ServeJob& j, py::handle v) { j.engine.*f = py::cast<std::int64_t>(v); }); };
+  auto duration = [](auto field) {
+    return Set([field](ServeJob& j, py::handle v) { field(j) = py::isinstance<py::str>(v) ? parse_duration(py::cast<std::string>(v)) : py::cast<TimeNs>(v); });
+  };
+  std::string chrome, step_costs;
+  const std::map<std::string, Set> table = {
+      {"model", str(&ServeJob::model_path)},
+      {"hw", str(&ServeJob::hw)},
+      {"requests", str(&ServeJob::requests_path)},
+      {"warmup_requests", str(&ServeJob::warmup_path)},
+      {"calibrate", str(&ServeJob::calibrate_trace)},
+      {"trace_log", str(&ServeJob::trace_log)},
+      {"calibrate_log", str(&ServeJob::calibrate_log)},
+      {"num", [](ServeJob& j, py::handle v) { j.workload.num = py::cast<std::int64_t>(v); }},
+      {"rate", [](ServeJob& j, py::handle v) { j.workload.rate = py::cast<double>(v); }},
+      {"seed", [](ServeJob& j, py::handle v) { j.workload.seed = py::cast<std::uint64_t>(v); }},
+      {"prompt_len", [](ServeJob& j, py::handle v) { j.workload.prompt = serve::parse_length_dist(py::str(v), "prompt_len"); }},
+      {"output_len", [](ServeJob& j, py::handle v) { j.workload.output = serve::parse_length_dist(py::str(v), "output_len"); }},
+      {"arrival", [](ServeJob& j, py::handle v) {
+         const std::string a = py::cast<std::string>(v);
+         if (a.rfind("gamma:", 0) == 0) j.workload.cv = std::stod(a.substr(6));
+         else if (a != "poisson") throw InputError("serve(): arrival='" + a + "': expected poisson or gamma:CV");
+       }},
+      {"policy", [](ServeJob& j, py::handle v) {
+         const std::string p = py::cast<std::string>(v);
+         if (p != "continuous" && p != "static") throw InputError("serve(): policy='" + p + "': continuous or static");
+         j.engine.policy = p == "static" ? serve::Policy::Static : serve::Policy::Continuous;
+       }},
+      {"max_batch_tokens", i64(&serve::EngineConfig::max_batch_tokens)},
+      {"max_seqs", i64(&serve::EngineConfig::max_seqs)},
+      {"block_size", i64(&serve::EngineConfig::block_size)},
+      {"num_blocks", i64(&serve::EngineConfig::num_blocks)},
+      {"chunked_prefill", i64(&serve::EngineConfig::chunked_prefill)},
+      {"graph_q_pad", [](ServeJob& j, py::handle v) { j.engine.padding.q_interval = py::cast<std::int64_t>(v); }},
+      {"graph_kv_pad", [](ServeJob& j, py::handle v) { j.engine.padding.kv_interval = py::cast<std::int64_t>(v); }},
+      {"kv_watermark", [](ServeJob& j, py::handle v) { j.engine.watermark = py::cast<double>(v); }},
+      {"cuda_graph", [](ServeJob& j, py::handle v) { j.engine.cuda_graph = py::cast<bool>(v); }},
+      {"kv_memory", [](ServeJob& j, py::handle v) { j.kv_memory = py::isinstance<py::str>(v) ? parse_bytes(py::cast<std::string>(v)) : py::cast<Bytes>(v); }},
+      {"engine_wake", duration([](ServeJob& j) -> TimeNs& { return j.engine.wake; })},
+      {"slo_ttft", duration([](ServeJob& j) -> TimeNs& { return j.slo.ttft; })},
+      {"slo_tpot", duration([](ServeJob& j) -> TimeNs& { return j.slo.tpot; })},
+      {"rates", [](ServeJob& j, py::handle v) {
+         if (py::isinstance<py::str>(v)) {
+           std::stringstream ss(py::cast<std::string>(v));
+           for (std::string x; std::getline(ss, x, ',');) j.rates.push_back(std::stod(x));
+         } else {
+           j.rates = py::cast<std::vector<double>>(v);
+         }
+       }},
+      {"chrome_trace", [&chrome](ServeJob&, py::handle v) { chrome = py::cast<std::string>(v); }},
+      {"step_costs", [&step_costs](ServeJob&, py::handle v) { step_costs = py::cast<std::string>(v); }},
+  };
+  ServeJob job;
+  job.workload.prompt = serve::parse_length_dist("32..512", "prompt_len");  // the CLI's defaults
+  job.workload.output = serve::parse_length_dist("16..128", "output_len");
   for (const auto& [k, v] : kw) {
-    std::string name = "--" + k;
-    std::replace(name.begin(), name.end(), '_', '-');
-    const CLI::Option* o = app.get_option_no_throw(name);
-    if (!o) throw InputError("serve(): unknown option '" + k + "'");
-    if (o->get_expected_max() == 0) {  // a flag: True/False
-      args.push_back(name + "=" + (v == "True" || v == "true" || v == "1" ? "true" : "false"));
-    } else {
-      args.push_back(name);
-      args.push_back(v);
+    const std::string name = py::cast<std::string>(k);
+    auto it = table.find(name);
+    if (it == table.end()) throw InputError("serve(): unknown option '" + name + "'");
+    try {
+      it->second(job, v);
+    } catch (const py::cast_error&) {
+      throw InputError("serve(): " + name + "=" + py::cast<std::string>(py::repr(v)) + ": wrong type");
+    } catch (const std::invalid_argument&) {
+      throw InputError("serve(): " + name + "=" + py::cast<std::string>(py::repr(v)) + ": not a number");
     }
   }
-  std::reverse(args.begin(), args.end());  // CLI11 takes them last first
-  try {
-    app.parse(args);
-  } catch (const CLI::ParseError& e) {
-    throw InputError(std::string("serve(): ") + e.what());
+  job.keep_steps = !chrome.empty();
+  if (!step_costs.empty()) {
+    ServeArgs a;  // the step listing reads one trace: no pipeline to run
+    a.model_path = job.model_path, a.hw_name = job.hw, a.step_costs = step_costs;
+    return json_text(run_serve(a, nullptr), -1);
   }
-  return json_text(run_serve(a, nullptr), -1);
+  py::gil_scoped_release nogil;
+  return json_text(serve_report(job, serve::run_serving(job), chrome, nullptr), -1);
 }
 
 }  // namespace
@@ -123,5 +183,5 @@ PYBIND11_MODULE(_bneck, m) {
         py::call_guard<py::gil_scoped_release>());
   m.def("sweep", &sweep_text, py::arg("trace"), py::arg("hw"), py::arg("names"), py::arg("scenarios"), py::arg("range") = py::none(),
         py::arg("jobs") = 0u, py::call_guard<py::gil_scoped_release>());
-  m.def("serve", &serve_text, py::arg("options"), py::call_guard<py::gil_scoped_release>());
+  m.def("serve", [](const py::kwargs& kw) { return serve_text(kw); });
 }

@@ -400,9 +400,8 @@ void check_serving_run(const ServeRun& run, bool plain) {
     Metrics sim = summarize(rs, r.requests, {}), meas = summarize_measured(rs, {});
     INFO(log << ": TTFT " << sim.ttft.median << " / " << meas.ttft.median << ", TPOT " << sim.tpot.median << " / " << meas.tpot.median
              << ", E2E " << sim.e2el.median << " / " << meas.e2el.median);
-    // From a plain profile the forward's host time holds the batch's preparation after the step's
-    // first launch, which CUDA graphs keep: run 1's CUDA-graph run -10.3 % (TPOT) / -10.9 % (E2E)
-    // and run 3's offline run -10.9 / -10.5 % miss the 10 % bound by under 1 point: 12 % checked there.
+    // From a plain profile (the batch's preparation separated from the forward by the longest early
+    // launch pause): 8 of 9 rows within 10 %; run 1's offline run +11.0 % (E2E): 12 % checked.
     const double bound = plain ? 0.12 : 0.10;
     CHECK(std::abs(sim.tpot.median / meas.tpot.median - 1) < bound);
     CHECK(std::abs(sim.e2el.median / meas.e2el.median - 1) < bound);

@@ -1,6 +1,7 @@
 #include "models/serving/calibrate.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -410,7 +411,7 @@ void fit_gpu(const std::vector<const StepObs*>& used, StepCostModel& m, Calibrat
 // launch time is then the first-time steps' less that pause. The host issues a forward's kernels
 // one by one whatever the batch holds: its time is the kernels it launches times the median time
 // per launch (a median: a profiler's pauses and a garbage collection land on some steps).
-std::string fit_launch(std::vector<StepObs>& obs, StepCostModel& m, CalibrationReport& rep, double kernels_median) {
+std::string fit_launch(std::vector<StepObs>& obs, StepCostModel& m, CalibrationReport& rep, double kernels_median, std::array<double, 4>* host_prepare) {
   std::string first_how;
   const std::vector<int> first_time = first_time_steps(obs, first_how);
   struct Launch {
@@ -486,6 +487,54 @@ std::string fit_launch(std::vector<StepObs>& obs, StepCostModel& m, CalibrationR
   for (double y : all) ss += (y - m.launch[0]) * (y - m.launch[0]);
   rep.launch_rms_ns = std::sqrt(ss / static_cast<double>(all.size()));
   m.tail = static_cast<TimeNs>(median(tails));
+  if (host_prepare) {
+    // No prepare ranges: a step starts at its first launch (the batch's inputs copied in), so the
+    // rest of its preparation is inside the launch time; CUDA graphs keep it. The forward proper
+    // starts after the longest host pause before the plan build (a build happens inside the
+    // forward) or, without one, among the step's first 15 % of launches (validated on the marked
+    // H200 traces: the model's first op, 21-125 launches in). Before it: preparation; after it, the
+    // forward's launching. Both as medians.
+    std::vector<double> pre, fwd, py;
+    std::vector<std::vector<double>> px;
+    for (const auto& l : ls) {
+      const auto& la = l.obs->launches;
+      std::size_t end = std::max<std::size_t>(2, la.size() * 15 / 100), build_at = 0;
+      if (l.first && m.shape_build > 0) {
+        TimeNs prev = l.obs->start;
+        for (std::size_t k = 0; k < la.size(); ++k) {
+          if (static_cast<double>(la[k].first - prev) >= l.gap1) {
+            build_at = k;
+            break;
+          }
+          prev = std::max(prev, la[k].second);
+        }
+        if (build_at > 1) end = build_at;
+      }
+      double longest = -1;
+      std::size_t at = 0;
+      for (std::size_t k = 1; k < la.size() && k < end; ++k)
+        if (const double g = static_cast<double>(la[k].first - la[k - 1].second); g > longest) longest = g, at = k;
+      const double before = static_cast<double>(la[at].first - l.obs->start);
+      const double build = m.shape_build > 0 && l.first ? l.gap1 - l.gap2 : 0;
+      if (l.obs->shaped) {
+        const StepShape& sh = l.obs->shape;
+        px.push_back({1, static_cast<double>(sh.seqs), static_cast<double>(sh.q), static_cast<double>(sh.kv)});
+        py.push_back(before);
+      }
+      if (from_repeats && l.first) continue;  // (its launch time holds the whole build)
+      pre.push_back(before);
+      fwd.push_back(std::max(0.0, l.ns - build - before));
+    }
+    if (fwd.size() >= 8) {
+      m.launch = {median(fwd), 0, 0};
+      *host_prepare = {median(pre), 0, 0, 0};
+      if (py.size() >= 8) {  // the preparation grows with the batch (block tables, masks): fitted to [1, seqs, q, kv]
+        double rms = 0;
+        const auto c = robust_nnls(px, py, &rms);
+        *host_prepare = {c[0], c[1], c[2], c[3]};
+      }
+    }
+  }
   return note;
 }
 
@@ -546,8 +595,12 @@ CalibrationReport calibrate_step_model(const Trace& trace, StepCostModel& m, con
   rep.steps = used.size();
   fit_gpu(used, m, rep);
   m.kernels_per_step = median(kernels);
-  const std::string build_note = fit_launch(obs, m, rep, m.kernels_per_step);
+  bool host_ranges = false;
+  for (const StepObs* o : used) host_ranges = host_ranges || o->prepare >= 0;
+  std::array<double, 4> prepare_in_launch{0, 0, 0, 0};
+  const std::string build_note = fit_launch(obs, m, rep, m.kernels_per_step, host_ranges ? nullptr : &prepare_in_launch);
   fit_host_around(used, m, rep);
+  for (std::size_t k = 0; k < 4; ++k) m.prepare[k] += prepare_in_launch[k];
   m.lag = static_cast<TimeNs>(median(lags));
   m.source = "calibrated from " + trace.source;
   m.notes.clear();

@@ -20,7 +20,10 @@
 //     sequence and once over the packed batch; the better fit wins;
 //   - launch: from the forward's start to the end of its last launch call (the host's work to
 //     issue the forward), the median time per kernel launched times the kernels per step; lag
-//     (start to first kernel) and tail (last launch to the end) as medians;
+//     (start to first kernel) and tail (last launch to the end) as medians. A plain profile's step
+//     starts at its first launch (its inputs copied in): the forward proper is taken to start after
+//     the longest host pause before the plan build (a build happens inside the forward) or among
+//     the first 15 % of launches; what comes before is preparation, fitted to [1, seqs, q, kv];
 //   - the plan build of a step on a new shape: steps that build show one launch pause far longer
 //     than any other (found from the trace: the split of those pauses), else new by shape key;
 //   - prepare and update: the durations of those ranges, fitted to [1, seqs, q, kv] and [1, seqs];

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "sim/base/error.hpp"
+#include "sim/base/stats.hpp"
 #include "sim/base/json_input.hpp"
 
 namespace bneck::serve {
@@ -620,13 +621,6 @@ class Simulator {
   }
 };
 
-double percentile(std::vector<double> v, double p) {  // linear interpolation (numpy's default)
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const double x = p / 100 * static_cast<double>(v.size() - 1);
-  const std::size_t lo = static_cast<std::size_t>(std::floor(x)), hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (v[hi] - v[lo]) * (x - static_cast<double>(lo));
-}
 
 Metrics::Stat stat(const std::vector<double>& v) {
   Metrics::Stat s;
@@ -635,8 +629,8 @@ Metrics::Stat stat(const std::vector<double>& v) {
   for (double x : v) sum += x;
   s.n = v.size();
   s.mean = sum / static_cast<double>(v.size());
-  s.median = percentile(v, 50);
-  s.p99 = percentile(v, 99);
+  s.median = quantile(v, 0.5);
+  s.p99 = quantile(v, 0.99);
   return s;
 }
 

@@ -92,6 +92,8 @@ def load(path, *more):
 
 
 def serve(**options):
-    """`bneck serve`: options as the CLI's without dashes (model=, hw=, requests=, num=, rate=, policy=,
-    max_batch_tokens=, cuda_graph=True, calibrate=, calibrate_log=, rates="1,2,4", ...)."""
-    return Result(_json.loads(_bneck.serve({k: str(v) for k, v in options.items()})))
+    """`bneck serve`: the serving pipeline with typed keyword arguments named as the CLI's options
+    without dashes (model=, hw=, requests=, num=50, rate=5.0, policy="static", max_batch_tokens=512,
+    cuda_graph=True, calibrate=, trace_log=, calibrate_log=, engine_wake="160 us", rates=[1, 2, 4]
+    or "1,2,4", step_costs=TRACE, ...). A wrong type or an unknown name raises InputError."""
+    return Result(_json.loads(_bneck.serve(**options)))

@@ -52,6 +52,8 @@ def test_errors_are_input_errors_with_the_cli_message():
     assert isinstance(e.value, ValueError)
     with pytest.raises(bneck.InputError, match="unknown option"):
         bneck.serve(model=CONFIG, hw="h200-sxm", num=5, nonsense=1)
+    with pytest.raises(bneck.InputError, match="num='five': wrong type"):
+        bneck.serve(model=CONFIG, hw="h200-sxm", num="five")
 
 
 def test_dataframes():

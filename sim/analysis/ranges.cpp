@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "sim/base/stats.hpp"
+
 namespace bneck {
 
 CloneIndex::CloneIndex(const Graph& g) {
@@ -134,11 +136,6 @@ std::map<std::string, TimeNs> path_breakdown(const Graph& g, const SimResult& r,
   return by;
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+double median(std::vector<double> v) { return quantile(std::move(v), 0.5); }
 
 }  // namespace bneck

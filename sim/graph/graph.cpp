@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "sim/base/error.hpp"
+#include "sim/base/stats.hpp"
 
 namespace bneck {
 
@@ -55,12 +56,6 @@ struct LaneIndex {
   }
 };
 
-TimeNs percentile(std::vector<TimeNs>& v, double q) {
-  if (v.empty()) return 0;
-  auto k = static_cast<std::size_t>(q * static_cast<double>(v.size() - 1));
-  std::nth_element(v.begin(), v.begin() + static_cast<long>(k), v.end());
-  return v[k];
-}
 
 enum CopyClass { kH2D = 0, kD2H = 1, kD2D = 2, kCopyClasses = 3 };
 int copy_class(const Trace& t, const Op& o) {
@@ -368,7 +363,7 @@ class Builder {
   }
   void learn_nominals() {
     for (auto& [k, v] : samples_) {
-      TimeNs n = std::max<TimeNs>(0, percentile(v, 0.01));
+      TimeNs n = std::max<TimeNs>(0, quantile(std::move(v), 0.01));
       nominals_[k] = n;
       if ((k >> 40) == static_cast<std::uint64_t>(EdgeType::StreamOrder)) stream_gap_.push_back(n);
     }

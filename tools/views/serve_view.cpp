@@ -10,6 +10,7 @@
 
 #include "hw/spec.hpp"
 #include "models/serving/calibrate.hpp"
+#include "models/serving/pipeline.hpp"
 #include "sim/base/error.hpp"
 #include "tools/output.hpp"
 #include "traces/importer.hpp"
@@ -93,20 +94,6 @@ std::vector<double> parse_rates(const std::string& s) {
   return out;
 }
 
-// The log's requests at another rate: inter-arrival gaps scaled by (the log's rate / rate).
-std::vector<Request> at_rate(const std::vector<Request>& reqs, double rate) {
-  std::vector<Request> out = reqs;
-  const TimeNs span = reqs.back().arrival - reqs.front().arrival;
-  if (reqs.size() < 2 || span <= 0) {
-    for (std::size_t i = 0; i < out.size(); ++i) out[i].arrival = static_cast<TimeNs>(static_cast<double>(i) / rate * 1e9);
-  } else {
-    const double own = static_cast<double>(reqs.size() - 1) / (static_cast<double>(span) / 1e9);
-    for (auto& r : out) r.arrival = reqs.front().arrival + static_cast<TimeNs>(static_cast<double>(r.arrival - reqs.front().arrival) * own / rate);
-  }
-  for (auto& r : out) r.token_times.clear();
-  return out;
-}
-
 void print_row(std::ostream& o, const char* name, double sim, double meas, bool has_meas, const char* unit) {
   o << "  " << std::left << std::setw(22) << name << std::right << std::setw(12) << std::fixed << std::setprecision(2) << sim;
   if (has_meas && std::isnan(meas)) {
@@ -180,139 +167,79 @@ json step_costs(const ServeArgs& a, const LlmConfig& llm, const HwSpec& hw, std:
   return j;
 }
 
-json run_serve(const ServeArgs& a, std::ostream* text) {
-      json result;
-      const auto t_start = std::chrono::steady_clock::now();
-      const LlmConfig llm = load_llm_config(a.model_path);
-      const HwSpec hw = load_target_hw(a.hw_name);
-      if (!a.step_costs.empty()) return step_costs(a, llm, hw, text);
-      EngineConfig eng;
-      eng.policy = a.policy == "static" ? Policy::Static : Policy::Continuous;
-      eng.max_batch_tokens = a.max_batch_tokens;
-      eng.max_seqs = a.max_seqs;
-      eng.block_size = a.block_size;
-      eng.chunked_prefill = a.chunked;
-      eng.cuda_graph = a.cuda_graph;
-      eng.padding = {a.q_pad, a.kv_pad};
-      eng.watermark = a.watermark;
-      if (a.block_size < 1 || a.block_size > (1 << 20)) throw InputError("--block-size must be 1 to 2^20");
-      if (a.max_batch_tokens < 1 || a.max_seqs < 1 || a.chunked < 0 || a.q_pad < 0 || a.kv_pad < 0) throw InputError("--max-batch-tokens, --max-seqs: positive; pads, --chunked-prefill: >= 0");
-      if (!(a.watermark >= 0 && a.watermark < 1)) throw InputError("--kv-watermark must be in [0, 1)");
-      Bytes kv_bytes = 0;
-      if (a.num_blocks > 0) {
-        eng.num_blocks = a.num_blocks;
-        kv_bytes = static_cast<Bytes>(a.num_blocks) * static_cast<Bytes>(a.block_size) * llm.kv_bytes_per_token();
-      } else {
-        kv_bytes = a.kv_memory.empty() ? default_kv_memory(hw, llm, eng) : parse_bytes(a.kv_memory);
-        eng.num_blocks = blocks_for_memory(kv_bytes, llm, a.block_size);
-        if (eng.num_blocks < 1)
-          throw InputError(a.model_path, "the weights (" + format_bytes(llm.weight_bytes()) + ") leave no memory for a KV cache on " + hw.name);
-      }
-      Slo slo;
-      if (!a.slo_ttft.empty()) slo.ttft = parse_duration(a.slo_ttft);
-      if (!a.slo_tpot.empty()) slo.tpot = parse_duration(a.slo_tpot);
-
-      std::vector<Request> reqs;
-      WorkloadSpec ws;
-      const bool generated = a.requests_path.empty();
-      if (generated) {
-        if (a.num <= 0) throw InputError("give --requests LOG.jsonl or generate them with --num N [--rate R ...]");
-        ws.rate = a.rate;
-        ws.num = a.num;
-        ws.prompt = parse_length_dist(a.prompt_len, "--prompt-len");
-        ws.output = parse_length_dist(a.output_len, "--output-len");
-        ws.seed = a.seed;
-        if (a.arrival.rfind("gamma:", 0) == 0) {
-          try {
-            ws.cv = std::stod(a.arrival.substr(6));
-          } catch (...) { throw InputError("--arrival '" + a.arrival + "': expected poisson or gamma:CV"); }
-        } else if (a.arrival != "poisson") {
-          throw InputError("--arrival '" + a.arrival + "': expected poisson or gamma:CV");
-        }
-        reqs = generate_requests(ws);
-      } else {
-        reqs = load_request_log(a.requests_path);
-      }
-
-      StepCostModel model = hardware_step_model(llm, hw);
-      CalibrationReport cal;
-      if (!a.calib_trace.empty()) {
-        Trace t = load_trace(a.calib_trace);
-        // The calibration run's engine: its settings are the ones given here, without CUDA graphs
-        // (a calibration trace of eager steps), continuous.
-        EngineConfig ce = eng;
-        ce.policy = Policy::Continuous;
-        ce.cuda_graph = false;
-        const std::string traced_path = a.trace_log.empty() ? a.calib_log : a.trace_log;
-        std::vector<Request> traced;
-        if (!traced_path.empty()) traced = load_request_log(traced_path);
-        const TraceLog tl{&traced, traced_path, ce};
-        cal = calibrate_step_model(t, model, traced_path.empty() ? nullptr : &tl);
-        if (!traced_path.empty()) {
-          const std::string scale_path = a.calib_log.empty() ? traced_path : a.calib_log;
-          fit_host_scale(scale_path == traced_path ? traced : load_request_log(scale_path), ce, model, cal, scale_path);
-        }
-      } else if (!a.calib_log.empty() || !a.trace_log.empty()) {
-        throw InputError("--calibrate-log and --trace-log need --calibrate TRACE");
-      }
-
-      if (!a.warmup_path.empty()) eng.warmup = load_request_log(a.warmup_path);
-      if (!a.wake.empty()) {
-        eng.wake = parse_duration(a.wake);
-        if (eng.wake < 0 || eng.wake > 3600 * kNsPerS) throw InputError("--engine-wake '" + a.wake + "': must be between 0 and 1 hour");
-      }
-
-      const auto t_sim = std::chrono::steady_clock::now();
-      ServeResult res;
+// The job the CLI's options describe (strings parsed: durations, sizes, lengths, rates).
+ServeJob serve_job(const ServeArgs& a) {
+  ServeJob job;
+  job.model_path = a.model_path;
+  job.hw = a.hw_name;
+  job.requests_path = a.requests_path;
+  EngineConfig& eng = job.engine;
+  eng.policy = a.policy == "static" ? Policy::Static : Policy::Continuous;
+  eng.max_batch_tokens = a.max_batch_tokens;
+  eng.max_seqs = a.max_seqs;
+  eng.block_size = a.block_size;
+  eng.num_blocks = a.num_blocks > 0 ? a.num_blocks : 0;
+  eng.chunked_prefill = a.chunked;
+  eng.cuda_graph = a.cuda_graph;
+  eng.padding = {a.q_pad, a.kv_pad};
+  eng.watermark = a.watermark;
+  if (!a.wake.empty()) eng.wake = parse_duration(a.wake);
+  if (a.num_blocks <= 0 && !a.kv_memory.empty()) job.kv_memory = parse_bytes(a.kv_memory);
+  if (a.requests_path.empty()) {
+    WorkloadSpec& ws = job.workload;
+    ws.rate = a.rate;
+    ws.num = a.num;
+    ws.seed = a.seed;
+    if (a.num > 0) {
+      ws.prompt = parse_length_dist(a.prompt_len, "--prompt-len");
+      ws.output = parse_length_dist(a.output_len, "--output-len");
+    }
+    if (a.arrival.rfind("gamma:", 0) == 0) {
       try {
-        res = simulate(reqs, eng, model, !a.chrome_out.empty());
-      } catch (const InputError& e) {
-        throw InputError(generated ? std::string("generated requests: ") + e.what()
-                                   : a.requests_path + (std::isdigit(static_cast<unsigned char>(e.what()[0])) ? ":" : ": ") + e.what());
-      }
-      const double sim_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_sim).count();
-      const Metrics m = summarize(reqs, res.requests, slo);
-      bool has_meas = false;
-      for (const auto& r : reqs) has_meas = has_meas || r.measured();
-      const Metrics meas = has_meas ? summarize_measured(reqs, slo) : Metrics{};
+        ws.cv = std::stod(a.arrival.substr(6));
+      } catch (...) { throw InputError("--arrival '" + a.arrival + "': expected poisson or gamma:CV"); }
+    } else if (a.arrival != "poisson") {
+      throw InputError("--arrival '" + a.arrival + "': expected poisson or gamma:CV");
+    }
+  }
+  job.warmup_path = a.warmup_path;
+  job.calibrate_trace = a.calib_trace;
+  job.trace_log = a.trace_log;
+  job.calibrate_log = a.calib_log;
+  if (!a.slo_ttft.empty()) job.slo.ttft = parse_duration(a.slo_ttft);
+  if (!a.slo_tpot.empty()) job.slo.tpot = parse_duration(a.slo_tpot);
+  if (!a.rates.empty()) job.rates = parse_rates(a.rates);
+  job.keep_steps = !a.chrome_out.empty();
+  return job;
+}
 
-      // Rate sweep.
-      struct SweepRow {
-        double rate;
-        Metrics m;
-      };
-      std::vector<SweepRow> sweep;
-      double knee = 0, best_rate = 0, best_goodput = -1;
-      double sweep_s = 0;
-      if (!a.rates.empty()) {
-        const auto t_sweep = std::chrono::steady_clock::now();
-        for (double r : parse_rates(a.rates)) {
-          std::vector<Request> rq;
-          if (generated) {
-            WorkloadSpec w2 = ws;
-            w2.rate = r;
-            rq = generate_requests(w2);
-          } else {
-            rq = at_rate(reqs, r);
-          }
-          ServeResult sr = simulate(rq, eng, model, false);
-          sweep.push_back({r, summarize(rq, sr.requests, slo)});
-        }
-        std::sort(sweep.begin(), sweep.end(), [](const SweepRow& x, const SweepRow& y) { return x.rate < y.rate; });
-        for (const auto& row : sweep) {
-          // Saturation: the engine completes requests more slowly than they arrive (below 90 %).
-          if (knee == 0 && row.m.request_throughput < 0.9 * row.rate) knee = row.rate;
-          const double g = (slo.ttft > 0 || slo.tpot > 0) ? row.m.request_goodput : row.m.request_throughput;
-          if (g > best_goodput) best_goodput = g, best_rate = row.rate;
-        }
-        sweep_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_sweep).count();
-      }
-      const double total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+json run_serve(const ServeArgs& a, std::ostream* text) {
+  if (!a.step_costs.empty()) return step_costs(a, load_llm_config(a.model_path), load_target_hw(a.hw_name), text);
+  const ServeJob job = serve_job(a);
+  return serve_report(job, run_serving(job), a.chrome_out, text);
+}
 
+json serve_report(const ServeJob& job, const ServeOutcome& out, const std::string& chrome_out, std::ostream* text) {
+      json result;
+      const LlmConfig& llm = out.llm;
+      const HwSpec& hw = out.hw;
+      const EngineConfig& eng = out.engine;
+      const Bytes kv_bytes = out.kv_bytes;
+      const Slo slo = job.slo;
+      const std::string policy = eng.policy == Policy::Static ? "static" : "continuous";
+      const std::vector<Request>& reqs = out.requests;
+      const bool generated = out.generated;
+      const StepCostModel& model = out.model;
+      const ServeResult& res = out.result;
+      const Metrics& m = out.simulated;
+      const Metrics& meas = out.measured;
+      const bool has_meas = out.has_measured;
+      const auto& sweep = out.sweep;
+      const double knee = out.knee_rate, best_rate = out.best_rate, sweep_s = out.sweep_s, sim_s = out.simulation_s, total_s = out.total_s;
       {
         json j = stat_json(m);
-        j["policy"] = a.policy;
-        j["model"] = {{"config", a.model_path},
+        j["policy"] = policy;
+        j["model"] = {{"config", job.model_path},
                       {"model_type", llm.model_type},
                       {"params", llm.params()},
                       {"weight_bytes", llm.weight_bytes()},
@@ -360,13 +287,13 @@ json run_serve(const ServeArgs& a, std::ostream* text) {
         j["simulation_s"] = sim_s;
         result = j;
       }
-      if (!a.chrome_out.empty()) write_output(a.chrome_out, [&](std::ostream& o) { write_chrome(reqs, res, o); });
+      if (!chrome_out.empty()) write_output(chrome_out, [&](std::ostream& o) { write_chrome(reqs, res, o); });
       if (!text) return result;
 
       std::ostream& o = *text;
-      o << "bneck serve: " << reqs.size() << " requests (" << (generated ? "generated" : a.requests_path) << "), " << a.policy << " batching"
-        << (a.cuda_graph ? ", CUDA graphs" : "") << "\n";
-      o << "  model " << a.model_path << ": " << std::fixed << std::setprecision(2) << llm.params() / 1e9 << " B parameters, "
+      o << "bneck serve: " << reqs.size() << " requests (" << (generated ? "generated" : job.requests_path) << "), " << policy << " batching"
+        << (eng.cuda_graph ? ", CUDA graphs" : "") << "\n";
+      o << "  model " << job.model_path << ": " << std::fixed << std::setprecision(2) << llm.params() / 1e9 << " B parameters, "
         << format_bytes(llm.weight_bytes()) << " of weights, " << format_bytes(llm.kv_bytes_per_token()) << " of KV per token\n";
       o << "  " << hw.name << ": KV cache " << eng.num_blocks << " blocks x " << eng.block_size << " tokens = " << eng.num_blocks * eng.block_size
         << " tokens (" << format_bytes(kv_bytes) << "); budget " << eng.max_batch_tokens << " tokens, " << eng.max_seqs << " sequences per step\n";

@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "models/serving/pipeline.hpp"
+
 namespace CLI {
 class App;
 }
@@ -27,5 +29,9 @@ void add_serve_options(CLI::App& app, ServeArgs& a);
 
 // Runs it; writes the chrome trace if asked and the text view to `text` if given; returns the JSON report.
 nlohmann::json run_serve(const ServeArgs& a, std::ostream* text);
+
+// The report of a run of the serving pipeline (models/serving/pipeline.hpp): the JSON (the keys
+// `vllm bench serve` uses), the chrome trace to `chrome_out` when given, the text view to `text`.
+nlohmann::json serve_report(const serve::ServeJob& job, const serve::ServeOutcome& out, const std::string& chrome_out, std::ostream* text);
 
 }  // namespace bneck

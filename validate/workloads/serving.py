@@ -38,6 +38,7 @@ p.add_argument("--steplog", default="")
 p.add_argument("--warmup-repeat", type=int, default=1, help="serve the warm-up batch this many times (a calibration trace then shows steps on shapes already met)")
 p.add_argument("--warmup-log", default="", help="write the warm-up requests (served first, unrecorded) as a request log")
 p.add_argument("--config-out", default="")
+p.add_argument("--plain", action="store_true", help="the engine as shipped: no NVTX ranges, no step log, no hooks (a plain profile)")
 p.add_argument("--diag", action="store_true", help="per-step engine-thread CPU time and an interpreter-speed probe in the step log; per-thread CPU times at the end")
 a = p.parse_args()
 
@@ -150,7 +151,8 @@ def sched(self, token_budget, cache_budget):
             seq.append((q, past))
         cur["seq"], cur["nq"], cur["nkv"] = seq, nq, nkv
     return res
-csched.FIFOScheduler.schedule_batch = sched
+if not a.plain:
+    csched.FIFOScheduler.schedule_batch = sched
 
 orig_prep = capi.ContinuousBatchProcessor.prepare_next_batch
 orig_step = capi.ContinuousBatchProcessor._generation_step
@@ -244,9 +246,10 @@ def upd(self):
     return r
 
 
-capi.ContinuousBatchProcessor.prepare_next_batch = prep
-capi.ContinuousBatchProcessor._generation_step = step
-capi.ContinuousBatchProcessor.update_batch = upd
+if not a.plain:
+    capi.ContinuousBatchProcessor.prepare_next_batch = prep
+    capi.ContinuousBatchProcessor._generation_step = step
+    capi.ContinuousBatchProcessor.update_batch = upd
 
 cbc = ContinuousBatchingConfig(block_size=a.block_size, num_blocks=a.num_blocks, max_batch_tokens=a.max_batch_tokens,
                                max_requests_per_batch=a.max_seqs, allow_block_sharing=False,

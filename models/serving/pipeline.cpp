@@ -1,0 +1,137 @@
+#include "models/serving/pipeline.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+
+#include "sim/base/error.hpp"
+#include "traces/importer.hpp"
+
+namespace bneck::serve {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+void check_engine(const EngineConfig& e) {
+  if (e.block_size < 1 || e.block_size > (1 << 20)) throw InputError("--block-size must be 1 to 2^20");
+  if (e.max_batch_tokens < 1 || e.max_seqs < 1 || e.chunked_prefill < 0 || e.padding.q_interval < 0 || e.padding.kv_interval < 0)
+    throw InputError("--max-batch-tokens, --max-seqs: positive; pads, --chunked-prefill: >= 0");
+  if (!(e.watermark >= 0 && e.watermark < 1)) throw InputError("--kv-watermark must be in [0, 1)");
+  if (e.wake < 0 || e.wake > 3600 * kNsPerS) throw InputError("--engine-wake: must be between 0 and 1 hour");
+}
+
+// The KV cache: the blocks given, else those `kv_memory` holds, else what the GPU leaves.
+void size_kv_cache(const ServeJob& job, ServeOutcome& out) {
+  EngineConfig& eng = out.engine;
+  if (eng.num_blocks > 0) {
+    out.kv_bytes = static_cast<Bytes>(eng.num_blocks) * static_cast<Bytes>(eng.block_size) * out.llm.kv_bytes_per_token();
+    return;
+  }
+  out.kv_bytes = job.kv_memory > 0 ? job.kv_memory : default_kv_memory(out.hw, out.llm, eng);
+  eng.num_blocks = blocks_for_memory(out.kv_bytes, out.llm, eng.block_size);
+  if (eng.num_blocks < 1)
+    throw InputError(job.model_path, "the weights (" + format_bytes(out.llm.weight_bytes()) + ") leave no memory for a KV cache on " + out.hw.name);
+}
+
+// Calibration from a trace of the engine: its settings are the ones given, without CUDA graphs (a
+// calibration trace of eager steps), continuous.
+void calibrate(const ServeJob& job, ServeOutcome& out) {
+  if (job.calibrate_trace.empty()) {
+    if (!job.calibrate_log.empty() || !job.trace_log.empty()) throw InputError("--calibrate-log and --trace-log need --calibrate TRACE");
+    return;
+  }
+  const Trace t = load_trace(job.calibrate_trace);
+  EngineConfig ce = out.engine;
+  ce.policy = Policy::Continuous;
+  ce.cuda_graph = false;
+  ce.warmup.clear();
+  const std::string traced_path = job.trace_log.empty() ? job.calibrate_log : job.trace_log;
+  std::vector<Request> traced;
+  if (!traced_path.empty()) traced = load_request_log(traced_path);
+  const TraceLog tl{&traced, traced_path, ce};
+  out.calibration = calibrate_step_model(t, out.model, traced_path.empty() ? nullptr : &tl);
+  if (traced_path.empty()) return;
+  const std::string scale_path = job.calibrate_log.empty() ? traced_path : job.calibrate_log;
+  fit_host_scale(scale_path == traced_path ? traced : load_request_log(scale_path), ce, out.model, out.calibration, scale_path);
+}
+
+void sweep(const ServeJob& job, ServeOutcome& out) {
+  if (job.rates.empty()) return;
+  const auto t0 = Clock::now();
+  for (double r : job.rates) {
+    if (!(r > 0) || !std::isfinite(r)) throw InputError("--rates: expected positive requests/s");
+    std::vector<Request> rq;
+    if (out.generated) {
+      WorkloadSpec w = job.workload;
+      w.rate = r;
+      rq = generate_requests(w);
+    } else {
+      rq = at_rate(out.requests, r);
+    }
+    const ServeResult sr = simulate(rq, out.engine, out.model, false);
+    out.sweep.push_back({r, summarize(rq, sr.requests, job.slo)});
+  }
+  std::sort(out.sweep.begin(), out.sweep.end(), [](const auto& x, const auto& y) { return x.rate < y.rate; });
+  double best = -1;
+  const bool slo = job.slo.ttft > 0 || job.slo.tpot > 0;
+  for (const auto& row : out.sweep) {
+    // Saturation: the engine completes requests more slowly than they arrive (below 90 %).
+    if (out.knee_rate == 0 && row.m.request_throughput < 0.9 * row.rate) out.knee_rate = row.rate;
+    const double g = slo ? row.m.request_goodput : row.m.request_throughput;
+    if (g > best) best = g, out.best_rate = row.rate;
+  }
+  out.sweep_s = seconds_since(t0);
+}
+
+}  // namespace
+
+std::vector<Request> at_rate(const std::vector<Request>& reqs, double rate) {
+  std::vector<Request> out = reqs;
+  const TimeNs span = reqs.empty() ? 0 : reqs.back().arrival - reqs.front().arrival;
+  if (reqs.size() < 2 || span <= 0) {
+    for (std::size_t i = 0; i < out.size(); ++i) out[i].arrival = static_cast<TimeNs>(static_cast<double>(i) / rate * 1e9);
+  } else {
+    const double own = static_cast<double>(reqs.size() - 1) / (static_cast<double>(span) / 1e9);
+    for (auto& r : out) r.arrival = reqs.front().arrival + static_cast<TimeNs>(static_cast<double>(r.arrival - reqs.front().arrival) * own / rate);
+  }
+  for (auto& r : out) r.token_times.clear();
+  return out;
+}
+
+ServeOutcome run_serving(const ServeJob& job) {
+  const auto t0 = Clock::now();
+  ServeOutcome out;
+  out.llm = load_llm_config(job.model_path);
+  out.hw = load_target_hw(job.hw);
+  out.engine = job.engine;
+  check_engine(out.engine);
+  size_kv_cache(job, out);
+  out.generated = job.requests_path.empty();
+  if (out.generated) {
+    if (job.workload.num <= 0) throw InputError("give --requests LOG.jsonl or generate them with --num N [--rate R ...]");
+    out.requests = generate_requests(job.workload);
+  } else {
+    out.requests = load_request_log(job.requests_path);
+  }
+  out.model = hardware_step_model(out.llm, out.hw);
+  calibrate(job, out);
+  if (!job.warmup_path.empty()) out.engine.warmup = load_request_log(job.warmup_path);
+  const auto t_sim = Clock::now();
+  try {
+    out.result = simulate(out.requests, out.engine, out.model, job.keep_steps);
+  } catch (const InputError& e) {
+    throw InputError(out.generated ? std::string("generated requests: ") + e.what()
+                                   : job.requests_path + (std::isdigit(static_cast<unsigned char>(e.what()[0])) ? ":" : ": ") + e.what());
+  }
+  out.simulation_s = seconds_since(t_sim);
+  out.simulated = summarize(out.requests, out.result.requests, job.slo);
+  for (const auto& r : out.requests) out.has_measured = out.has_measured || r.measured();
+  if (out.has_measured) out.measured = summarize_measured(out.requests, job.slo);
+  sweep(job, out);
+  out.total_s = seconds_since(t0);
+  return out;
+}
+
+}  // namespace bneck::serve
