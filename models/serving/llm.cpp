@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "models/roofline.hpp"
 #include "sim/base/error.hpp"
 #include "sim/base/json_input.hpp"
 
@@ -89,9 +90,20 @@ StepCostModel hardware_step_model(const LlmConfig& llm, const HwSpec& hw) {
     eff = fit->second.efficiency;
     m.gemm_overhead = fit->second.overhead;
   }
-  m.gemm_rate = g.peak_of(llm.dtype, g.best_unit(llm.dtype)) * eff;
+  // The effective rates of bneck's roofline (models/roofline.hpp): the best unit's peak for the
+  // model's precision at the calibrated GEMM efficiency, HBM at the spec's memory efficiency.
+  RooflineInput in;
+  in.dtype = llm.dtype;
+  in.unit = g.best_unit(llm.dtype);
+  in.flops = 1;
+  in.bytes = 1;
+  in.with_tail = false;
+  in.compute_efficiency = eff;
+  in.memory_efficiency = g.memory_efficiency > 0 ? g.memory_efficiency : 1.0;
+  const RooflineResult rr = roofline(g, in);
+  m.gemm_rate = rr.peak;
   m.attn_rate = m.gemm_rate;
-  m.mem_rate = g.memory_bandwidth * (g.memory_efficiency > 0 ? g.memory_efficiency : 1.0);
+  m.mem_rate = rr.bandwidth;
   if (m.gemm_rate <= 0 || m.mem_rate <= 0) throw InputError(hw.name, "the spec has no " + std::string(to_string(llm.dtype)) + " peak or memory bandwidth");
   // An eager decoder layer launches about 12 kernels (2 norms, 4-7 projections, rotary, attention,
   // activation, residual adds) and the head a few more; measured engines launch 2-4x that.
