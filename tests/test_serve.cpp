@@ -430,6 +430,47 @@ TEST_CASE("serve calibrates from a plain profile and the traced run's request lo
   for (const auto& run : serving_runs()) check_serving_run(run, true);
 }
 
+// A capture with no annotation at all (validate/run_serving_plain.sh: the engine as shipped, Nsight
+// Systems tracing CUDA only), its log and the same requests unprofiled; held-out runs at other loads
+// on the same machine, never looked at while the calibration was written: Poisson 4/s and 8/s, CUDA
+// graphs at 6/s. First forecasts (TTFT / TPOT / E2E, forecast vs measured medians): 4/s -20.2 / -15.2
+// / -12.6 %, 8/s -15.5 / -8.1 / -7.9 %, CUDA graphs +4.5 / +2.0 / +2.5 %. The 4/s run's measured TPOT
+// (69.0 ms) is above the 6/s calibration run's unprofiled one (60.4 ms), which a lighter load cannot
+// cause in this engine: the host ran 14 % slower in that run (the same script on another machine of
+// the kind measured 54.7 ms at 4/s and 90.4 ms at 8/s). Checked: the bounds met, 16 % TPOT and E2E, 25 % TTFT.
+TEST_CASE("serve forecasts held-out loads from a capture with no annotation at all", "[serve][e2e]") {
+  const std::string dir = kServe + "plain/";
+  const LlmConfig llm = load_llm_config(dir + "config.json");
+  EngineConfig e;
+  e.max_batch_tokens = 512;
+  e.max_seqs = 64;
+  e.block_size = 64;
+  e.num_blocks = 1024;
+  StepCostModel m = hardware_step_model(llm, load_target_hw("h200-sxm"));
+  const Trace t = load_trace(fs::path(BNECK_SERVING_TRACE).parent_path().string() + "/plain/cal.sqlite");
+  REQUIRE(t.ranges.empty());
+  const auto traced = load_request_log(dir + "cal_plain.jsonl");
+  const TraceLog tl{&traced, "cal_plain.jsonl", e};
+  CalibrationReport rep = calibrate_step_model(t, m, &tl);
+  INFO(rep.alignment);
+  CHECK(static_cast<double>(rep.tokens_agreeing) > 0.98 * static_cast<double>(rep.tokens));
+  fit_host_scale(load_request_log(dir + "cal_plain_unprof.jsonl"), e, m, rep, "cal_plain_unprof.jsonl");
+  for (const auto& n : m.notes) UNSCOPED_INFO(n);
+  for (const char* log : {"rate4", "rate8", "graph6"}) {
+    auto rs = load_request_log(dir + log + ".jsonl");
+    EngineConfig ec = e;
+    ec.cuda_graph = std::string(log) == "graph6";
+    ec.warmup = load_request_log(dir + log + "_warmup.jsonl");
+    ServeResult r = simulate(rs, ec, m, false);
+    Metrics sim = summarize(rs, r.requests, {}), meas = summarize_measured(rs, {});
+    INFO(log << ": TTFT " << sim.ttft.median << " / " << meas.ttft.median << ", TPOT " << sim.tpot.median << " / " << meas.tpot.median << ", E2E "
+             << sim.e2el.median << " / " << meas.e2el.median);
+    CHECK(std::abs(sim.tpot.median / meas.tpot.median - 1) < 0.16);
+    CHECK(std::abs(sim.e2el.median / meas.e2el.median - 1) < 0.16);
+    CHECK(std::abs(sim.ttft.median / meas.ttft.median - 1) < 0.25);
+  }
+}
+
 TEST_CASE("serve calibration says in one line when a plain profile and a log do not agree", "[serve][e2e]") {
   const LlmConfig llm = load_llm_config(kServe + "config.json");
   StepCostModel m = hardware_step_model(llm, load_target_hw("h200-sxm"));
