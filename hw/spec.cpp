@@ -112,8 +112,16 @@ std::string preset_for_device_name(const std::string& device_name) {
     // A preset's own `match` (not inherited through `extends`); the most specific match wins.
     nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
     if (!j.is_object() || !j.contains("match") || !j["match"].is_array() || j["match"].empty()) continue;
+    // A term matches where it stands as its own token (not inside "a100" for "a10", "l40s" for "l4").
+    auto has_token = [&](const std::string& t) {
+      auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+      for (std::size_t at = n.find(t); !t.empty() && at != std::string::npos; at = n.find(t, at + 1))
+        if ((at == 0 || !alnum(n[at - 1]) || !alnum(t.front())) && (at + t.size() == n.size() || !alnum(n[at + t.size()]) || !alnum(t.back())))
+          return true;
+      return false;
+    };
     bool all = true;
-    for (const auto& term : j["match"]) all = all && term.is_string() && n.find(lower(term.get<std::string>())) != std::string::npos;
+    for (const auto& term : j["match"]) all = all && term.is_string() && has_token(lower(term.get<std::string>()));
     if (all && j["match"].size() > best_terms) {
       best = name;
       best_terms = j["match"].size();

@@ -170,6 +170,20 @@ TEST_CASE("hardware presets: every number sourced, extends resolved, errors name
   CHECK(preset_for_device_name("NVIDIA H100 80GB HBM3") == "h100-sxm");
   CHECK(preset_for_device_name("NVIDIA GeForce RTX 2080 Ti") == "rtx2080ti");
   CHECK(preset_for_device_name("Tesla V100-SXM2-32GB") == "v100-sxm2");
+  // The names NeuSight's and other public traces record, each to its own preset (a term is a token:
+  // "a10" is not inside "A100", "l4" not inside "L40S", "h200" not inside "GH200").
+  CHECK(preset_for_device_name("NVIDIA A100-PCIE-40GB") == "a100-pcie-40gb");
+  CHECK(preset_for_device_name("NVIDIA A100 80GB PCIe") == "a100-pcie-80gb");
+  CHECK(preset_for_device_name("NVIDIA A100-SXM4-80GB") == "a100-sxm-80gb");
+  CHECK(preset_for_device_name("Tesla V100-PCIE-32GB") == "v100-pcie-32gb");
+  CHECK(preset_for_device_name("NVIDIA L4") == "l4");
+  CHECK(preset_for_device_name("NVIDIA L40S") == "l40s");
+  CHECK(preset_for_device_name("Tesla T4") == "t4");
+  CHECK(preset_for_device_name("Tesla P100-PCIE-16GB") == "p100-pcie-16gb");
+  CHECK(preset_for_device_name("NVIDIA A10") == "a10");
+  CHECK(preset_for_device_name("NVIDIA GeForce RTX 4090") == "rtx4090");
+  CHECK(preset_for_device_name("NVIDIA H100 NVL") == "h100-nvl");
+  CHECK(preset_for_device_name("NVIDIA GH200 480GB") == "gh200");
   CHECK(preset_for_device_name("AMD Instinct MI300X").empty());
   CHECK(preset_for_device("NVIDIA H200") == "h200-sxm-calibrated");
   nlohmann::json bad = nlohmann::json::parse(
