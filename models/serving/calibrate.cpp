@@ -403,6 +403,62 @@ void fit_gpu(const std::vector<const StepObs*>& used, StepCostModel& m, Calibrat
   rep.gpu_rms_ns = std::min(rms_seq, rms_packed);
 }
 
+// A step's launching: from its start to its last launch; its two longest pauses between launches.
+struct Launch {
+  double ns = 0, kernels = 0, gap1 = 0, gap2 = 0;
+  bool first = false;
+  const StepObs* obs = nullptr;
+};
+
+// No prepare ranges: a step starts at its first launch (the batch's inputs copied in), so the rest
+// of its preparation is inside the launch time; CUDA graphs keep it. The forward proper starts
+// after the longest host pause before the plan build (a build happens inside the forward) or,
+// without one, among the step's first 15 % of launches (validated on the marked H200 traces: the
+// model's first op, 21-125 launches in). Before it: preparation, fitted to [1, seqs, q, kv] where
+// shapes are known (else its median) into `prepare`; after it, the forward's launching (median),
+// into m.launch.
+void split_preparation(const std::vector<Launch>& ls, bool from_repeats, StepCostModel& m, std::array<double, 4>& prepare) {
+  std::vector<double> pre, fwd, py;
+  std::vector<std::vector<double>> px;
+  for (const auto& l : ls) {
+    const auto& la = l.obs->launches;
+    std::size_t end = std::max<std::size_t>(2, la.size() * 15 / 100), build_at = 0;
+    if (l.first && m.shape_build > 0) {
+      TimeNs prev = l.obs->start;
+      for (std::size_t k = 0; k < la.size(); ++k) {
+        if (static_cast<double>(la[k].first - prev) >= l.gap1) {
+          build_at = k;
+          break;
+        }
+        prev = std::max(prev, la[k].second);
+      }
+      if (build_at > 1) end = build_at;
+    }
+    double longest = -1;
+    std::size_t at = 0;
+    for (std::size_t k = 1; k < la.size() && k < end; ++k)
+      if (const double g = static_cast<double>(la[k].first - la[k - 1].second); g > longest) longest = g, at = k;
+    const double before = static_cast<double>(la[at].first - l.obs->start);
+    const double build = m.shape_build > 0 && l.first ? l.gap1 - l.gap2 : 0;
+    if (l.obs->shaped) {
+      const StepShape& sh = l.obs->shape;
+      px.push_back({1, static_cast<double>(sh.seqs), static_cast<double>(sh.q), static_cast<double>(sh.kv)});
+      py.push_back(before);
+    }
+    if (from_repeats && l.first) continue;  // (its launch time holds the whole build)
+    pre.push_back(before);
+    fwd.push_back(std::max(0.0, l.ns - build - before));
+  }
+  if (fwd.size() < 8) return;
+  m.launch = {median(fwd), 0, 0};
+  prepare = {median(pre), 0, 0, 0};
+  if (py.size() >= 8) {  // the preparation grows with the batch (block tables, masks)
+    double rms = 0;
+    const auto c = robust_nnls(px, py, &rms);
+    prepare = {c[0], c[1], c[2], c[3]};
+  }
+}
+
 // The forward's host time and the plan build per new shape. With 8 or more repeated steps, a
 // forward's launch time is theirs and the build is the first-time steps' median launch time less
 // it: everything a new shape costs the host (the plan, and the slower host work around it: 1.5 ms
@@ -414,11 +470,6 @@ void fit_gpu(const std::vector<const StepObs*>& used, StepCostModel& m, Calibrat
 std::string fit_launch(std::vector<StepObs>& obs, StepCostModel& m, CalibrationReport& rep, double kernels_median, std::array<double, 4>* host_prepare) {
   std::string first_how;
   const std::vector<int> first_time = first_time_steps(obs, first_how);
-  struct Launch {
-    double ns = 0, kernels = 0, gap1 = 0, gap2 = 0;
-    bool first = false;
-    const StepObs* obs = nullptr;
-  };
   std::vector<Launch> ls;
   std::vector<double> tails;
   for (std::size_t i = 0; i < obs.size(); ++i) {
@@ -487,54 +538,7 @@ std::string fit_launch(std::vector<StepObs>& obs, StepCostModel& m, CalibrationR
   for (double y : all) ss += (y - m.launch[0]) * (y - m.launch[0]);
   rep.launch_rms_ns = std::sqrt(ss / static_cast<double>(all.size()));
   m.tail = static_cast<TimeNs>(median(tails));
-  if (host_prepare) {
-    // No prepare ranges: a step starts at its first launch (the batch's inputs copied in), so the
-    // rest of its preparation is inside the launch time; CUDA graphs keep it. The forward proper
-    // starts after the longest host pause before the plan build (a build happens inside the
-    // forward) or, without one, among the step's first 15 % of launches (validated on the marked
-    // H200 traces: the model's first op, 21-125 launches in). Before it: preparation; after it, the
-    // forward's launching. Both as medians.
-    std::vector<double> pre, fwd, py;
-    std::vector<std::vector<double>> px;
-    for (const auto& l : ls) {
-      const auto& la = l.obs->launches;
-      std::size_t end = std::max<std::size_t>(2, la.size() * 15 / 100), build_at = 0;
-      if (l.first && m.shape_build > 0) {
-        TimeNs prev = l.obs->start;
-        for (std::size_t k = 0; k < la.size(); ++k) {
-          if (static_cast<double>(la[k].first - prev) >= l.gap1) {
-            build_at = k;
-            break;
-          }
-          prev = std::max(prev, la[k].second);
-        }
-        if (build_at > 1) end = build_at;
-      }
-      double longest = -1;
-      std::size_t at = 0;
-      for (std::size_t k = 1; k < la.size() && k < end; ++k)
-        if (const double g = static_cast<double>(la[k].first - la[k - 1].second); g > longest) longest = g, at = k;
-      const double before = static_cast<double>(la[at].first - l.obs->start);
-      const double build = m.shape_build > 0 && l.first ? l.gap1 - l.gap2 : 0;
-      if (l.obs->shaped) {
-        const StepShape& sh = l.obs->shape;
-        px.push_back({1, static_cast<double>(sh.seqs), static_cast<double>(sh.q), static_cast<double>(sh.kv)});
-        py.push_back(before);
-      }
-      if (from_repeats && l.first) continue;  // (its launch time holds the whole build)
-      pre.push_back(before);
-      fwd.push_back(std::max(0.0, l.ns - build - before));
-    }
-    if (fwd.size() >= 8) {
-      m.launch = {median(fwd), 0, 0};
-      *host_prepare = {median(pre), 0, 0, 0};
-      if (py.size() >= 8) {  // the preparation grows with the batch (block tables, masks): fitted to [1, seqs, q, kv]
-        double rms = 0;
-        const auto c = robust_nnls(px, py, &rms);
-        *host_prepare = {c[0], c[1], c[2], c[3]};
-      }
-    }
-  }
+  if (host_prepare) split_preparation(ls, from_repeats, m, *host_prepare);
   return note;
 }
 
