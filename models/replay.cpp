@@ -153,7 +153,9 @@ ReplayReport run_replay(const Trace& t, const ReplayOptions& opt) {
     HwSpec tgt = opt.hw.empty() ? src : load_target_hw(opt.hw);
     rep.source_hw = src.name;
     rep.target_hw = tgt.name;
-    rep.model_impl = std::make_unique<RetargetCostModel>(t, std::move(src), std::move(tgt), mode);
+    auto rt = std::make_unique<RetargetCostModel>(t, std::move(src), std::move(tgt), mode);
+    rep.assumptions = rt->assumptions();
+    rep.model_impl = std::move(rt);
   }
   rep.model = rep.model_impl->name();
   t0 = std::chrono::steady_clock::now();

@@ -71,6 +71,7 @@ struct ReplayReport {
   std::unique_ptr<Graph> graph;
   std::unique_ptr<CostModel> model_impl;
   std::string source_hw, target_hw;
+  std::vector<std::string> assumptions;  // what retargeting to target_hw assumed (RetargetCostModel::assumptions)
   std::vector<ClassRow> classes;
   std::vector<MovedKernel> moved;
   SimResult sim;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "models/collective.hpp"
 #include "models/occupancy.hpp"
@@ -65,6 +66,29 @@ RetargetCostModel::RetargetCostModel(const Trace& t, HwSpec source, HwSpec targe
               : o.duration();
     }
   }
+}
+
+std::vector<std::string> RetargetCostModel::assumptions() const {
+  std::vector<std::string> out;
+  if (mode_ == DurationMode::Measured) return out;
+  std::map<std::pair<Dtype, ComputeUnit>, std::pair<std::size_t, TimeNs>> used;  // kernels, measured time
+  for (OpId i = 0; i < t_.ops.size() && i < work_.size(); ++i) {
+    const Op& o = t_.ops[i];
+    if (o.kind != OpKind::Kernel || (o.flags & Op::kFlagNccl) || !is_compute_class(work_[i].cls)) continue;
+    auto& u = used[{work_[i].dtype, work_[i].unit}];
+    ++u.first;
+    u.second += o.duration();
+  }
+  const GpuSpec& g = target_.gpu;
+  for (const auto& [key, n] : used) {
+    const auto [dtype, unit] = key;
+    if (g.peak_of(dtype, unit) > 0) continue;
+    std::string instead = g.peak_of(dtype, ComputeUnit::Simt) > 0 ? std::string(to_string(dtype)) + " on SIMT cores"
+                                                                    : "FP32 on SIMT cores (emulated)";
+    out.push_back(std::to_string(n.first) + " " + to_string(dtype) + " " + to_string(unit) + " kernels (" + format_duration(n.second) +
+                  " measured): " + target_.name + " has no " + to_string(dtype) + " " + to_string(unit) + " rate; timed as " + instead);
+  }
+  return out;
 }
 
 TimeNs RetargetCostModel::duration(OpId n, const Graph& g) const {

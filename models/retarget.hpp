@@ -45,6 +45,9 @@ class RetargetCostModel : public CostModel {
   const HwSpec& target() const { return target_; }
   DurationMode mode() const { return mode_; }
   TimeNs device_time(OpId n) const { return times_[n]; }  // precomputed for device ops
+  // What retargeting assumed, one line each: precisions or units the target lacks and what runs
+  // instead (the roofline's fallback: the precision on SIMT cores, else FP32 SIMT, emulated).
+  std::vector<std::string> assumptions() const;
 
  private:
   const Trace& t_;

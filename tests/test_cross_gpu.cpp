@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "helpers.hpp"
@@ -17,6 +18,7 @@
 #include "sim/base/stats.hpp"
 
 using namespace bneck;
+using namespace bneck::test;
 namespace fs = std::filesystem;
 
 namespace {
@@ -158,4 +160,24 @@ TEST_CASE("other GPUs: NeuSight's held-out kernels through the presets and their
     if (c.gemm_from_h100 > 0) CHECK(m_gh < c.gemm_from_h100);
     if (c.elem_direct > 0) CHECK(m_ed < c.elem_direct);
   }
+}
+
+TEST_CASE("retargeting says which precisions the target lacks and what runs instead", "[hw][cross_gpu][cli]") {
+  const std::string trace = std::string(BNECK_SHARED_DIR) + "/traces/h200/block_bf16.sqlite";
+  if (!fs::exists(trace)) {
+    WARN("no " << trace << ": skipped");
+    return;
+  }
+  // block_bf16's GEMMs and attention run on BF16 tensor cores; a T4 has none (Turing: FP16 only),
+  // an A100 has them.
+  CliRun t4 = run_bneck("replay '" + trace + "' --hw t4 --json -");
+  REQUIRE(t4.code == 0);
+  const auto j = nlohmann::json::parse(t4.out);
+  REQUIRE(j["assumptions"].size() == 1);
+  CHECK_THAT(j["assumptions"][0].get<std::string>(), Catch::Contains("bf16 tensor kernels") && Catch::Contains("has no bf16 tensor rate") &&
+                                                         Catch::Contains("FP32 on SIMT cores (emulated)"));
+  CHECK_THAT(t4.err + run_bneck("replay '" + trace + "' --hw t4").out, Catch::Contains("Assumed on t4-calibrated"));
+  CliRun a100 = run_bneck("replay '" + trace + "' --hw a100-pcie-80gb --json -");
+  REQUIRE(a100.code == 0);
+  CHECK(nlohmann::json::parse(a100.out)["assumptions"].empty());
 }

@@ -320,6 +320,7 @@ void print_replay_text(const ReplayReport& r, const ReplayOptions& opt, std::ost
   }
 
   if (!r.classes.empty()) {
+    for (const auto& a : r.assumptions) out << "Assumed on " << r.target_hw << ": " << a << "\n";
     out << "Roofline by op class (" << r.model << " durations; trace's GPU " << r.source_hw << ", target " << r.target_hw << ")\n  "
         << pad("class", 14) << lpad("ops", 7) << lpad("shapes", 8) << lpad("measured", 13) << lpad("model here", 13)
         << lpad("model err", 11) << lpad("target", 13) << lpad("bound", 10) << lpad("of peak", 9) << "\n";
@@ -459,6 +460,7 @@ json replay_json(const ReplayReport& r, const ReplayOptions& opt) {
   if (!r.classes.empty()) {
     j["source_hw"] = r.source_hw;
     j["target_hw"] = r.target_hw;
+    j["assumptions"] = r.assumptions;
     json cls = json::array();
     for (const auto& c : r.classes)
       cls.push_back({{"class", c.cls},
