@@ -177,6 +177,7 @@ TEST_CASE("retargeting says which precisions the target lacks and what runs inst
   CHECK_THAT(j["assumptions"][0].get<std::string>(), Catch::Contains("bf16 tensor kernels") && Catch::Contains("has no bf16 tensor rate") &&
                                                          Catch::Contains("FP32 on SIMT cores (emulated)"));
   CHECK_THAT(t4.err + run_bneck("replay '" + trace + "' --hw t4").out, Catch::Contains("Assumed on t4-calibrated"));
+  CHECK_THAT(run_bneck("whatif '" + trace + "' --hw t4").out, Catch::Contains("--hw t4: assumed: 192 bf16 tensor kernels"));
   CliRun a100 = run_bneck("replay '" + trace + "' --hw a100-pcie-80gb --json -");
   REQUIRE(a100.code == 0);
   CHECK(nlohmann::json::parse(a100.out)["assumptions"].empty());

@@ -42,6 +42,7 @@ class Hw : public TransformStep {
     }
     c.log.push_back(text + ": " + c.spec.name + " -> " + target.name + ", device time " + format_duration(before) + " -> " +
                     format_duration(after));
+    for (const auto& a : m.assumptions()) c.log.push_back(text + ": assumed: " + a);
     if (c.graph->sharing) c.edit_graph().sharing = std::make_shared<GpuShareModel>(ctx.trace, target);
     c.spec = std::move(target);
   }
