@@ -123,14 +123,21 @@ std::string serve_text(const py::kwargs& kw) {
       {"graph_kv_pad", [](ServeJob& j, py::handle v) { j.engine.padding.kv_interval = py::cast<std::int64_t>(v); }},
       {"kv_watermark", [](ServeJob& j, py::handle v) { j.engine.watermark = py::cast<double>(v); }},
       {"cuda_graph", [](ServeJob& j, py::handle v) { j.engine.cuda_graph = py::cast<bool>(v); }},
-      {"kv_memory", [](ServeJob& j, py::handle v) { j.kv_memory = py::isinstance<py::str>(v) ? parse_bytes(py::cast<std::string>(v)) : py::cast<Bytes>(v); }},
+      {"kv_memory", [](ServeJob& j, py::handle v) {
+         j.kv_memory = py::isinstance<py::str>(v) ? parse_bytes(py::cast<std::string>(v)) : py::cast<Bytes>(v);
+         if (j.kv_memory <= 0) throw InputError("serve(): kv_memory must be positive");
+       }},
       {"engine_wake", duration([](ServeJob& j) -> TimeNs& { return j.engine.wake; })},
       {"slo_ttft", duration([](ServeJob& j) -> TimeNs& { return j.slo.ttft; })},
       {"slo_tpot", duration([](ServeJob& j) -> TimeNs& { return j.slo.tpot; })},
       {"rates", [](ServeJob& j, py::handle v) {
          if (py::isinstance<py::str>(v)) {
            std::stringstream ss(py::cast<std::string>(v));
-           for (std::string x; std::getline(ss, x, ',');) j.rates.push_back(std::stod(x));
+           for (std::string x; std::getline(ss, x, ',');) {
+             std::size_t used = 0;
+             j.rates.push_back(std::stod(x, &used));
+             if (used != x.size()) throw InputError("serve(): rates='" + py::cast<std::string>(v) + "': comma-separated requests/s");
+           }
          } else {
            j.rates = py::cast<std::vector<double>>(v);
          }
@@ -149,8 +156,10 @@ std::string serve_text(const py::kwargs& kw) {
       it->second(job, v);
     } catch (const py::cast_error&) {
       throw InputError("serve(): " + name + "=" + py::cast<std::string>(py::repr(v)) + ": wrong type");
-    } catch (const std::invalid_argument&) {
-      throw InputError("serve(): " + name + "=" + py::cast<std::string>(py::repr(v)) + ": not a number");
+    } catch (const InputError&) {
+      throw;
+    } catch (const std::exception&) {  // std::stod: not a number, or out of range
+      throw InputError("serve(): " + name + "=" + py::cast<std::string>(py::repr(v)) + ": not a number in range");
     }
   }
   job.keep_steps = !chrome.empty();

@@ -13,6 +13,7 @@
 #include "sim/analysis/ranges.hpp"
 #include "sim/analysis/structure.hpp"
 #include "sim/base/error.hpp"
+#include "sim/base/stats.hpp"
 
 namespace bneck::serve {
 
@@ -262,10 +263,11 @@ void align_log(std::vector<StepObs>& steps, const TraceLog& tl, const std::strin
     if (hit > best) best = hit, offset = d;
   }
   // Refined: every token at or after its step's end (the engine records a token once it is out).
-  TimeNs hi = std::numeric_limits<TimeNs>::max();
+  // (a low quantile, not the minimum: one token recorded early must not move the clock)
+  std::vector<TimeNs> after_end;
   for (TimeNs t : tokens)
-    if (std::ptrdiff_t k = step_of(t - offset); k >= 0) hi = std::min(hi, t - ends[static_cast<std::size_t>(k)]);
-  if (hi != std::numeric_limits<TimeNs>::max() && std::abs(hi - offset) <= tol) offset = hi;
+    if (std::ptrdiff_t k = step_of(t - offset); k >= 0) after_end.push_back(t - ends[static_cast<std::size_t>(k)]);
+  if (!after_end.empty()) offset += std::clamp<TimeNs>(quantile(after_end, 0.02) - offset, -tol, tol);
   // The log's steps: from the first step that starts after its first arrival to the one its last token follows.
   TimeNs first_arrival = std::numeric_limits<TimeNs>::max();
   for (const auto& r : log) first_arrival = std::min(first_arrival, r.arrival);
@@ -700,6 +702,8 @@ bool parse_engine_step(const std::string& n, NamedStep& s) {
   } else {
     return false;
   }
+  for (long long v : {tok, c, cq, ck, cqq, cqk, g, gq, gk, gqq, gqk})
+    if (v < 0 || v > (1LL << 40)) return false;  // a hostile name: no step
   s.prefills = c;
   s.decodes = g;
   sh.logits = sh.seqs;
@@ -739,16 +743,24 @@ NamedSteps read_named_steps(const Trace& trace) {
     for (std::size_t i = 0; i < out.steps.size(); ++i) {
       NamedStep s = out.steps[i];
       if (s.engine == "vLLM") s.engine = "SGLang";
-      bool dup = false;
-      for (const auto& k : kept) dup = dup || (k.shape.q == s.shape.q && k.shape.seqs == s.shape.seqs && std::abs(k.start - s.start) < k.host_span + s.host_span);
-      if (dup && s.shape.kv == 0) continue;
-      if (dup) {
-        for (std::size_t k = 0; k < kept.size(); ++k)
-          if (kept[k].shape.q == s.shape.q && kept[k].shape.seqs == s.shape.seqs) kept[k].shape = s.shape, kept[k].name = s.name;
-        continue;
+      // Its twin: a kept step of the same shape on the same thread whose range overlaps this one
+      // (the ranges come in start order: the last few kept suffice).
+      std::size_t twin = kNone;
+      for (std::size_t k = kept.size(); k-- > 0 && kept.size() - k <= 4;) {
+        const NamedStep& o = kept[k];
+        if (o.shape.q == s.shape.q && o.shape.seqs == s.shape.seqs && trace.ranges[kept_ranges[k]].lane == trace.ranges[range_of[i]].lane &&
+            s.start < o.start + o.host_span && o.start < s.start + s.host_span) {
+          twin = k;
+          break;
+        }
       }
-      kept.push_back(s);
-      kept_ranges.push_back(range_of[i]);
+      if (twin == kNone) {
+        kept.push_back(s);
+        kept_ranges.push_back(range_of[i]);
+      } else if (s.shape.kv > 0) {
+        kept[twin].shape = s.shape;
+        kept[twin].name = s.name;
+      }
     }
     out.steps = std::move(kept);
     range_of = std::move(kept_ranges);

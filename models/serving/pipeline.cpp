@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cmath>
 
 #include "sim/base/error.hpp"
 #include "traces/importer.hpp"
@@ -50,6 +51,13 @@ void calibrate(const ServeJob& job, ServeOutcome& out) {
   const std::string traced_path = job.trace_log.empty() ? job.calibrate_log : job.trace_log;
   std::vector<Request> traced;
   if (!traced_path.empty()) traced = load_request_log(traced_path);
+  // The traced run's cache: the blocks given (the engine as it ran), else one the replay cannot
+  // exhaust (the default is sized for the target GPU, not the traced one).
+  if (job.engine.num_blocks <= 0) {
+    std::int64_t most = 1;
+    for (const auto& r : traced) most = std::max(most, (r.prompt + r.output + ce.block_size - 1) / ce.block_size);
+    ce.num_blocks = std::max(ce.num_blocks, most * ce.max_seqs);
+  }
   const TraceLog tl{&traced, traced_path, ce};
   out.calibration = calibrate_step_model(t, out.model, traced_path.empty() ? nullptr : &tl);
   if (traced_path.empty()) return;
@@ -60,8 +68,9 @@ void calibrate(const ServeJob& job, ServeOutcome& out) {
 void sweep(const ServeJob& job, ServeOutcome& out) {
   if (job.rates.empty()) return;
   const auto t0 = Clock::now();
+  if (job.rates.size() > 1000) throw InputError("--rates: 1 to 1000 rates");
   for (double r : job.rates) {
-    if (!(r > 0) || !std::isfinite(r)) throw InputError("--rates: expected positive requests/s");
+    if (!(r >= 1e-6 && r <= 1e9)) throw InputError("--rates: expected requests/s from 1e-6 to 1e9");
     std::vector<Request> rq;
     if (out.generated) {
       WorkloadSpec w = job.workload;

@@ -10,7 +10,7 @@ namespace {
 template <class T>
 double interpolate(std::vector<T>& v, double q) {
   if (v.empty()) return 0;
-  q = std::clamp(q, 0.0, 1.0);
+  q = q >= 0 ? std::min(q, 1.0) : 0.0;  // (NaN: 0)
   const double x = q * static_cast<double>(v.size() - 1);
   const std::size_t lo = static_cast<std::size_t>(std::floor(x));
   std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(lo), v.end());

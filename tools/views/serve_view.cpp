@@ -184,7 +184,10 @@ ServeJob serve_job(const ServeArgs& a) {
   eng.padding = {a.q_pad, a.kv_pad};
   eng.watermark = a.watermark;
   if (!a.wake.empty()) eng.wake = parse_duration(a.wake);
-  if (a.num_blocks <= 0 && !a.kv_memory.empty()) job.kv_memory = parse_bytes(a.kv_memory);
+  if (a.num_blocks <= 0 && !a.kv_memory.empty()) {
+    job.kv_memory = parse_bytes(a.kv_memory);
+    if (job.kv_memory <= 0) throw InputError("--kv-memory '" + a.kv_memory + "': must be positive");
+  }
   if (a.requests_path.empty()) {
     WorkloadSpec& ws = job.workload;
     ws.rate = a.rate;
