@@ -88,6 +88,31 @@ std::string fmt(double v, int prec = 3) {
 }
 
 
+// A step's two longest host pauses between its launches (from its start, each launch after the
+// previous one returned) and the launch after the longest (0: none).
+struct Pauses {
+  double gap1 = 0, gap2 = 0;
+  std::size_t at1 = 0;
+};
+Pauses pauses(const StepObs& o) {
+  Pauses p;
+  TimeNs prev = o.start;
+  for (std::size_t k = 0; k < o.launches.size(); ++k) {
+    const auto& [b, e] = o.launches[k];
+    const double g = static_cast<double>(std::max<TimeNs>(0, b - prev));
+    if (g > p.gap1) p.gap2 = p.gap1, p.gap1 = g, p.at1 = k;
+    else if (g > p.gap2) p.gap2 = g;
+    prev = std::max(prev, e);
+  }
+  return p;
+}
+
+// A device-to-host copy: a step's tokens on their way out (its call returns when the GPU is done).
+bool is_d2h(const Trace& trace, const Op& op) {
+  const CopyInfo* c = trace.copy(op);
+  return op.kind == OpKind::Memcpy && c && c->copy_kind == MemcpyKind::DtoH;
+}
+
 // Steps marked by the engine ("forward q= kv= seqs=" ranges): each range's launches, kernels and
 // sibling prepare/update ranges.
 std::vector<StepObs> annotated_steps(const Trace& trace) {
@@ -144,6 +169,7 @@ std::vector<StepObs> annotated_steps(const Trace& trace) {
     ++o->kernels;
     if (o->first_kernel < 0 || op.start < o->first_kernel) o->first_kernel = op.start;
   }
+  for (auto& o : obs) std::sort(o.launches.begin(), o.launches.end());
   std::sort(obs.begin(), obs.end(), [](const StepObs& a, const StepObs& b) { return a.start < b.start; });
   return obs;
 }
@@ -160,17 +186,15 @@ StepObs step_of_ops(const Trace& trace, const std::vector<OpId>& ops) {
     if (o.first_kernel < 0 || op.start < o.first_kernel) o.first_kernel = op.start;
     if (op.link == kNone || op.link >= trace.ops.size()) continue;
     const Op& api = trace.ops[op.link];
+    o.end = std::max(o.end, api.end());
     // A copy to the host blocks its call until the GPU is done: the launching ends where it starts.
-    const CopyInfo* c = trace.copy(op);
-    const bool waits = op.kind == OpKind::Memcpy && c && c->copy_kind == MemcpyKind::DtoH;
-    o.last_launch = std::max(o.last_launch, waits ? api.start : api.end());
-    o.launches.emplace_back(api.start, waits ? api.start : api.end());
+    const TimeNs launched = is_d2h(trace, op) ? api.start : api.end();
+    o.last_launch = std::max(o.last_launch, launched);
+    o.launches.emplace_back(api.start, launched);
   }
   std::sort(o.launches.begin(), o.launches.end());
   o.launches.erase(std::unique(o.launches.begin(), o.launches.end()), o.launches.end());  // a graph's nodes share their launch
   if (!o.launches.empty()) o.start = o.launches.front().first;
-  for (OpId id : ops)
-    if (trace.ops[id].link != kNone && trace.ops[id].link < trace.ops.size()) o.end = std::max(o.end, trace.ops[trace.ops[id].link].end());
   return o;
 }
 
@@ -206,15 +230,15 @@ std::vector<StepObs> engine_steps(const Trace& trace, std::string& how) {
   std::vector<std::vector<OpId>> segs(1);
   for (OpId i : seq) {
     segs.back().push_back(i);
-    const CopyInfo* c = trace.copy(trace.ops[i]);
-    if (c && trace.ops[i].kind == OpKind::Memcpy && c->copy_kind == MemcpyKind::DtoH) segs.emplace_back();
+    if (is_d2h(trace, trace.ops[i])) segs.emplace_back();
   }
   segs.pop_back();  // launches after the last copy: no step's end
   std::vector<double> seg_sizes;
   for (const auto& g : segs) seg_sizes.push_back(static_cast<double>(g.size()));
+  const double seg_ops = median(seg_sizes);
   std::vector<StepObs> obs;
-  if (segs.size() >= 8 && median(seg_sizes) >= 0.5 * iteration_ops) {
-    how = "one device-to-host copy a step (its tokens): " + std::to_string(segs.size()) + " steps of " + fmt(median(seg_sizes), 4) +
+  if (segs.size() >= 8 && seg_ops >= 0.5 * iteration_ops) {
+    how = "one device-to-host copy a step (its tokens): " + std::to_string(segs.size()) + " steps of " + fmt(seg_ops, 4) +
           " device ops (median); structure recognition: " + it->how;
     for (const auto& g : segs) obs.push_back(step_of_ops(trace, g));
   } else {
@@ -346,15 +370,8 @@ std::vector<int> first_time_steps(const std::vector<StepObs>& obs, std::string& 
   std::vector<double> pause(obs.size(), 0), launch;
   for (std::size_t i = 0; i < obs.size(); ++i) {
     const StepObs& o = obs[i];
-    double g1 = 0, g2 = 0;
-    TimeNs prev = o.start;
-    for (const auto& [b, e] : o.launches) {
-      const double g = static_cast<double>(std::max<TimeNs>(0, b - prev));
-      if (g > g1) g2 = g1, g1 = g;
-      else if (g > g2) g2 = g;
-      prev = std::max(prev, e);
-    }
-    pause[i] = std::max(1e3, g1 - g2);  // 1 us: pauses below are noise
+    const Pauses p = pauses(o);
+    pause[i] = std::max(1e3, p.gap1 - p.gap2);  // 1 us: pauses below are noise
     if (o.last_launch > o.start) launch.push_back(static_cast<double>(o.last_launch - o.start));
   }
   std::vector<int> by_key(obs.size(), -1);
@@ -407,7 +424,8 @@ void fit_gpu(const std::vector<const StepObs*>& used, StepCostModel& m, Calibrat
 
 // A step's launching: from its start to its last launch; its two longest pauses between launches.
 struct Launch {
-  double ns = 0, kernels = 0, gap1 = 0, gap2 = 0;
+  double ns = 0, kernels = 0;
+  Pauses pause;
   bool first = false;
   const StepObs* obs = nullptr;
 };
@@ -424,24 +442,14 @@ void split_preparation(const std::vector<Launch>& ls, bool from_repeats, StepCos
   std::vector<std::vector<double>> px;
   for (const auto& l : ls) {
     const auto& la = l.obs->launches;
-    std::size_t end = std::max<std::size_t>(2, la.size() * 15 / 100), build_at = 0;
-    if (l.first && m.shape_build > 0) {
-      TimeNs prev = l.obs->start;
-      for (std::size_t k = 0; k < la.size(); ++k) {
-        if (static_cast<double>(la[k].first - prev) >= l.gap1) {
-          build_at = k;
-          break;
-        }
-        prev = std::max(prev, la[k].second);
-      }
-      if (build_at > 1) end = build_at;
-    }
+    std::size_t end = std::max<std::size_t>(2, la.size() * 15 / 100);
+    if (l.first && m.shape_build > 0 && l.pause.at1 > 1) end = l.pause.at1;  // before the build's pause
     double longest = -1;
     std::size_t at = 0;
     for (std::size_t k = 1; k < la.size() && k < end; ++k)
       if (const double g = static_cast<double>(la[k].first - la[k - 1].second); g > longest) longest = g, at = k;
     const double before = static_cast<double>(la[at].first - l.obs->start);
-    const double build = m.shape_build > 0 && l.first ? l.gap1 - l.gap2 : 0;
+    const double build = m.shape_build > 0 && l.first ? l.pause.gap1 - l.pause.gap2 : 0;
     if (l.obs->shaped) {
       const StepShape& sh = l.obs->shape;
       px.push_back({1, static_cast<double>(sh.seqs), static_cast<double>(sh.q), static_cast<double>(sh.kv)});
@@ -469,13 +477,13 @@ void split_preparation(const std::vector<Launch>& ls, bool from_repeats, StepCos
 // launch time is then the first-time steps' less that pause. The host issues a forward's kernels
 // one by one whatever the batch holds: its time is the kernels it launches times the median time
 // per launch (a median: a profiler's pauses and a garbage collection land on some steps).
-std::string fit_launch(std::vector<StepObs>& obs, StepCostModel& m, CalibrationReport& rep, double kernels_median, std::array<double, 4>* host_prepare) {
+std::string fit_launch(const std::vector<StepObs>& obs, StepCostModel& m, CalibrationReport& rep, double kernels_median, std::array<double, 4>* host_prepare) {
   std::string first_how;
   const std::vector<int> first_time = first_time_steps(obs, first_how);
   std::vector<Launch> ls;
   std::vector<double> tails;
   for (std::size_t i = 0; i < obs.size(); ++i) {
-    StepObs& o = obs[i];
+    const StepObs& o = obs[i];
     if (o.kernels == 0 || o.launches.empty() || o.last_launch <= o.start || first_time[i] < 0) continue;
     tails.push_back(static_cast<double>(o.end - o.last_launch));
     Launch l;
@@ -483,14 +491,7 @@ std::string fit_launch(std::vector<StepObs>& obs, StepCostModel& m, CalibrationR
     l.obs = &o;
     l.ns = static_cast<double>(o.last_launch - o.start);
     l.kernels = static_cast<double>(o.kernels);
-    std::sort(o.launches.begin(), o.launches.end());
-    TimeNs prev = o.start;
-    for (const auto& [b, e] : o.launches) {
-      const double g = static_cast<double>(std::max<TimeNs>(0, b - prev));
-      if (g > l.gap1) l.gap2 = l.gap1, l.gap1 = g;
-      else if (g > l.gap2) l.gap2 = g;
-      prev = std::max(prev, e);
-    }
+    l.pause = pauses(o);
     ls.push_back(l);
   }
   auto med = [&](bool first, auto f) {
@@ -515,7 +516,7 @@ std::string fit_launch(std::vector<StepObs>& obs, StepCostModel& m, CalibrationR
             fmt(repeat_ns / 1e6) + " ms (" + std::to_string(n_repeat) + ")";
       from_repeats = true;
     } else {
-      build = med(true, [](const Launch& l) { return l.gap1 - l.gap2; });
+      build = med(true, [](const Launch& l) { return l.pause.gap1 - l.pause.gap2; });
       how = "the longest launch gap of " + std::to_string(n_first) + " first-time forwards less their second-longest (" + std::to_string(n_repeat) +
             " repeated steps: too few to compare)";
     }
@@ -531,7 +532,7 @@ std::string fit_launch(std::vector<StepObs>& obs, StepCostModel& m, CalibrationR
   std::vector<double> per_kernel, all;
   for (const auto& l : ls) {
     if (from_repeats && l.first) continue;
-    const double ns = l.ns - (m.shape_build > 0 && l.first ? l.gap1 - l.gap2 : 0);
+    const double ns = l.ns - (m.shape_build > 0 && l.first ? l.pause.gap1 - l.pause.gap2 : 0);
     per_kernel.push_back(ns / l.kernels);
     all.push_back(ns);
   }
