@@ -79,6 +79,20 @@ std::string installed_hw_path(const std::string& name) {
 }
 
 namespace {
+// `t` in the lowercased name `n` as its own token (not inside "a100" for "a10", "l40s" for "l4").
+bool has_token(const std::string& n, const std::string& t) {
+  auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  for (std::size_t at = n.find(t); !t.empty() && at != std::string::npos; at = n.find(t, at + 1))
+    if ((at == 0 || !alnum(n[at - 1]) || !alnum(t.front())) && (at + t.size() == n.size() || !alnum(n[at + t.size()]) || !alnum(t.back())))
+      return true;
+  return false;
+}
+
+std::string lowercase(std::string x) {
+  for (char& c : x) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return x;
+}
+
 // A spec's own `match` terms (not inherited), lowercased; empty when it has none.
 std::vector<std::string> match_terms(const std::string& text) {
   std::vector<std::string> out;
@@ -86,9 +100,7 @@ std::vector<std::string> match_terms(const std::string& text) {
   if (!j.is_object() || !j.contains("match") || !j["match"].is_array()) return out;
   for (const auto& t : j["match"]) {
     if (!t.is_string()) return {};
-    std::string x = t.get<std::string>();
-    for (char& c : x) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    out.push_back(x);
+    out.push_back(lowercase(t.get<std::string>()));
   }
   return out;
 }
@@ -101,30 +113,17 @@ std::string file_text(const std::string& path) {
 }  // namespace
 
 std::string preset_for_device_name(const std::string& device_name) {
-  auto lower = [](std::string x) {
-    for (char& c : x) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return x;
-  };
-  const std::string n = lower(device_name);
+  const std::string n = lowercase(device_name);
   std::string best;
   std::size_t best_terms = 0;
   for (const auto& [name, text] : embedded_hw_presets()) {
-    // A preset's own `match` (not inherited through `extends`); the most specific match wins.
-    nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-    if (!j.is_object() || !j.contains("match") || !j["match"].is_array() || j["match"].empty()) continue;
-    // A term matches where it stands as its own token (not inside "a100" for "a10", "l40s" for "l4").
-    auto has_token = [&](const std::string& t) {
-      auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
-      for (std::size_t at = n.find(t); !t.empty() && at != std::string::npos; at = n.find(t, at + 1))
-        if ((at == 0 || !alnum(n[at - 1]) || !alnum(t.front())) && (at + t.size() == n.size() || !alnum(n[at + t.size()]) || !alnum(t.back())))
-          return true;
-      return false;
-    };
-    bool all = true;
-    for (const auto& term : j["match"]) all = all && term.is_string() && has_token(lower(term.get<std::string>()));
-    if (all && j["match"].size() > best_terms) {
+    // A preset's own `match` (not inherited through `extends`), each term a token; the most specific match wins.
+    const auto terms = match_terms(text);
+    bool all = !terms.empty();
+    for (const auto& t : terms) all = all && has_token(n, t);
+    if (all && terms.size() > best_terms) {
       best = name;
-      best_terms = j["match"].size();
+      best_terms = terms.size();
     }
   }
   return best;
@@ -139,8 +138,7 @@ std::string preset_for_device(const std::string& device_name) {
   if (!p.empty()) return p;
   // A GPU with no preset: an installed spec whose own `match` terms all occur in its name (the
   // validate target writes one from the device's properties).
-  std::string lower = device_name;
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string lower = lowercase(device_name);
   std::size_t best_terms = 0;
   for (const auto& name : installed_hw_names()) {
     auto terms = match_terms(file_text(installed_hw_path(name)));

@@ -9,7 +9,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <sstream>
 #include <optional>
 
 #include "models/replay.hpp"
@@ -131,16 +130,7 @@ std::string serve_text(const py::kwargs& kw) {
       {"slo_ttft", duration([](ServeJob& j) -> TimeNs& { return j.slo.ttft; })},
       {"slo_tpot", duration([](ServeJob& j) -> TimeNs& { return j.slo.tpot; })},
       {"rates", [](ServeJob& j, py::handle v) {
-         if (py::isinstance<py::str>(v)) {
-           std::stringstream ss(py::cast<std::string>(v));
-           for (std::string x; std::getline(ss, x, ',');) {
-             std::size_t used = 0;
-             j.rates.push_back(std::stod(x, &used));
-             if (used != x.size()) throw InputError("serve(): rates='" + py::cast<std::string>(v) + "': comma-separated requests/s");
-           }
-         } else {
-           j.rates = py::cast<std::vector<double>>(v);
-         }
+         j.rates = py::isinstance<py::str>(v) ? serve::parse_rates(py::cast<std::string>(v), "serve(): rates") : py::cast<std::vector<double>>(v);
        }},
       {"chrome_trace", [&chrome](ServeJob&, py::handle v) { chrome = py::cast<std::string>(v); }},
       {"step_costs", [&step_costs](ServeJob&, py::handle v) { step_costs = py::cast<std::string>(v); }},

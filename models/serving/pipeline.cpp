@@ -4,6 +4,7 @@
 #include <cctype>
 #include <chrono>
 #include <cmath>
+#include <sstream>
 
 #include "sim/base/error.hpp"
 #include "traces/importer.hpp"
@@ -95,6 +96,23 @@ void sweep(const ServeJob& job, ServeOutcome& out) {
 }
 
 }  // namespace
+
+std::vector<double> parse_rates(const std::string& s, const std::string& what) {
+  std::vector<double> out;
+  std::stringstream ss(s);
+  std::string x;
+  while (std::getline(ss, x, ',')) {
+    std::size_t used = 0;
+    double v = -1;
+    try {
+      v = std::stod(x, &used);
+    } catch (...) { used = 0; }
+    if (used != x.size() || !(v > 0) || !std::isfinite(v)) throw InputError(what + " '" + s + "': expected positive requests/s, comma-separated");
+    out.push_back(v);
+  }
+  if (out.empty() || out.size() > 1000) throw InputError(what + ": 1 to 1000 rates");
+  return out;
+}
 
 std::vector<Request> at_rate(const std::vector<Request>& reqs, double rate) {
   std::vector<Request> out = reqs;

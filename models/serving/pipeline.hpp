@@ -54,6 +54,9 @@ struct ServeOutcome {
 // Runs it. Bad input is an InputError naming the file (and line) or the option.
 ServeOutcome run_serving(const ServeJob& job);
 
+// "1,2,4": request rates (requests/s), each positive, 1 to 1000 of them; errors name `what`.
+std::vector<double> parse_rates(const std::string& text, const std::string& what);
+
 // The log's requests at another rate: inter-arrival gaps scaled by (the log's rate / rate).
 std::vector<Request> at_rate(const std::vector<Request>& reqs, double rate);
 

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <iomanip>
 #include <iostream>
-#include <sstream>
 
 #include "hw/spec.hpp"
 #include "models/serving/calibrate.hpp"
@@ -77,22 +76,6 @@ json stat_json(const Metrics& m) {
 
 json num_or_null(double v) { return std::isnan(v) ? json(nullptr) : json(v); }
 
-std::vector<double> parse_rates(const std::string& s) {
-  std::vector<double> out;
-  std::stringstream ss(s);
-  std::string x;
-  while (std::getline(ss, x, ',')) {
-    std::size_t used = 0;
-    double v = -1;
-    try {
-      v = std::stod(x, &used);
-    } catch (...) { used = 0; }
-    if (used != x.size() || !(v > 0) || !std::isfinite(v)) throw InputError("--rates '" + s + "': expected positive requests/s, comma-separated");
-    out.push_back(v);
-  }
-  if (out.empty() || out.size() > 1000) throw InputError("--rates: 1 to 1000 rates");
-  return out;
-}
 
 void print_row(std::ostream& o, const char* name, double sim, double meas, bool has_meas, const char* unit) {
   o << "  " << std::left << std::setw(22) << name << std::right << std::setw(12) << std::fixed << std::setprecision(2) << sim;
@@ -211,7 +194,7 @@ ServeJob serve_job(const ServeArgs& a) {
   job.calibrate_log = a.calib_log;
   if (!a.slo_ttft.empty()) job.slo.ttft = parse_duration(a.slo_ttft);
   if (!a.slo_tpot.empty()) job.slo.tpot = parse_duration(a.slo_tpot);
-  if (!a.rates.empty()) job.rates = parse_rates(a.rates);
+  if (!a.rates.empty()) job.rates = serve::parse_rates(a.rates, "--rates");
   job.keep_steps = !a.chrome_out.empty();
   return job;
 }
