@@ -1,5 +1,7 @@
 #include "hw/spec.hpp"
 
+#include "sim/base/stats.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <fstream>
@@ -345,6 +347,47 @@ HwSpec parse_hw(const json& j, const std::string& origin) {
       g.gemm_fit[*d] = fit;
     }
   }
+  if (const json* gs = f.get("gpu", "gemm_samples")) {
+    if (!gs->is_object()) f.fail("gpu.gemm_samples", "must map dtypes to {\"nearest\": 7, \"rows\": [[log2 batch, log2 rows, log2 inner, log2 columns, efficiency], ...]}");
+    for (auto it = gs->begin(); it != gs->end(); ++it) {
+      const std::string path = "gpu.gemm_samples." + it.key();
+      auto d = dtype_from_string(it.key());
+      const json& v = it.value();
+      if (!d || !v.is_object() || !v.contains("rows") || !v["rows"].is_array())
+        f.fail(path, "expected {\"nearest\": count, \"rows\": [[log2 batch, log2 rows, log2 inner, log2 columns, efficiency], ...]} for a known dtype");
+      GpuSpec::GemmSurface surface;
+      if (v.contains("nearest")) {
+        if (!v["nearest"].is_number_unsigned() || v["nearest"].get<std::uint64_t>() == 0 || v["nearest"].get<std::uint64_t>() > 1000)
+          f.fail(path + ".nearest", "must be a count in [1, 1000]");
+        surface.nearest = v["nearest"].get<std::size_t>();
+      }
+      for (std::size_t r = 0; r < v["rows"].size(); ++r) {
+        const json& row = v["rows"][r];
+        std::array<double, 5> s{};
+        bool ok = row.is_array() && row.size() == 5;
+        for (std::size_t c = 0; ok && c < 5; ++c) {
+          ok = row[c].is_number() && std::isfinite(row[c].get<double>());
+          if (ok) s[c] = row[c].get<double>();
+        }
+        for (std::size_t c = 0; ok && c < 4; ++c) ok = s[c] >= 0 && s[c] <= 64;
+        if (!ok || s[4] <= 0 || s[4] > 2)
+          f.fail(path + ".rows[" + std::to_string(r) + "]",
+                 "expected [log2 batch, log2 rows, log2 inner, log2 columns] in [0, 64] and an efficiency in (0, 2]");
+        surface.samples.push_back(s);
+      }
+      // (An efficiency above 1: the GPU ran above the preset's sustained clock.)
+      std::stable_sort(surface.samples.begin(), surface.samples.end(), [](const auto& a, const auto& b) { return a[1] < b[1]; });
+      g.gemm_samples[*d] = std::move(surface);
+    }
+  }
+  if (const json* he = f.get("gpu", "held_out_error")) {
+    if (!he->is_object()) f.fail("gpu.held_out_error", "must map kernel classes (\"gemm\", \"memory\") to a median |error| in [0, 10]");
+    for (auto it = he->begin(); it != he->end(); ++it) {
+      if (!it.value().is_number() || it.value().get<double>() < 0 || it.value().get<double>() > 10)
+        f.fail("gpu.held_out_error." + it.key(), "must be a median |error| in [0, 10]");
+      g.held_out_error[it.key()] = it.value().get<double>();
+    }
+  }
   if (const json* peak = f.get("gpu", "peak")) {
     if (!peak->is_object()) f.fail("gpu.peak", "must be an object {dtype: {simt|tensor: rate}}");
     for (auto it = peak->begin(); it != peak->end(); ++it) {
@@ -486,6 +529,43 @@ std::vector<std::string> unsourced_fields(const HwSpec& h) {
   for (const char* sec : {"gpu", "node", "cluster"})
     if (h.resolved.contains(sec)) walk(h.resolved[sec], sec);
   return out;
+}
+
+std::optional<double> GpuSpec::GemmSurface::efficiency(double batch, double rows, double inner, double columns) const {
+  if (samples.empty() || !(batch >= 1) || !(rows >= 1) || !(inner >= 1) || !(columns >= 1)) return std::nullopt;
+  const double x[4] = {std::log2(batch), std::log2(rows), std::log2(inner), std::log2(columns)};
+  // The k nearest by squared distance (ties: the earlier sample), scanning out from the query's
+  // rows along the sorted rows coordinate and stopping where that coordinate alone is farther than
+  // the k-th best so far.
+  const std::size_t k = std::min(nearest, samples.size());
+  std::vector<std::pair<double, std::size_t>> best;  // (distance^2, index), kept sorted, at most k
+  auto offer = [&](std::size_t i) {
+    const auto& s = samples[i];
+    double d = 0;
+    for (std::size_t c = 0; c < 4; ++c) d += (s[c] - x[c]) * (s[c] - x[c]);
+    std::pair<double, std::size_t> c{d, i};
+    if (best.size() == k && !(c < best.back())) return;
+    best.insert(std::upper_bound(best.begin(), best.end(), c), c);
+    if (best.size() > k) best.pop_back();
+  };
+  auto far = [&](std::size_t i) {
+    const double dr = samples[i][1] - x[1];
+    return best.size() == k && dr * dr > best.back().first;
+  };
+  const auto mid = static_cast<std::size_t>(
+      std::lower_bound(samples.begin(), samples.end(), x[1], [](const auto& s, double v) { return s[1] < v; }) - samples.begin());
+  for (std::size_t lo = mid, hi = mid; lo > 0 || hi < samples.size();) {
+    bool moved = false;
+    if (hi < samples.size() && !far(hi)) offer(hi++), moved = true;
+    else hi = samples.size();
+    if (lo > 0 && !far(lo - 1)) offer(--lo), moved = true;
+    else lo = 0;
+    if (!moved) break;
+  }
+  if (best.empty() || best.front().first > 4.0) return std::nullopt;  // two octaves from every measured shape
+  std::vector<double> eff;
+  for (const auto& b : best) eff.push_back(samples[b.second][4]);
+  return quantile(eff, 0.5);
 }
 
 }  // namespace bneck

@@ -84,6 +84,20 @@ struct GpuSpec {
     TimeNs submit = 0;  // what a host-timed call adds (library and launch), microbenchmarks only
   };
   std::map<Dtype, GemmFit> gemm_fit;
+  // Measured GEMM efficiency by shape, per precision (an overlay fitted to published kernels): a
+  // GEMM of known shape runs at the median efficiency of the `nearest` measured shapes nearest its
+  // (log2 batch, log2 output rows, log2 inner, log2 output columns), which carries that GPU's
+  // kernel choice, tile padding, wave quantization and split-K as measured. A shape more than two
+  // octaves from every sample has no figure (the GemmFit applies).
+  struct GemmSurface {
+    std::vector<std::array<double, 5>> samples;  // log2 batch, rows, inner, columns; efficiency; sorted by rows
+    std::size_t nearest = 7;
+    std::optional<double> efficiency(double batch, double rows, double inner, double columns) const;
+  };
+  std::map<Dtype, GemmSurface> gemm_samples;
+  // Median |error| of the model on held-out kernels per class ("gemm", "memory"), where measured:
+  // the error bar a forecast for this GPU carries.
+  std::map<std::string, double> held_out_error;
   double peak_of(Dtype d, ComputeUnit u) const { return peak[static_cast<int>(d)][static_cast<int>(u)]; }
   // The best unit for a dtype (tensor cores where they support it).
   ComputeUnit best_unit(Dtype d) const { return peak_of(d, ComputeUnit::Tensor) > 0 ? ComputeUnit::Tensor : ComputeUnit::Simt; }

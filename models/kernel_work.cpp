@@ -231,6 +231,14 @@ double memory_parallelism_factor(const LaunchConfig& lc, const GpuSpec& g, Bytes
   return stretch(resident) / stretch(g.max_threads_per_sm);
 }
 
+std::optional<double> gemm_efficiency_by_shape(const KernelWork& w, const GpuSpec& g) {
+  if (w.cls != KernelClass::Gemm || w.out_rows <= 0 || w.out_cols <= 0 || w.flops <= 0) return std::nullopt;
+  auto it = g.gemm_samples.find(w.dtype);
+  if (it == g.gemm_samples.end() || g.peak_of(w.dtype, w.unit) <= 0) return std::nullopt;
+  const double batch = std::max(1.0, w.batch);
+  return it->second.efficiency(batch, w.out_rows, w.flops / (2 * batch * w.out_rows * w.out_cols), w.out_cols);
+}
+
 KernelEstimate model_kernel(const Trace& t, OpId k, const KernelWork& w, const HwSpec& hw) {
   return model_kernel(t.launch(t.ops[k]), w, hw);
 }
@@ -248,12 +256,14 @@ KernelEstimate model_kernel(const LaunchConfig* lc, const KernelWork& w, const H
     }
   }
   TimeNs tail = g.kernel_tail;
+  const std::optional<double> by_shape = gemm_efficiency_by_shape(w, g);
   if (w.cls == KernelClass::Gemm) {  // calibrated GEMM fit of this precision, where there is one
     auto it = g.gemm_fit.find(w.dtype);
     if (it != g.gemm_fit.end()) {
       in.compute_efficiency = it->second.efficiency;
       tail = std::max(tail, it->second.overhead);
     }
+    if (by_shape) in.compute_efficiency = *by_shape;  // measured at this shape: waves and tiles included
   }
   RooflineResult r = roofline(g, in);
   double compute_s = r.compute_time_s, memory_s = r.memory_time_s, chain_s = 0;
@@ -261,7 +271,7 @@ KernelEstimate model_kernel(const LaunchConfig* lc, const KernelWork& w, const H
     GridScaling gs = grid_scaling(*lc, g);
     e.waves = gs.waves;
     e.wave_efficiency = gs.wave_efficiency;
-    compute_s *= gs.compute;
+    if (!by_shape) compute_s *= gs.compute;  // the launch's grid is the source GPU's kernel choice
     memory_s *= gs.memory;
     if (w.access_width > 0 && w.level == MemLevel::Hbm && !is_compute_class(w.cls))  // GEMMs stage tiles asynchronously
       memory_s *= memory_parallelism_factor(*lc, g, w.access_width, w.read_bytes >= 0 && w.bytes > 0 ? w.read_bytes / w.bytes : 0.5);

@@ -70,6 +70,10 @@ struct KernelWork {
   double tiles = 0;                              // GEMM: output tiles (the tile the kernel's name gives, over the output; 0: unknown)
 };
 
+// The efficiency `g` measured for GEMMs of this one's shape and precision (GpuSpec::gemm_samples),
+// where the shape is known and measured near; the model then ignores the launch's grid.
+std::optional<double> gemm_efficiency_by_shape(const KernelWork& w, const GpuSpec& g);
+
 // How a launch geometry stretches the roofline's times on `g`: a grid of fewer blocks than SMs
 // gets the fraction blocks/SMs of the rates (both times / f); a larger one divides the math time by
 // its wave efficiency (occupancy from threads, registers and shared memory).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 
 #include "models/collective.hpp"
@@ -56,7 +57,9 @@ RetargetCostModel::RetargetCostModel(const Trace& t, HwSpec source, HwSpec targe
       continue;
     }
     TimeNs tgt = model_device_op(t, i, work_[i], target_);
-    if (mode_ == DurationMode::Model) {
+    // A GEMM the target measured at this shape: its time there, not the source's scaled (the
+    // source's kernel choice, tiles and waves do not carry over).
+    if (mode_ == DurationMode::Model || gemm_efficiency_by_shape(work_[i], target_.gpu)) {
       times_[i] = tgt;
     } else {
       TimeNs src = model_device_op(t, i, work_[i], source_);
@@ -80,6 +83,29 @@ std::vector<std::string> RetargetCostModel::assumptions() const {
     u.second += o.duration();
   }
   const GpuSpec& g = target_.gpu;
+  std::size_t by_shape = 0, gemms = 0;
+  TimeNs by_shape_time = 0;
+  for (OpId i = 0; i < t_.ops.size() && i < work_.size(); ++i) {
+    if (t_.ops[i].kind != OpKind::Kernel || work_[i].cls != KernelClass::Gemm) continue;
+    ++gemms;
+    if (gemm_efficiency_by_shape(work_[i], g)) ++by_shape, by_shape_time += t_.ops[i].duration();
+  }
+  if (by_shape > 0) {
+    std::string line = std::to_string(by_shape) + " of " + std::to_string(gemms) + " GEMM kernels (" + format_duration(by_shape_time) +
+                       " measured) timed from " + target_.name + "'s measured GEMMs of the nearest shapes";
+    out.push_back(line);
+  }
+  if (!g.held_out_error.empty()) {
+    std::string line = "error bar (held-out median |error| of " + target_.name + "'s kernel model):";
+    const char* sep = " ";
+    for (const auto& [cls, e] : g.held_out_error) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%s%s %.1f %%", sep, cls.c_str(), e * 100);
+      line += buf;
+      sep = ", ";
+    }
+    out.push_back(line);
+  }
   for (const auto& [key, n] : used) {
     const auto [dtype, unit] = key;
     if (g.peak_of(dtype, unit) > 0) continue;

@@ -2,9 +2,9 @@
 // (hw/calibrated/*-calibrated.json, fitted by validate/external/fit_neusight.py on the training
 // shapes of NeuSight's published single-kernel measurements), checked on the held-out shapes
 // (FNV-1a of the shape string mod 10 >= 7; the same shapes on every GPU). Two figures per GPU:
-//   direct: the model's time of the kernel on that GPU against the measured one;
-//   from H100: the H100's measured time of the same shape x model(target) / model(H100), as
-//   `--hw` retargets a trace (hybrid mode), against the target's measured time.
+//   by shape: a GEMM whose shape the trace gives (record_shapes, NVTX shapes), timed at the
+//     efficiency the target measured for the nearest training shapes, as `--hw` times it;
+//   no shape: the same GEMM when only its FLOPs are known (the overlay's median efficiency).
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
@@ -34,6 +34,7 @@ std::uint64_t fnv1a(const std::string& s) {
 struct Row {
   std::string op, shape;
   double ms = 0, flops = 0, bytes = 0;
+  double batch = 1, rows = 0, cols = 0;  // GEMM output: batch x rows x cols
   bool gemm = false;
 };
 
@@ -68,8 +69,12 @@ std::map<std::string, std::vector<Row>> read_rows(const std::string& path, bool 
     if (gemm) {
       const double b = std::stod(f[col("B")]), m = std::stod(f[col("M")]), n = std::stod(f[col("N")]), k = std::stod(f[col("K")]);
       r.shape = f[col("B")] + "," + f[col("M")] + "," + f[col("N")] + "," + f[col("K")];
+      // NeuSight's (B, M, N) @ (B, N, K): the output is B x M x K, the inner size N.
       r.flops = 2 * b * m * n * k;
-      r.bytes = 4 * (b * m * k + b * k * n + b * m * n);
+      r.bytes = 4 * (b * m * n + b * n * k + b * m * k);
+      r.batch = b;
+      r.rows = m;
+      r.cols = k;
     } else {
       static const std::map<std::string, int> rw = {{"add", 3}, {"mul", 3}, {"div", 3}, {"pow", 3}, {"addu", 2}, {"mulu", 2},
                                                     {"divu", 2}, {"powu", 2}, {"relu", 2}, {"gelu", 2}, {"tanh", 2}};
@@ -85,13 +90,18 @@ std::map<std::string, std::vector<Row>> read_rows(const std::string& path, bool 
   return out;
 }
 
-double model_ms(const Row& r, const HwSpec& hw) {
+double model_ms(const Row& r, const HwSpec& hw, bool shape = true) {
   KernelWork w;
   w.cls = r.gemm ? KernelClass::Gemm : KernelClass::Elementwise;
   w.dtype = Dtype::FP32;
   w.unit = ComputeUnit::Simt;
   w.flops = r.flops;
   w.bytes = r.bytes;
+  if (shape) {
+    w.batch = r.batch;
+    w.out_rows = r.rows;
+    w.out_cols = r.cols;
+  }
   return static_cast<double>(model_kernel(nullptr, w, hw).time_ns) / 1e6;
 }
 
@@ -106,62 +116,72 @@ TEST_CASE("other GPUs: NeuSight's held-out kernels through the presets and their
   auto gemm = read_rows(dir + "test_linear.csv", true);
   for (auto& [dev, v] : read_rows(dir + "test_bmm.csv", true)) gemm[dev].insert(gemm[dev].end(), v.begin(), v.end());
   auto elem = read_rows(dir + "test_elem.csv", false);
-  // The source, as a trace's GPU is in use: calibrated on its own software stack (the H200's
-  // efficiencies are its own measurements); here the H100's FP32 GEMM efficiency from its training
-  // rows, as fit_neusight.py fits the others (the median achieved fraction of peak, rows >= 0.5 ms).
-  HwSpec h100 = load_target_hw("h100-sxm");
-  std::map<std::string, double> h100_ms;  // by op and shape
-  {
-    std::vector<double> eff;
-    const double peak = h100.gpu.peak_of(Dtype::FP32, ComputeUnit::Simt);
-    for (const Row& r : gemm["NVIDIA H100 80GB HBM3"]) {
-      h100_ms[r.op + "/" + r.shape] = r.ms;
-      if (fnv1a(r.shape) % 10 < 7 && r.ms >= 0.5) eff.push_back(r.flops / (r.ms * 1e-3) / peak);
-    }
-    REQUIRE(eff.size() > 100);
-    h100.gpu.gemm_fit[Dtype::FP32] = {0, quantile(eff, 0.5), 0};
-  }
   struct Case {
     const char* device;
     const char* preset;
-    double gemm_direct, gemm_from_h100, elem_direct;  // held-out median |error| at most (measured: see README)
+    double by_shape, no_shape, elem;  // held-out median |error| at most (measured: README, other GPUs)
   };
-  // Bounds: the held-out medians measured when the overlays were fitted (README, other GPUs), plus
-  // about two points. GEMM errors are mostly bmm shapes with a side of 64-196, padded to the
-  // kernel's 128-wide tiles (no tile model yet) and P100's 32-wide tiles on N >= 30k.
+  // Bounds: the held-out medians measured when the overlays were fitted, plus one to two points.
+  // The H100's rows ran PyTorch 2.1's Ampere-era sgemm kernels on Hopper; no elementwise rows.
   const Case cases[] = {
-      {"NVIDIA H100 80GB HBM3", "h100-sxm", 0.30, 0, 0},                 // the preset, not refit (fit_neusight.py says why)
-      {"NVIDIA A100-PCIE-40GB", "a100-pcie-40gb", 0.13, 0.14, 0.02},     // 10.5, 11.9, 1.3 %
-      {"NVIDIA A100 80GB PCIe", "a100-pcie-80gb", 0.11, 0.12, 0.02},     // 8.8, 9.9, 1.1 %
-      {"Tesla V100-PCIE-32GB", "v100-pcie-32gb", 0.07, 0.10, 0.02},      // 4.9, 8.3, 0.9 %
-      {"NVIDIA L4", "l4", 0.21, 0.23, 0.02},                             // 19.1, 20.9, 0.3 %
-      {"Tesla T4", "t4", 0.15, 0.21, 0.02},                              // 13.2, 19.1, 1.3 %
-      {"Tesla P100-PCIE-16GB", "p100-pcie-16gb", 0.17, 0.28, 0.02},      // 15.4, 26.4, 1.2 %
+      {"NVIDIA H100 80GB HBM3", "h100-sxm", 0.06, 0.16, 0},           // 4.8, 14.2 %
+      {"NVIDIA A100-PCIE-40GB", "a100-pcie-40gb", 0.05, 0.13, 0.02},  // 4.0, 10.5, 1.3 %
+      {"NVIDIA A100 80GB PCIe", "a100-pcie-80gb", 0.03, 0.11, 0.02},  // 2.0, 8.8, 1.1 %
+      {"Tesla V100-PCIE-32GB", "v100-pcie-32gb", 0.03, 0.07, 0.02},   // 1.7, 4.9, 0.9 %
+      {"NVIDIA L4", "l4", 0.12, 0.21, 0.02},                          // 10.6, 19.1, 0.3 %
+      {"Tesla T4", "t4", 0.095, 0.15, 0.02},                          // 8.0, 13.2, 1.3 %
+      {"Tesla P100-PCIE-16GB", "p100-pcie-16gb", 0.03, 0.17, 0.02},   // 2.0, 15.4, 1.2 %
   };
   for (const auto& c : cases) {
     INFO(c.device << " as " << c.preset);
     const HwSpec hw = load_target_hw(c.preset);
-    CHECK(hw.name == std::string(c.preset) + (std::string(c.preset) == "h100-sxm" ? "" : "-calibrated"));
-    std::vector<double> gd, gh, ed, gd_big;
+    CHECK(hw.name == std::string(c.preset) + "-calibrated");
+    std::vector<double> gs, gn, ed, gs_big;
     for (const Row& r : gemm[c.device]) {
       if (fnv1a(r.shape) % 10 < 7) continue;
       const double e = std::abs(model_ms(r, hw) / r.ms - 1);
-      gd.push_back(e);
-      if (r.ms >= 0.5) gd_big.push_back(e);
-      auto it = h100_ms.find(r.op + "/" + r.shape);
-      if (it != h100_ms.end() && c.gemm_from_h100 > 0) gh.push_back(std::abs(it->second * model_ms(r, hw) / model_ms(r, h100) / r.ms - 1));
+      gs.push_back(e);
+      if (r.ms >= 0.5) gs_big.push_back(e);
+      gn.push_back(std::abs(model_ms(r, hw, false) / r.ms - 1));
     }
     for (const Row& r : elem[c.device])
       if (fnv1a(r.shape) % 10 >= 7) ed.push_back(std::abs(model_ms(r, hw) / r.ms - 1));
-    const double m_gd = quantile(gd, 0.5), m_big = quantile(gd_big, 0.5), m_gh = quantile(gh, 0.5), m_ed = quantile(ed, 0.5);
-    WARN(c.preset << ": GEMM held out " << gd.size() << " rows, median |error| " << m_gd * 100 << " % (>= 0.5 ms: " << m_big * 100 << " %, p90 "
-                  << quantile(gd, 0.9) * 100 << " %); from the H100 " << gh.size() << " rows " << m_gh * 100 << " %; elementwise " << ed.size()
-                  << " rows " << m_ed * 100 << " %");
-    REQUIRE(gd.size() > 100);
-    CHECK(m_gd < c.gemm_direct);
-    if (c.gemm_from_h100 > 0) CHECK(m_gh < c.gemm_from_h100);
-    if (c.elem_direct > 0) CHECK(m_ed < c.elem_direct);
+    const double m_gs = quantile(gs, 0.5), m_big = quantile(gs_big, 0.5), m_gn = quantile(gn, 0.5), m_ed = quantile(ed, 0.5);
+    WARN(c.preset << ": GEMM held out " << gs.size() << " rows, by shape median |error| " << m_gs * 100 << " % (>= 0.5 ms: " << m_big * 100
+                  << " %, p90 " << quantile(gs, 0.9) * 100 << " %), no shape " << m_gn * 100 << " %; elementwise " << ed.size() << " rows "
+                  << m_ed * 100 << " %");
+    REQUIRE(gs.size() > 100);
+    CHECK(m_gs < c.by_shape);
+    CHECK(m_gn < c.no_shape);
+    if (c.elem > 0) CHECK(m_ed < c.elem);
+    // The overlay's error bar is the same rule's held-out figure (fit_neusight.py computes it).
+    CHECK(hw.gpu.held_out_error.at("gemm") == Approx(m_gs).margin(0.01));
   }
+}
+
+TEST_CASE("a GEMM surface: the median efficiency of the nearest measured shapes, none far from all", "[hw][cross_gpu]") {
+  // Four samples (log2 batch, rows, inner, columns, efficiency); nearest 3. A 1024 x 1024 x 1024
+  // GEMM is (0, 10, 10, 10): distances^2 0 (0.8), 1 (0.6), 3 (0.4) and 27 (0.1): the median of the
+  // three nearest, 0.6. A shape more than two octaves (distance^2 > 4) from every sample has none.
+  GpuSpec::GemmSurface s;
+  s.nearest = 3;
+  s.samples = {{0, 7, 7, 7, 0.1}, {0, 9, 9, 9, 0.4}, {0, 10, 10, 10, 0.8}, {0, 11, 10, 10, 0.6}};
+  REQUIRE(s.efficiency(1, 1024, 1024, 1024).has_value());
+  CHECK(*s.efficiency(1, 1024, 1024, 1024) == Approx(0.6));
+  CHECK_FALSE(s.efficiency(1, 1 << 14, 1 << 14, 1 << 14).has_value());  // 9 + 16 + 16 from (11, 10, 10) at the nearest
+  CHECK_FALSE(s.efficiency(8, 1024, 1024, 1024).has_value());           // a batch of 8: 3^2 from every sample
+  // In a kernel: 2 x 1024^3 FLOP at 0.6 of a 10 TFLOP/s FP32 peak = 357.9 us.
+  HwSpec hw = load_target_hw("h100-sxm");
+  hw.gpu.gemm_samples = {{Dtype::FP32, s}};
+  hw.gpu.kernel_tail = 0;
+  hw.gpu.gemm_fit.clear();
+  hw.gpu.peak[static_cast<int>(Dtype::FP32)][static_cast<int>(ComputeUnit::Simt)] = 10e12;
+  KernelWork w;
+  w.cls = KernelClass::Gemm;
+  w.flops = 2.0 * 1024 * 1024 * 1024;
+  w.bytes = 3.0 * 4 * 1024 * 1024;
+  w.out_rows = w.out_cols = 1024;
+  CHECK(model_kernel(nullptr, w, hw).time_ns == Approx(2.0 * 1024 * 1024 * 1024 / (10e12 * 0.6) * 1e9).margin(2));
 }
 
 TEST_CASE("retargeting says which precisions the target lacks and what runs instead", "[hw][cross_gpu][cli]") {
@@ -175,14 +195,23 @@ TEST_CASE("retargeting says which precisions the target lacks and what runs inst
   CliRun t4 = run_bneck("replay '" + trace + "' --hw t4 --json -");
   REQUIRE(t4.code == 0);
   const auto j = nlohmann::json::parse(t4.out);
-  REQUIRE(j["assumptions"].size() == 1);
-  CHECK_THAT(j["assumptions"][0].get<std::string>(), Catch::Contains("bf16 tensor kernels") && Catch::Contains("has no bf16 tensor rate") &&
+  // The T4's overlay carries its held-out error bar; block_bf16's GEMMs are bf16 (the T4's
+  // measured shapes are FP32 ones): none is timed by shape.
+  REQUIRE(j["assumptions"].size() == 2);
+  CHECK_THAT(j["assumptions"][0].get<std::string>(), Catch::Contains("error bar") && Catch::Contains("gemm 8.0 %") && Catch::Contains("memory 1.3 %"));
+  CHECK_THAT(j["assumptions"][1].get<std::string>(), Catch::Contains("bf16 tensor kernels") && Catch::Contains("has no bf16 tensor rate") &&
                                                          Catch::Contains("FP32 on SIMT cores (emulated)"));
   CHECK_THAT(t4.err + run_bneck("replay '" + trace + "' --hw t4").out, Catch::Contains("Assumed on t4-calibrated"));
   CHECK_THAT(run_bneck("whatif '" + trace + "' --hw t4").out, Catch::Contains("--hw t4: assumed: 192 bf16 tensor kernels"));
   CliRun a100 = run_bneck("replay '" + trace + "' --hw a100-pcie-80gb --json -");
   REQUIRE(a100.code == 0);
-  CHECK(nlohmann::json::parse(a100.out)["assumptions"].empty());
+  const auto ja = nlohmann::json::parse(a100.out)["assumptions"];
+  REQUIRE(ja.size() == 1);  // only the error bar: an A100 has bf16 tensor cores
+  CHECK_THAT(ja[0].get<std::string>(), Catch::Contains("error bar"));
+  // fp32 GEMMs with shapes (NVTX op shapes): timed from the A100's measured shapes.
+  const std::string fp32 = std::string(BNECK_SHARED_DIR) + "/traces/h200/block_fp32.sqlite";
+  CHECK_THAT(run_bneck("replay '" + fp32 + "' --hw a100-pcie-40gb").out + "",
+             Catch::Contains("120 of 192 GEMM kernels") && Catch::Contains("measured GEMMs of the nearest shapes"));
 }
 
 namespace {
@@ -229,6 +258,9 @@ std::optional<KernelWork> fx_work(const std::string& op, const std::string& targ
     w.cls = KernelClass::Gemm;
     w.flops = 2 * batch * m * k * n;
     w.bytes = 4 * batch * (m * k + k * n + m * n);
+    w.out_rows = m;
+    w.out_cols = n;
+    w.batch = batch;
     return w;
   };
   if (has("addmm") && ins.size() == 3 && ins[1].size() == 2 && ins[2].size() == 2) return gemm(ins[1][0], ins[1][1], ins[2][1], 1);
@@ -255,14 +287,16 @@ std::optional<KernelWork> fx_work(const std::string& op, const std::string& targ
 }  // namespace
 
 // One transformer layer, its embeddings and LM head, op by op (NeuSight's per-op labels: each fx
-// node timed alone): the target's sum forecast from the H100's measured times x model(target) /
-// model(H100), as `--hw` retargets a trace, against the target's measured sum. Calibration data,
-// not the model-level latencies a cross-GPU forecast is judged on. Measured when written (forecast
-// vs measured): GPT-2 large 4x1024 A100 PCIe 40 GB -9.0 %, V100 PCIe -7.3 %, L4 +23.4 %, T4 +3.0 %,
-// P100 +3.9 %; BERT-large 8x512 -32.2 %, -12.5 %, +50.9 %, +15.0 %, -0.9 %; median 10.8 %. BERT's
-// dense layers run at about half the A100's median GEMM efficiency there (4.7-5.1x the H100's time,
-// against 3x for the kernel set's median), and the L4 runs these shapes at 3.5-3.8x the H100's where
-// its kernel-set median says 5.3x.
+// node timed alone): the target's sum forecast as `--hw` retargets a trace (a GEMM of known shape at
+// the target's measured efficiency for the nearest shapes; other ops the H100's measured time x
+// model(target) / model(H100)), against the target's measured sum. Calibration data, not the
+// model-level latencies a cross-GPU forecast is judged on. Measured when written (forecast vs
+// measured): GPT-2 large 4x1024 A100 PCIe 40 GB -5.6 %, V100 PCIe -2.2 %, L4 +20.6 %, T4 +0.6 %,
+// P100 +12.4 %; BERT-large 8x512 -30.2 %, -12.6 %, +30.4 %, +2.9 %, -2.7 %; median 9.0 %. These
+// labels disagree with the same GPUs' single-kernel set at the same shapes: a 4096 x 1024 x 1024
+// Linear takes 0.989 ms in the A100's labels and 0.672 ms in its kernel set (+47 %), 0.692 and
+// 1.092 ms on the L4 (-37 %), while V100, P100 and H100 agree within 7 %: measured on other boards
+// or clocks. The forecast follows the kernel set.
 TEST_CASE("other GPUs: one transformer layer op by op, forecast from the H100's per-op times", "[hw][cross_gpu]") {
   const std::string dir = std::string(BNECK_SHARED_DIR) + "/external/neusight/";
   if (!fs::exists(dir + "per_op_labels")) {
@@ -327,8 +361,9 @@ TEST_CASE("other GPUs: one transformer layer op by op, forecast from the H100's 
         if (it == dst.end()) continue;
         const double t_src = std::stod(s[4]), t_dst = std::stod(it->second[4]);
         const auto w = fx_work(s[0], s[1], s[2], s[3]);
-        const double ratio = w ? static_cast<double>(model_kernel(nullptr, *w, hw).time_ns) / static_cast<double>(model_kernel(nullptr, *w, h100).time_ns) : 1;
-        forecast += t_src * ratio;
+        const double t_tgt = w ? static_cast<double>(model_kernel(nullptr, *w, hw).time_ns) / 1e6 : 0;
+        if (w && gemm_efficiency_by_shape(*w, hw.gpu)) forecast += t_tgt;  // as `--hw` times a GEMM of known shape
+        else forecast += w ? t_src * t_tgt / (static_cast<double>(model_kernel(nullptr, *w, h100).time_ns) / 1e6) : t_src;
         measured += t_dst;
         h100_total += t_src;
       }
@@ -336,9 +371,9 @@ TEST_CASE("other GPUs: one transformer layer op by op, forecast from the H100's 
       errors.push_back(std::abs(err));
       WARN(wl << " on " << tg.preset << ": forecast " << forecast << " ms from the H100's " << h100_total << " ms, measured " << measured << " ms ("
               << err * 100 << " %)");
-      CHECK(std::abs(err) < 0.55);
+      CHECK(std::abs(err) < 0.45);
     }
   }
   WARN("median |error| over the 10 cases " << quantile(errors, 0.5) * 100 << " %");
-  CHECK(quantile(errors, 0.5) < 0.12);
+  CHECK(quantile(errors, 0.5) < 0.10);
 }

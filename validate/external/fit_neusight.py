@@ -7,20 +7,26 @@ Fitted on the training part of each set (a shape is held out when the FNV-1a has
 string, "B,M,N,K" or "B,H", is 7, 8 or 9 mod 10: the same shapes are held out on every GPU); the
 held-out rest is checked by tests/test_cross_gpu.cpp through bneck's own kernel model.
   gemm_fit.fp32.efficiency: the median, over training linear and bmm rows of at least 0.5 ms, of
-      the achieved FLOP/s (2 B M N K / latency) over the preset's FP32 SIMT peak;
+      the achieved FLOP/s (2 B M N K / latency) over the preset's FP32 SIMT peak (the figure for
+      GEMMs whose shapes a trace does not give);
+  gemm_samples.fp32: every training linear and bmm row as (batch B, output rows M, inner N,
+      output columns K, efficiency): bneck times a GEMM of known shape at the median efficiency of
+      the K_NEAREST training shapes nearest in log2 space (the library's kernel choice, tile padding,
+      wave quantization and split-K of that GPU, as measured); held_out_error: that rule's median
+      |error| on the held-out rows, the error bar `--hw` prints;
   memory_efficiency: the median, over training elementwise rows, of the bytes moved (4 bytes an
       element per read and write: tensor-tensor ops 2 reads + 1 write, tensor-scalar and
       activations 1 + 1) over latency, over the preset's memory bandwidth; the access-width table
       is the parent's scaled by it.
 Usage: validate/external/fit_neusight.py NEUSIGHT_KERNELS_DIR   (../shared/external/neusight/kernels)
 """
-import csv, json, os, statistics, sys
+import csv, json, math, os, statistics, sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-# NeuSight's device name -> bneck preset. Not the H100: its preset shares the H200's architecture and
-# the H200's own measured efficiencies (hw/calibrated/h200-sxm-calibrated.json); NeuSight's H100 ran
-# Ampere sgemm kernels on Hopper (PyTorch 2.1, cuBLAS of CUDA 12.1), a software stack's figure.
+# NeuSight's device name -> bneck preset. The H100's rows ran Ampere-era sgemm kernels on Hopper
+# (PyTorch 2.1, cuBLAS of CUDA 12.1): its overlay describes that software stack, not a newer one.
 DEVICES = {
+    "NVIDIA H100 80GB HBM3": "h100-sxm",
     "NVIDIA A100-PCIE-40GB": "a100-pcie-40gb",
     "NVIDIA A100 80GB PCIe": "a100-pcie-80gb",
     "Tesla V100-PCIE-32GB": "v100-pcie-32gb",
@@ -66,6 +72,20 @@ def preset(name):
     return p, field
 
 
+K_NEAREST = 7
+
+
+def nearest_efficiency(samples, x):
+    """The median efficiency of the K_NEAREST samples nearest x in log2 space (bneck's rule, hw/spec.cpp)."""
+    d = sorted(samples, key=lambda s: sum((a - b) ** 2 for a, b in zip(s[:4], x)))[:K_NEAREST]
+    return statistics.median(e for *_, e in d)
+
+
+def gemm_features(r):  # NeuSight's (B, M, N) @ (B, N, K): batch B, output rows M, inner N, output columns K
+    b, m, n, k = (float(r[x]) for x in ("B", "M", "N", "K"))
+    return (math.log2(b), math.log2(m), math.log2(n), math.log2(k)), 2 * b * m * n * k
+
+
 def main(kdir):
     rows = {}
     for kind in ("linear", "bmm", "elem"):
@@ -78,22 +98,29 @@ def main(kdir):
         fp32 = quantity(field("gpu", "peak", "fp32", "simt"))
         bw = quantity(field("gpu", "memory_bandwidth"))
         gemm, mem, n_gemm, n_mem = [], [], 0, 0
+        samples, held, held_mem = [], [], []
         for kind, r in rows.get(dev, []):
             t = float(r["Latency"]) * 1e-3
             if kind in ("linear", "bmm"):
                 shape = ",".join(r[k] for k in ("B", "M", "N", "K"))
+                x, flops = gemm_features(r)
                 if held_out(shape):
+                    held.append((x, flops, t))
                     continue
+                samples.append((*x, flops / t / fp32))
                 n_gemm += 1
                 if t >= 0.5e-3:
                     b, m, n, k = (float(r[x]) for x in ("B", "M", "N", "K"))
                     gemm.append(2 * b * m * n * k / t / fp32)
             else:
                 shape = ",".join(r[k] for k in ("B", "H"))
-                if held_out(shape) or r["OPName"] not in RW:
+                if r["OPName"] not in RW:
+                    continue
+                elems = float(r["B"]) * float(r["H"])
+                if held_out(shape):
+                    held_mem.append((elems * 4 * RW[r["OPName"]], t))
                     continue
                 n_mem += 1
-                elems = float(r["B"]) * float(r["H"])
                 mem.append(elems * 4 * RW[r["OPName"]] / t / bw)
         g = {}
         src = f"NeuSight single-kernel measurements (github sitar-lab/NeuSight @ 6945927d), {dev}, FP32; training shapes (FNV-1a of the shape mod 10 < 7)"
@@ -102,16 +129,27 @@ def main(kdir):
             eff = round(statistics.median(gemm), 3)
             g["gemm_fit"] = {"fp32": {"efficiency": eff, "overhead": "0 ns"}}  # the fixed cost: the kernel tail
             log.append(f"gemm fp32: efficiency {eff} of {fp32 / 1e12:.4g} TFLOP/s: median of {len(gemm)} training linear/bmm rows >= 0.5 ms ({n_gemm} training rows)")
+            errs = [abs(flops / (fp32 * nearest_efficiency(samples, x)) / t - 1) for x, flops, t in held]
+            err = round(statistics.median(errs), 4)
+            g["held_out_error"] = {"gemm": err}
+            g["gemm_samples"] = {"fp32": {"nearest": K_NEAREST,
+                                          "columns": ["log2 batch", "log2 output rows", "log2 inner", "log2 output columns", "efficiency"],
+                                          "rows": [[round(v, 4) for v in s_] for s_ in sorted(samples)]}}
+            log.append(f"gemm fp32 by shape: {len(samples)} training shapes, the median efficiency of the {K_NEAREST} nearest (log2 batch, rows, inner, columns); held-out median |error| {err * 100:.1f} % over {len(held)} rows")
         if mem:
             eff = round(statistics.median(mem), 3)
             base = field("gpu", "memory_efficiency") or 1.0
             table = field("gpu", "access_efficiency") or {}
             g["memory_efficiency"] = eff
             g["access_efficiency"] = {w: round(v * eff / base, 3) for w, v in table.items()}
-            log.append(f"memory: efficiency {eff} of {bw / 1e9:.4g} GB/s: median of {len(mem)} training elementwise rows; access widths scaled from {field('extends') or name}'s by {eff / base:.3f}")
+            merr = round(statistics.median(abs(b / (bw * eff) / t - 1) for b, t in held_mem), 4)
+            g.setdefault("held_out_error", {})["memory"] = merr
+            log.append(f"memory: efficiency {eff} of {bw / 1e9:.4g} GB/s: median of {len(mem)} training elementwise rows; access widths scaled from {field('extends') or name}'s by {eff / base:.3f}; held-out median |error| {merr * 100:.1f} % over {len(held_mem)} rows")
         sources = {}
         if "gemm_fit" in g:
             sources["gpu.gemm_fit"] = log[0] + "; " + src
+            sources["gpu.gemm_samples"] = log[1] + "; " + src
+            sources["gpu.held_out_error"] = "median |error| of bneck's kernel model on the held-out shapes (FNV-1a of the shape mod 10 >= 7); " + src
         if "memory_efficiency" in g:
             sources["gpu.memory_efficiency"] = log[-1] + "; " + src
             sources["gpu.access_efficiency"] = "the parent's access-width table scaled by the fitted memory efficiency over the parent's"
@@ -119,8 +157,13 @@ def main(kdir):
                "gpu": g, "sources": sources, "calibration": {"source": src, "script": "validate/external/fit_neusight.py", "log": log,
                                            "held_out": "shapes with FNV-1a(shape) mod 10 >= 7; checked in tests/test_cross_gpu.cpp"}}
         path = os.path.join(ROOT, "hw", "calibrated", name + "-calibrated.json")
+        text = json.dumps(out, indent=2)
+        if "gemm_samples" in g:  # one shape a line
+            srows = g["gemm_samples"]["fp32"]["rows"]
+            g["gemm_samples"]["fp32"]["rows"] = "@ROWS@"
+            text = json.dumps(out, indent=2).replace('"@ROWS@"', "[\n" + ",\n".join(" " * 10 + json.dumps(r) for r in srows) + "\n        ]")
         with open(path, "w") as f:
-            f.write(json.dumps(out, indent=2) + "\n")
+            f.write(text + "\n")
         print(name, *log, sep="\n  ")
 
 

@@ -1,0 +1,328 @@
+# Public Hugging Face transformer workloads on one GPU, built from a config with random weights
+# (no download), eager attention (attn_implementation="eager"), for cross-GPU forecasts from fp32
+# traces and for precision / compile what-if pairs and profiler-overhead measurements.
+# Workloads:
+#   bert_large-inf-8x512      BertModel (hidden 1024, 24 layers, 16 heads, ffn 4096) forward, no grad
+#   gpt2_large-inf-4x1024     GPT2LMHeadModel (n_embd 1280, 36 layers, 20 heads) forward, no grad
+#   gpt2_large-train-1x1024   GPT2LMHeadModel forward + LM loss + backward + torch.optim.AdamW step,
+#                             zero_grad(set_to_none=True); dropout on (model.train())
+#   opt_1.3b-inf-2x2048       OPTForCausalLM (hidden 2048, 24 layers, 32 heads, ffn 8192) forward, no grad
+# Modes (one process may run several, --mode a,b,c; weights stay fp32 in every mode):
+#   fp32            torch.backends.cuda.matmul.allow_tf32 = False, torch.backends.cudnn.allow_tf32 = False
+#   tf32            both True
+#   autocast-bf16   TF32 off, torch.autocast("cuda", dtype=torch.bfloat16) around forward and loss
+#   compile         TF32 off, torch.compile(model) (default mode); the first call's wall time is
+#                   printed as compile_s; --compile-limit-s aborts (exit 3) if it runs longer
+# Timing: --warmup steps (default 5; compile: the first call + 10), then --steps steps (default 20
+# inference, 10 training), each between CUDA events on the current stream with
+# torch.cuda.synchronize() before and after. Prints per mode:
+#   config ...; steps_ms ...; wall_steps_ms ...; median_ms X; mean/min/max; peak_mem_gib
+# All modes' unprofiled timings run first; then the profiled runs (so no profiler has run in the
+# process before an unprofiled timing).
+# --kineto DIR: per mode, torch.profiler (CPU + CUDA, schedule wait=1 warmup=2 active=3,
+#   record_shapes unless --no-shapes), each step in record_function(f"step{i}"), chrome trace to
+#   DIR/<workload>.<mode>[.noshapes].kineto.json.gz; prints profiled_steps_ms (all 6 steps) and
+#   profiled_median_ms (the 3 active steps). --also-noshapes MODES: for those modes also a second
+#   profile without shapes (after the one with shapes).
+# --nvtx: each timed step in torch.cuda.nvtx range "step{i}" (warm-ups in "warm{i}"), no Kineto, for
+#   Nsight Systems; the times print as nvtx_steps_ms / profiled_median_ms.
+# --sync-dir DIR --sync-n N: for several processes compiling at once: after compiling and warming
+#   up, mark DIR/<workload>.ready, wait until N workloads are marked .ready or .done (the caller
+#   writes .done when a process ends) or --sync-wait-s passed, then take an exclusive lock on
+#   DIR/gpu.lock for the timing and profiling, so no two processes time on the GPU together and
+#   no compilation runs during a timing.
+# --logdir DIR: also write each part's lines to DIR/<workload>.<mode>.plain.log,
+#   DIR/<workload>.<mode>[.noshapes].kineto.log or DIR/<workload>.<mode>.nsys.log.
+import argparse, fcntl, os, signal, statistics, sys, time
+
+import torch
+import transformers
+from transformers import BertConfig, BertModel, GPT2Config, GPT2LMHeadModel, OPTConfig, OPTForCausalLM
+
+WORKLOADS = {
+    # name: (model kind, train?, batch, seq)
+    "bert_large-inf-8x512": ("bert_large", False, 8, 512),
+    "gpt2_large-inf-4x1024": ("gpt2_large", False, 4, 1024),
+    "gpt2_large-train-1x1024": ("gpt2_large", True, 1, 1024),
+    "opt_1.3b-inf-2x2048": ("opt_1.3b", False, 2, 2048),
+}
+MODES = ("fp32", "tf32", "autocast-bf16", "compile")
+
+p = argparse.ArgumentParser()
+p.add_argument("--workload", required=True, choices=sorted(WORKLOADS))
+p.add_argument("--mode", default="fp32", help="one or more of %s, comma separated" % ",".join(MODES))
+p.add_argument("--steps", type=int, default=0, help="timed steps (default 20 inference, 10 training); 0 with --kineto-only")
+p.add_argument("--warmup", type=int, default=-1, help="warm-up steps (default 5; compile 10 after the compiling call)")
+p.add_argument("--kineto", default="", help="profile each mode with torch.profiler, traces into this folder")
+p.add_argument("--no-shapes", action="store_true", help="Kineto without record_shapes")
+p.add_argument("--also-noshapes", default="", help="modes that also get a profile without shapes")
+p.add_argument("--kineto-only", action="store_true", help="skip the unprofiled timing")
+p.add_argument("--nvtx", action="store_true")
+p.add_argument("--logdir", default="")
+p.add_argument("--compile-limit-s", type=float, default=0.0)
+p.add_argument("--sync-dir", default="")
+p.add_argument("--sync-n", type=int, default=1)
+p.add_argument("--sync-wait-s", type=float, default=300.0)
+a = p.parse_args()
+modes = [m for m in a.mode.split(",") if m]
+for m in modes:
+    if m not in MODES:
+        sys.exit(f"unknown mode {m}")
+kind, train, B, S = WORKLOADS[a.workload]
+steps = a.steps or (10 if train else 20)
+dev = torch.device("cuda")
+torch.manual_seed(0)
+
+_logs = {}
+
+
+def out(part, line):
+    """print, and append to the part's log (part = (mode, kind))."""
+    print(line, flush=True)
+    if a.logdir:
+        mode, k = part
+        path = os.path.join(a.logdir, f"{a.workload}.{mode}.{k}.log")
+        f = _logs.get(path)
+        if f is None:
+            f = _logs[path] = open(path, "a")
+        f.write(line + "\n")
+        f.flush()
+
+
+def set_tf32(on):
+    torch.backends.cuda.matmul.allow_tf32 = on
+    torch.backends.cudnn.allow_tf32 = on
+
+
+def precision_state():
+    try:
+        return f"matmul.fp32_precision={torch.backends.cuda.matmul.fp32_precision} cudnn.fp32_precision={torch.backends.cudnn.fp32_precision}"
+    except Exception:  # older torch
+        return f"matmul.allow_tf32={torch.backends.cuda.matmul.allow_tf32} cudnn.allow_tf32={torch.backends.cudnn.allow_tf32}"
+
+
+def make_config():
+    if kind == "bert_large":
+        return BertModel, BertConfig(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096)
+    if kind == "gpt2_large":
+        return GPT2LMHeadModel, GPT2Config(n_embd=1280, n_layer=36, n_head=20)
+    return OPTForCausalLM, OPTConfig(hidden_size=2048, num_hidden_layers=24, num_attention_heads=32, ffn_dim=8192,
+                                     max_position_embeddings=2048, word_embed_proj_dim=2048, do_layer_norm_before=True)
+
+
+def build():
+    cls, cfg = make_config()
+    try:
+        cfg._attn_implementation = "eager"
+    except Exception:
+        pass
+    errs = []
+    for attempt in ("from_config_cuda", "ctor_cuda", "ctor_cpu"):
+        try:
+            if attempt == "from_config_cuda":
+                with torch.device(dev):
+                    m = cls._from_config(cfg, attn_implementation="eager")
+            elif attempt == "ctor_cuda":
+                with torch.device(dev):
+                    m = cls(cfg)
+            else:
+                m = cls(cfg)
+            m = m.to(dev, torch.float32)
+            return m, attempt, errs
+        except Exception as e:  # report and try the next way
+            errs.append(f"{attempt}: {type(e).__name__}: {e}"[:300])
+    raise RuntimeError("could not build model: " + " | ".join(errs))
+
+
+t0 = time.perf_counter()
+model, how, build_errs = build()
+build_s = time.perf_counter() - t0
+attn = getattr(model.config, "_attn_implementation", "?")
+nparams = sum(p.numel() for p in model.parameters())
+vocab = model.config.vocab_size
+g = torch.Generator(device=dev).manual_seed(0)
+ids = torch.randint(0, vocab, (B, S), device=dev, generator=g)
+model.train(train)
+opt = torch.optim.AdamW(model.parameters(), lr=1e-4) if train else None
+extra = {} if kind == "bert_large" else {"use_cache": False}
+
+
+def make_step(mode, m):
+    ac = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if mode == "autocast-bf16" else None
+    if train:
+        def step():
+            if ac:
+                with ac():
+                    loss = m(input_ids=ids, labels=ids, **extra).loss
+            else:
+                loss = m(input_ids=ids, labels=ids, **extra).loss
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+    else:
+        def step():
+            with torch.no_grad():
+                if ac:
+                    with ac():
+                        m(input_ids=ids, **extra)
+                else:
+                    m(input_ids=ids, **extra)
+    return step
+
+
+def timed(step, nvtx_name=None, rf_name=None):
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda.synchronize()
+    w0 = time.perf_counter()
+    if nvtx_name:
+        torch.cuda.nvtx.range_push(nvtx_name)
+    if rf_name:
+        with torch.profiler.record_function(rf_name):
+            s.record(); step(); e.record()
+    else:
+        s.record(); step(); e.record()
+    if nvtx_name:
+        torch.cuda.nvtx.range_pop()
+    torch.cuda.synchronize()
+    return s.elapsed_time(e), (time.perf_counter() - w0) * 1e3
+
+
+def fmt(xs):
+    return " ".join(f"{x:.3f}" for x in xs)
+
+
+compiled = {}
+
+
+def model_for(mode, part):
+    if mode != "compile":
+        return model
+    if "m" not in compiled:
+        compiled["m"] = torch.compile(model)
+        step = make_step(mode, compiled["m"])
+        if a.compile_limit_s > 0:
+            def on_alarm(*_):
+                out(part, f"compile_aborted limit_s {a.compile_limit_s:g} (first call still compiling)")
+                os._exit(3)
+            signal.signal(signal.SIGALRM, on_alarm)
+            signal.alarm(int(a.compile_limit_s))
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        step()
+        torch.cuda.synchronize()
+        compiled["s"] = time.perf_counter() - t
+        signal.alarm(0)
+    return compiled["m"]
+
+
+_sync = {}
+
+
+def sync_point(part):
+    if not a.sync_dir or "fd" in _sync:
+        return
+    open(os.path.join(a.sync_dir, a.workload + ".ready"), "w").close()
+    t = time.perf_counter()
+    while True:
+        names = {f.rsplit(".", 1)[0] for f in os.listdir(a.sync_dir) if f.endswith((".ready", ".done"))}
+        if len(names) >= a.sync_n or time.perf_counter() - t > a.sync_wait_s:
+            break
+        time.sleep(0.25)
+    t1 = time.perf_counter()
+    fd = os.open(os.path.join(a.sync_dir, "gpu.lock"), os.O_CREAT | os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    _sync["fd"] = fd
+    out(part, f"sync ready_workloads {len(names)} of {a.sync_n} barrier_wait_s {t1 - t:.1f} lock_wait_s {time.perf_counter() - t1:.1f}")
+
+
+def header(mode, part, what):
+    set_tf32(mode == "tf32")
+    out(part, f"config workload {a.workload} model {kind} {'train' if train else 'inference'} batch {B} seq {S} mode {mode} "
+              f"part {what} params {nparams} vocab {vocab} attn {attn} build {how} build_s {build_s:.1f} "
+              f"{precision_state()} autocast {'bf16' if mode == 'autocast-bf16' else 'none'} compiled {mode == 'compile'} "
+              f"optimizer {'AdamW(lr=1e-4, defaults)' if train else 'none'} torch {torch.__version__} "
+              f"transformers {transformers.__version__} gpu {torch.cuda.get_device_name()}")
+    if build_errs:
+        out(part, "build_fallbacks " + " | ".join(build_errs))
+
+
+def plain(mode, nvtx=False):
+    part = (mode, "nsys" if nvtx else "plain")
+    header(mode, part, "nvtx" if nvtx else "plain")
+    m = model_for(mode, part)
+    if mode == "compile":
+        out(part, f"compile_s {compiled['s']:.2f}")
+    step = make_step(mode, m)
+    nw = a.warmup if a.warmup >= 0 else (10 if mode == "compile" else 5)
+    for i in range(nw):
+        timed(step, nvtx_name=f"warm{i}" if nvtx else None)
+    if a.sync_dir:  # one more warm-up once the GPU is this process's alone
+        sync_point(part)
+        timed(step, nvtx_name="warm_last" if nvtx else None)
+        nw += 1
+    torch.cuda.reset_peak_memory_stats()
+    ts, ws = [], []
+    for i in range(steps):
+        t, w = timed(step, nvtx_name=f"step{i}" if nvtx else None)
+        ts.append(t); ws.append(w)
+    med = statistics.median(ts)
+    out(part, f"warmup {nw} steps {steps}")
+    out(part, f"{'nvtx_' if nvtx else ''}steps_ms {fmt(ts)}")
+    out(part, f"wall_steps_ms {fmt(ws)}")
+    out(part, f"{'profiled_median_ms' if nvtx else 'median_ms'} {med:.3f}")
+    out(part, f"mean_ms {statistics.mean(ts):.3f} min_ms {min(ts):.3f} max_ms {max(ts):.3f} wall_median_ms {statistics.median(ws):.3f}")
+    out(part, f"peak_mem_gib {torch.cuda.max_memory_allocated() / 2**30:.2f}")
+
+
+def kineto(mode, shapes):
+    tag = "" if shapes else ".noshapes"
+    part = (mode, ("noshapes." if not shapes else "") + "kineto")
+    header(mode, part, "kineto" + ("" if shapes else "-noshapes"))
+    m = model_for(mode, part)
+    step = make_step(mode, m)
+    # already warm when the unprofiled timing ran in this process; otherwise warm up fully
+    nw = 2 if not a.kineto_only else (a.warmup if a.warmup >= 0 else (10 if mode == "compile" else 5))
+    for i in range(nw):
+        timed(step)
+    sync_point(part)
+    os.makedirs(a.kineto, exist_ok=True)
+    path = os.path.join(a.kineto, f"{a.workload}.{mode}{tag}.kineto.json.gz")
+    exp = {}
+
+    def ready(prof):
+        t = time.perf_counter()
+        prof.export_chrome_trace(path)
+        exp["s"] = time.perf_counter() - t
+
+    WAIT, WARM, ACTIVE = 1, 2, 3
+    ts, ws = [], []
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA],
+                                schedule=torch.profiler.schedule(wait=WAIT, warmup=WARM, active=ACTIVE, repeat=1),
+                                record_shapes=shapes, on_trace_ready=ready) as prof:
+        for i in range(WAIT + WARM + ACTIVE):
+            t, w = timed(step, rf_name=f"step{i}")
+            ts.append(t); ws.append(w)
+            prof.step()
+    act = ts[WAIT + WARM:]
+    out(part, f"kineto schedule wait {WAIT} warmup {WARM} active {ACTIVE} record_shapes {shapes} pre_warmup {nw}")
+    out(part, f"profiled_steps_ms {fmt(ts)}")
+    out(part, f"profiled_wall_steps_ms {fmt(ws)}")
+    out(part, f"profiled_median_ms {statistics.median(act):.3f}")
+    out(part, f"kineto_trace {path} bytes {os.path.getsize(path) if os.path.exists(path) else -1} export_s {exp.get('s', -1):.1f}")
+
+
+if a.nvtx:
+    for mode in modes:
+        plain(mode, nvtx=True)
+else:
+    if not a.kineto_only:
+        for mode in modes:
+            plain(mode)
+    if a.kineto:
+        noshape_modes = [m for m in a.also_noshapes.split(",") if m]
+        for mode in modes:
+            kineto(mode, shapes=not a.no_shapes)
+            if mode in noshape_modes and not a.no_shapes:
+                kineto(mode, shapes=False)
+for f in _logs.values():
+    f.close()
