@@ -299,10 +299,13 @@ std::vector<KernelWork> estimate_work(const Trace& t, const HwSpec& source) {
     if (it == by_lane.end()) return kNone;
     const auto& v = it->second;
     auto hi = std::upper_bound(v.begin(), v.end(), api.start, [&](TimeNs s, std::size_t r) { return s < t.ranges[r].start; });
+    // Walking back by start: the first range that contains the call is the innermost (op ranges
+    // of one thread nest); ranges that start at the same time as it are compared by depth.
     std::size_t best = kNone;
     for (auto p = hi; p != v.begin();) {
       --p;
       const Range& r = t.ranges[*p];
+      if (best != kNone && r.start < t.ranges[best].start) break;
       if (r.end >= api.end() && (best == kNone || r.depth > t.ranges[best].depth)) best = *p;
       if (api.start - r.start > 10 * kNsPerS) break;
     }

@@ -30,7 +30,11 @@ class Hw : public TransformStep {
   explicit Hw(std::string spec) : spec_(std::move(spec)) {}
   void apply(const WhatIfContext& ctx, WhatIfCase& c) const override {
     HwSpec target = load_spec(spec_);
-    RetargetCostModel m(ctx.trace, c.spec, target, DurationMode::Hybrid);
+    // The trace's kernel work depends on the GPU it is read against: the engine's, unless an
+    // earlier --hw changed it.
+    RetargetCostModel m = c.spec.name == ctx.source.name && ctx.work.size() == ctx.trace.ops.size()
+                              ? RetargetCostModel(ctx.trace, c.spec, target, DurationMode::Hybrid, ctx.work)
+                              : RetargetCostModel(ctx.trace, c.spec, target, DurationMode::Hybrid);
     TimeNs before = 0, after = 0;
     for (OpId i = 0; i < ctx.trace.ops.size(); ++i) {
       const Op& o = ctx.trace.ops[i];
