@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <deque>
 #include <filesystem>
 
 namespace bneck::test {
@@ -102,6 +103,28 @@ CliRun run_bneck(const std::string& args) {
     return ss.str();
   };
   return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, slurp(d / "out"), slurp(d / "err")};
+}
+
+std::string write_temp(const std::string& text, const std::string& tag) {
+  std::string path = "/tmp/bneck_" + tag + "_" + std::to_string(::getpid()) + ".json";
+  std::ofstream(path) << text;
+  return path;
+}
+
+WhatIfReport whatif_of(const std::string& path, const std::string& range, const std::vector<std::string>& args) {
+  static std::deque<Trace> keep;  // the reports point at their traces
+  Trace* t = &keep.emplace_back(load_trace(path));
+  WhatIfOptions opt;
+  if (!range.empty()) opt.range_regex = range;
+  std::string scenario;
+  std::vector<std::string> tr;
+  for (std::size_t k = 0; k < args.size(); ++k)
+    if (args[k] == "--sharing" && k + 1 < args.size())
+      opt.sharing = args[++k] == "on";
+    else
+      tr.push_back(args[k]);
+  opt.transforms = parse_transform_args(tr, scenario);
+  return run_whatif(*t, opt);
 }
 
 }  // namespace bneck::test

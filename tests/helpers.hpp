@@ -3,6 +3,7 @@
 
 #include "models/measured.hpp"
 #include "sim/analysis/analysis.hpp"
+#include "tools/views/whatif_view.hpp"
 #include "traces/json_io.hpp"
 
 namespace bneck::test {
@@ -34,5 +35,12 @@ struct CliRun {
   std::string out, err;
 };
 CliRun run_bneck(const std::string& args);
+
+// Writes `text` to a temporary file of this process named after `tag` (.json); its path.
+std::string write_temp(const std::string& text, const std::string& tag);
+// `bneck whatif PATH --range RANGE ARGS...` in process (no --range when RANGE is empty; the trace
+// is kept alive for the report);
+// "--sharing on|off" among the args sets the sharing model.
+WhatIfReport whatif_of(const std::string& path, const std::string& range, const std::vector<std::string>& args);
 
 }  // namespace bneck::test

@@ -18,25 +18,7 @@ using namespace bneck::test;
 namespace {
 
 WhatIfReport run(const std::string& path, const std::string& range, const std::vector<std::string>& args) {
-  static std::deque<Trace> keep;  // the reports point at their traces
-  Trace* t = &keep.emplace_back(load_trace(path));
-  WhatIfOptions opt;
-  opt.range_regex = range;
-  std::string scenario;
-  std::vector<std::string> tr;
-  for (std::size_t k = 0; k < args.size(); ++k)
-    if (args[k] == "--sharing" && k + 1 < args.size())
-      opt.sharing = args[++k] == "on";
-    else
-      tr.push_back(args[k]);
-  opt.transforms = parse_transform_args(tr, scenario);
-  return run_whatif(*t, opt);
-}
-
-std::string write_temp(const std::string& text, const char* tag) {
-  std::string path = std::string("/tmp/bneck_") + tag + "_" + std::to_string(::getpid()) + ".json";
-  std::ofstream(path) << text;
-  return path;
+  return whatif_of(path, range, args);
 }
 
 const std::string kPar = std::string(BNECK_SOURCE_DIR) + "/validate/reference/h200/parallel/";

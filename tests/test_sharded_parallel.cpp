@@ -1,0 +1,131 @@
+// Sharded parallelism what-ifs from one-GPU traces (models/whatif/fsdp.cpp, context_parallel.cpp,
+// expert_parallel.cpp): hand-computed graphs, and runs on real one-GPU traces.
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <string>
+
+#include "helpers.hpp"
+#include "models/collective.hpp"
+#include "sim/base/units.hpp"
+
+using namespace bneck;
+using namespace bneck::test;
+
+namespace {
+
+// Three training iterations, 3 ms apart on the host: the main thread (lane 0) launches 4 layers of
+// forward (a 200 us GEMM and a 50 us activation each) at the iteration's start, autograd's thread
+// (lane 2) the 4 layers of backward (50 us, then a 400 us GEMM), then the main thread the
+// optimizer (200 us) inside `Optimizer.step#AdamW.step`. The GPU is the bottleneck: kernels run
+// back to back from 100 us, 3 ms an iteration (1 ms forward, 1.8 ms backward, 0.2 ms optimizer).
+std::string training_steps() {
+  std::string ops, ranges;
+  int n = 0;
+  long gpu = 100;
+  auto launch = [&](int lane, long host, const char* kernel, long us) {
+    const long st = std::max(gpu, host + 10);
+    char buf[512];
+    std::snprintf(buf, sizeof buf,
+                  R"(%s{"kind": "api", "name": "cudaLaunchKernel", "lane": %d, "start": "%ld us", "duration": "5 us", "api_class": "launch"},
+      {"kind": "kernel", "name": "%s", "lane": 1, "start": "%ld us", "end": "%ld us", "launched_by": %d})",
+                  n ? ",\n      " : "", lane, host, kernel, st, st + us, n);
+    ops += buf;
+    n += 2;
+    gpu = st + us;
+  };
+  for (int it = 0; it < 3; ++it) {
+    long h = it * 3000;
+    for (int l = 0; l < 4; ++l) {
+      launch(0, h, "sm90_gemm_layer_fwd", 200), h += 6;
+      launch(0, h, "vectorized_elementwise_kernel relu_fwd", 50), h += 6;
+    }
+    h += 10;
+    for (int l = 0; l < 4; ++l) {
+      launch(2, h, "vectorized_elementwise_kernel relu_bwd", 50), h += 6;
+      launch(2, h, "sm90_gemm_layer_bwd", 400), h += 6;
+    }
+    launch(0, h + 10, "multi_tensor_apply_kernel adam", 200);
+    char buf[160];
+    std::snprintf(buf, sizeof buf, R"(%s{"name": "Optimizer.step#AdamW.step", "lane": 0, "start": "%ld us", "end": "%ld us"})", it ? ", " : "",
+                  h + 9, h + 20);
+    ranges += buf;
+  }
+  return R"({"format": "bneck-workload", "measured": true,
+    "devices": [{"name": "NVIDIA H200", "sm_count": 132, "compute_capability": "9.0"}],
+    "lanes": [{"kind": "thread", "name": "main"}, {"kind": "stream", "name": "s", "device": 0}, {"kind": "thread", "name": "autograd"}],
+    "ops": [)" +
+         ops + "],\n    \"ranges\": [" + ranges + "]}";
+}
+
+bool logged(const WhatIfReport& r, const std::string& what) {
+  for (const auto& l : r.log)
+    if (l.find(what) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("FSDP what-if: per-layer all-gathers and reduce-scatters around a training step (hand-computed)", "[whatif][parallel][fsdp]") {
+  // --fsdp 2 --param-bytes 64 MiB: structure recognition finds 3 iterations, 4 layers in each
+  // forward and backward; each layer is a unit of 16 MiB (the GEMMs' time is equal). Per unit an
+  // all-gather A = AG(16 MiB, 2 ranks) and a reduce-scatter R = RS(16 MiB, 2 ranks), both shorter
+  // than a layer's compute, so all are hidden but two per iteration: the first all-gather (it waits
+  // for the previous optimizer, which updates the parameters; the first one for its host call,
+  // launch end 5 us + the c10d call's 30 us) and the last reduce-scatter (the optimizer waits for it).
+  // The optimizer updates half the parameters: 200 us at half its work, tail + (200 us - tail) / 2.
+  // The run, from the first all-gather at 35 us: 3 x (A + 2.8 ms + R + O/2).
+  const std::string path = write_temp(training_steps(), "fsdp");
+  const HwSpec hw = load_hw("h200-sxm-calibrated");
+  const TimeNs A = collective_time(hw, CollKind::AllGather, 16ull << 20, 2).time_ns;
+  const TimeNs R = collective_time(hw, CollKind::ReduceScatter, 16ull << 20, 2).time_ns;
+  const TimeNs tail = hw.gpu.kernel_tail;
+  const TimeNs O2 = tail + (200 * kNsPerUs - tail) / 2;
+  INFO("A = " << A << " ns, R = " << R << " ns, optimizer " << O2 << " ns");
+  REQUIRE(A < 250 * kNsPerUs);
+  REQUIRE(A + R < 450 * kNsPerUs);
+  WhatIfReport r = whatif_of(path, "", {"--fsdp", "2", "--param-bytes", "64 MiB", "--sharing", "off"});
+  CHECK(r.baseline_ns == 9 * kNsPerMs);
+  CHECK(std::llabs(r.predicted_ns - 3 * (A + 2800 * kNsPerUs + R + O2)) <= 3);
+  CHECK(logged(r, "stage 3, 3 steps of 4 units + root; 24 all-gathers, 12 reduce-scatters"));
+  CHECK(logged(r, "weak scaling"));
+  // Memory: 64 MiB of parameters, gradients and AdamW's two moments over 2 GPUs, plus two units of
+  // 16 MiB gathered: 32 + 32 + 64 + 32 = 160 MiB.
+  CHECK(logged(r, "optimizer state (AdamW) 64.0 MiB; total 160.0 MiB"));
+
+  // Stage 2 keeps the forward's parameters: no backward all-gathers; the exposed ones are the same.
+  WhatIfReport s2 = whatif_of(path, "", {"--fsdp", "2", "--fsdp-stage", "2", "--param-bytes", "64 MiB", "--sharing", "off"});
+  CHECK(logged(s2, "stage 2, 3 steps of 4 units + root; 12 all-gathers, 12 reduce-scatters"));
+  CHECK(std::llabs(s2.predicted_ns - 3 * (A + 2800 * kNsPerUs + R + O2)) <= 3);
+  // 64 MiB kept gathered + 32 gradients + 64 optimizer state.
+  CHECK(logged(s2, "total 160.0 MiB"));
+
+  // Hybrid: 4 GPUs in 2 groups of 2: gathers and scatters among 2, then the 8 MiB shard
+  // all-reduced between the groups after each reduce-scatter; the last one is exposed too.
+  const TimeNs AR = collective_time(hw, CollKind::AllReduce, 8ull << 20, 2).time_ns;
+  WhatIfReport hy = whatif_of(path, "", {"--fsdp", "4", "--fsdp-hybrid", "2", "--param-bytes", "64 MiB", "--sharing", "off"});
+  CHECK(logged(hy, "12 cross-group all-reduces"));
+  CHECK(std::llabs(hy.predicted_ns - 3 * (A + 2800 * kNsPerUs + R + AR + O2)) <= 3);
+
+  // Strong scaling: the global batch fixed, every forward and backward kernel does half the work
+  // (8.4 ms of them, about halved: the kernel tail stays); the host, which launches an iteration
+  // every 3 ms, then paces the run: at least 6 ms + the last iteration.
+  WhatIfReport st = whatif_of(path, "", {"--fsdp", "2", "--param-bytes", "64 MiB", "--scaling", "strong", "--sharing", "off"});
+  CHECK(logged(st, "strong scaling: the global batch is the traced one, each GPU computes 1/2 (8.400 ms -> 4.2"));
+  CHECK(st.predicted_ns < r.predicted_ns);
+  CHECK(st.predicted_ns > 6 * kNsPerMs + 1400 * kNsPerUs);
+
+  // Without shapes or --param-bytes there is nothing to gather: the step is unchanged but for the
+  // optimizer's share.
+  WhatIfReport none = whatif_of(path, "", {"--fsdp", "2", "--sharing", "off"});
+  CHECK(logged(none, "0 all-gathers"));
+  std::remove(path.c_str());
+}
+
+TEST_CASE("FSDP what-if: bad options are one clear error", "[whatif][parallel][fsdp]") {
+  const std::string path = write_temp(training_steps(), "fsdp_bad");
+  CHECK_THROWS_WITH(whatif_of(path, "", {"--fsdp", "0"}), Catch::Contains("--fsdp 0"));
+  CHECK_THROWS_WITH(whatif_of(path, "", {"--fsdp", "2", "--fsdp-stage", "1"}), Catch::Contains("--fsdp-stage 1"));
+  CHECK_THROWS_WITH(whatif_of(path, "", {"--fsdp", "4", "--fsdp-hybrid", "3"}), Catch::Contains("must divide"));
+  CHECK_THROWS_WITH(whatif_of(path, "", {"--fsdp", "2", "--scaling", "huge"}), Catch::Contains("--scaling huge"));
+  std::remove(path.c_str());
+}
