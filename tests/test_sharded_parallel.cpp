@@ -129,3 +129,42 @@ TEST_CASE("FSDP what-if: bad options are one clear error", "[whatif][parallel][f
   CHECK_THROWS_WITH(whatif_of(path, "", {"--fsdp", "2", "--scaling", "huge"}), Catch::Contains("--scaling huge"));
   std::remove(path.c_str());
 }
+
+TEST_CASE("context-parallel what-if: ring attention's K/V exchange beside the blocks (hand-computed)", "[whatif][parallel][cp]") {
+  // One stream: a 2 ms projection GEMM, a 16 ms fused attention kernel, a 2 ms output GEMM, each
+  // launched long before it runs. --context-parallel 2: each kernel does half its work, d' = tail
+  // + (d - tail) / 2 (its work read from its measured time); the attention's half is run as two
+  // blocks of d'/2 = P each: the local block at once, the neighbour's after its exchange X (one
+  // send/recv of --cp-bytes, started with the attention). Span: G' + P + max(P, X) + G'.
+  const char* w = R"({"format": "bneck-workload", "measured": true,
+    "devices": [{"name": "NVIDIA H200", "sm_count": 132, "compute_capability": "9.0"}],
+    "lanes": [{"kind": "thread", "name": "main"}, {"kind": "stream", "name": "s", "device": 0}],
+    "ops": [
+      {"kind": "api", "name": "cudaLaunchKernel", "lane": 0, "start": "0 us", "duration": "5 us", "api_class": "launch"},
+      {"kind": "kernel", "name": "sm90_gemm_qkv", "lane": 1, "start": "100 us", "end": "2100 us", "launched_by": 0},
+      {"kind": "api", "name": "cudaLaunchKernel", "lane": 0, "start": "10 us", "duration": "5 us", "api_class": "launch"},
+      {"kind": "kernel", "name": "flash_fwd_kernel", "lane": 1, "start": "2100 us", "end": "18100 us", "launched_by": 2},
+      {"kind": "api", "name": "cudaLaunchKernel", "lane": 0, "start": "20 us", "duration": "5 us", "api_class": "launch"},
+      {"kind": "kernel", "name": "sm90_gemm_out", "lane": 1, "start": "18100 us", "end": "20100 us", "launched_by": 4}]})";
+  const std::string path = write_temp(w, "cp");
+  const HwSpec hw = load_hw("h200-sxm-calibrated");
+  const TimeNs tail = hw.gpu.kernel_tail;
+  auto half = [&](TimeNs d) { return tail + (d - tail) / 2; };
+  const TimeNs G = half(2 * kNsPerMs), P = half(16 * kNsPerMs) / 2;
+  for (const char* bytes : {"64 MiB", "4 GiB"}) {  // hidden behind the local block, and exposed
+    const TimeNs X = collective_time(hw, CollKind::SendRecv, parse_bytes(bytes), 2).time_ns;
+    INFO(bytes << ": X = " << X << " ns, P = " << P << " ns");
+    WhatIfReport r = whatif_of(path, "", {"--context-parallel", "2", "--cp-bytes", bytes, "--sharing", "off"});
+    CHECK(r.baseline_ns == 20 * kNsPerMs);
+    CHECK(std::llabs(r.predicted_ns - (2 * G + P + std::max(P, X))) <= 2);
+    CHECK(logged(r, "1 attention kernels in a ring of 2 K/V blocks, 1 send/recv exchanges"));
+  }
+  // Ulysses: an all-to-all of q, k, v (1.5 x the block) before the attention and of its output
+  // (0.5 x) after; the attention runs on half the heads: G' + A1 + 2P + A2 + G'.
+  const TimeNs A1 = collective_time(hw, CollKind::AllToAll, 96ull << 20, 2).time_ns;
+  const TimeNs A2 = collective_time(hw, CollKind::AllToAll, 32ull << 20, 2).time_ns;
+  WhatIfReport u = whatif_of(path, "", {"--context-parallel", "2", "--cp-mode", "all-to-all", "--cp-bytes", "64 MiB", "--sharing", "off"});
+  CHECK(std::llabs(u.predicted_ns - (2 * G + A1 + half(16 * kNsPerMs) + A2)) <= 4);  // ns rounding of 4 durations
+  CHECK_THROWS_WITH(whatif_of(path, "", {"--context-parallel", "2", "--cp-mode", "zigzag"}), Catch::Contains("--cp-mode zigzag"));
+  std::remove(path.c_str());
+}

@@ -10,6 +10,7 @@
 
 #include "models/measured.hpp"
 #include "models/whatif/transform.hpp"
+#include "sim/analysis/analysis.hpp"
 #include "sim/analysis/ranges.hpp"
 #include "sim/base/units.hpp"
 #include "sim/base/error.hpp"
@@ -109,6 +110,22 @@ Bytes companion_bytes(const CompanionArgs& a, const char* name, Bytes dflt) {
     if (x == 0) throw InputError("must be positive");
     return x;
   } catch (const std::exception& e) { throw InputError("--" + std::string(name) + " " + *b + ": " + e.what()); }
+}
+
+double step_gemm_weights(const WhatIfContext& ctx, const std::function<bool(OpId)>& keep) {
+  const Trace& t = ctx.trace;
+  double weights = 0;
+  RangeIndex idx(t);
+  std::vector<OpId> dev;
+  for (std::size_t r = 0; r < t.ranges.size() && weights == 0; ++r) {
+    if (t.ranges[r].depth != 0) continue;
+    dev.clear();
+    idx.device_ops(r, dev);
+    for (OpId o : dev)
+      if (keep(o) && ctx.work[o].cls == KernelClass::Gemm && ctx.work[o].batch <= 1)
+        weights += ctx.work[o].rhs_elems * dtype_bytes(ctx.work[o].dtype);
+  }
+  return weights;
 }
 
 LaneId add_comm_lane(GraphEditor& ed, std::uint32_t device, std::uint32_t process, std::string name) {

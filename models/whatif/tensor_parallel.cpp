@@ -106,16 +106,7 @@ class TensorParallel : public TransformStep {
     ed.commit();
     // Memory: the sharded GEMMs' weights (second operands from shapes) in the first top-level range
     // that has any (a step), of which each GPU keeps 1/N.
-    double weights = 0;
-    RangeIndex idx(t);
-    std::vector<OpId> dev;
-    for (std::size_t r = 0; r < t.ranges.size() && weights == 0; ++r) {
-      if (t.ranges[r].depth != 0) continue;
-      dev.clear();
-      idx.device_ops(r, dev);
-      for (OpId o : dev)
-        if (split_ops.count(o) && ctx.work[o].cls == KernelClass::Gemm) weights += ctx.work[o].rhs_elems * dtype_bytes(ctx.work[o].dtype);
-    }
+    const double weights = step_gemm_weights(ctx, [&](OpId o) { return split_ops.count(o) > 0; });
     c.log.push_back(text + ": " + std::to_string(split) + " kernels split " + std::to_string(n_) + " ways (" + format_duration(before) +
                     " -> " + format_duration(after) + "), " + std::to_string(reduces) + " all-reduces after the row-parallel GEMMs (" +
                     format_duration(comm_ns) + " by the collective model on " + c.spec.name + ")" +

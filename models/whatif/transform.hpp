@@ -110,6 +110,9 @@ Bytes companion_bytes(const CompanionArgs& a, const char* name, Bytes dflt);
 // persistent grid of exactly the SMs).
 TimeNs retime_by_work(const Trace& t, OpId i, const KernelWork& w, TimeNs d, const HwSpec& spec, double flops_factor, double bytes_factor,
                       double grid_factor);
+// The weights (second operands, from shapes) of the GEMM kernels `keep` accepts in the first
+// top-level range that has any (a step): what one copy of the model holds. 0 without shapes.
+double step_gemm_weights(const WhatIfContext& ctx, const std::function<bool(OpId)>& keep);
 // A communication stream on `device` of `process` named `name`.
 LaneId add_comm_lane(GraphEditor& ed, std::uint32_t device, std::uint32_t process, std::string name);
 // A communication kernel of fixed duration `d` on `lane`.
