@@ -168,3 +168,54 @@ TEST_CASE("context-parallel what-if: ring attention's K/V exchange beside the bl
   CHECK_THROWS_WITH(whatif_of(path, "", {"--context-parallel", "2", "--cp-mode", "zigzag"}), Catch::Contains("--cp-mode zigzag"));
   std::remove(path.c_str());
 }
+
+TEST_CASE("expert-parallel what-if: all-to-all dispatch and combine around the experts (hand-computed)", "[whatif][parallel][ep]") {
+  // One stream: the router's scoring GEMM (100 us) and its top-k (20 us), then 4 experts of a
+  // 300 us GEMM, a 50 us activation and a 30 us index_add (the combine), then a 50 us norm.
+  // --expert-parallel 2 --ep-bytes 64 MiB: each expert kernel runs N = 2 times the tokens in 1/2
+  // of the kernels: model(2 work) / 2 = d - tail / 2 (its work read from its measured time); an
+  // all-to-all X of 64 MiB after the top-k and another after the last combine. Span: 100 + 20 us +
+  // X + sum(d - tail/2) (12 kernels) + X + 50 us; --ep-imbalance 0.25 stretches the experts 1.25x.
+  std::string ops;
+  int n = 0;
+  long gpu = 100;
+  auto launch = [&](const char* name, long us) {
+    char buf[400];
+    std::snprintf(buf, sizeof buf,
+                  R"(%s{"kind": "api", "name": "cudaLaunchKernel", "lane": 0, "start": "%d us", "duration": "2 us", "api_class": "launch"},
+      {"kind": "kernel", "name": "%s", "lane": 1, "start": "%ld us", "end": "%ld us", "launched_by": %d})",
+                  n ? ",\n      " : "", n * 2, name, gpu, gpu + us, n);
+    ops += buf;
+    n += 2;
+    gpu += us;
+  };
+  launch("sm90_gemm_router", 100);
+  launch("void at::native::sbtopk::gatherTopK<float>", 20);
+  for (int e = 0; e < 4; ++e) {
+    launch("sm90_gemm_expert", 300);
+    launch("vectorized_elementwise_kernel silu", 50);
+    launch("void at::native::indexFuncLargeIndex<float> index_add", 30);
+  }
+  launch("vectorized_layer_norm_kernel", 50);
+  const std::string path = write_temp(R"({"format": "bneck-workload", "measured": true,
+    "devices": [{"name": "NVIDIA H200", "sm_count": 132, "compute_capability": "9.0"}],
+    "lanes": [{"kind": "thread", "name": "main"}, {"kind": "stream", "name": "s", "device": 0}],
+    "ops": [)" + ops + "]}",
+                                      "ep");
+  const HwSpec hw = load_hw("h200-sxm-calibrated");
+  const TimeNs tail = hw.gpu.kernel_tail;
+  const TimeNs X = collective_time(hw, CollKind::AllToAll, 64ull << 20, 2).time_ns;
+  const TimeNs experts = 4 * (300 + 50 + 30) * kNsPerUs - 12 * tail / 2;
+  WhatIfReport r = whatif_of(path, "", {"--expert-parallel", "2", "--ep-bytes", "64 MiB", "--sharing", "off"});
+  CHECK(r.baseline_ns == 1690 * kNsPerUs);
+  CHECK(std::llabs(r.predicted_ns - (170 * kNsPerUs + 2 * X + experts)) <= 12);
+  CHECK(logged(r, "1 expert regions (12 kernels"));
+  WhatIfReport im = whatif_of(path, "", {"--expert-parallel", "2", "--ep-bytes", "64 MiB", "--ep-imbalance", "0.25", "--sharing", "off"});
+  CHECK(std::llabs(im.predicted_ns - (170 * kNsPerUs + 2 * X + experts * 5 / 4)) <= 12);
+  // Selected by name instead of found: the same region.
+  WhatIfReport sel = whatif_of(path, "", {"--expert-parallel", "2", "--ep-experts", "name~expert|silu|index_add", "--ep-bytes", "64 MiB",
+                                          "--sharing", "off"});
+  CHECK(std::llabs(sel.predicted_ns - r.predicted_ns) <= 2);
+  CHECK_THROWS_WITH(whatif_of(path, "", {"--expert-parallel", "2", "--ep-imbalance", "-1"}), Catch::Contains("--ep-imbalance -1"));
+  std::remove(path.c_str());
+}
