@@ -113,6 +113,13 @@ TimeNs retime_by_work(const Trace& t, OpId i, const KernelWork& w, TimeNs d, con
 // The weights (second operands, from shapes) of the GEMM kernels `keep` accepts in the first
 // top-level range that has any (a step): what one copy of the model holds. 0 without shapes.
 double step_gemm_weights(const WhatIfContext& ctx, const std::function<bool(OpId)>& keep);
+// The profiler a trace was recorded with, and its host cost per recorded event (unprofile.cpp).
+struct ProfilerSetting {
+  std::string name;        // empty: none known (a hand-written workload)
+  TimeNs per_op = 0;       // per recorded op range (PyTorch op, NVTX range)
+  TimeNs per_call = 0;     // per recorded CUDA call
+};
+ProfilerSetting profiler_setting(const Trace& t);
 // A communication stream on `device` of `process` named `name`.
 LaneId add_comm_lane(GraphEditor& ed, std::uint32_t device, std::uint32_t process, std::string name);
 // A communication kernel of fixed duration `d` on `lane`.

@@ -14,8 +14,11 @@
 # PyTorch. Rank r holds the contiguous tokens [r*T/N, (r+1)*T/N) (rotary positions global) and runs
 # the whole model on them; in each layer it stacks its k and v into one buffer and, for s = 0..N-1,
 # holds the kv block of rank j = (r - s) mod N: while it computes the attention of its q against
-# that block (torch.ops.aten._scaled_dot_product_flash_attention, which also returns the
-# log-sum-exp; causal for j == r, unmasked for j < r, skipped for j > r), it sends the block to
+# that block (the attention op that also returns the log-sum-exp, of the backend that
+# F.scaled_dot_product_attention picks for these shapes, so the kernels match the one-GPU run's:
+# torch.ops.aten._scaled_dot_product_cudnn_attention where that is cuDNN, as on H200 with torch
+# 2.11, else _scaled_dot_product_flash_attention; --ring-attn cudnn|flash forces one; causal for
+# j == r, unmasked for j < r, skipped for j > r), it sends the block to
 # rank r+1 and receives the next from rank r-1 (dist.batch_isend_irecv of one isend and one irecv,
 # NCCL P2P on its own stream, so the transfer overlaps the attention); the partial outputs are
 # merged in fp32 by their log-sum-exps (flash-style), then cast back. The contiguous layout is
@@ -60,6 +63,8 @@ p.add_argument("--nvtx", action="store_true")
 p.add_argument("--dist", action="store_true", help="the ring-attention path even at world size 1 (needs torchrun)")
 p.add_argument("--check", action="store_true", help="compare the ring path with the plain model first")
 p.add_argument("--dtype", default="bf16", choices=["bf16", "fp32"])
+p.add_argument("--ring-attn", default="auto", choices=["auto", "cudnn", "flash"],
+               help="ring path's block attention: auto = the backend F.scaled_dot_product_attention picks for these shapes")
 a = p.parse_args()
 
 # ---- setup shared by the three workloads -------------------------------------------------------
@@ -220,6 +225,9 @@ def rope(x, cos, sin):  # x (b, t, h, hd); cos/sin (t, hd/2)
 
 def attn_lse(q, k, v, causal):
     """attention of q against one kv block and its log-sum-exp (b, h, lq), fp32"""
+    if q.is_cuda and RING_BACKEND == "cudnn":
+        r = torch.ops.aten._scaled_dot_product_cudnn_attention(q, k, v, None, True, 0.0, causal, False)
+        return r[0], r[1].reshape(q.shape[:3])  # cuDNN's lse is (b, h, lq, 1)
     if q.is_cuda:
         r = torch.ops.aten._scaled_dot_product_flash_attention(q, k, v, 0.0, causal, False)
         return r[0], r[1][..., :q.shape[2]]
@@ -233,7 +241,7 @@ def attn_lse(q, k, v, causal):
 def ring_attention(q, k, v):
     """q, k, v (b, h, TL, hd) of this rank's tokens; causal attention over the whole sequence"""
     r = RANK
-    kv = torch.stack([k, v])
+    kv = torch.stack([k.transpose(1, 2), v.transpose(1, 2)])  # (2, b, TL, h, hd): the layout of the plain path
     out = lse = None
     for s in range(N):
         j = (r - s) % N  # owner of the kv block held now
@@ -243,7 +251,7 @@ def ring_attention(q, k, v):
             reqs = dist.batch_isend_irecv([dist.P2POp(dist.isend, kv, (r + 1) % N),
                                            dist.P2POp(dist.irecv, nxt, (r - 1) % N)])
         if j <= r:
-            o, l = attn_lse(q, kv[0], kv[1], causal=(j == r))
+            o, l = attn_lse(q, kv[0].transpose(1, 2), kv[1].transpose(1, 2), causal=(j == r))
             if out is None:
                 out, lse = o.float(), l
             else:
@@ -310,10 +318,27 @@ cos_full, sin_full = rope_tables(T, HD, DTYPE)
 lo = RANK * TL
 ids, cos, sin = ids_full[:, lo:lo + TL].contiguous(), cos_full[lo:lo + TL], sin_full[lo:lo + TL]
 
+def pick_ring_backend():
+    """the backend F.scaled_dot_product_attention would use for this rank's (q, k, v) blocks"""
+    if not CUDA:
+        return "math(cpu)"
+    if a.ring_attn != "auto":
+        return a.ring_attn
+    try:
+        x = torch.empty(B, TL, H, HD, device=dev, dtype=DTYPE).transpose(1, 2)
+        choice = torch._fused_sdp_choice(x, x, x, None, 0.0, True)
+        name = torch.nn.attention.SDPBackend(choice).name
+    except Exception as e:  # unknown: cuDNN, as on H200 with torch 2.11
+        say(f"ring_backend_probe_failed {type(e).__name__}: {e}"[:300])
+        return "cudnn"
+    return "cudnn" if name == "CUDNN_ATTENTION" else "flash"
+
+
+RING_BACKEND = pick_ring_backend() if DIST else "none"
 say(f"config workload {NAME} size {a.size} world {WORLD} path {'distributed(ring attention)' if DIST else 'single-gpu'} "
     f"inference(prefill, no_grad) layers {L} d {D} heads {H} head_dim {HD} ffn {FF} tokens {T} batch {B} "
     f"tokens_per_rank {TL} vocab {V} params {nparams} dtype {a.dtype}(model.to) autocast none "
-    f"attn {'ring(aten._scaled_dot_product_flash_attention + lse merge, batch_isend_irecv)' if DIST else 'sdpa(is_causal)'} "
+    f"attn {'ring(' + RING_BACKEND + ' block attention with lse + fp32 lse merge, batch_isend_irecv)' if DIST else 'sdpa(is_causal)'} "
     f"build_s {build_s:.1f} {env_desc()}")
 
 if a.check:

@@ -1,0 +1,135 @@
+// --unprofile[=auto|off|FACTOR]. Model card: the host as it runs without the profiler. A
+//   profiler makes every recorded event cost host time (the PyTorch profiler: each op, more with
+//   its shapes; Nsight Systems: each CUDA call and NVTX range), so a faster GPU in a forecast would
+//   expose the profiler's overhead instead of the program's. The profile's setting is read from
+//   the trace (profiler_setting); its per-event costs, measured on an H200 host
+//   (validate/reference/h200/profiler_overhead), come out of the host timeline: each CUDA call gets
+//   shorter by the per-call cost (never below 1 us), and each host gap between two calls on a
+//   thread by the per-op cost times the recorded ops (ranges) that start in it (never below 0).
+//   FACTOR scales the measured costs (another host, another setting). `whatif` applies it to its
+//   baseline and its forecast alike (the amount is logged; `--unprofile off` keeps the profiled
+//   host); `replay` never does.
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "models/whatif/transform.hpp"
+#include "sim/base/error.hpp"
+#include "sim/base/units.hpp"
+
+namespace bneck {
+
+// Host cost per recorded event (validate/reference/h200/profiler_overhead, H200 host, PyTorch 2.11):
+constexpr TimeNs kKinetoShapesPerOp = 4000, kKinetoPerOp = 2000, kKinetoPerCall = 1000;
+constexpr TimeNs kNsysNvtxPerOp = 1000, kNsysPerCall = 500;
+
+ProfilerSetting profiler_setting(const Trace& t) {
+  ProfilerSetting s;
+  const bool kineto = t.format.rfind("kineto", 0) == 0 || t.format.find("chrome") != std::string::npos;
+  const bool nsys = t.format.rfind("nsys", 0) == 0;
+  std::size_t shaped = 0, ops = 0;
+  for (const Range& r : t.ranges) {
+    if (r.structure) continue;
+    const std::string& n = t.strings.str(r.name);
+    if (n.find("sizes = [") != std::string::npos) ++shaped;
+    if (n.rfind("aten::", 0) == 0 || n.find(", seq = ") != std::string::npos || n.find(", op_id = ") != std::string::npos) ++ops;
+  }
+  if (kineto) {
+    s.name = shaped > 0 ? "PyTorch profiler, record_shapes" : "PyTorch profiler";
+    s.per_op = shaped > 0 ? kKinetoShapesPerOp : kKinetoPerOp;
+    s.per_call = kKinetoPerCall;
+  } else if (nsys) {
+    s.name = ops > 0 ? std::string("Nsight Systems with PyTorch op ranges (emit_nvtx") + (shaped ? ", shapes)" : ")") : "Nsight Systems";
+    s.per_op = ops > 0 ? kNsysNvtxPerOp : 0;
+    s.per_call = kNsysPerCall;
+  }
+  return s;
+}
+
+namespace {
+
+class Unprofile : public TransformStep {
+ public:
+  explicit Unprofile(double scale) : scale_(scale) {}
+  void apply(const WhatIfContext& ctx, WhatIfCase& c) const override {
+    const Trace& t = ctx.trace;
+    const ProfilerSetting s = profiler_setting(t);
+    if (s.per_op == 0 && s.per_call == 0) return;
+    const double per_op = static_cast<double>(s.per_op) * scale_, per_call = static_cast<double>(s.per_call) * scale_;
+    // Recorded op ranges per thread, by start.
+    std::map<LaneId, std::vector<TimeNs>> starts;
+    for (const Range& r : t.ranges)
+      if (!r.structure) starts[r.lane].push_back(r.start);
+    for (auto& [l, v] : starts) std::sort(v.begin(), v.end());
+    // Host calls per thread in order.
+    std::map<LaneId, std::vector<OpId>> calls;
+    for (OpId i = 0; i < t.ops.size(); ++i)
+      if (t.ops[i].kind == OpKind::Api) calls[t.ops[i].lane].push_back(i);
+    Graph& g = c.edit_graph();
+    GraphEditor ed(g, text);
+    struct Gap {
+      OpId from, to;
+      TimeNs delay;
+    };
+    std::vector<Gap> gaps;
+    TimeNs removed = 0;
+    std::size_t n_calls = 0, n_ops = 0;
+    for (auto& [lane, cs] : calls) {
+      std::sort(cs.begin(), cs.end(), [&](OpId a, OpId b) { return t.ops[a].start < t.ops[b].start; });
+      const auto& st = starts[lane];
+      for (std::size_t k = 0; k < cs.size(); ++k) {
+        const OpId n = cs[k];
+        // The call itself.
+        const TimeNs d = c.durations[n], nd = std::max<TimeNs>(std::min<TimeNs>(d, 1000), d - static_cast<TimeNs>(std::llround(per_call)));
+        removed += d - nd;
+        c.durations[n] = nd;
+        ++n_calls;
+        if (k == 0) continue;
+        // The gap before it: the ops recorded in it.
+        const Op& p = t.ops[cs[k - 1]];
+        const auto lo = std::lower_bound(st.begin(), st.end(), p.start);
+        const auto hi = std::lower_bound(st.begin(), st.end(), t.ops[n].start);
+        const auto recorded = static_cast<double>(hi - lo);
+        if (recorded <= 0 || per_op <= 0) continue;
+        n_ops += static_cast<std::size_t>(recorded);
+        const TimeNs cut = static_cast<TimeNs>(std::llround(per_op * recorded));
+        const TimeNs gap = std::max<TimeNs>(0, t.ops[n].start - p.end());
+        const TimeNs take = std::min(cut, gap);
+        if (take <= 0) continue;
+        removed += take;
+        gaps.push_back({cs[k - 1], n, gap - take});
+      }
+    }
+    // The host-order edges into the calls whose gap shrank, re-added with the shorter delay.
+    for (const auto& gp : gaps) {
+      ed.drop_in_edges(gp.to, [](NodeId, const EdgeProps& p, const Graph&) { return p.type() == EdgeType::HostOrder; });
+      ed.add_edge(gp.from, gp.to, EdgeType::HostOrder, DepType::EndToStart, gp.delay);
+    }
+    ed.commit();
+    c.log.push_back(text + ": " + s.name + ": " + format_duration(removed) + " of host time taken out (" + std::to_string(n_calls) +
+                    " CUDA calls x " + format_duration(static_cast<TimeNs>(per_call)) + ", " + std::to_string(n_ops) + " recorded ops x " +
+                    format_duration(static_cast<TimeNs>(per_op)) + ", measured on an H200 host)");
+  }
+
+ private:
+  double scale_;
+};
+
+std::unique_ptr<TransformStep> parse(const std::string& arg) {
+  if (arg.empty() || arg == "auto") return std::make_unique<Unprofile>(1.0);
+  if (arg == "off") return std::make_unique<Unprofile>(0.0);
+  try {
+    std::size_t used = 0;
+    const double f = std::stod(arg, &used);
+    if (used == arg.size() && f >= 0 && f <= 100) return std::make_unique<Unprofile>(f);
+  } catch (const std::exception&) {}
+  throw InputError("--unprofile " + arg + ": expected auto, off or a factor of the measured per-event costs (0 .. 100)");
+}
+
+}  // namespace
+
+extern const TransformDef kUnprofileTransform{
+    "unprofile", "auto|off|FACTOR", TransformDef::Arg::Optional,
+    "the profiler's host cost per recorded event taken out of the host timeline (whatif does it by default; off keeps it)", parse};
+
+}  // namespace bneck
