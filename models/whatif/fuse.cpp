@@ -4,6 +4,9 @@
 //   launch and one tail. Time = the models' time for the fused work x (the run's measured time /
 //   the models' time for its kernels): the run's own calibration carries over. Host launch calls
 //   are kept; the fused-away kernels take no time and no stream gap.
+//   --fuse auto selects what a compiler's fusion (torch.compile / Inductor) fuses: the pointwise,
+//   copy, normalization, softmax and reduction kernels between the GEMMs, attention and
+//   convolutions (which stay library calls), not the optimizer's multi-tensor kernels.
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -19,7 +22,20 @@ class Fuse : public TransformStep {
  public:
   explicit Fuse(std::string sel) : sel_(std::move(sel)) {}
   void apply(const WhatIfContext& ctx, WhatIfCase& c) const override {
-    auto hit = ctx.select(sel_, true);
+    std::vector<bool> hit;
+    if (sel_ == "auto") {
+      hit.assign(ctx.trace.ops.size(), false);
+      for (OpId i = 0; i < ctx.trace.ops.size(); ++i) {
+        const Op& o = ctx.trace.ops[i];
+        if (o.kind != OpKind::Kernel || (o.flags & Op::kFlagNccl)) continue;
+        const KernelClass k = ctx.work[i].cls;
+        hit[i] = (k == KernelClass::Elementwise || k == KernelClass::Copy || k == KernelClass::Norm || k == KernelClass::Softmax ||
+                  k == KernelClass::Reduction) &&
+                 ctx.trace.name(o).find("multi_tensor_apply") == std::string::npos;
+      }
+    } else {
+      hit = ctx.select(sel_, true);
+    }
     // Device ops per stream in FIFO order.
     std::vector<std::vector<OpId>> lanes(ctx.trace.lanes.size());
     for (OpId i = 0; i < ctx.trace.ops.size(); ++i)
@@ -73,14 +89,17 @@ class Fuse : public TransformStep {
 };
 
 std::unique_ptr<TransformStep> parse(const std::string& arg) {
+  if (arg == "auto") return std::make_unique<Fuse>(arg);
   std::string sel = checked_selector(arg);
-  if (sel.empty()) throw InputError("--fuse needs a selector");
+  if (sel.empty()) throw InputError("--fuse needs a selector (or auto)");
   return std::make_unique<Fuse>(sel);
 }
 
 }  // namespace
 
-extern const TransformDef kFuseTransform{"fuse", "SEL", TransformDef::Arg::Required,
-                                         "each run of consecutive selected kernels on a stream becomes one kernel", parse};
+extern const TransformDef kFuseTransform{"fuse", "SEL|auto", TransformDef::Arg::Required,
+                                         "each run of consecutive selected kernels on a stream becomes one kernel (auto: the pointwise, "
+                                         "norm and reduction chains between GEMMs that torch.compile fuses)",
+                                         parse};
 
 }  // namespace bneck
