@@ -19,9 +19,14 @@
 
 namespace bneck {
 
-// Host cost per recorded event (validate/reference/h200/profiler_overhead, H200 host, PyTorch 2.11):
-constexpr TimeNs kKinetoShapesPerOp = 4000, kKinetoPerOp = 2000, kKinetoPerCall = 1000;
-constexpr TimeNs kNsysNvtxPerOp = 1000, kNsysPerCall = 500;
+// Host cost per recorded event (op or CUDA call), validate/reference/h200/profiler_overhead (H200
+// host, PyTorch 2.11, Nsight Systems 2025.3): (profiled - unprofiled step) / events per step of
+// host-bound programs, the mean of the two fitted on (a 48-layer MLP, GPT-2 small inference);
+// GPT-2 small training held out. PyTorch profiler with shapes 4.13 / 6.75 us (held out 4.85),
+// without 2.14 / 7.01 (4.55); Nsight Systems per CUDA call row 2.61 / 4.04 (8.52), with
+// emit_nvtx per call or op row 5.64 / 3.65 (5.19).
+constexpr TimeNs kKinetoShapesPerOp = 5440, kKinetoPerOp = 4580, kKinetoPerCall = 0;
+constexpr TimeNs kNsysNvtxPerOp = 4650, kNsysPerCall = 3330;
 
 ProfilerSetting profiler_setting(const Trace& t) {
   ProfilerSetting s;
@@ -34,14 +39,14 @@ ProfilerSetting profiler_setting(const Trace& t) {
     if (n.find("sizes = [") != std::string::npos) ++shaped;
     if (n.rfind("aten::", 0) == 0 || n.find(", seq = ") != std::string::npos || n.find(", op_id = ") != std::string::npos) ++ops;
   }
-  if (kineto) {
+  if (kineto) {  // one cost per event, op or CUDA call
     s.name = shaped > 0 ? "PyTorch profiler, record_shapes" : "PyTorch profiler";
-    s.per_op = shaped > 0 ? kKinetoShapesPerOp : kKinetoPerOp;
-    s.per_call = kKinetoPerCall;
+    s.per_op = s.per_call = shaped > 0 ? kKinetoShapesPerOp : kKinetoPerOp;
+    (void)kKinetoPerCall;
   } else if (nsys) {
     s.name = ops > 0 ? std::string("Nsight Systems with PyTorch op ranges (emit_nvtx") + (shaped ? ", shapes)" : ")") : "Nsight Systems";
     s.per_op = ops > 0 ? kNsysNvtxPerOp : 0;
-    s.per_call = kNsysPerCall;
+    s.per_call = ops > 0 ? kNsysNvtxPerOp : kNsysPerCall;
   }
   return s;
 }
@@ -80,19 +85,21 @@ class Unprofile : public TransformStep {
       for (std::size_t k = 0; k < cs.size(); ++k) {
         const OpId n = cs[k];
         // The call itself.
-        const TimeNs d = c.durations[n], nd = std::max<TimeNs>(std::min<TimeNs>(d, 1000), d - static_cast<TimeNs>(std::llround(per_call)));
+        // The call's own cost comes out of it (never below 1 us), the rest out of the gap before.
+        const TimeNs call_cost = static_cast<TimeNs>(std::llround(per_call));
+        const TimeNs d = c.durations[n], nd = std::max<TimeNs>(std::min<TimeNs>(d, 1000), d - call_cost);
         removed += d - nd;
         c.durations[n] = nd;
         ++n_calls;
         if (k == 0) continue;
-        // The gap before it: the ops recorded in it.
+        // The gap before it: the rest of the call's cost and the ops recorded in it.
         const Op& p = t.ops[cs[k - 1]];
         const auto lo = std::lower_bound(st.begin(), st.end(), p.start);
         const auto hi = std::lower_bound(st.begin(), st.end(), t.ops[n].start);
         const auto recorded = static_cast<double>(hi - lo);
-        if (recorded <= 0 || per_op <= 0) continue;
         n_ops += static_cast<std::size_t>(recorded);
-        const TimeNs cut = static_cast<TimeNs>(std::llround(per_op * recorded));
+        const TimeNs cut = static_cast<TimeNs>(std::llround(per_op * recorded)) + (call_cost - (d - nd));
+        if (cut <= 0) continue;
         const TimeNs gap = std::max<TimeNs>(0, t.ops[n].start - p.end());
         const TimeNs take = std::min(cut, gap);
         if (take <= 0) continue;
@@ -108,7 +115,7 @@ class Unprofile : public TransformStep {
     ed.commit();
     c.log.push_back(text + ": " + s.name + ": " + format_duration(removed) + " of host time taken out (" + std::to_string(n_calls) +
                     " CUDA calls x " + format_duration(static_cast<TimeNs>(per_call)) + ", " + std::to_string(n_ops) + " recorded ops x " +
-                    format_duration(static_cast<TimeNs>(per_op)) + ", measured on an H200 host)");
+                    format_duration(static_cast<TimeNs>(per_op)) + ", the profiler's cost measured on an H200 host; --unprofile off keeps it)");
   }
 
  private:
