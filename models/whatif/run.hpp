@@ -18,6 +18,7 @@ struct WhatIfOptions {
   std::string scenario_name;
   std::string source_hw;
   bool sharing = true;  // concurrent device ops share their GPU (sim/engine/sharing.hpp)
+  bool unprofile = true;  // baseline and forecast without the profiler's host cost (--unprofile off: with)
   std::size_t top = 12;
 };
 
@@ -36,6 +37,8 @@ struct WhatIfReport {
   std::shared_ptr<const Graph> base_graph, pred_graph;
   std::vector<std::string> log;
   std::string source_hw, target_hw;
+  std::string unprofiled;  // the profiler whose host cost the baseline and forecast leave out (empty: none)
+  std::string unprofile_log;  // what that took out
   Span measured, baseline, predicted;
   std::vector<WhatIfRange> ranges;
   TimeNs baseline_ns = 0, predicted_ns = 0, measured_ns = 0;  // medians over ranges, or GPU spans

@@ -26,12 +26,14 @@ void print_whatif_text(const WhatIfReport& r, const WhatIfOptions& opt, std::ost
   const Trace& t = *r.trace;
   out << "bneck whatif: " << t.source << (opt.scenario_name.empty() ? "" : "  (scenario " + opt.scenario_name + ")") << "\n";
   out << "  trace's GPU " << r.source_hw << (r.target_hw != r.source_hw ? ", target " + r.target_hw : "") << "\n";
+  if (!r.unprofile_log.empty()) out << "  " << r.unprofile_log << "\n";
   for (const auto& l : r.log) out << "  " << l << "\n";
   out << "\n";
   const char* what = opt.range_regex ? "median over ranges" : "GPU span";
   out << "Forecast (" << what << ")\n";
   out << "  measured  " << format_duration(r.measured_ns) << "\n  baseline  " << format_duration(r.baseline_ns)
-      << "  (replay of the trace)\n  predicted " << format_duration(r.predicted_ns) << "  (speedup " << r.speedup << "x, "
+      << (r.unprofiled.empty() ? "  (replay of the trace)" : "  (replay without the profiler's host cost: " + r.unprofiled + ")")
+      << "\n  predicted " << format_duration(r.predicted_ns) << "  (speedup " << r.speedup << "x, "
       << pct(static_cast<double>(r.predicted_ns - r.baseline_ns) / static_cast<double>(std::max<TimeNs>(1, r.baseline_ns))) << ")\n";
   if (r.has_amdahl) {
     char b[200];
@@ -113,6 +115,8 @@ json whatif_json(const WhatIfReport& r) {
   j["transforms"] = r.log;
   j["measured_ns"] = r.measured_ns;
   j["baseline_ns"] = r.baseline_ns;
+  j["unprofiled"] = r.unprofiled;  // the profiler whose host cost baseline and forecast leave out ("": none)
+  j["unprofile_log"] = r.unprofile_log;
   j["predicted_ns"] = r.predicted_ns;
   j["speedup"] = r.speedup;
   {
