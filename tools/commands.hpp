@@ -29,6 +29,7 @@ void add_sweep(CLI::App& sub, Action& action);
 void add_serve(CLI::App& sub, Action& action);
 void add_pipeline(CLI::App& sub, Action& action);
 void add_structure(CLI::App& sub, Action& action);
+void add_advise(CLI::App& sub, Action& action);
 void add_report(CLI::App& sub, Action& action);
 void add_calibrate(CLI::App& sub, Action& action);
 void add_validate_report(CLI::App& sub, Action& action);

@@ -6,7 +6,8 @@
 //   are kept; the fused-away kernels take no time and no stream gap.
 //   --fuse auto selects what a compiler's fusion (torch.compile / Inductor) fuses: the pointwise,
 //   copy, normalization, softmax and reduction kernels between the GEMMs, attention and
-//   convolutions (which stay library calls), not the optimizer's multi-tensor kernels.
+//   convolutions (which stay library calls), not the optimizer's multi-tensor kernels; a run ends
+//   where the host synchronized between two launches or the GPU idled over 20 us between them.
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -14,6 +15,7 @@
 #include "models/whatif/transform.hpp"
 #include "sim/analysis/analysis.hpp"
 #include "sim/base/error.hpp"
+#include "sim/base/units.hpp"
 
 namespace bneck {
 namespace {
@@ -40,6 +42,12 @@ class Fuse : public TransformStep {
     std::vector<std::vector<OpId>> lanes(ctx.trace.lanes.size());
     for (OpId i = 0; i < ctx.trace.ops.size(); ++i)
       if (is_device_op(ctx.trace.ops[i].kind)) lanes[ctx.trace.ops[i].lane].push_back(i);
+    // auto: a compiled graph is one step's work: a run ends where the host synchronized between
+    // two launches, or the GPU sat idle between the kernels (separate work).
+    std::vector<TimeNs> syncs;
+    for (const Op& o : ctx.trace.ops)
+      if (o.kind == OpKind::Api && ctx.trace.name(o).find("ynchronize") != std::string::npos) syncs.push_back(o.start);
+    std::sort(syncs.begin(), syncs.end());
     std::size_t runs = 0, kernels = 0;
     TimeNs before = 0, after = 0;
     for (const auto& lane : lanes) {
@@ -50,7 +58,9 @@ class Fuse : public TransformStep {
           continue;
         }
         std::size_t e = k;
-        while (e + 1 < lane.size() && hit[lane[e + 1]] && ctx.trace.ops[lane[e + 1]].kind == OpKind::Kernel) ++e;
+        while (e + 1 < lane.size() && hit[lane[e + 1]] && ctx.trace.ops[lane[e + 1]].kind == OpKind::Kernel &&
+               !(sel_ == "auto" && separated(ctx.trace, lane[e], lane[e + 1], syncs)))
+          ++e;
         if (e > k) {
           // The run lane[k..e] becomes one kernel.
           KernelWork fused = ctx.work[lane[k]];
@@ -85,6 +95,13 @@ class Fuse : public TransformStep {
   }
 
  private:
+  static bool separated(const Trace& t, OpId a, OpId b, const std::vector<TimeNs>& syncs) {
+    if (t.ops[b].start - t.ops[a].end() > 20 * kNsPerUs) return true;
+    const OpId la = t.ops[a].link, lb = t.ops[b].link;
+    if (la == kNone || lb == kNone) return false;
+    auto it = std::upper_bound(syncs.begin(), syncs.end(), t.ops[la].start);
+    return it != syncs.end() && *it < t.ops[lb].start;
+  }
   std::string sel_;
 };
 

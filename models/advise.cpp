@@ -1,0 +1,252 @@
+#include "models/advise.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "models/kernel_work.hpp"
+#include "models/whatif/run.hpp"
+#include "sim/analysis/analysis.hpp"
+#include "sim/analysis/structure.hpp"
+#include "sim/base/error.hpp"
+#include "sim/base/stats.hpp"
+
+namespace bneck {
+namespace {
+
+constexpr const char* kHost = "host calls";
+constexpr const char* kSync = "synchronization";
+constexpr const char* kGaps = "gaps between ops";
+constexpr const char* kComm = "communication";
+constexpr const char* kCopies = "copies";
+constexpr const char* kCompute = "compute-bound kernels";
+constexpr const char* kMemory = "memory-bound kernels";
+constexpr const char* kLatency = "latency-bound kernels";
+
+std::string pct(double x) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.0f %%", x * 100);
+  return b;
+}
+
+// The class an op's time on the critical path counts under.
+const char* path_class(const Trace& t, OpId o, const KernelWork& w, const HwSpec& hw, TimeNs d) {
+  const Op& op = t.ops[o];
+  if (op.kind == OpKind::Api) return t.name(op).find("ynchronize") != std::string::npos ? kSync : kHost;
+  if (op.flags & Op::kFlagNccl) return kComm;
+  if (op.kind != OpKind::Kernel) return is_device_op(op.kind) ? kCopies : kHost;
+  const Bound b = model_kernel(t, o, w, hw).bound;
+  if (b == Bound::Latency || d < 5 * kNsPerUs) return kLatency;
+  return is_compute_class(w.cls) && b == Bound::Compute ? kCompute : kMemory;
+}
+
+// The run's bottleneck from its critical path by class.
+void classify_run(Advice& a) {
+  auto share = [&](const char* c) {
+    auto it = a.path_by_class.find(c);
+    return a.path_ns > 0 && it != a.path_by_class.end() ? static_cast<double>(it->second) / static_cast<double>(a.path_ns) : 0.0;
+  };
+  const double host = share(kHost) + share(kSync) + share(kGaps);
+  const double idle = a.overlap.window_ns > 0 ? static_cast<double>(a.overlap.gpu_idle_ns) / static_cast<double>(a.overlap.window_ns) : 0;
+  if (host >= 0.5) {
+    a.bottleneck = share(kSync) >= 0.25 ? "synchronization-bound" : "launch/host-bound";
+    a.evidence = "host calls, synchronization and the gaps between ops are " + pct(host) + " of the critical path; the GPU is idle " +
+                 pct(idle) + " of the run";
+    return;
+  }
+  if (share(kComm) >= 0.25) {
+    a.bottleneck = "exposed communication";
+    a.evidence = "communication is " + pct(share(kComm)) + " of the critical path, " +
+                 format_duration(a.overlap.exposed_communication_ns) + " with no compute beside it";
+    return;
+  }
+  const char* best = kCompute;
+  for (const char* c : {kMemory, kLatency, kCopies})
+    if (share(c) > share(best)) best = c;
+  a.bottleneck = best == kCompute ? "compute-bound" : best == kMemory ? "memory-bound" : best == kLatency ? "latency-bound" : "copy-bound";
+  a.evidence = std::string(best) + " are " + pct(share(best)) + " of the critical path (host " + pct(host) + ", GPU idle " + pct(idle) + ")";
+  for (const ClassRow& r : a.classes)
+    if (r.bound == (best == kCompute ? "compute" : "memory") && r.measured_ns > 0 && r.achieved_fraction > 0) {
+      a.evidence += "; " + r.cls + " kernels reach " + pct(r.achieved_fraction) + " of the " + (best == kCompute ? "math" : "memory") + " peak";
+      break;
+    }
+}
+
+// Phases the structure finds: their span, GPU busy time and what dominates their kernels.
+void classify_phases(const Trace& t, const std::vector<KernelWork>& work, const HwSpec& hw, const SimResult& sim, Advice& a) {
+  Structure st = find_structure(t);
+  for (const char* level : {"iteration", "forward", "backward"}) {
+    const StructureLevel* l = st.level(level);
+    if (!l || l->instances.empty()) continue;
+    AdvicePhase p;
+    p.name = std::string("@") + level;
+    p.instances = l->instances.size();
+    std::vector<TimeNs> spans, busy;
+    std::map<std::string, TimeNs> by;
+    for (const StructureInstance& in : l->instances) {
+      if (in.ops.empty()) continue;
+      TimeNs b = 0, lo = sim.start[in.ops.front()], hi = sim.end[in.ops.front()];
+      for (OpId o : in.ops) {
+        const TimeNs d = sim.end[o] - sim.start[o];
+        b += d;
+        lo = std::min(lo, sim.start[o]);
+        hi = std::max(hi, sim.end[o]);
+        by[path_class(t, o, work[o], hw, d)] += d;
+      }
+      spans.push_back(hi - lo);
+      busy.push_back(std::min(b, hi - lo));
+    }
+    if (spans.empty()) continue;
+    p.span_ns = quantile(spans, 0.5);
+    p.busy_ns = quantile(busy, 0.5);
+    const double frac = p.span_ns > 0 ? static_cast<double>(p.busy_ns) / static_cast<double>(p.span_ns) : 1;
+    if (frac < 0.6) {
+      p.bottleneck = "launch/host-bound";
+      p.evidence = "the GPU is busy " + pct(frac) + " of its span";
+    } else {
+      auto top = std::max_element(by.begin(), by.end(), [](const auto& x, const auto& y) { return x.second < y.second; });
+      TimeNs all = 0;
+      for (const auto& [k, v] : by) all += v;
+      const std::string c = top->first;
+      p.bottleneck = c == kCompute ? "compute-bound" : c == kMemory ? "memory-bound" : c == kLatency ? "latency-bound" : c == kComm ? "communication" : c;
+      p.evidence = c + " " + pct(all ? static_cast<double>(top->second) / static_cast<double>(all) : 0) + " of its device time, GPU busy " + pct(frac);
+    }
+    a.phases.push_back(std::move(p));
+  }
+}
+
+}  // namespace
+
+Advice advise(const Trace& t, const AdviseOptions& opt) {
+  Advice a;
+  ReplayOptions ro;
+  ro.range_regex = opt.range_regex;
+  ro.source_hw = opt.source_hw;
+  ro.sharing = opt.sharing;
+  const HwSpec hw = pick_source(t, opt.source_hw);
+  ro.hw = hw.name;  // retargeted to itself: the replay's roofline aggregation by kernel class
+  ReplayReport rep = run_replay(t, ro);
+  const std::vector<KernelWork> work = estimate_work(t, hw);
+  a.source_hw = hw.name;
+  a.classes = rep.classes;
+  // The run as the what-ifs start from it: the replay without the profiler's host cost.
+  WhatIfOptions wo0;
+  wo0.range_regex = opt.range_regex;
+  wo0.source_hw = opt.source_hw;
+  wo0.sharing = opt.sharing;
+  const WhatIfReport base = run_whatif(t, wo0);
+  a.unprofiled = base.unprofiled;
+  a.overlap = base.baseline_overlap;
+  a.span_ns = base.baseline.length();
+  const Graph& bg = *base.base_graph;
+  const TimeNs b0 = base.baseline.begin;
+  const std::vector<OpId> path =
+      critical_path(base.base_sim, last_device_op(bg, sim_schedule(base.base_sim)), [&](OpId o) { return base.base_sim.end[o] > b0; });
+  // 1. The critical path by class: in end order, each op counts the time it adds after the one
+  // before (a blocking call that waited for kernels counts only its own tail), the time between
+  // them counts as gaps.
+  std::vector<OpId> ops;
+  for (OpId o : path)
+    if (o < t.ops.size()) ops.push_back(o);
+  std::sort(ops.begin(), ops.end(), [&](OpId x, OpId y) { return base.base_sim.end[x] < base.base_sim.end[y]; });
+  if (!ops.empty()) {
+    TimeNs prev = base.base_sim.start[ops.front()];
+    const TimeNs begin = prev;
+    for (OpId o : ops) {
+      const TimeNs s = base.base_sim.start[o], e = base.base_sim.end[o];
+      if (e <= prev) continue;
+      if (s > prev) a.path_by_class[kGaps] += s - prev;
+      a.path_by_class[path_class(t, o, work[o], hw, e - s)] += e - std::max(s, prev);
+      prev = e;
+    }
+    a.path_ns = prev - begin;
+  }
+  classify_run(a);
+  classify_phases(t, work, hw, base.base_sim, a);
+  // 2. Candidates from the profile.
+  TimeNs kernels = 0, fp32_math = 0, pointwise = 0;
+  for (OpId o = 0; o < t.ops.size(); ++o) {
+    const Op& op = t.ops[o];
+    if (op.kind != OpKind::Kernel || (op.flags & Op::kFlagNccl)) continue;
+    kernels += op.duration();
+    if (is_compute_class(work[o].cls) && work[o].dtype == Dtype::FP32) fp32_math += op.duration();
+    const KernelClass k = work[o].cls;
+    if (k == KernelClass::Elementwise || k == KernelClass::Norm || k == KernelClass::Softmax || k == KernelClass::Reduction ||
+        k == KernelClass::Copy)
+      pointwise += op.duration();
+  }
+  auto share = [&](const char* c) {
+    auto it = a.path_by_class.find(c);
+    return a.path_ns > 0 && it != a.path_by_class.end() ? static_cast<double>(it->second) / static_cast<double>(a.path_ns) : 0.0;
+  };
+  const double host = share(kHost) + share(kSync) + share(kGaps);
+  const double idle = a.overlap.window_ns > 0 ? static_cast<double>(a.overlap.gpu_idle_ns) / static_cast<double>(a.overlap.window_ns) : 0;
+  std::vector<AdviceSuggestion> cand;
+  auto add = [&](std::string title, std::vector<std::string> args, double err, std::string tradeoff, std::uint32_t gpus = 1) {
+    AdviceSuggestion s;
+    s.title = std::move(title);
+    s.args = std::move(args);
+    s.error_bar = err;
+    s.tradeoff = std::move(tradeoff);
+    s.gpus = gpus;
+    cand.push_back(std::move(s));
+  };
+  const double k = std::max<double>(1, static_cast<double>(kernels));
+  if (host >= 0.1 || idle >= 0.1)
+    add("CUDA graphs over each step", {"--cuda-graph"}, 0.08,
+        "static shapes and memory addresses; the step is captured once; host-side logic inside it must move out");
+  if (static_cast<double>(fp32_math) / k >= 0.1) {
+    add("bf16 autocast", {"--precision", "autocast-bf16"}, 0.12, "numerics: bf16 keeps 8 mantissa bits in matmuls; check the loss or accuracy");
+    add("TF32 matmuls", {"--precision", "tf32"}, 0.12, "numerics: 10 mantissa bits in matmul inputs; one flag (allow_tf32)");
+    add("the whole model in bf16", {"--precision", "bf16"}, 0.12, "numerics: weights and optimizer state in bf16 need master weights or care");
+  }
+  if (static_cast<double>(pointwise) / k >= 0.1)
+    add("fuse the pointwise chains (torch.compile)", {"--fuse", "auto"}, 0.05, "compile time; graph breaks and recompiles on new shapes");
+  if (a.overlap.exposed_communication_ns > a.span_ns / 20)
+    add("overlap the exposed communication", {"--overlap-comm"}, 0.10, "needs asynchronous collectives issued as their inputs are ready");
+  add("another GPU: B200", {"--hw", "b200"}, 0.15, "cost and availability; kernels re-timed by the model, not measured there");
+  bool training = false;
+  for (const AdvicePhase& p : a.phases) training = training || p.name == "@backward";
+  if (training) {
+    add("data parallel on 2 GPUs", {"--data-parallel", "2"}, 0.15, "weak scaling: the global batch doubles; the model replicated; all-reduce traffic",
+        2);
+    add("FSDP on 2 GPUs", {"--fsdp", "2"}, 0.15, "weak scaling; parameters sharded, all-gathered per layer; more communication than DDP", 2);
+  }
+  // 3. Each simulated on the whole run (or the ranges), ranked.
+  for (AdviceSuggestion& s : cand) {
+    try {
+      WhatIfOptions wo;
+      wo.range_regex = opt.range_regex;
+      wo.source_hw = opt.source_hw;
+      wo.sharing = opt.sharing;
+      std::string scenario;
+      wo.transforms = parse_transform_args(s.args, scenario);
+      WhatIfReport w = run_whatif(t, wo);
+      s.baseline_ns = w.baseline_ns;
+      s.predicted_ns = w.predicted_ns;
+      // Naive: the run shortened by the time its ops (device and host) save, as if nothing
+      // overlapped, in proportion for a range; more GPUs: a perfect split of the work.
+      double saved = 0;
+      for (OpId o = 0; o < t.ops.size() && o < w.pred_sim.end.size(); ++o) {
+        const Op& op = t.ops[o];
+        if (op.kind == OpKind::Api && t.name(op).find("ynchronize") != std::string::npos) continue;  // waits, not work
+        if (op.kind != OpKind::Api && !is_device_op(op.kind)) continue;
+        saved += static_cast<double>((w.base_sim.end[o] - w.base_sim.start[o]) - (w.pred_sim.end[o] - w.pred_sim.start[o]));
+      }
+      const double whole = static_cast<double>(std::max<TimeNs>(1, w.baseline.length()));
+      s.amdahl_ns = s.gpus > 1 ? s.baseline_ns / s.gpus
+                               : static_cast<TimeNs>(std::llround(static_cast<double>(s.baseline_ns) * std::max(0.0, 1 - saved / whole)));
+    } catch (const InputError& e) {
+      s.error = e.what();
+    }
+  }
+  // Ranked by the forecast step time of each GPU: more GPUs win only by being faster per GPU (their
+  // throughput, per traced batch, is shown beside).
+  std::stable_sort(cand.begin(), cand.end(), [](const AdviceSuggestion& x, const AdviceSuggestion& y) {
+    if (x.error.empty() != y.error.empty()) return x.error.empty();
+    return x.predicted_ns < y.predicted_ns;
+  });
+  a.suggestions = std::move(cand);
+  return a;
+}
+
+}  // namespace bneck

@@ -1,0 +1,66 @@
+// bneck advise: what holds a run back and what to change, ranked by forecast.
+//
+// 1. Profile: the replay's critical path summed by class (compute-, memory- and latency-bound
+//    kernels, copies, communication, host calls, synchronization, the gaps between them), GPU
+//    busy and idle, and the roofline aggregation by kernel class (the replay's, time-weighted).
+// 2. Bottleneck of the run and of each phase the structure finds (iteration, forward, backward):
+//    launch/host-bound when host calls, synchronization and gaps hold half the critical path (a
+//    phase: its GPU busy under 60 % of its span); exposed communication from a quarter; else the
+//    kernel class holding most of the path (compute-bound, memory-bound, latency-bound), each with
+//    the evidence that decided it.
+// 3. Suggestions generated from the profile (not a fixed list): CUDA graphs where host time or
+//    GPU idle show, precision where fp32 GEMMs take time (autocast bf16, TF32, pure bf16), the
+//    compiler's fusion where pointwise chains take time, overlap of exposed communication, another
+//    GPU, more GPUs for a training step. Each is simulated by the what-if engine on the whole run
+//    (or --range), ranked by its forecast (per traced batch for more GPUs), beside the naive
+//    estimate (the changed ops' time saved, as if nothing overlapped), with the error bar of its
+//    family's held-out validation and its trade-off.
+#pragma once
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/replay.hpp"
+
+namespace bneck {
+
+struct AdvicePhase {
+  std::string name;  // "run", "@iteration", "@forward", "@backward"
+  std::size_t instances = 0;
+  TimeNs span_ns = 0, busy_ns = 0;  // medians over its instances
+  std::string bottleneck, evidence;
+};
+
+struct AdviceSuggestion {
+  std::string title;
+  std::vector<std::string> args;  // what `bneck whatif TRACE` takes to reproduce it
+  std::uint32_t gpus = 1;         // GPUs it uses (the forecast is per step of every GPU)
+  TimeNs baseline_ns = 0, predicted_ns = 0, amdahl_ns = 0;
+  double error_bar = 0;  // held-out median |error| of its family (fraction)
+  std::string tradeoff;
+  std::string error;  // non-empty: the what-if could not run (why)
+  // Time per traced batch: the forecast over the GPUs that share the work (weak scaling).
+  double effective_ns() const { return static_cast<double>(predicted_ns) / gpus; }
+};
+
+struct Advice {
+  std::string source_hw, unprofiled;
+  TimeNs span_ns = 0, path_ns = 0;
+  std::map<std::string, TimeNs> path_by_class;  // critical path, by class
+  Overlap overlap;
+  std::vector<ClassRow> classes;  // the roofline aggregation by kernel class
+  std::string bottleneck, evidence;
+  std::vector<AdvicePhase> phases;
+  std::vector<AdviceSuggestion> suggestions;  // best first
+};
+
+struct AdviseOptions {
+  std::optional<std::string> range_regex;
+  std::string source_hw;
+  bool sharing = true;
+};
+
+Advice advise(const Trace& t, const AdviseOptions& opt);
+
+}  // namespace bneck

@@ -1,0 +1,102 @@
+#include "tools/views/advise_view.hpp"
+
+#include <cstdio>
+
+#include "sim/base/units.hpp"
+
+namespace bneck {
+
+namespace {
+
+std::string joined(const std::vector<std::string>& args) {
+  std::string s;
+  for (const auto& a : args) {
+    const bool quote = a.find(' ') != std::string::npos || a.find('~') != std::string::npos;
+    s += (s.empty() ? "" : " ") + (quote ? "'" + a + "'" : a);
+  }
+  return s;
+}
+
+double speedup(const AdviceSuggestion& s) {
+  return s.predicted_ns > 0 ? static_cast<double>(s.baseline_ns) / static_cast<double>(s.predicted_ns) : 0;
+}
+double throughput(const AdviceSuggestion& s) { return s.effective_ns() > 0 ? static_cast<double>(s.baseline_ns) / s.effective_ns() : 0; }
+
+}  // namespace
+
+nlohmann::json advice_json(const Advice& a) {
+  nlohmann::json j;
+  j["source_hw"] = a.source_hw;
+  j["unprofiled"] = a.unprofiled;
+  j["span_ns"] = a.span_ns;
+  j["bottleneck"] = {{"phase", "run"}, {"class", a.bottleneck}, {"evidence", a.evidence}};
+  j["critical_path_ns"] = a.path_ns;
+  j["critical_path_by_class"] = nlohmann::json::object();
+  for (const auto& [c, ns] : a.path_by_class) j["critical_path_by_class"][c] = ns;
+  j["gpu_busy_ns"] = a.overlap.gpu_busy_ns;
+  j["gpu_idle_ns"] = a.overlap.gpu_idle_ns;
+  j["exposed_communication_ns"] = a.overlap.exposed_communication_ns;
+  j["phases"] = nlohmann::json::array();
+  for (const AdvicePhase& p : a.phases)
+    j["phases"].push_back({{"phase", p.name}, {"instances", p.instances}, {"span_ns", p.span_ns}, {"busy_ns", p.busy_ns},
+                           {"bottleneck", p.bottleneck}, {"evidence", p.evidence}});
+  j["roofline"] = nlohmann::json::array();
+  for (const ClassRow& r : a.classes)
+    if (r.measured_ns > 0)
+      j["roofline"].push_back({{"class", r.cls}, {"kernels", r.kernels}, {"measured_ns", r.measured_ns}, {"flops", r.flops}, {"bytes", r.bytes},
+                               {"bound", r.bound}, {"achieved_fraction_of_peak", r.achieved_fraction}});
+  j["suggestions"] = nlohmann::json::array();
+  for (const AdviceSuggestion& s : a.suggestions) {
+    nlohmann::json e = {{"title", s.title}, {"args", s.args}, {"gpus", s.gpus}, {"baseline_ns", s.baseline_ns},
+                        {"predicted_ns", s.predicted_ns}, {"amdahl_ns", s.amdahl_ns}, {"error_bar", s.error_bar},
+                        {"tradeoff", s.tradeoff}, {"speedup", speedup(s)}, {"throughput", throughput(s)}};
+    if (!s.error.empty()) e["error"] = s.error;
+    j["suggestions"].push_back(e);
+  }
+  return j;
+}
+
+void print_advice_text(const Advice& a, const std::string& source, std::ostream& out) {
+  char b[400];
+  out << "bneck advise: " << source << "\n  trace's GPU " << a.source_hw << "; the run "
+      << (a.unprofiled.empty() ? std::string("as replayed") : "as replayed without the profiler's host cost (" + a.unprofiled + ")") << "\n\n";
+  out << "Bottleneck: " << a.bottleneck << "\n  " << a.evidence << "\n";
+  for (const AdvicePhase& p : a.phases) {
+    std::snprintf(b, sizeof b, "  %-11s x%-4zu span %10s  busy %10s  %s: %s", p.name.c_str(), p.instances, format_duration(p.span_ns).c_str(),
+                  format_duration(p.busy_ns).c_str(), p.bottleneck.c_str(), p.evidence.c_str());
+    out << std::string(b).substr(0, 200) << "\n";
+  }
+  out << "\nWhere the time goes (the critical path, " << format_duration(a.path_ns) << ")\n";
+  for (const auto& [c, ns] : a.path_by_class) {
+    std::snprintf(b, sizeof b, "  %-24s %12s  %5.1f %%", c.c_str(), format_duration(ns).c_str(),
+                  a.path_ns ? 100.0 * static_cast<double>(ns) / static_cast<double>(a.path_ns) : 0.0);
+    out << b << "\n";
+  }
+  std::snprintf(b, sizeof b, "  GPU busy %s, idle %s, exposed communication %s", format_duration(a.overlap.gpu_busy_ns).c_str(),
+                format_duration(a.overlap.gpu_idle_ns).c_str(), format_duration(a.overlap.exposed_communication_ns).c_str());
+  out << b << "\n\nKernels on the roofline (time-weighted, measured)\n";
+  for (const ClassRow& r : a.classes)
+    if (r.measured_ns > 0) {
+      std::snprintf(b, sizeof b, "  %-12s %6zu kernels %12s  %-8s bound, %5.1f %% of that peak", r.cls.c_str(), r.kernels,
+                    format_duration(r.measured_ns).c_str(), r.bound.c_str(), r.achieved_fraction * 100);
+      out << b << "\n";
+    }
+  out << "\nWhat to change, best first (forecast of the whole run; Amdahl: the changed ops' time saved, as if nothing overlapped)\n";
+  int rank = 0;
+  for (const AdviceSuggestion& s : a.suggestions) {
+    if (!s.error.empty()) {
+      out << "  -  " << s.title << ": not forecast (" << s.error.substr(0, 150) << ")\n";
+      continue;
+    }
+    char tp[32];
+    std::snprintf(tp, sizeof tp, "%.2f", throughput(s));
+    const std::string more = s.gpus > 1 ? " a step on each of " + std::to_string(s.gpus) + " GPUs, throughput " + tp + "x" : "";
+    std::snprintf(b, sizeof b, "  %d. %-40s %10s -> %10s  %.2fx +-%.0f %%  (Amdahl %s)%s", ++rank, s.title.c_str(),
+                  format_duration(s.baseline_ns).c_str(), format_duration(s.predicted_ns).c_str(), speedup(s), s.error_bar * 100,
+                  format_duration(s.amdahl_ns).c_str(), more.c_str());
+    out << std::string(b).substr(0, 200) << "\n";
+    out << ("     bneck whatif TRACE " + joined(s.args) + "   trade-off: " + s.tradeoff).substr(0, 200) << "\n";
+  }
+}
+
+}  // namespace bneck
