@@ -120,9 +120,19 @@ Advice advise(const Trace& t, const AdviseOptions& opt) {
   Advice a;
   ReplayOptions ro;
   ro.range_regex = opt.range_regex;
-  ro.source_hw = opt.source_hw;
   ro.sharing = opt.sharing;
-  const HwSpec hw = pick_source(t, opt.source_hw);
+  // The trace's GPU; where its name does not tell (an AMD GPU, a device-less export), an H100's
+  // rates stand in for the roofline and the models, and the advice says so.
+  std::string source = opt.source_hw;
+  try {
+    (void)pick_source(t, source);
+  } catch (const InputError&) {
+    if (!source.empty()) throw;
+    source = "h100-sxm";
+    a.assumed_hw = "the trace does not say which GPU ran it: an H100 SXM's rates assumed (--source-hw SPEC gives the real one)";
+  }
+  const HwSpec hw = pick_source(t, source);
+  ro.source_hw = source;
   ro.hw = hw.name;  // retargeted to itself: the replay's roofline aggregation by kernel class
   ReplayReport rep = run_replay(t, ro);
   const std::vector<KernelWork> work = estimate_work(t, hw);
@@ -131,7 +141,7 @@ Advice advise(const Trace& t, const AdviseOptions& opt) {
   // The run as the what-ifs start from it: the replay without the profiler's host cost.
   WhatIfOptions wo0;
   wo0.range_regex = opt.range_regex;
-  wo0.source_hw = opt.source_hw;
+  wo0.source_hw = source;
   wo0.sharing = opt.sharing;
   const WhatIfReport base = run_whatif(t, wo0);
   a.unprofiled = base.unprofiled;
@@ -216,7 +226,7 @@ Advice advise(const Trace& t, const AdviseOptions& opt) {
     try {
       WhatIfOptions wo;
       wo.range_regex = opt.range_regex;
-      wo.source_hw = opt.source_hw;
+      wo.source_hw = source;
       wo.sharing = opt.sharing;
       std::string scenario;
       wo.transforms = parse_transform_args(s.args, scenario);

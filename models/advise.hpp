@@ -46,6 +46,7 @@ struct AdviceSuggestion {
 
 struct Advice {
   std::string source_hw, unprofiled;
+  std::string assumed_hw;  // non-empty: the trace's GPU was not known (what was assumed)
   TimeNs span_ns = 0, path_ns = 0;
   std::map<std::string, TimeNs> path_by_class;  // critical path, by class
   Overlap overlap;

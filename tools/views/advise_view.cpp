@@ -28,6 +28,7 @@ nlohmann::json advice_json(const Advice& a) {
   nlohmann::json j;
   j["source_hw"] = a.source_hw;
   j["unprofiled"] = a.unprofiled;
+  j["assumed_hw"] = a.assumed_hw;
   j["span_ns"] = a.span_ns;
   j["bottleneck"] = {{"phase", "run"}, {"class", a.bottleneck}, {"evidence", a.evidence}};
   j["critical_path_ns"] = a.path_ns;
@@ -59,7 +60,9 @@ nlohmann::json advice_json(const Advice& a) {
 void print_advice_text(const Advice& a, const std::string& source, std::ostream& out) {
   char b[400];
   out << "bneck advise: " << source << "\n  trace's GPU " << a.source_hw << "; the run "
-      << (a.unprofiled.empty() ? std::string("as replayed") : "as replayed without the profiler's host cost (" + a.unprofiled + ")") << "\n\n";
+      << (a.unprofiled.empty() ? std::string("as replayed") : "as replayed without the profiler's host cost (" + a.unprofiled + ")") << "\n";
+  if (!a.assumed_hw.empty()) out << "  " << a.assumed_hw << "\n";
+  out << "\n";
   out << "Bottleneck: " << a.bottleneck << "\n  " << a.evidence << "\n";
   for (const AdvicePhase& p : a.phases) {
     std::snprintf(b, sizeof b, "  %-11s x%-4zu span %10s  busy %10s  %s: %s", p.name.c_str(), p.instances, format_duration(p.span_ns).c_str(),
