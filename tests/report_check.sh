@@ -18,7 +18,7 @@ fail() { echo "report_check: $*" >&2; exit 1; }
 grep -q '<title>bneck report: ok</title>' "$out/report_dom.html" || fail "the page's script did not finish"
 # The page writes nothing to the console: any console line (an error, an uncaught exception) fails.
 if grep -qE 'CONSOLE|Uncaught' "$out/chromium.log"; then grep -E 'CONSOLE|Uncaught' "$out/chromium.log" >&2; fail "console messages"; fi
-for id in summary timelines critical-path overlap ranges roofline whatif; do
+for id in summary advice timelines critical-path overlap ranges roofline whatif; do
   grep -q "id=\"$id\"" "$out/report_dom.html" || fail "section $id missing"
 done
 want=$(sqlite3 -readonly "$trace" "select (select count(*) from CUPTI_ACTIVITY_KIND_KERNEL)+(select count(*) from CUPTI_ACTIVITY_KIND_MEMCPY)+(select count(*) from CUPTI_ACTIVITY_KIND_MEMSET)")

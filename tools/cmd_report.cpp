@@ -16,7 +16,9 @@
 #include "models/whatif/run.hpp"
 #include "sim/analysis/analysis.hpp"
 #include "sim/base/error.hpp"
+#include "models/advise.hpp"
 #include "tools/commands.hpp"
+#include "tools/views/advise_view.hpp"
 #include "tools/trace_options.hpp"
 #include "tools/output.hpp"
 #include "tools/report_js.hpp"
@@ -65,6 +67,11 @@ void add_report(CLI::App& sub, Action& action) {
       ro.hw = hw;
       ReplayReport rep = run_replay(t, ro);
       json data;
+      {  // The report opens with the advice: what holds the run back and what to change.
+        AdviseOptions ao;
+        if (!range.empty()) ao.range_regex = range;
+        data["advice"] = advice_json(advise(t, ao));
+      }
       data["replay"] = replay_json(rep, ro);
       data["trace"] = t.source;
       // Timelines: device ops of the measured trace (the window: all of them, or the first

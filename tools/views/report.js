@@ -41,6 +41,21 @@
     ["GPU idle", fmt(R.measured_overlap.gpu_idle_ns), fmt(R.overlap.gpu_idle_ns), ""],
   ]);
 
+  // Advice: the bottleneck and the changes that remove it, ranked by forecast.
+  if (D.advice) {
+    const A = D.advice, ad = section("advice", "What holds it back, and what to change");
+    el("p", {}, ad, "Bottleneck: " + A.bottleneck.class + ". " + A.bottleneck.evidence);
+    if (A.assumed_hw) el("div", { class: "muted" }, ad, A.assumed_hw);
+    if (A.phases.length) table(ad, ["phase", "instances", "span", "GPU busy", "bottleneck", "evidence"],
+      A.phases.map((p) => [p.phase, p.instances, fmt(p.span_ns), fmt(p.busy_ns), p.bottleneck, p.evidence]));
+    const paths = Object.entries(A.critical_path_by_class).sort((x, y) => y[1] - x[1]);
+    table(ad, ["critical path", "time", "share"], paths.map(([c, ns]) => [c, fmt(ns), (100 * ns / Math.max(1, A.critical_path_ns)).toFixed(1) + " %"]));
+    let rank = 0;
+    table(ad, ["#", "change", "baseline", "forecast", "speedup", "error bar", "Amdahl", "trade-off", "bneck whatif TRACE ..."],
+      A.suggestions.filter((x) => !x.error).map((x) => [++rank, x.title, fmt(x.baseline_ns), fmt(x.predicted_ns),
+        x.speedup.toFixed(2) + "x", "+-" + (100 * x.error_bar).toFixed(0) + " %", fmt(x.amdahl_ns), x.tradeoff, x.args.join(" ")]));
+  }
+
   // Timelines: measured and simulated, one row per stream, zoom (wheel) and pan (drag) together.
   const T = D.timeline;
   const tl = section("timelines", "Timelines: measured and simulated");
