@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Multi-GPU ground truth, in one command on a machine with several GPUs (the lent nvidia-h200-x2/x4/x8):
+# Multi-GPU ground truth, in one command on a machine with several GPUs (two to eight H200s):
 #  1. NCCL collectives on all GPUs (validate/nccl/bneck_nccl_bench, NVLS off) -> collectives.json,
 #     calibrated together with the single-GPU reference measurements into h200-sxm-calibrated.json;
 #     the held-out accuracy of the collective model is in report.txt.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The end-to-end check, in one command on a GPU machine (the lent H200: one device call): the
+# The end-to-end check, in one command on a GPU machine (an H200: one device call): the
 # validate target's steps (validate/validate.sh: microbenchmarks, calibration, held-out report;
 # `cmake --build build --target validate` runs the same on a machine that builds bneck), then capture real
 # workloads with Nsight Systems and compare bneck's replay and model-mode spans with their

@@ -2,7 +2,7 @@
 # Profile a command with Nsight Systems as bneck expects, export SQLite, print measured NVTX spans.
 # Usage (on a GPU machine with nsys): tools/capture/capture.sh OUT_BASENAME COMMAND [ARGS...]
 # Writes OUT_BASENAME.nsys-rep and OUT_BASENAME.sqlite. If NSYS_ENV is set, it is sourced first
-# (e.g. NSYS_ENV=.nsys/env.sh on the lent H200, see ../shared/tools/nsys/env.sh).
+# (e.g. NSYS_ENV=.nsys/env.sh on an H200, see ../shared/tools/nsys/env.sh).
 set -euo pipefail
 if [ $# -lt 2 ]; then echo "usage: $0 OUT_BASENAME COMMAND [ARGS...]" >&2; exit 2; fi
 out=$1; shift

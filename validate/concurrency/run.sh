@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Ground truth for the contention model, on the lent GPU machine (one call):
+# Ground truth for the contention model, on the GPU machine (one call):
 #   pairs.py under nsys (one H200) -> pairs.sqlite, and unprofiled (CUDA-event times) -> pairs.log;
 #   gemm_allreduce.py on 2 GPUs when there are 2 (Kineto per rank) -> gemm_ar_rank{0,1}.json.gz.
 #   pairs.cu (copy kernels at full and half occupancy, cuBLAS GEMMs, D2D copies) the same way ->

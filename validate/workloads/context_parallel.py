@@ -44,7 +44,7 @@ import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
 
-os.environ.setdefault("NCCL_NVLS_ENABLE", "0")  # NVLink multicast stays off on the lent machines
+os.environ.setdefault("NCCL_NVLS_ENABLE", "0")  # NVLink multicast stays off (NCCL_NVLS_ENABLE=0)
 NAME = "context_parallel"
 SIZES = {  # layers, d, heads, ffn, tokens, batch, vocab
     "small": (8, 2048, 16, 8192, 16384, 1, 32000),

@@ -9,7 +9,7 @@
 # Prints per rank: "rank R step I ms T" and "rank R median_step_ms T".
 import argparse, os, statistics, torch, torch.distributed as dist
 
-os.environ.setdefault("NCCL_NVLS_ENABLE", "0")  # NVLink multicast stays off on the lent machines
+os.environ.setdefault("NCCL_NVLS_ENABLE", "0")  # NVLink multicast stays off (NCCL_NVLS_ENABLE=0)
 p = argparse.ArgumentParser()
 p.add_argument("--steps", type=int, default=6)
 p.add_argument("--kineto", default="")

@@ -37,7 +37,7 @@ import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
 
-os.environ.setdefault("NCCL_NVLS_ENABLE", "0")  # NVLink multicast stays off on the lent machines
+os.environ.setdefault("NCCL_NVLS_ENABLE", "0")  # NVLink multicast stays off (NCCL_NVLS_ENABLE=0)
 NAME = "fsdp_gpt"
 SIZES = {  # layers, d, heads, seq, batch, vocab
     "small": (12, 768, 12, 1024, 8, 50304),

@@ -50,7 +50,7 @@ import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
 
-os.environ.setdefault("NCCL_NVLS_ENABLE", "0")  # NVLink multicast stays off on the lent machines
+os.environ.setdefault("NCCL_NVLS_ENABLE", "0")  # NVLink multicast stays off (NCCL_NVLS_ENABLE=0)
 NAME = "moe"
 SIZES = {  # layers, d, heads, experts, ffn, top-k, batch, seq, vocab
     "small": (4, 1024, 16, 8, 3584, 2, 8, 1024, 32000),

@@ -20,7 +20,7 @@
 import argparse, os, statistics, torch, torch.distributed as dist
 import torch.nn.functional as F
 
-os.environ.setdefault("NCCL_NVLS_ENABLE", "0")  # NVLink multicast stays off on the lent machines
+os.environ.setdefault("NCCL_NVLS_ENABLE", "0")  # NVLink multicast stays off (NCCL_NVLS_ENABLE=0)
 p = argparse.ArgumentParser()
 p.add_argument("--mode", required=True, choices=["dp", "tp", "pp"])
 p.add_argument("--schedule", default="gpipe", choices=["gpipe", "1f1b"])
