@@ -262,26 +262,21 @@ class Fields {
   std::string origin_;
 };
 
-}  // namespace
+// The unit parsers Fields::unit takes.
+auto as_duration(const std::string& s) { return parse_duration(s); }
+auto as_bandwidth(const std::string& s) { return parse_bandwidth(s); }
+auto as_bytes(const std::string& s) { return parse_bytes(s); }
+auto as_frequency(const std::string& s) { return parse_frequency(s); }
 
-HwSpec parse_hw(const json& j, const std::string& origin) {
-  HwSpec h;
-  h.resolved = j;
-  h.name = j.value("name", origin);
-  h.description = j.value("description", "");
-  Fields f(j, origin);
-  auto dur = [](const std::string& s) { return parse_duration(s); };
-  auto bw = [](const std::string& s) { return parse_bandwidth(s); };
-  auto bytes = [](const std::string& s) { return parse_bytes(s); };
-  auto freq = [](const std::string& s) { return parse_frequency(s); };
-  GpuSpec& g = h.gpu;
-  g.name = j.contains("gpu") ? j["gpu"].value("name", h.name) : h.name;
+// The gpu section's scalar fields and their ranges.
+void parse_gpu_scalars(const Fields& f, const json& j, const std::string& spec_name, GpuSpec& g) {
+  g.name = j.contains("gpu") ? j["gpu"].value("name", spec_name) : spec_name;
   g.sm_count = f.count("gpu", "sm_count", 0);
-  g.clock_hz = f.unit("gpu", "clock", freq, 0.0);
-  g.memory_bytes = f.unit("gpu", "memory", bytes, Bytes{0});
-  g.memory_bandwidth = f.unit("gpu", "memory_bandwidth", bw, 0.0);
-  g.l2_bytes = f.unit("gpu", "l2", bytes, Bytes{0});
-  g.l2_bandwidth = f.unit("gpu", "l2_bandwidth", bw, 0.0);
+  g.clock_hz = f.unit("gpu", "clock", as_frequency, 0.0);
+  g.memory_bytes = f.unit("gpu", "memory", as_bytes, Bytes{0});
+  g.memory_bandwidth = f.unit("gpu", "memory_bandwidth", as_bandwidth, 0.0);
+  g.l2_bytes = f.unit("gpu", "l2", as_bytes, Bytes{0});
+  g.l2_bandwidth = f.unit("gpu", "l2_bandwidth", as_bandwidth, 0.0);
   g.registers_per_sm = f.count("gpu", "registers_per_sm", g.registers_per_sm);
   g.max_registers_per_thread = f.count("gpu", "max_registers_per_thread", g.max_registers_per_thread);
   g.register_allocation_unit = f.count("gpu", "register_allocation_unit", g.register_allocation_unit);
@@ -290,16 +285,16 @@ HwSpec parse_hw(const json& j, const std::string& origin) {
   g.max_blocks_per_sm = f.count("gpu", "max_blocks_per_sm", g.max_blocks_per_sm);
   g.max_threads_per_block = f.count("gpu", "max_threads_per_block", g.max_threads_per_block);
   g.warp_size = f.count("gpu", "warp_size", g.warp_size);
-  g.shared_memory_per_sm = f.unit("gpu", "shared_memory_per_sm", bytes, Bytes{0});
-  g.shared_memory_per_block = f.unit("gpu", "shared_memory_per_block", bytes, g.shared_memory_per_sm);
-  g.reserved_shared_memory_per_block = f.unit("gpu", "reserved_shared_memory_per_block", bytes, Bytes{0});
-  g.shared_memory_allocation_unit = f.unit("gpu", "shared_memory_allocation_unit", bytes, Bytes{128});
-  g.launch_latency = f.unit("gpu", "launch_latency", dur, TimeNs{0});
-  g.host_launch_overhead = f.unit("gpu", "host_launch_overhead", dur, TimeNs{0});
-  g.graph_node_latency = f.unit("gpu", "graph_node_latency", dur, TimeNs{0});
-  g.graph_launch_overhead = f.unit("gpu", "graph_launch_overhead", dur, TimeNs{0});
-  g.kernel_tail = f.unit("gpu", "kernel_tail", dur, TimeNs{0});
-  g.memory_latency = f.unit("gpu", "memory_latency", dur, TimeNs{0});
+  g.shared_memory_per_sm = f.unit("gpu", "shared_memory_per_sm", as_bytes, Bytes{0});
+  g.shared_memory_per_block = f.unit("gpu", "shared_memory_per_block", as_bytes, g.shared_memory_per_sm);
+  g.reserved_shared_memory_per_block = f.unit("gpu", "reserved_shared_memory_per_block", as_bytes, Bytes{0});
+  g.shared_memory_allocation_unit = f.unit("gpu", "shared_memory_allocation_unit", as_bytes, Bytes{128});
+  g.launch_latency = f.unit("gpu", "launch_latency", as_duration, TimeNs{0});
+  g.host_launch_overhead = f.unit("gpu", "host_launch_overhead", as_duration, TimeNs{0});
+  g.graph_node_latency = f.unit("gpu", "graph_node_latency", as_duration, TimeNs{0});
+  g.graph_launch_overhead = f.unit("gpu", "graph_launch_overhead", as_duration, TimeNs{0});
+  g.kernel_tail = f.unit("gpu", "kernel_tail", as_duration, TimeNs{0});
+  g.memory_latency = f.unit("gpu", "memory_latency", as_duration, TimeNs{0});
   g.dependent_op_cycles = f.number("gpu", "dependent_op_cycles", 4.0);
   g.drain_weight = f.number("gpu", "drain_weight", 1.0);
   if (g.drain_weight <= 0 || g.drain_weight > 100) f.fail("gpu.drain_weight", "must be in (0, 100]");
@@ -308,6 +303,10 @@ HwSpec parse_hw(const json& j, const std::string& origin) {
   g.compute_efficiency = f.number("gpu", "compute_efficiency", 1.0);
   if (g.memory_efficiency <= 0 || g.memory_efficiency > 1 || g.compute_efficiency <= 0 || g.compute_efficiency > 1)
     f.fail("gpu", "efficiencies must be in (0, 1]");
+}
+
+// gpu.access_efficiency and gpu.write_efficiency (per access width), gpu.gemm_fit and gpu.gemm_samples (per dtype).
+void parse_gpu_fits(const Fields& f, GpuSpec& g) {
   for (const char* key : {"access_efficiency", "write_efficiency"}) {
     const json* acc = f.get("gpu", key);
     if (!acc) continue;
@@ -348,13 +347,17 @@ HwSpec parse_hw(const json& j, const std::string& origin) {
     }
   }
   if (const json* gs = f.get("gpu", "gemm_samples")) {
-    if (!gs->is_object()) f.fail("gpu.gemm_samples", "must map dtypes to {\"nearest\": 7, \"rows\": [[log2 batch, log2 rows, log2 inner, log2 columns, efficiency], ...]}");
+    if (!gs->is_object())
+      f.fail("gpu.gemm_samples",
+             "must map dtypes to {\"nearest\": 7, \"rows\": [[log2 batch, log2 rows, log2 inner, log2 columns, efficiency], ...]}");
     for (auto it = gs->begin(); it != gs->end(); ++it) {
       const std::string path = "gpu.gemm_samples." + it.key();
       auto d = dtype_from_string(it.key());
       const json& v = it.value();
       if (!d || !v.is_object() || !v.contains("rows") || !v["rows"].is_array())
-        f.fail(path, "expected {\"nearest\": count, \"rows\": [[log2 batch, log2 rows, log2 inner, log2 columns, efficiency], ...]} for a known dtype");
+        f.fail(path,
+               "expected {\"nearest\": count, \"rows\": [[log2 batch, log2 rows, log2 inner, log2 columns, efficiency], ...]} for a known "
+               "dtype");
       GpuSpec::GemmSurface surface;
       if (v.contains("nearest")) {
         if (!v["nearest"].is_number_unsigned() || v["nearest"].get<std::uint64_t>() == 0 || v["nearest"].get<std::uint64_t>() > 1000)
@@ -380,6 +383,10 @@ HwSpec parse_hw(const json& j, const std::string& origin) {
       g.gemm_samples[*d] = std::move(surface);
     }
   }
+}
+
+// gpu.held_out_error and gpu.peak, then the fields every spec needs.
+void parse_gpu_peaks(const Fields& f, GpuSpec& g) {
   if (const json* he = f.get("gpu", "held_out_error")) {
     if (!he->is_object()) f.fail("gpu.held_out_error", "must map kernel classes (\"gemm\", \"memory\") to a median |error| in [0, 10]");
     for (auto it = he->begin(); it != he->end(); ++it) {
@@ -407,30 +414,33 @@ HwSpec parse_hw(const json& j, const std::string& origin) {
   }
   if (g.sm_count == 0 || g.memory_bandwidth <= 0 || g.peak_of(Dtype::FP32, ComputeUnit::Simt) <= 0)
     f.fail("gpu", "needs at least sm_count, memory_bandwidth and peak.fp32.simt");
-  NodeSpec& n = h.node;
-  // A measured curve, [["4 KiB", "2.1 us"], ...] with ascending sizes (copy paths, collectives).
-  auto read_curve = [&f](const json& v, const std::string& path, std::vector<std::pair<Bytes, TimeNs>>& curve) {
-    if (!v.contains("curve")) return;
-    if (!v["curve"].is_array()) f.fail(path + ".curve", "must be a list of [\"size\", \"time\"] pairs");
-    for (std::size_t i = 0; i < v["curve"].size(); ++i) {
-      const json& pt = v["curve"][i];
-      std::string where = path + ".curve[" + std::to_string(i) + "]";
-      if (!pt.is_array() || pt.size() != 2 || !pt[0].is_string() || !pt[1].is_string()) f.fail(where, "expected [\"4 KiB\", \"2.1 us\"]");
-      try {
-        curve.emplace_back(parse_bytes(pt[0].get<std::string>()), parse_duration(pt[1].get<std::string>()));
-      } catch (const InputError& e) { f.fail(where, e.what()); }
-      if (i > 0 && curve[i].first <= curve[i - 1].first) f.fail(where, "sizes must ascend");
-    }
-  };
+}
+
+// A measured curve, [["4 KiB", "2.1 us"], ...] with ascending sizes (copy paths, collectives).
+void read_curve(const Fields& f, const json& v, const std::string& path, std::vector<std::pair<Bytes, TimeNs>>& curve) {
+  if (!v.contains("curve")) return;
+  if (!v["curve"].is_array()) f.fail(path + ".curve", "must be a list of [\"size\", \"time\"] pairs");
+  for (std::size_t i = 0; i < v["curve"].size(); ++i) {
+    const json& pt = v["curve"][i];
+    std::string where = path + ".curve[" + std::to_string(i) + "]";
+    if (!pt.is_array() || pt.size() != 2 || !pt[0].is_string() || !pt[1].is_string()) f.fail(where, "expected [\"4 KiB\", \"2.1 us\"]");
+    try {
+      curve.emplace_back(parse_bytes(pt[0].get<std::string>()), parse_duration(pt[1].get<std::string>()));
+    } catch (const InputError& e) { f.fail(where, e.what()); }
+    if (i > 0 && curve[i].first <= curve[i - 1].first) f.fail(where, "sizes must ascend");
+  }
+}
+
+void parse_node(const Fields& f, const json& j, NodeSpec& n) {
   n.gpus = f.count("node", "gpus", 1);
-  n.nvlink_bandwidth = f.unit("node", "nvlink_bandwidth", bw, 0.0);
-  n.nvlink_latency = f.unit("node", "nvlink_latency", dur, TimeNs{0});
+  n.nvlink_bandwidth = f.unit("node", "nvlink_bandwidth", as_bandwidth, 0.0);
+  n.nvlink_latency = f.unit("node", "nvlink_latency", as_duration, TimeNs{0});
   n.pcie_generation = f.count("node", "pcie_generation", 0);
-  n.pcie_bandwidth = f.unit("node", "pcie_bandwidth", bw, 0.0);
-  n.pcie_bidirectional_bandwidth = f.unit("node", "pcie_bidirectional_bandwidth", bw, 0.0);
-  n.pcie_latency = f.unit("node", "pcie_latency", dur, TimeNs{0});
-  n.pageable_bandwidth = f.unit("node", "pageable_bandwidth", bw, 0.0);
-  n.pageable_chunk = f.unit("node", "pageable_chunk", bytes, Bytes{0});
+  n.pcie_bandwidth = f.unit("node", "pcie_bandwidth", as_bandwidth, 0.0);
+  n.pcie_bidirectional_bandwidth = f.unit("node", "pcie_bidirectional_bandwidth", as_bandwidth, 0.0);
+  n.pcie_latency = f.unit("node", "pcie_latency", as_duration, TimeNs{0});
+  n.pageable_bandwidth = f.unit("node", "pageable_bandwidth", as_bandwidth, 0.0);
+  n.pageable_chunk = f.unit("node", "pageable_chunk", as_bytes, Bytes{0});
   if (j.contains("node") && j["node"].contains("host")) n.host = j["node"]["host"].get<std::string>();
   if (const json* cp = f.get("node", "copy_paths")) {
     if (!cp->is_object()) f.fail("node.copy_paths", "must map paths to {\"latency\": \"5 us\", \"bandwidth\": \"55 GB/s\"}");
@@ -445,7 +455,7 @@ HwSpec parse_hw(const json& j, const std::string& origin) {
         c.bandwidth = parse_bandwidth(v["bandwidth"].get<std::string>());
         if (v.contains("submit")) c.submit = parse_duration(v["submit"].get<std::string>());
       } catch (const InputError& e) { f.fail(path, e.what()); }
-      read_curve(v, path, c.curve);
+      read_curve(f, v, path, c.curve);
       n.copy_paths[it.key()] = c;
     }
   }
@@ -464,14 +474,28 @@ HwSpec parse_hw(const json& j, const std::string& origin) {
         c.bus_bandwidth = parse_bandwidth(v["bus_bandwidth"].get<std::string>());
       } catch (const InputError& e) { f.fail(path, e.what()); }
       c.ranks = v["ranks"].get<std::uint32_t>();
-      read_curve(v, path, c.curve);
+      read_curve(f, v, path, c.curve);
       n.collectives[it.key()] = c;
     }
   }
+}
+
+}  // namespace
+
+HwSpec parse_hw(const json& j, const std::string& origin) {
+  HwSpec h;
+  h.resolved = j;
+  h.name = j.value("name", origin);
+  h.description = j.value("description", "");
+  Fields f(j, origin);
+  parse_gpu_scalars(f, j, h.name, h.gpu);
+  parse_gpu_fits(f, h.gpu);
+  parse_gpu_peaks(f, h.gpu);
+  parse_node(f, j, h.node);
   ClusterSpec& c = h.cluster;
   c.nodes = f.count("cluster", "nodes", 1);
-  c.nic_bandwidth = f.unit("cluster", "nic_bandwidth", bw, 0.0);
-  c.nic_latency = f.unit("cluster", "nic_latency", dur, TimeNs{0});
+  c.nic_bandwidth = f.unit("cluster", "nic_bandwidth", as_bandwidth, 0.0);
+  c.nic_latency = f.unit("cluster", "nic_latency", as_duration, TimeNs{0});
   if (j.contains("match") &&
       (!j["match"].is_array() || !std::all_of(j["match"].begin(), j["match"].end(), [](const json& x) { return x.is_string(); })))
     f.fail("match", "must be a list of strings that a device name contains (lower case)");
@@ -556,10 +580,14 @@ std::optional<double> GpuSpec::GemmSurface::efficiency(double batch, double rows
       std::lower_bound(samples.begin(), samples.end(), x[1], [](const auto& s, double v) { return s[1] < v; }) - samples.begin());
   for (std::size_t lo = mid, hi = mid; lo > 0 || hi < samples.size();) {
     bool moved = false;
-    if (hi < samples.size() && !far(hi)) offer(hi++), moved = true;
-    else hi = samples.size();
-    if (lo > 0 && !far(lo - 1)) offer(--lo), moved = true;
-    else lo = 0;
+    if (hi < samples.size() && !far(hi))
+      offer(hi++), moved = true;
+    else
+      hi = samples.size();
+    if (lo > 0 && !far(lo - 1))
+      offer(--lo), moved = true;
+    else
+      lo = 0;
     if (!moved) break;
   }
   if (best.empty() || best.front().first > 4.0) return std::nullopt;  // two octaves from every measured shape

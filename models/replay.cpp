@@ -121,21 +121,10 @@ double peak_rss_mb() {
   return 0;
 }
 
-ReplayReport run_replay(const Trace& t, const ReplayOptions& opt) {
-  ReplayReport rep;
-  rep.trace = &t;
-  auto t0 = std::chrono::steady_clock::now();
-  // Progress on stderr: a line per phase, once the replay has taken a second (large traces).
-  Progress progress("replay of " + t.source, t.ops.size() > 100000);
-  rep.graph = std::make_unique<Graph>(build_graph(t));
-  progress.phase("graph built (" + std::to_string(rep.graph->num_edges()) + " edges)");
-  if (opt.sharing && t.measured) {  // on the trace's GPU; a GPU no preset matches replays without sharing
-    try {
-      enable_sharing(*rep.graph, source_spec(t, opt.source_hw));
-    } catch (const InputError&) {}
-  }
-  rep.graph_s = secs_since(t0);
-  rep.graph_rss_mb = peak_rss_mb();
+namespace {
+
+// The cost model --durations and --hw choose (measured, or the models retargeted to a GPU).
+void choose_model(const Trace& t, const ReplayOptions& opt, ReplayReport& rep) {
   DurationMode mode = DurationMode::Measured;
   if (opt.durations == "model")
     mode = DurationMode::Model;
@@ -158,17 +147,10 @@ ReplayReport run_replay(const Trace& t, const ReplayOptions& opt) {
     rep.model_impl = std::move(rt);
   }
   rep.model = rep.model_impl->name();
-  t0 = std::chrono::steady_clock::now();
-  progress.phase("simulating");
-  rep.sim = simulate(*rep.graph, *rep.model_impl);
-  progress.phase("analysing the schedule");
-  if (auto* rt = dynamic_cast<RetargetCostModel*>(rep.model_impl.get())) class_table(t, *rt, rep);
-  rep.replay_s = secs_since(t0);
-  rep.replay_rss_mb = peak_rss_mb();
-  t0 = std::chrono::steady_clock::now();
-  const Graph& g = *rep.graph;
-  Schedule measured = measured_schedule(t);
-  Schedule simulated = sim_schedule(rep.sim);
+}
+
+// Spans, overlap and per-rank figures of the measured and the simulated schedules.
+void span_stats(const Trace& t, const Graph& g, const Schedule& measured, const Schedule& simulated, ReplayReport& rep) {
   rep.measured = device_span(g, measured);
   rep.simulated = device_span(g, simulated);
   rep.measured_overlap = compute_overlap(g, measured);
@@ -186,7 +168,10 @@ ReplayReport run_replay(const Trace& t, const ReplayOptions& opt) {
     rep.measured_ranks = {m};
     rep.simulated_ranks = {sim};
   }
-  rep.waits = collective_waits(g, simulated);
+}
+
+// The collective model against the measured last arrivals.
+void check_collectives(const Trace& t, const ReplayOptions& opt, ReplayReport& rep) {
   std::optional<HwSpec> coll_spec;
   if (!t.collectives.empty()) {
     try {
@@ -205,69 +190,109 @@ ReplayReport run_replay(const Trace& t, const ReplayOptions& opt) {
       rep.collective_checks.push_back({c, t.ops[last].duration(), collective_time(spec, col.kind, col.bytes, col.ranks()).time_ns});
     }
   }
-  {
-    // Per name: trace nodes are gathered by their name's string id first (a shared run has millions
-    // of shared kernels and a handful of names), then merged by name with synthetic ones.
-    struct Acc {
-      SharedRow row;
-      std::array<std::size_t, 4> why{};  // by binding: 0 none, 1 SMs, 2 HBM, 3 PCIe
-    };
-    std::unordered_map<std::uint32_t, Acc> by_id;
-    std::map<std::string, Acc> by_name;
-    for (NodeId n = 0; n < rep.sim.shared.size(); ++n) {
-      if (!rep.sim.shared[n]) continue;
-      TimeNs took = rep.sim.end[n] - rep.sim.start[n], alone = node_duration(*rep.model_impl, g, n);
-      if (took <= alone) continue;
-      const std::uint32_t id = g.name_id(n);
-      Acc& a = id != kNone ? by_id[id] : by_name[g.name(n)];
-      a.row.count++;
-      a.row.alone_ns += alone;
-      a.row.shared_ns += took;
-      a.why[std::min<std::size_t>(rep.sim.shared[n], 3)]++;
-      rep.lost_to_sharing_ns += took - alone;
-    }
-    for (auto& [id, a] : by_id) {
-      Acc& m = by_name[t.strings.str(id)];
-      m.row.count += a.row.count;
-      m.row.alone_ns += a.row.alone_ns;
-      m.row.shared_ns += a.row.shared_ns;
-      for (std::size_t k = 0; k < 4; ++k) m.why[k] += a.why[k];
-    }
-    rep.drained_kernels = g.sharing_drain.size();
-    for (auto& [name, a] : by_name) {
-      const auto& w = a.why;
-      a.row.name = name;
-      a.row.bound = w[3] > std::max(w[1], w[2]) ? "PCIe" : w[2] > w[1] ? "HBM" : "SMs";
-      rep.shared.push_back(a.row);
-    }
-    std::sort(rep.shared.begin(), rep.shared.end(),
-              [](const SharedRow& a, const SharedRow& b) { return a.shared_ns - a.alone_ns > b.shared_ns - b.alone_ns; });
+}
+
+// Device ops slowed by concurrent ones, by name.
+void sharing_table(const Trace& t, const Graph& g, ReplayReport& rep) {
+  // Per name: trace nodes are gathered by their name's string id first (a shared run has millions
+  // of shared kernels and a handful of names), then merged by name with synthetic ones.
+  struct Acc {
+    SharedRow row;
+    std::array<std::size_t, 4> why{};  // by binding: 0 none, 1 SMs, 2 HBM, 3 PCIe
+  };
+  std::unordered_map<std::uint32_t, Acc> by_id;
+  std::map<std::string, Acc> by_name;
+  for (NodeId n = 0; n < rep.sim.shared.size(); ++n) {
+    if (!rep.sim.shared[n]) continue;
+    TimeNs took = rep.sim.end[n] - rep.sim.start[n], alone = node_duration(*rep.model_impl, g, n);
+    if (took <= alone) continue;
+    const std::uint32_t id = g.name_id(n);
+    Acc& a = id != kNone ? by_id[id] : by_name[g.name(n)];
+    a.row.count++;
+    a.row.alone_ns += alone;
+    a.row.shared_ns += took;
+    a.why[std::min<std::size_t>(rep.sim.shared[n], 3)]++;
+    rep.lost_to_sharing_ns += took - alone;
   }
+  for (auto& [id, a] : by_id) {
+    Acc& m = by_name[t.strings.str(id)];
+    m.row.count += a.row.count;
+    m.row.alone_ns += a.row.alone_ns;
+    m.row.shared_ns += a.row.shared_ns;
+    for (std::size_t k = 0; k < 4; ++k) m.why[k] += a.why[k];
+  }
+  rep.drained_kernels = g.sharing_drain.size();
+  for (auto& [name, a] : by_name) {
+    const auto& w = a.why;
+    a.row.name = name;
+    a.row.bound = w[3] > std::max(w[1], w[2]) ? "PCIe" : w[2] > w[1] ? "HBM" : "SMs";
+    rep.shared.push_back(a.row);
+  }
+  std::sort(rep.shared.begin(), rep.shared.end(),
+            [](const SharedRow& a, const SharedRow& b) { return a.shared_ns - a.alone_ns > b.shared_ns - b.alone_ns; });
+}
+
+// The ranges --range selects: spans, critical paths and what sharing cost them (slack comes later).
+void range_results(const Graph& g, const ReplayOptions& opt, ReplayReport& rep) {
+  for (RangeSpan& rs : range_spans(g, rep.sim, range_regex(*opt.range_regex))) {
+    RangeResult rr;
+    rr.index = rs.index;
+    rr.name = rs.name;
+    rr.start_ns = rs.start_ns;
+    rr.rank = rs.rank;
+    if (!rs.nodes.empty()) {
+      rr.measured_span_ns = rs.measured.length();
+      rr.measured_start_ns = rs.measured.begin;
+      rr.simulated_span_ns = rs.simulated.length();
+      rr.critical_path = range_critical_path(rep.sim, rs);
+      for (NodeId o : rs.nodes) {
+        rr.slack.emplace_back(o, 0);
+        if (o < rep.sim.shared.size() && rep.sim.shared[o])
+          rr.lost_to_sharing_ns += std::max<TimeNs>(0, rep.sim.end[o] - rep.sim.start[o] - node_duration(*rep.model_impl, g, o));
+      }
+    }
+    rep.ranges.push_back(std::move(rr));
+  }
+}
+
+}  // namespace
+
+ReplayReport run_replay(const Trace& t, const ReplayOptions& opt) {
+  ReplayReport rep;
+  rep.trace = &t;
+  auto t0 = std::chrono::steady_clock::now();
+  // Progress on stderr: a line per phase, once the replay has taken a second (large traces).
+  Progress progress("replay of " + t.source, t.ops.size() > 100000);
+  rep.graph = std::make_unique<Graph>(build_graph(t));
+  progress.phase("graph built (" + std::to_string(rep.graph->num_edges()) + " edges)");
+  if (opt.sharing && t.measured) {  // on the trace's GPU; a GPU no preset matches replays without sharing
+    try {
+      enable_sharing(*rep.graph, source_spec(t, opt.source_hw));
+    } catch (const InputError&) {}
+  }
+  rep.graph_s = secs_since(t0);
+  rep.graph_rss_mb = peak_rss_mb();
+  choose_model(t, opt, rep);
+  t0 = std::chrono::steady_clock::now();
+  progress.phase("simulating");
+  rep.sim = simulate(*rep.graph, *rep.model_impl);
+  progress.phase("analysing the schedule");
+  if (auto* rt = dynamic_cast<RetargetCostModel*>(rep.model_impl.get())) class_table(t, *rt, rep);
+  rep.replay_s = secs_since(t0);
+  rep.replay_rss_mb = peak_rss_mb();
+  t0 = std::chrono::steady_clock::now();
+  const Graph& g = *rep.graph;
+  Schedule measured = measured_schedule(t);
+  Schedule simulated = sim_schedule(rep.sim);
+  span_stats(t, g, measured, simulated, rep);
+  rep.waits = collective_waits(g, simulated);
+  check_collectives(t, opt, rep);
+  sharing_table(t, g, rep);
   // The run's critical path over its GPU span: the walk stops at host work that ended before the
   // first device op started (process start-up, allocations).
   const TimeNs gpu_begin = rep.simulated.begin;
   rep.critical_path = critical_path(rep.sim, last_device_op(g, simulated), [&](OpId o) { return rep.sim.end[o] > gpu_begin; });
-  if (opt.range_regex) {
-    for (RangeSpan& rs : range_spans(g, rep.sim, range_regex(*opt.range_regex))) {
-      RangeResult rr;
-      rr.index = rs.index;
-      rr.name = rs.name;
-      rr.start_ns = rs.start_ns;
-      rr.rank = rs.rank;
-      if (!rs.nodes.empty()) {
-        rr.measured_span_ns = rs.measured.length();
-        rr.measured_start_ns = rs.measured.begin;
-        rr.simulated_span_ns = rs.simulated.length();
-        rr.critical_path = range_critical_path(rep.sim, rs);
-        for (NodeId o : rs.nodes) {
-          rr.slack.emplace_back(o, 0);
-          if (o < rep.sim.shared.size() && rep.sim.shared[o])
-            rr.lost_to_sharing_ns += std::max<TimeNs>(0, rep.sim.end[o] - rep.sim.start[o] - node_duration(*rep.model_impl, g, o));
-        }
-      }
-      rep.ranges.push_back(std::move(rr));
-    }
-  }
+  if (opt.range_regex) range_results(g, opt, rep);
   // The paths are walked: the bindings can go before slack takes its memory.
   rep.slack = compute_slack(*rep.graph, rep.sim, std::move(rep.sim.start_src));
   rep.sim.start_src = {};

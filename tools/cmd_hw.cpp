@@ -16,9 +16,12 @@
 namespace bneck {
 using nlohmann::json;
 
-void add_hw(CLI::App& sub, Action& action) {
-  sub.require_subcommand(1);
-  static std::string name, json_out;
+namespace {
+
+// `list` and `show` write JSON to the same option's file.
+std::string json_out;
+
+void add_list(CLI::App& sub, Action& action) {
   auto* list = sub.add_subcommand("list", "List the hardware presets");
   list->add_option("--json", json_out, "write JSON to FILE ('-' for stdout)");
   list->callback([&action] {
@@ -50,6 +53,9 @@ void add_hw(CLI::App& sub, Action& action) {
       return 0;
     };
   });
+}
+
+void add_install(CLI::App& sub, Action& action) {
   static std::string install_file, install_name;
   auto* install =
       sub.add_subcommand("install", "Install a spec (e.g. a calibrated overlay) where --hw and device matching find it by name");
@@ -77,6 +83,9 @@ void add_hw(CLI::App& sub, Action& action) {
       return 0;
     };
   });
+}
+
+void add_from_device(CLI::App& sub, Action& action) {
   static std::string fd_meas, fd_out;
   auto* fromdev = sub.add_subcommand("from-device",
                                      "The base spec for the GPU a measurements file was taken on: a matching preset, or one made "
@@ -109,6 +118,10 @@ void add_hw(CLI::App& sub, Action& action) {
       return 0;
     };
   });
+}
+
+void add_show(CLI::App& sub, Action& action) {
+  static std::string name;
   auto* show = sub.add_subcommand("show", "Show a preset or spec file, resolved, with the source of every number");
   show->add_option("NAME", name, "preset name or JSON file")->required();
   show->add_option("--json", json_out, "write JSON to FILE ('-' for stdout)");
@@ -148,6 +161,16 @@ void add_hw(CLI::App& sub, Action& action) {
       return 0;
     };
   });
+}
+
+}  // namespace
+
+void add_hw(CLI::App& sub, Action& action) {
+  sub.require_subcommand(1);
+  add_list(sub, action);
+  add_install(sub, action);
+  add_from_device(sub, action);
+  add_show(sub, action);
 }
 
 }  // namespace bneck

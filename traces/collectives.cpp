@@ -209,12 +209,124 @@ struct CommInfo {
   std::string group = "world";
 };
 
+// Communication ranges (annotations, record_param_comms) per thread lane, by start.
+using CommRanges = std::map<LaneId, std::vector<std::size_t>>;
+
+// record_param_comms' fields: the kind, the input's bytes, the group and its size.
+void read_param_comms(const std::string& n, CommInfo& ci) {
+  CollKind k = collective_kind_from_name(field(n, "collective"));
+  if (k != CollKind::Unknown) ci.kind = k;
+  double ne = std::atof(field(n, "in_nelems").c_str());
+  if (ne > 0) ci.bytes = static_cast<Bytes>(ne * elem_bytes(field(n, "dtype")));
+  std::string g = field(n, "group"), gr = field(n, "group_ranks");
+  if (!g.empty())
+    ci.group = g;
+  else if (gr.size() > 2)
+    ci.group = gr;
+  double gs = std::atof(field(n, "group_size").c_str());
+  if (gs > 0)
+    ci.group_size = static_cast<std::uint32_t>(gs);
+  else if (gr.size() > 2)
+    ci.group_size = static_cast<std::uint32_t>(std::count(gr.begin(), gr.end(), ',') + 1);
+}
+
+// An nccl: annotation's bytes: its first tensor's elements ("sizes") times the dtype's bytes; 0 if none.
+Bytes annotation_bytes(const std::string& n) {
+  std::string sz = field(n, "sizes");
+  double ne = 1;
+  bool any = false;
+  for (std::size_t q = 0; q < sz.size();) {  // first tensor's elements
+    if (std::isdigit(static_cast<unsigned char>(sz[q]))) {
+      std::size_t e = q;
+      while (e < sz.size() && std::isdigit(static_cast<unsigned char>(sz[e]))) ++e;
+      ne *= std::atof(sz.substr(q, e - q).c_str());
+      any = true;
+      q = e;
+    } else if (sz[q] == ']' && any) {
+      break;
+    } else {
+      ++q;
+    }
+  }
+  return any ? static_cast<Bytes>(ne * elem_bytes(field(n, "dtype"))) : 0;
+}
+
+// A communication kernel's kind, size and group: from its name, refined by the ranges around its launch.
+CommInfo info_of(const Trace& t, const CommRanges& comm_ranges, OpId kern) {
+  CommInfo ci;
+  ci.kind = collective_kind_from_name(t.name(t.ops[kern]));
+  const Op& k_op = t.ops[kern];
+  if (k_op.link == kNone) return ci;
+  const Op& api = t.ops[k_op.link];
+  auto it = comm_ranges.find(api.lane);
+  if (it == comm_ranges.end()) return ci;
+  const auto& v = it->second;
+  auto hi = std::upper_bound(v.begin(), v.end(), api.start, [&](TimeNs s, std::size_t r) { return s < t.ranges[r].start; });
+  // The innermost enclosing ones: record_param_comms (sizes, group) and the nccl: annotation (kind, sizes).
+  bool have_param = false, have_anno = false;
+  for (auto p = hi; p != v.begin() && !(have_param && have_anno);) {
+    --p;
+    const Range& r = t.ranges[*p];
+    if (api.start - r.start > 60 * kNsPerS) break;
+    if (r.end < api.start) continue;
+    const std::string& n = t.strings.str(r.name);
+    if (n.rfind("record_param_comms", 0) == 0 && !have_param) {
+      have_param = true;
+      read_param_comms(n, ci);
+    } else if (n.rfind("nccl:", 0) == 0 && !have_anno) {
+      have_anno = true;
+      CollKind k = collective_kind_from_name(n.substr(5, n.find(',') == std::string::npos ? std::string::npos : n.find(',') - 5));
+      if (k != CollKind::Unknown && !have_param) ci.kind = k;
+      if (ci.bytes == 0) ci.bytes = annotation_bytes(n);
+    }
+  }
+  return ci;
+}
+
+// One group's collectives: the i-th kernel of every rank in the group, while their kinds agree.
+void match_group(Trace& t, const std::string& group, const std::map<std::uint32_t, std::vector<std::pair<OpId, CommInfo>>>& by_rank,
+                 std::uint32_t traced_ranks) {
+  std::size_t n = SIZE_MAX, longest = 0;
+  for (auto& [r, v] : by_rank) {
+    n = std::min(n, v.size());
+    longest = std::max(longest, v.size());
+  }
+  if (longest != n)
+    t.note("collectives: ranks issued different numbers of collectives in a group; the extra ones stay unmatched", Severity::Warning,
+           "group " + group + ": " + std::to_string(n) + " vs " + std::to_string(longest));
+  for (std::size_t i = 0; i < n; ++i) {
+    Collective c;
+    c.group = group;
+    c.seq = static_cast<std::uint32_t>(i);
+    bool mismatch = false;
+    for (auto& [r, v] : by_rank) {
+      const CommInfo& ci = v[i].second;
+      if (c.members.empty()) {
+        c.kind = ci.kind;
+        c.bytes = ci.bytes;
+        c.group_size = ci.group_size ? ci.group_size : (group == "world" ? traced_ranks : 0);
+      } else if (ci.kind != c.kind && ci.kind != CollKind::Unknown && c.kind != CollKind::Unknown) {
+        mismatch = true;
+      }
+      c.bytes = std::max(c.bytes, ci.bytes);
+      c.members.push_back(v[i].first);
+    }
+    if (mismatch) {
+      t.note("collectives: kinds differ at the same position of a group; matching of that group stopped", Severity::Warning,
+             "group " + group + " position " + std::to_string(i));
+      break;
+    }
+    if (c.group_size == 0) c.group_size = static_cast<std::uint32_t>(c.members.size());
+    t.collectives.push_back(std::move(c));
+  }
+}
+
 }  // namespace
 
 void match_collectives(Trace& t) {
   t.collectives.clear();
   // Communication ranges (annotations, record_param_comms) per thread lane, by start.
-  std::map<LaneId, std::vector<std::size_t>> comm_ranges;
+  CommRanges comm_ranges;
   for (std::size_t i = 0; i < t.ranges.size(); ++i) {
     const std::string& n = t.strings.str(t.ranges[i].name);
     if (n.rfind("nccl:", 0) == 0 || n.rfind("record_param_comms", 0) == 0 || n.rfind("c10d::", 0) == 0)
@@ -222,67 +334,6 @@ void match_collectives(Trace& t) {
   }
   for (auto& [l, v] : comm_ranges)
     std::sort(v.begin(), v.end(), [&](std::size_t a, std::size_t b) { return t.ranges[a].start < t.ranges[b].start; });
-  auto info_of = [&](OpId kern) {
-    CommInfo ci;
-    ci.kind = collective_kind_from_name(t.name(t.ops[kern]));
-    const Op& k_op = t.ops[kern];
-    if (k_op.link == kNone) return ci;
-    const Op& api = t.ops[k_op.link];
-    auto it = comm_ranges.find(api.lane);
-    if (it == comm_ranges.end()) return ci;
-    const auto& v = it->second;
-    auto hi = std::upper_bound(v.begin(), v.end(), api.start, [&](TimeNs s, std::size_t r) { return s < t.ranges[r].start; });
-    // The innermost enclosing ones: record_param_comms (sizes, group) and the nccl: annotation (kind, sizes).
-    bool have_param = false, have_anno = false;
-    for (auto p = hi; p != v.begin() && !(have_param && have_anno);) {
-      --p;
-      const Range& r = t.ranges[*p];
-      if (api.start - r.start > 60 * kNsPerS) break;
-      if (r.end < api.start) continue;
-      const std::string& n = t.strings.str(r.name);
-      if (n.rfind("record_param_comms", 0) == 0 && !have_param) {
-        have_param = true;
-        CollKind k = collective_kind_from_name(field(n, "collective"));
-        if (k != CollKind::Unknown) ci.kind = k;
-        double ne = std::atof(field(n, "in_nelems").c_str());
-        if (ne > 0) ci.bytes = static_cast<Bytes>(ne * elem_bytes(field(n, "dtype")));
-        std::string g = field(n, "group"), gr = field(n, "group_ranks");
-        if (!g.empty())
-          ci.group = g;
-        else if (gr.size() > 2)
-          ci.group = gr;
-        double gs = std::atof(field(n, "group_size").c_str());
-        if (gs > 0)
-          ci.group_size = static_cast<std::uint32_t>(gs);
-        else if (gr.size() > 2)
-          ci.group_size = static_cast<std::uint32_t>(std::count(gr.begin(), gr.end(), ',') + 1);
-      } else if (n.rfind("nccl:", 0) == 0 && !have_anno) {
-        have_anno = true;
-        CollKind k = collective_kind_from_name(n.substr(5, n.find(',') == std::string::npos ? std::string::npos : n.find(',') - 5));
-        if (k != CollKind::Unknown && !have_param) ci.kind = k;
-        if (ci.bytes == 0) {
-          std::string sz = field(n, "sizes");
-          double ne = 1;
-          bool any = false;
-          for (std::size_t q = 0; q < sz.size();) {  // first tensor's elements
-            if (std::isdigit(static_cast<unsigned char>(sz[q]))) {
-              std::size_t e = q;
-              while (e < sz.size() && std::isdigit(static_cast<unsigned char>(sz[e]))) ++e;
-              ne *= std::atof(sz.substr(q, e - q).c_str());
-              any = true;
-              q = e;
-            } else if (sz[q] == ']' && any) {
-              break;
-            } else {
-              ++q;
-            }
-          }
-          if (any) ci.bytes = static_cast<Bytes>(ne * elem_bytes(field(n, "dtype")));
-        }
-      }
-    }
-    return ci;
-  };
   // Per rank (process), its communication kernels in launch order.
   std::map<std::uint32_t, std::vector<OpId>> per_rank;
   for (OpId i = 0; i < t.ops.size(); ++i)
@@ -294,46 +345,12 @@ void match_collectives(Trace& t) {
   for (auto& [rank, ks] : per_rank) {
     std::stable_sort(ks.begin(), ks.end(), [&](OpId a, OpId b) { return launch_time(a) < launch_time(b); });
     for (OpId k : ks) {
-      CommInfo ci = info_of(k);
+      CommInfo ci = info_of(t, comm_ranges, k);
       seqs[ci.group][rank].emplace_back(k, ci);
     }
   }
   const auto traced_ranks = static_cast<std::uint32_t>(per_rank.size());
-  for (auto& [group, by_rank] : seqs) {
-    std::size_t n = SIZE_MAX, longest = 0;
-    for (auto& [r, v] : by_rank) {
-      n = std::min(n, v.size());
-      longest = std::max(longest, v.size());
-    }
-    if (longest != n)
-      t.note("collectives: ranks issued different numbers of collectives in a group; the extra ones stay unmatched", Severity::Warning,
-             "group " + group + ": " + std::to_string(n) + " vs " + std::to_string(longest));
-    for (std::size_t i = 0; i < n; ++i) {
-      Collective c;
-      c.group = group;
-      c.seq = static_cast<std::uint32_t>(i);
-      bool mismatch = false;
-      for (auto& [r, v] : by_rank) {
-        const CommInfo& ci = v[i].second;
-        if (c.members.empty()) {
-          c.kind = ci.kind;
-          c.bytes = ci.bytes;
-          c.group_size = ci.group_size ? ci.group_size : (group == "world" ? traced_ranks : 0);
-        } else if (ci.kind != c.kind && ci.kind != CollKind::Unknown && c.kind != CollKind::Unknown) {
-          mismatch = true;
-        }
-        c.bytes = std::max(c.bytes, ci.bytes);
-        c.members.push_back(v[i].first);
-      }
-      if (mismatch) {
-        t.note("collectives: kinds differ at the same position of a group; matching of that group stopped", Severity::Warning,
-               "group " + group + " position " + std::to_string(i));
-        break;
-      }
-      if (c.group_size == 0) c.group_size = static_cast<std::uint32_t>(c.members.size());
-      t.collectives.push_back(std::move(c));
-    }
-  }
+  for (auto& [group, by_rank] : seqs) match_group(t, group, by_rank, traced_ranks);
 }
 
 }  // namespace bneck

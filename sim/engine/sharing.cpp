@@ -50,74 +50,71 @@ void solve_rates(const std::vector<ShareDemand>& given, std::uint32_t sm_count, 
 }
 
 namespace {
-void solve_shares(const std::vector<ShareDemand>& ops, std::uint32_t sm_count, std::vector<double>& rates,
-                  std::vector<std::uint8_t>* binding) {
+// SMs in start order: each op takes the SMs with room for its footprint; one short of the SMs it
+// asked for runs at the share it got. (Only when the footprints do not all fit on one SM.)
+void share_sms(const std::vector<ShareDemand>& ops, std::uint32_t sms_total, std::vector<double>& rates,
+               std::vector<std::uint8_t>* binding) {
   const std::size_t n = ops.size();
-  rates.assign(n, 1.0);
-  if (binding) binding->assign(n, 0);
-  if (n == 0) return;
-  const std::uint32_t sms_total = std::max<std::uint32_t>(sm_count, 1);
   constexpr double kEps = 1e-9;
-  // When the footprints of all the ops fit on one SM together, each gets every SM it asks for.
-  double total_fraction = 0;
-  for (const ShareDemand& d : ops)
-    if (d.sms > 0 && d.sm_fraction > 0) total_fraction += std::min<double>(d.sm_fraction, 1.0);
-  if (total_fraction > 1.0 + kEps) {
-    // SMs in start order. Groups of SMs with the same room left, roomiest first; a group list
-    // never grows past n + 1 entries (each op splits at most one group), so small problems (the
-    // usual few ops on a GPU) stay on the stack.
-    struct Group {           // no initializers: the stack buffer is not cleared on every solve
-      double first;          // room left on each SM of the group
-      std::uint32_t second;  // SMs in the group
-    };
-    constexpr std::size_t kStack = 32;
-    Group stack_buf[3 * (kStack + 2)];
-    std::vector<Group> heap_buf;
-    Group* buf = stack_buf;
-    const std::size_t cap = n + 2;
-    if (n > kStack) {
-      heap_buf.resize(3 * cap);
-      buf = heap_buf.data();
+  // Groups of SMs with the same room left, roomiest first; a group list never grows past n + 1
+  // entries (each op splits at most one group), so small problems (the usual few ops on a GPU)
+  // stay on the stack.
+  struct Group {           // no initializers: the stack buffer is not cleared on every solve
+    double first;          // room left on each SM of the group
+    std::uint32_t second;  // SMs in the group
+  };
+  constexpr std::size_t kStack = 32;
+  Group stack_buf[3 * (kStack + 2)];
+  std::vector<Group> heap_buf;
+  Group* buf = stack_buf;
+  const std::size_t cap = n + 2;
+  if (n > kStack) {
+    heap_buf.resize(3 * cap);
+    buf = heap_buf.data();
+  }
+  Group *groups = buf, *taken = buf + cap, *rest = buf + 2 * cap;
+  std::size_t ng = 1;
+  groups[0] = {1.0, sms_total};
+  for (std::size_t i = 0; i < n; ++i) {
+    const ShareDemand& d = ops[i];
+    if (d.sms == 0 || d.sm_fraction <= 0) continue;
+    std::uint32_t need = std::min(d.sms, sms_total), got = 0;
+    const double f = std::min<double>(d.sm_fraction, 1.0);
+    // The op takes SMs from the roomiest groups down: the groups it takes from, less f, stay in
+    // order among themselves, as do the rest; merging the two keeps the list sorted.
+    std::size_t nt = 0, nr = 0;
+    for (std::size_t k = 0; k < ng; ++k) {
+      auto [room, count] = groups[k];
+      std::uint32_t take = room + kEps >= f ? std::min(count, need - got) : 0;
+      got += take;
+      if (take) taken[nt++] = {room - f, take};
+      if (count > take) rest[nr++] = {room, count - take};
     }
-    Group *groups = buf, *taken = buf + cap, *rest = buf + 2 * cap;
-    std::size_t ng = 1;
-    groups[0] = {1.0, sms_total};
-    for (std::size_t i = 0; i < n; ++i) {
-      const ShareDemand& d = ops[i];
-      if (d.sms == 0 || d.sm_fraction <= 0) continue;
-      std::uint32_t need = std::min(d.sms, sms_total), got = 0;
-      const double f = std::min<double>(d.sm_fraction, 1.0);
-      // The op takes SMs from the roomiest groups down: the groups it takes from, less f, stay in
-      // order among themselves, as do the rest; merging the two keeps the list sorted.
-      std::size_t nt = 0, nr = 0;
-      for (std::size_t k = 0; k < ng; ++k) {
-        auto [room, count] = groups[k];
-        std::uint32_t take = room + kEps >= f ? std::min(count, need - got) : 0;
-        got += take;
-        if (take) taken[nt++] = {room - f, take};
-        if (count > take) rest[nr++] = {room, count - take};
-      }
-      ng = 0;
-      std::size_t x = 0, y = 0;
-      while (x < nt || y < nr) {
-        const Group& g = y == nr || (x < nt && taken[x].first > rest[y].first) ? taken[x++] : rest[y++];
-        if (ng && std::fabs(groups[ng - 1].first - g.first) < kEps)
-          groups[ng - 1].second += g.second;
-        else
-          groups[ng++] = g;
-      }
-      if (got < need && !d.fixed_rate) {
-        rates[i] = static_cast<double>(got) / need;
-        if (d.tiles > 0 && got > 0)  // rounds of tiles on the SMs asked over those got
-          rates[i] = std::ceil(static_cast<double>(d.tiles) / need) / std::ceil(static_cast<double>(d.tiles) / got);
-        if (binding) (*binding)[i] = 1;
-      }
+    ng = 0;
+    std::size_t x = 0, y = 0;
+    while (x < nt || y < nr) {
+      const Group& g = y == nr || (x < nt && taken[x].first > rest[y].first) ? taken[x++] : rest[y++];
+      if (ng && std::fabs(groups[ng - 1].first - g.first) < kEps)
+        groups[ng - 1].second += g.second;
+      else
+        groups[ng++] = g;
+    }
+    if (got < need && !d.fixed_rate) {
+      rates[i] = static_cast<double>(got) / need;
+      if (d.tiles > 0 && got > 0)  // rounds of tiles on the SMs asked over those got
+        rates[i] = std::ceil(static_cast<double>(d.tiles) / need) / std::ceil(static_cast<double>(d.tiles) / got);
+      if (binding) (*binding)[i] = 1;
     }
   }
-  // Bandwidth: HBM, each PCIe direction and the PCIe link as a whole, each of capacity 1.
-  // Fixed-rate ops take theirs; the others share the rest max-min fairly by weight (progressive
-  // filling: every unfrozen op's rate rises as level x its weight until a resource fills, freezing
-  // the ops that use it, or the op reaches its SM-bound rate).
+}
+
+// Bandwidth: HBM, each PCIe direction and the PCIe link as a whole, each of capacity 1.
+// Fixed-rate ops take theirs; the others share the rest max-min fairly by weight (progressive
+// filling: every unfrozen op's rate rises as level x its weight until a resource fills, freezing
+// the ops that use it, or the op reaches its SM-bound rate).
+void share_bandwidth(const std::vector<ShareDemand>& ops, std::vector<double>& rates, std::vector<std::uint8_t>* binding) {
+  const std::size_t n = ops.size();
+  constexpr double kEps = 1e-9;
   constexpr int kR = 4;
   // Each op's use of each resource, gathered once (on the stack for the usual few ops).
   constexpr std::size_t kStackOps = 32;
@@ -207,6 +204,22 @@ void solve_shares(const std::vector<ShareDemand>& ops, std::uint32_t sm_count, s
   }
 }
 
+void solve_shares(const std::vector<ShareDemand>& ops, std::uint32_t sm_count, std::vector<double>& rates,
+                  std::vector<std::uint8_t>* binding) {
+  const std::size_t n = ops.size();
+  rates.assign(n, 1.0);
+  if (binding) binding->assign(n, 0);
+  if (n == 0) return;
+  const std::uint32_t sms_total = std::max<std::uint32_t>(sm_count, 1);
+  constexpr double kEps = 1e-9;
+  // When the footprints of all the ops fit on one SM together, each gets every SM it asks for.
+  double total_fraction = 0;
+  for (const ShareDemand& d : ops)
+    if (d.sms > 0 && d.sm_fraction > 0) total_fraction += std::min<double>(d.sm_fraction, 1.0);
+  if (total_fraction > 1.0 + kEps) share_sms(ops, sms_total, rates, binding);
+  share_bandwidth(ops, rates, binding);
+}
+
 }  // namespace
 
 namespace {
@@ -231,240 +244,283 @@ struct In {
   TimeNs src_time;
 };
 
-}  // namespace
-
-void calibrate_sharing(Graph& g, const ShareModel& m, std::size_t split_min_ops) {
+// Launch and stream-order in-edges of a kernel (from its launch call and its stream's previous op).
+void in_edges(Graph& g, OpId u, OpId prev, std::vector<In>& out) {
   const Trace& t = *g.trace;
-  g.sharing_lost.clear();
-  g.sharing_drain.clear();
-  // Launch and stream-order in-edges of a kernel (from its launch call and its stream's previous op).
-  std::vector<OpId> last_on_lane(t.lanes.size(), kNone);
-  auto in_edges = [&g, &t](OpId u, OpId prev, std::vector<In>& out) {
-    out.clear();
-    for (OpId src : {t.ops[u].link, prev}) {
-      if (src == kNone) continue;
-      for (auto e : boost::make_iterator_range(boost::out_edges(src, g.csr))) {
-        EdgeProps& p = g.csr[e];
-        if (boost::target(e, g.csr) != u) continue;
-        if (p.type() != EdgeType::Launch && p.type() != EdgeType::GraphLaunch && p.type() != EdgeType::StreamOrder) continue;
-        out.push_back({&p, p.attach() == DepType::StartToStart ? t.ops[src].start : t.ops[src].end()});
-      }
+  out.clear();
+  for (OpId src : {t.ops[u].link, prev}) {
+    if (src == kNone) continue;
+    for (auto e : boost::make_iterator_range(boost::out_edges(src, g.csr))) {
+      EdgeProps& p = g.csr[e];
+      if (boost::target(e, g.csr) != u) continue;
+      if (p.type() != EdgeType::Launch && p.type() != EdgeType::GraphLaunch && p.type() != EdgeType::StreamOrder) continue;
+      out.push_back({&p, p.attach() == DepType::StartToStart ? t.ops[src].start : t.ops[src].end()});
     }
-  };
-  auto device_of = [&g, &t](OpId i) -> std::uint32_t {
-    const Op& o = t.ops[i];
-    if (!is_device_op(o.kind) || o.duration() <= 0) return kNone;
-    return g.device(i);
-  };
-  // The shortest delay of each edge type into a device's kernels (what a launch or a stream's next
-  // op needs when nothing holds it back), by device and in-edge type (launch, graph launch, stream).
-  // Devices by a dense slot, in order of appearance (a trace's device ids can be anything).
+  }
+}
+
+std::uint32_t device_of(const Graph& g, OpId i) {
+  const Op& o = g.trace->ops[i];
+  if (!is_device_op(o.kind) || o.duration() <= 0) return kNone;
+  return g.device(i);
+}
+
+// The shortest delay of each edge type into a device's kernels (what a launch or a stream's next
+// op needs when nothing holds it back), by device and in-edge type (launch, graph launch, stream).
+// Devices by a dense slot, in order of appearance (a trace's device ids can be anything).
+struct NominalDelays {
+  static constexpr std::size_t kTypes = static_cast<std::size_t>(EdgeType::StreamOrder) + 1;
   std::vector<std::uint32_t> slot_dev;
   std::uint32_t last_dev = kNone, last_slot = 0;
-  auto slot_of = [&](std::uint32_t dev) {
+  std::vector<TimeNs> delay;
+
+  std::uint32_t slot_of(std::uint32_t dev) {
     if (dev == last_dev) return last_slot;
     auto it = std::find(slot_dev.begin(), slot_dev.end(), dev);
     last_slot = static_cast<std::uint32_t>(it - slot_dev.begin());
     if (it == slot_dev.end()) slot_dev.push_back(dev);
     last_dev = dev;
     return last_slot;
-  };
-  constexpr std::size_t kTypes = static_cast<std::size_t>(EdgeType::StreamOrder) + 1;
-  std::vector<TimeNs> nominal_delay;
-  auto nominal = [&](std::uint32_t dev, EdgeType type) -> TimeNs& {
+  }
+  TimeNs& at(std::uint32_t dev, EdgeType type) {
     const std::size_t k = std::size_t{slot_of(dev)} * kTypes + static_cast<std::size_t>(type);
-    if (k >= nominal_delay.size()) nominal_delay.resize(k + kTypes, std::numeric_limits<TimeNs>::max());
-    return nominal_delay[k];
-  };
-  std::vector<In> first_ins;
-  // The sweep below splits in two, one part a thread, at an op before which no device op is still
-  // running on any GPU (nothing carries over), the first such op past the middle of the trace. The
-  // parts' results are merged in trace order: the same as one sweep.
-  const bool split_wanted = t.ops.size() >= split_min_ops;
+    if (k >= delay.size()) delay.resize(k + kTypes, std::numeric_limits<TimeNs>::max());
+    return delay[k];
+  }
+  // Read-only (the sweep's parts share it).
+  TimeNs of(std::uint32_t dev, EdgeType type) const {
+    const auto slot = static_cast<std::size_t>(std::find(slot_dev.begin(), slot_dev.end(), dev) - slot_dev.begin());
+    const std::size_t k = slot * kTypes + static_cast<std::size_t>(type);
+    return k < delay.size() ? delay[k] : std::numeric_limits<TimeNs>::max();
+  }
+};
+
+// The first pass over the ops: the nominal delays, and where the sweep splits in two, one part a
+// thread: at an op before which no device op is still running on any GPU (nothing carries over),
+// the first such op past the middle of the trace. The parts' results are merged in trace order:
+// the same as one sweep.
+struct FirstPass {
+  NominalDelays nominal;
   OpId split = kNone;
-  std::vector<OpId> prev_at_split;
+  std::vector<OpId> prev_at_split;  // each lane's op before the split
+};
+
+FirstPass first_pass(Graph& g, std::size_t split_min_ops) {
+  const Trace& t = *g.trace;
+  FirstPass fp;
+  std::vector<OpId> last_on_lane(t.lanes.size(), kNone);
+  std::vector<In> first_ins;
+  const bool split_wanted = t.ops.size() >= split_min_ops;
   TimeNs busy_until = std::numeric_limits<TimeNs>::min();
   for (OpId i = 0; i < t.ops.size(); ++i) {
-    std::uint32_t dev = device_of(i);
+    std::uint32_t dev = device_of(g, i);
     if (dev == kNone) continue;
-    if (split_wanted && split == kNone && i >= t.ops.size() / 2 && busy_until <= t.ops[i].start) {
-      split = i;
-      prev_at_split = last_on_lane;
+    if (split_wanted && fp.split == kNone && i >= t.ops.size() / 2 && busy_until <= t.ops[i].start) {
+      fp.split = i;
+      fp.prev_at_split = last_on_lane;
     }
     busy_until = std::max(busy_until, t.ops[i].end());
     OpId prev = last_on_lane[t.ops[i].lane];
     last_on_lane[t.ops[i].lane] = i;
     if (t.ops[i].kind != OpKind::Kernel) continue;
-    in_edges(i, prev, first_ins);
-    for (const In& in : first_ins) nominal(dev, in.p->type()) = std::min(nominal(dev, in.p->type()), in.p->delay());
+    in_edges(g, i, prev, first_ins);
+    for (const In& in : first_ins) fp.nominal.at(dev, in.p->type()) = std::min(fp.nominal.at(dev, in.p->type()), in.p->delay());
   }
-  // Read-only from here (the parts share it).
-  auto nominal_of = [&slot_dev, &nominal_delay](std::uint32_t dev, EdgeType type) {
-    const auto slot = static_cast<std::size_t>(std::find(slot_dev.begin(), slot_dev.end(), dev) - slot_dev.begin());
-    const std::size_t k = slot * kTypes + static_cast<std::size_t>(type);
-    return k < nominal_delay.size() ? nominal_delay[k] : std::numeric_limits<TimeNs>::max();
-  };
-  struct HeldCopy {
-    OpId later, held;
-    TimeNs delay;
-  };
-  struct Part {
-    std::vector<std::pair<OpId, std::uint32_t>> lost;  // ns lost to sharing, by op
-    std::vector<std::pair<NodeId, float>> drains;
-    std::vector<HeldCopy> held_copies;
-  };
-  // Sweeps ops [begin, end) in start order, from no op running, given each lane's op before `begin`.
-  auto sweep = [&](OpId begin, OpId end, std::vector<OpId> prev_on_lane, Part& out) {
-    std::map<std::uint32_t, DeviceSweep> sweeps;
-    std::vector<HeldCopy>& held_copies = out.held_copies;
-    std::vector<ShareDemand> demands;
-    std::vector<double> rates;
-    std::vector<In> ins;
-    auto demand_of = [&](DeviceSweep::Active& a) -> ShareDemand {
-      if (!a.has_demand) {
-        a.demand = m.demand(a.op, g);
-        a.has_demand = true;
-      }
-      ShareDemand dm = a.demand;
-      dm.draining = a.draining;  // its SMs are free for later kernels
-      return dm;
-    };
-    // Integrates the rates of a GPU's active ops up to `until`, retiring those that end by then.
-    auto advance = [&](std::uint32_t dev, DeviceSweep& d, TimeNs until) {
-      while (true) {
-        TimeNs next = until;
-        for (const auto& a : d.active) next = std::min(next, a.end);
-        if (!d.active.empty() && next > d.prev) {
-          const auto dt = static_cast<double>(next - d.prev);
-          if (d.active.size() >= 2) {
-            demands.clear();
-            for (auto& a : d.active) demands.push_back(demand_of(a));
-            solve_rates(demands, m.sm_count(dev), rates, nullptr, m.drain_weight(dev));
-            for (std::size_t k = 0; k < d.active.size(); ++k)
-              if (rates[k] < 1.0 && !demands[k].fixed_rate) d.active[k].lost += (1.0 - rates[k]) * dt;
-          } else {
-            rates.assign(1, 1.0);
-          }
-          for (std::size_t k = 0; k < d.active.size(); ++k)
-            if (d.active[k].draining) d.active[k].drained += rates[k] * dt;
-        }
-        d.prev = std::max(d.prev, next);
-        bool retired = false;
-        for (std::size_t k = 0; k < d.active.size();) {
-          if (d.active[k].end > next) {
-            ++k;
-            continue;
-          }
-          auto cut = std::llround(d.active[k].lost);
-          if (cut > 0) out.lost.emplace_back(d.active[k].op, static_cast<std::uint32_t>(std::min<long long>(cut, 0xFFFFFFFFll)));
-          if (d.active[k].draining) {
-            double alone = static_cast<double>(t.ops[d.active[k].op].duration()) - d.active[k].lost;
-            if (alone > 0 && d.active[k].drained > 0)
-              out.drains.emplace_back(d.active[k].op, static_cast<float>(std::min(1.0, d.active[k].drained / alone)));
-          }
-          d.active.erase(d.active.begin() + static_cast<std::ptrdiff_t>(k));
-          retired = true;
-        }
-        if (!retired || next >= until) break;
-      }
-    };
+  return fp;
+}
+
+struct HeldCopy {
+  OpId later, held;
+  TimeNs delay;
+};
+struct Part {
+  std::vector<std::pair<OpId, std::uint32_t>> lost;  // ns lost to sharing, by op
+  std::vector<std::pair<NodeId, float>> drains;
+  std::vector<HeldCopy> held_copies;
+};
+
+// Sweeps ops [begin, end) in start order, from no op running, given each lane's op before `begin`.
+class Sweep {
+ public:
+  Sweep(Graph& g, const ShareModel& m, const NominalDelays& nominal, Part& out)
+      : g_(g), t_(*g.trace), m_(m), nominal_(nominal), out_(out) {}
+
+  void run(OpId begin, OpId end, std::vector<OpId> prev_on_lane) {
     for (OpId i = begin; i < end; ++i) {
-      std::uint32_t dev = device_of(i);
+      std::uint32_t dev = device_of(g_, i);
       if (dev == kNone) continue;
-      const Op& o = t.ops[i];
+      const Op& o = t_.ops[i];
       OpId prev = prev_on_lane[o.lane];
       prev_on_lane[o.lane] = i;
-      DeviceSweep& d = sweeps[dev];
+      DeviceSweep& d = sweeps_[dev];
       advance(dev, d, o.start);
-      // A kernel that started late because the GPU was full: a delay learned from the trace would
-      // hold it back even when what filled the GPU is gone. Its launch and stream-order edges keep
-      // the device's shortest delays; the engine holds it at rate 0 until SMs free up.
-      if (o.kind == OpKind::Kernel && !d.active.empty()) {
-        in_edges(i, prev, ins);
-        TimeNs earliest = std::numeric_limits<TimeNs>::min();
-        bool late = false;
-        for (const In& in : ins) {
-          TimeNs nom = nominal_of(dev, in.p->type());
-          earliest = std::max(earliest, in.src_time + std::min(in.p->delay(), nom));
-          late = late || in.p->delay() > nom;
-        }
-        if (late && earliest < o.start) {
-          demands.clear();
-          for (auto& a : d.active)
-            if (t.ops[a.op].start <= earliest) demands.push_back(demand_of(a));
-          if (!demands.empty()) {
-            demands.push_back(m.demand(i, g));
-            solve_rates(demands, m.sm_count(dev), rates, nullptr, m.drain_weight(dev));
-            if (rates.back() == 0)
-              for (const In& in : ins) in.p->set_delay(std::min(in.p->delay(), nominal_of(dev, in.p->type())));
-          }
-        }
-      }
-      // A bandwidth-bound kernel that started while the GPU's SMs were full of earlier kernels got
-      // SMs that one of them released: that one was draining (its last blocks retiring). The
-      // earliest-ending holders drain from here until the newcomer has room; a draining kernel keeps
-      // its bandwidth demand. (A compute-bound newcomer gains nothing from a drain: it waits.)
+      if (o.kind == OpKind::Kernel && !d.active.empty()) release_late_kernel(i, prev, dev, d);
       const bool have_mine = !d.active.empty();
-      ShareDemand mine = have_mine ? m.demand(i, g) : ShareDemand{};
-      if (mine.bandwidth_bound() && mine.sms > 0) {
-        // It can only be shut out if no SM has room for its footprint: the others claim more than
-        // SMs x (1 - its fraction).
-        double claims = 0;
-        for (auto& a : d.active) {
-          ShareDemand ad = demand_of(a);
-          if (!ad.draining) claims += static_cast<double>(ad.sms) * std::min(1.0f, ad.sm_fraction);
-        }
-        const double room = static_cast<double>(m.sm_count(dev)) * (1.0 - std::min(1.0f, mine.sm_fraction));
-        for (std::size_t guard = 0; claims > room - 1e-6 && guard < d.active.size(); ++guard) {
-          demands.clear();
-          for (auto& a : d.active) demands.push_back(demand_of(a));
-          demands.push_back(mine);
-          solve_rates(demands, m.sm_count(dev), rates, nullptr, m.drain_weight(dev));
-          if (rates.back() > 0) break;
-          DeviceSweep::Active* first = nullptr;
-          for (auto& a : d.active)
-            if (!a.draining && a.demand.sms > 0 && (!first || a.end < first->end)) first = &a;
-          if (!first) break;
-          first->draining = true;
-          claims -= static_cast<double>(first->demand.sms) * std::min(1.0f, first->demand.sm_fraction);
-        }
-      }
-      // Copy engines: a copy that the trace shows ending with a later copy of the same kind, which
-      // started while it ran (within 1 % or 5 us), finished its own work when the later one began:
-      // the engines serialize same-kind copies and CUPTI reports the earlier one's end late (seen on
-      // H200: two 1 GiB D2D copies on two streams, 507 us each alone, the first "ending" 3 us before
-      // the second, 1006 us after it began). Its time past the later copy's start is held, not
-      // shared, and an end -> end edge keeps its measured end in replay.
-      if (o.kind == OpKind::Memcpy && t.copy(o)) {
-        const TimeNs tol = std::max<TimeNs>(5 * kNsPerUs, o.duration() / 100);
-        for (auto& a : d.active) {
-          const Op& ao = t.ops[a.op];
-          if (ao.kind != OpKind::Memcpy || !t.copy(ao) || t.copy(ao)->copy_kind != t.copy(o)->copy_kind) continue;
-          if (ao.start >= o.start || a.end <= o.start || std::llabs(ao.end() - o.end()) > tol) continue;
-          a.lost += static_cast<double>(ao.end() - o.start);
-          a.end = o.start;
-          held_copies.push_back({i, a.op, ao.end() - o.end()});
-        }
-        advance(dev, d, o.start);  // retires the copies it ended
-      }
+      ShareDemand mine = have_mine ? m_.demand(i, g_) : ShareDemand{};
+      if (mine.bandwidth_bound() && mine.sms > 0) drain_for(mine, dev, d);
+      if (o.kind == OpKind::Memcpy && t_.copy(o)) hold_copies(i, dev, d);
       d.active.push_back({i, o.end(), mine, have_mine, 0.0});
     }
-    for (auto& [dev, d] : sweeps) advance(dev, d, std::numeric_limits<TimeNs>::max());
-  };
+    for (auto& [dev, d] : sweeps_) advance(dev, d, std::numeric_limits<TimeNs>::max());
+  }
+
+ private:
+  ShareDemand demand_of(DeviceSweep::Active& a) {
+    if (!a.has_demand) {
+      a.demand = m_.demand(a.op, g_);
+      a.has_demand = true;
+    }
+    ShareDemand dm = a.demand;
+    dm.draining = a.draining;  // its SMs are free for later kernels
+    return dm;
+  }
+
+  // Integrates the rates of a GPU's active ops up to `until`, retiring those that end by then.
+  void advance(std::uint32_t dev, DeviceSweep& d, TimeNs until) {
+    while (true) {
+      TimeNs next = until;
+      for (const auto& a : d.active) next = std::min(next, a.end);
+      if (!d.active.empty() && next > d.prev) {
+        const auto dt = static_cast<double>(next - d.prev);
+        if (d.active.size() >= 2) {
+          demands_.clear();
+          for (auto& a : d.active) demands_.push_back(demand_of(a));
+          solve_rates(demands_, m_.sm_count(dev), rates_, nullptr, m_.drain_weight(dev));
+          for (std::size_t k = 0; k < d.active.size(); ++k)
+            if (rates_[k] < 1.0 && !demands_[k].fixed_rate) d.active[k].lost += (1.0 - rates_[k]) * dt;
+        } else {
+          rates_.assign(1, 1.0);
+        }
+        for (std::size_t k = 0; k < d.active.size(); ++k)
+          if (d.active[k].draining) d.active[k].drained += rates_[k] * dt;
+      }
+      d.prev = std::max(d.prev, next);
+      bool retired = false;
+      for (std::size_t k = 0; k < d.active.size();) {
+        if (d.active[k].end > next) {
+          ++k;
+          continue;
+        }
+        auto cut = std::llround(d.active[k].lost);
+        if (cut > 0) out_.lost.emplace_back(d.active[k].op, static_cast<std::uint32_t>(std::min<long long>(cut, 0xFFFFFFFFll)));
+        if (d.active[k].draining) {
+          double alone = static_cast<double>(t_.ops[d.active[k].op].duration()) - d.active[k].lost;
+          if (alone > 0 && d.active[k].drained > 0)
+            out_.drains.emplace_back(d.active[k].op, static_cast<float>(std::min(1.0, d.active[k].drained / alone)));
+        }
+        d.active.erase(d.active.begin() + static_cast<std::ptrdiff_t>(k));
+        retired = true;
+      }
+      if (!retired || next >= until) break;
+    }
+  }
+
+  // A kernel that started late because the GPU was full: a delay learned from the trace would
+  // hold it back even when what filled the GPU is gone. Its launch and stream-order edges keep
+  // the device's shortest delays; the engine holds it at rate 0 until SMs free up.
+  void release_late_kernel(OpId i, OpId prev, std::uint32_t dev, DeviceSweep& d) {
+    const Op& o = t_.ops[i];
+    in_edges(g_, i, prev, ins_);
+    TimeNs earliest = std::numeric_limits<TimeNs>::min();
+    bool late = false;
+    for (const In& in : ins_) {
+      TimeNs nom = nominal_.of(dev, in.p->type());
+      earliest = std::max(earliest, in.src_time + std::min(in.p->delay(), nom));
+      late = late || in.p->delay() > nom;
+    }
+    if (late && earliest < o.start) {
+      demands_.clear();
+      for (auto& a : d.active)
+        if (t_.ops[a.op].start <= earliest) demands_.push_back(demand_of(a));
+      if (!demands_.empty()) {
+        demands_.push_back(m_.demand(i, g_));
+        solve_rates(demands_, m_.sm_count(dev), rates_, nullptr, m_.drain_weight(dev));
+        if (rates_.back() == 0)
+          for (const In& in : ins_) in.p->set_delay(std::min(in.p->delay(), nominal_.of(dev, in.p->type())));
+      }
+    }
+  }
+
+  // A bandwidth-bound kernel that started while the GPU's SMs were full of earlier kernels got
+  // SMs that one of them released: that one was draining (its last blocks retiring). The
+  // earliest-ending holders drain from here until the newcomer has room; a draining kernel keeps
+  // its bandwidth demand. (A compute-bound newcomer gains nothing from a drain: it waits.)
+  void drain_for(const ShareDemand& mine, std::uint32_t dev, DeviceSweep& d) {
+    // It can only be shut out if no SM has room for its footprint: the others claim more than
+    // SMs x (1 - its fraction).
+    double claims = 0;
+    for (auto& a : d.active) {
+      ShareDemand ad = demand_of(a);
+      if (!ad.draining) claims += static_cast<double>(ad.sms) * std::min(1.0f, ad.sm_fraction);
+    }
+    const double room = static_cast<double>(m_.sm_count(dev)) * (1.0 - std::min(1.0f, mine.sm_fraction));
+    for (std::size_t guard = 0; claims > room - 1e-6 && guard < d.active.size(); ++guard) {
+      demands_.clear();
+      for (auto& a : d.active) demands_.push_back(demand_of(a));
+      demands_.push_back(mine);
+      solve_rates(demands_, m_.sm_count(dev), rates_, nullptr, m_.drain_weight(dev));
+      if (rates_.back() > 0) break;
+      DeviceSweep::Active* first = nullptr;
+      for (auto& a : d.active)
+        if (!a.draining && a.demand.sms > 0 && (!first || a.end < first->end)) first = &a;
+      if (!first) break;
+      first->draining = true;
+      claims -= static_cast<double>(first->demand.sms) * std::min(1.0f, first->demand.sm_fraction);
+    }
+  }
+
+  // Copy engines: a copy that the trace shows ending with a later copy of the same kind, which
+  // started while it ran (within 1 % or 5 us), finished its own work when the later one began:
+  // the engines serialize same-kind copies and CUPTI reports the earlier one's end late (seen on
+  // H200: two 1 GiB D2D copies on two streams, 507 us each alone, the first "ending" 3 us before
+  // the second, 1006 us after it began). Its time past the later copy's start is held, not
+  // shared, and an end -> end edge keeps its measured end in replay.
+  void hold_copies(OpId i, std::uint32_t dev, DeviceSweep& d) {
+    const Op& o = t_.ops[i];
+    const TimeNs tol = std::max<TimeNs>(5 * kNsPerUs, o.duration() / 100);
+    for (auto& a : d.active) {
+      const Op& ao = t_.ops[a.op];
+      if (ao.kind != OpKind::Memcpy || !t_.copy(ao) || t_.copy(ao)->copy_kind != t_.copy(o)->copy_kind) continue;
+      if (ao.start >= o.start || a.end <= o.start || std::llabs(ao.end() - o.end()) > tol) continue;
+      a.lost += static_cast<double>(ao.end() - o.start);
+      a.end = o.start;
+      out_.held_copies.push_back({i, a.op, ao.end() - o.end()});
+    }
+    advance(dev, d, o.start);  // retires the copies it ended
+  }
+
+  Graph& g_;
+  const Trace& t_;
+  const ShareModel& m_;
+  const NominalDelays& nominal_;
+  Part& out_;
+  std::map<std::uint32_t, DeviceSweep> sweeps_;
+  std::vector<ShareDemand> demands_;
+  std::vector<double> rates_;
+  std::vector<In> ins_;
+};
+
+}  // namespace
+
+void calibrate_sharing(Graph& g, const ShareModel& m, std::size_t split_min_ops) {
+  const Trace& t = *g.trace;
+  g.sharing_lost.clear();
+  g.sharing_drain.clear();
+  FirstPass fp = first_pass(g, split_min_ops);
   const OpId n = static_cast<OpId>(t.ops.size());
   Part parts[2];
   std::vector<OpId> none_yet(t.lanes.size(), kNone);
-  if (split == kNone) {
-    sweep(0, n, std::move(none_yet), parts[0]);
+  if (fp.split == kNone) {
+    Sweep(g, m, fp.nominal, parts[0]).run(0, n, std::move(none_yet));
   } else {
     std::exception_ptr failed;
     std::thread second([&] {
       try {
-        sweep(split, n, std::move(prev_at_split), parts[1]);
+        Sweep(g, m, fp.nominal, parts[1]).run(fp.split, n, std::move(fp.prev_at_split));
       } catch (...) { failed = std::current_exception(); }
     });
     try {
-      sweep(0, split, std::move(none_yet), parts[0]);
+      Sweep(g, m, fp.nominal, parts[0]).run(0, fp.split, std::move(none_yet));
     } catch (...) {
       second.join();
       throw;

@@ -108,19 +108,6 @@ std::string runs_text(const std::vector<std::string>& names, const std::string& 
 std::string pad(const std::string& s, std::size_t w) { return s.size() >= w ? s : s + std::string(w - s.size(), ' '); }
 std::string lpad(const std::string& s, std::size_t w) { return s.size() >= w ? s : std::string(w - s.size(), ' ') + s; }
 
-json op_json(const Trace& t, OpId id, TimeNs start, TimeNs end) {
-  const Op& o = t.ops[id];
-  const Lane& ln = t.lanes[o.lane];
-  json j = {
-      {"id", id}, {"name", t.name(o)}, {"kind", o.kind == OpKind::Kernel && (o.flags & Op::kFlagNccl) ? "collective" : to_string(o.kind)}};
-  j["device"] = ln.device != kNone ? json(t.devices[ln.device].id) : json(nullptr);
-  j["stream"] = ln.kind == LaneKind::Stream ? json(ln.native_id) : json(nullptr);
-  if (ln.kind == LaneKind::Thread) j["thread"] = ln.native_id;
-  j["start_ns"] = start;
-  j["end_ns"] = end;
-  return j;
-}
-
 namespace {
 // Per-rank spans and overlap, and the collectives' stragglers.
 void print_ranks(const ReplayReport& r, std::ostream& out) {
@@ -184,7 +171,9 @@ void print_ranks(const ReplayReport& r, std::ostream& out) {
 }
 }  // namespace
 
-void print_replay_text(const ReplayReport& r, const ReplayOptions& opt, std::ostream& out) {
+namespace {
+// The trace: its format, GPUs, lanes and ops; the GPU span, simulated and measured.
+void print_header(const ReplayReport& r, std::ostream& out) {
   const Trace& t = *r.trace;
   std::size_t counts[4] = {};
   std::size_t threads = 0, streams = 0;
@@ -212,7 +201,10 @@ void print_replay_text(const ReplayReport& r, const ReplayOptions& opt, std::ost
   else
     out << "  simulated " << format_duration(r.simulated.length()) << "   measured " << format_duration(r.measured.length()) << "   error "
         << (err >= 0 ? "+" : "") << pct(err) << "\n\n";
+}
 
+// Busy and overlapped time summed over devices, simulated and measured.
+void print_overlap(const ReplayReport& r, std::ostream& out) {
   auto ov_row = [&](const char* name, TimeNs sim, TimeNs meas) {
     double span = static_cast<double>(std::max<TimeNs>(1, r.simulated_overlap.window_ns));
     out << "  " << pad(name, 26) << lpad(format_duration(sim), 14) << lpad(pct(static_cast<double>(sim) / span), 10)
@@ -229,10 +221,11 @@ void print_replay_text(const ReplayReport& r, const ReplayOptions& opt, std::ost
   ov_row("compute || memcpy", s.compute_memcpy_overlap_ns, m.compute_memcpy_overlap_ns);
   ov_row("GPU busy", s.gpu_busy_ns, m.gpu_busy_ns);
   ov_row("GPU idle", s.gpu_idle_ns, m.gpu_idle_ns);
+}
 
-  out << "\n";
-  if (r.measured_ranks.size() > 1 || !t.collectives.empty()) print_ranks(r, out);
-
+// The critical path: its breakdown and its device ops.
+void print_critical_path(const ReplayReport& r, const ReplayOptions& opt, std::ostream& out) {
+  const Trace& t = *r.trace;
   const auto& cp = r.critical_path;
   if (!cp.empty()) {
     OpId last = cp.back();
@@ -255,8 +248,12 @@ void print_replay_text(const ReplayReport& r, const ReplayOptions& opt, std::ost
           << lpad(format_duration(rows[i].second.second), 14) << "\n";
     out << "\n";
   }
+}
 
-  // Top device ops by total time, with their share of the critical path and their least slack.
+// Top device ops by total time, with their share of the critical path and their least slack.
+void print_top_ops(const ReplayReport& r, const ReplayOptions& opt, std::ostream& out) {
+  const Trace& t = *r.trace;
+  const auto& cp = r.critical_path;
   struct Agg {
     std::size_t n = 0;
     TimeNs total = 0, on_cp = 0, min_slack = std::numeric_limits<TimeNs>::max();
@@ -285,247 +282,104 @@ void print_replay_text(const ReplayReport& r, const ReplayOptions& opt, std::ost
         << lpad(format_duration(a.on_cp), 15) << lpad(format_duration(a.min_slack), 13) << "\n";
   }
   out << "\n";
+}
 
-  if (opt.range_regex) {
-    out << "Ranges matching '" << *opt.range_regex << "': " << r.ranges.size() << "\n";
-    std::vector<double> errs;
-    const bool ranks = r.measured_ranks.size() > 1;
-    out << "  " << (ranks ? pad("rank", 6) : "") << pad("range", 28) << lpad("start", 14) << lpad("measured", 14) << lpad("simulated", 14)
-        << lpad("error", 10) << "\n";
-    for (const auto& rr : r.ranges) {
-      double e = rr.measured_span_ns
-                     ? static_cast<double>(rr.simulated_span_ns - rr.measured_span_ns) / static_cast<double>(rr.measured_span_ns)
-                     : 0;
-      if (rr.measured_span_ns) errs.push_back(std::fabs(e));
-      out << "  " << (ranks ? pad(std::to_string(rr.rank), 6) : "") << pad(short_name(rr.name, 26), 28)
-          << lpad(format_duration(rr.start_ns - r.measured.begin), 14) << lpad(format_duration(rr.measured_span_ns), 14)
-          << lpad(format_duration(rr.simulated_span_ns), 14) << lpad(signed_pct(e), 10) << "\n";
-    }
-    if (!errs.empty()) {
-      out << "  median |error| " << pct(median(errs)) << ", max |error| " << pct(*std::max_element(errs.begin(), errs.end())) << "\n";
-      const RangeResult& first = r.ranges.front();
-      std::vector<std::string> names;
-      for (OpId n : first.critical_path)
-        if (r.graph->is_device(n)) names.push_back(r.graph->name(n));
-      out << "  critical path of " << first.name;
-      if (ranks) out << " (rank " << first.rank << ")";
-      out << ":\n" << runs_text(names, "    ") << "\n  off the path, with slack:\n";
-      std::unordered_set<OpId> oncp(first.critical_path.begin(), first.critical_path.end());
-      names.clear();
-      for (auto& [o, sl] : first.slack)
-        if (!oncp.count(o)) names.push_back(short_name(r.graph->name(o), 40) + " (" + format_duration(sl) + ")");
-      out << runs_text(names, "    ") << "\n";
-    }
-    out << "\n";
+// The ranges --range selects: measured and simulated spans, the first one's critical path and slack.
+void print_ranges(const ReplayReport& r, const ReplayOptions& opt, std::ostream& out) {
+  out << "Ranges matching '" << *opt.range_regex << "': " << r.ranges.size() << "\n";
+  std::vector<double> errs;
+  const bool ranks = r.measured_ranks.size() > 1;
+  out << "  " << (ranks ? pad("rank", 6) : "") << pad("range", 28) << lpad("start", 14) << lpad("measured", 14) << lpad("simulated", 14)
+      << lpad("error", 10) << "\n";
+  for (const auto& rr : r.ranges) {
+    double e = rr.measured_span_ns
+                   ? static_cast<double>(rr.simulated_span_ns - rr.measured_span_ns) / static_cast<double>(rr.measured_span_ns)
+                   : 0;
+    if (rr.measured_span_ns) errs.push_back(std::fabs(e));
+    out << "  " << (ranks ? pad(std::to_string(rr.rank), 6) : "") << pad(short_name(rr.name, 26), 28)
+        << lpad(format_duration(rr.start_ns - r.measured.begin), 14) << lpad(format_duration(rr.measured_span_ns), 14)
+        << lpad(format_duration(rr.simulated_span_ns), 14) << lpad(signed_pct(e), 10) << "\n";
   }
-
-  if (!r.classes.empty()) {
-    for (const auto& a : r.assumptions) out << "Assumed on " << r.target_hw << ": " << a << "\n";
-    out << "Roofline by op class (" << r.model << " durations; trace's GPU " << r.source_hw << ", target " << r.target_hw << ")\n  "
-        << pad("class", 14) << lpad("ops", 7) << lpad("shapes", 8) << lpad("measured", 13) << lpad("model here", 13)
-        << lpad("model err", 11) << lpad("target", 13) << lpad("bound", 10) << lpad("of peak", 9) << "\n";
-    for (const auto& c : r.classes) {
-      double e = c.measured_ns ? static_cast<double>(c.model_source_ns - c.measured_ns) / static_cast<double>(c.measured_ns) : 0;
-      out << "  " << pad(c.cls, 14) << lpad(std::to_string(c.kernels), 7) << lpad(std::to_string(c.with_shapes), 8)
-          << lpad(format_duration(c.measured_ns), 13) << lpad(format_duration(c.model_source_ns), 13) << lpad(signed_pct(e), 11)
-          << lpad(format_duration(c.predicted_ns), 13) << lpad(c.bound, 10)
-          << lpad(c.achieved_fraction > 0 ? pct(c.achieved_fraction) : "-", 9) << "\n";
-    }
-    out << "  ('model here': the models alone on the trace's GPU; 'of peak': the share of the binding resource's\n"
-           "   peak the measured kernels reached; 'shapes': kernels whose work came from recorded op shapes or launch geometry)\n";
-    out << "Kernels that moved most\n";
-    for (std::size_t i = 0; i < r.moved.size() && i < opt.top; ++i) {
-      const auto& mk = r.moved[i];
-      out << "  " << pad(short_name(mk.name, 44), 46) << lpad(std::to_string(mk.count) + "x", 6)
-          << lpad(format_duration(mk.measured_ns), 13) << " -> " << lpad(format_duration(mk.predicted_ns), 12) << "  " << mk.reason << "\n";
-    }
-    out << "\n";
+  if (!errs.empty()) {
+    out << "  median |error| " << pct(median(errs)) << ", max |error| " << pct(*std::max_element(errs.begin(), errs.end())) << "\n";
+    const RangeResult& first = r.ranges.front();
+    std::vector<std::string> names;
+    for (OpId n : first.critical_path)
+      if (r.graph->is_device(n)) names.push_back(r.graph->name(n));
+    out << "  critical path of " << first.name;
+    if (ranks) out << " (rank " << first.rank << ")";
+    out << ":\n" << runs_text(names, "    ") << "\n  off the path, with slack:\n";
+    std::unordered_set<OpId> oncp(first.critical_path.begin(), first.critical_path.end());
+    names.clear();
+    for (auto& [o, sl] : first.slack)
+      if (!oncp.count(o)) names.push_back(short_name(r.graph->name(o), 40) + " (" + format_duration(sl) + ")");
+    out << runs_text(names, "    ") << "\n";
   }
+  out << "\n";
+}
 
-  if (!r.shared.empty()) {
-    out << "Sharing: device ops slowed by concurrent ones (SMs in start order, HBM shared; " << format_duration(r.lost_to_sharing_ns)
-        << " lost in all; " << r.drained_kernels << " kernels drained into later ones)\n  " << pad("name", 48) << lpad("count", 8)
-        << lpad("alone", 13) << lpad("shared", 13) << lpad("bound by", 10) << "\n";
-    for (std::size_t i = 0; i < r.shared.size() && i < opt.top; ++i) {
-      const SharedRow& row = r.shared[i];
-      out << "  " << pad(short_name(row.name, 46), 48) << lpad(std::to_string(row.count), 8) << lpad(format_duration(row.alone_ns), 13)
-          << lpad(format_duration(row.shared_ns), 13) << lpad(row.bound, 10) << "\n";
-    }
-    out << "\n";
+// Roofline by op class, and the kernels that moved most (model mode).
+void print_roofline(const ReplayReport& r, const ReplayOptions& opt, std::ostream& out) {
+  for (const auto& a : r.assumptions) out << "Assumed on " << r.target_hw << ": " << a << "\n";
+  out << "Roofline by op class (" << r.model << " durations; trace's GPU " << r.source_hw << ", target " << r.target_hw << ")\n  "
+      << pad("class", 14) << lpad("ops", 7) << lpad("shapes", 8) << lpad("measured", 13) << lpad("model here", 13) << lpad("model err", 11)
+      << lpad("target", 13) << lpad("bound", 10) << lpad("of peak", 9) << "\n";
+  for (const auto& c : r.classes) {
+    double e = c.measured_ns ? static_cast<double>(c.model_source_ns - c.measured_ns) / static_cast<double>(c.measured_ns) : 0;
+    out << "  " << pad(c.cls, 14) << lpad(std::to_string(c.kernels), 7) << lpad(std::to_string(c.with_shapes), 8)
+        << lpad(format_duration(c.measured_ns), 13) << lpad(format_duration(c.model_source_ns), 13) << lpad(signed_pct(e), 11)
+        << lpad(format_duration(c.predicted_ns), 13) << lpad(c.bound, 10)
+        << lpad(c.achieved_fraction > 0 ? pct(c.achieved_fraction) : "-", 9) << "\n";
   }
+  out << "  ('model here': the models alone on the trace's GPU; 'of peak': the share of the binding resource's\n"
+         "   peak the measured kernels reached; 'shapes': kernels whose work came from recorded op shapes or launch geometry)\n";
+  out << "Kernels that moved most\n";
+  for (std::size_t i = 0; i < r.moved.size() && i < opt.top; ++i) {
+    const auto& mk = r.moved[i];
+    out << "  " << pad(short_name(mk.name, 44), 46) << lpad(std::to_string(mk.count) + "x", 6) << lpad(format_duration(mk.measured_ns), 13)
+        << " -> " << lpad(format_duration(mk.predicted_ns), 12) << "  " << mk.reason << "\n";
+  }
+  out << "\n";
+}
 
+// Device ops slowed by concurrent ones.
+void print_sharing(const ReplayReport& r, const ReplayOptions& opt, std::ostream& out) {
+  out << "Sharing: device ops slowed by concurrent ones (SMs in start order, HBM shared; " << format_duration(r.lost_to_sharing_ns)
+      << " lost in all; " << r.drained_kernels << " kernels drained into later ones)\n  " << pad("name", 48) << lpad("count", 8)
+      << lpad("alone", 13) << lpad("shared", 13) << lpad("bound by", 10) << "\n";
+  for (std::size_t i = 0; i < r.shared.size() && i < opt.top; ++i) {
+    const SharedRow& row = r.shared[i];
+    out << "  " << pad(short_name(row.name, 46), 48) << lpad(std::to_string(row.count), 8) << lpad(format_duration(row.alone_ns), 13)
+        << lpad(format_duration(row.shared_ns), 13) << lpad(row.bound, 10) << "\n";
+  }
+  out << "\n";
+}
+
+void print_anomalies(const ReplayReport& r, std::ostream& out) {
+  const Trace& t = *r.trace;
   std::map<std::string, Anomaly> all = t.anomalies;
   for (auto& [k, a] : r.graph->anomalies) all[k] = a;
   if (!all.empty()) {
     out << "Anomalies (counted, not fatal)\n";
-    for (auto& [k, a] : all) out << "  " << pad(k, 56) << lpad(std::to_string(a.count), 8) << "  e.g. " << short_name(a.example, 120) << "\n";
+    for (auto& [k, a] : all)
+      out << "  " << pad(k, 56) << lpad(std::to_string(a.count), 8) << "  e.g. " << short_name(a.example, 120) << "\n";
   }
 }
+}  // namespace
 
-json replay_json(const ReplayReport& r, const ReplayOptions& opt) {
+void print_replay_text(const ReplayReport& r, const ReplayOptions& opt, std::ostream& out) {
   const Trace& t = *r.trace;
-  json j;
-  j["source"] = t.source;
-  j["format"] = t.format;
-  j["model"] = r.model;
-  j["makespan_ns"] = r.simulated.length();
-  j["measured_makespan_ns"] = r.measured.length();
-  j["makespan_error"] = r.measured.length()
-                            ? static_cast<double>(r.simulated.length() - r.measured.length()) / static_cast<double>(r.measured.length())
-                            : 0.0;
-  json cp = json::array();
-  for (std::size_t i = 0; i < r.critical_path.size() && i < opt.cp_limit; ++i) {
-    OpId n = r.critical_path[i];
-    json oj = op_json(t, n, r.sim.start[n], r.sim.end[n]);
-    oj["slack_ns"] = r.slack[n];
-    cp.push_back(std::move(oj));
-  }
-  j["critical_path"] = std::move(cp);
-  j["critical_path_length"] = r.critical_path.size();
-  json bd = json::object();
-  for (auto& [k, v] : path_breakdown(*r.graph, r.sim, r.critical_path)) bd[k] = v;
-  j["critical_path_breakdown_ns"] = bd;
-  j["overlap"] = overlap_json(r.simulated_overlap);
-  j["measured_overlap"] = overlap_json(r.measured_overlap);
-  // Ranks (one per process with device ops) and the collectives joining them.
-  json ranks = json::array();
-  for (std::size_t i = 0; i < r.simulated_ranks.size() && i < r.measured_ranks.size(); ++i) {
-    const RankStats& s = r.simulated_ranks[i];
-    const RankStats& m = r.measured_ranks[i];
-    ranks.push_back({{"rank", s.rank},
-                     {"measured_span_ns", m.span.length()},
-                     {"simulated_span_ns", s.span.length()},
-                     {"overlap", overlap_json(s.overlap)},
-                     {"measured_overlap", overlap_json(m.overlap)},
-                     {"collectives", s.collectives},
-                     {"collective_wait_ns", s.waited_ns},
-                     {"last_arrivals", s.last_arrivals},
-                     {"made_others_wait_ns", s.made_wait_ns}});
-  }
-  j["ranks"] = std::move(ranks);
-  {
-    json cj = json::array();
-    for (const CollectiveWait& w : r.waits) {
-      const Collective& c = t.collectives[w.index];
-      json members = json::array();
-      for (OpId m : c.members)
-        members.push_back({{"rank", t.rank_of(t.ops[m])}, {"id", m}, {"start_ns", r.sim.start[m]}, {"end_ns", r.sim.end[m]}});
-      cj.push_back({{"kind", to_string(c.kind)},
-                    {"group", c.group},
-                    {"seq", c.seq},
-                    {"bytes", c.bytes},
-                    {"group_size", c.group_size},
-                    {"straggler_rank", w.straggler},
-                    {"arrival_spread_ns", w.arrival_spread_ns},
-                    {"members", members}});
-    }
-    j["collectives"] = std::move(cj);
-    json ck = json::array();  // the collective model against each last arrival's kernel
-    for (const CollectiveCheck& c : r.collective_checks) {
-      const Collective& col = t.collectives[c.index];
-      ck.push_back({{"kind", to_string(col.kind)},
-                    {"bytes", col.bytes},
-                    {"seq", col.seq},
-                    {"measured_ns", c.measured_ns},
-                    {"model_ns", c.model_ns}});
-    }
-    j["collective_model"] = {{"spec", r.collective_spec}, {"checks", std::move(ck)}};
-  }
-  if (opt.range_regex) {
-    json ranges = json::array();
-    for (const auto& rr : r.ranges) {
-      json rj = {{"name", rr.name},
-                 {"rank", rr.rank},
-                 {"start_ns", rr.start_ns},
-                 {"measured_start_ns", rr.measured_start_ns},
-                 {"measured_span_ns", rr.measured_span_ns},
-                 {"simulated_span_ns", rr.simulated_span_ns}};
-      json rcp = json::array();
-      for (OpId n : rr.critical_path) rcp.push_back(op_json(t, n, r.sim.start[n], r.sim.end[n]));
-      rj["critical_path"] = std::move(rcp);
-      json sl = json::array();
-      for (auto& [o, v] : rr.slack) sl.push_back({{"id", o}, {"name", t.name(t.ops[o])}, {"slack_ns", v}});
-      rj["slack"] = std::move(sl);
-      rj["lost_to_sharing_ns"] = rr.lost_to_sharing_ns;
-      ranges.push_back(std::move(rj));
-    }
-    j["ranges"] = std::move(ranges);
-  }
-  {
-    json sh = json::array();
-    for (const SharedRow& s : r.shared)
-      sh.push_back({{"name", s.name}, {"count", s.count}, {"alone_ns", s.alone_ns}, {"shared_ns", s.shared_ns}, {"bound", s.bound}});
-    j["sharing"] = {{"lost_ns", r.lost_to_sharing_ns}, {"drained_kernels", r.drained_kernels}, {"ops", std::move(sh)}};
-  }
-  if (!r.classes.empty()) {
-    j["source_hw"] = r.source_hw;
-    j["target_hw"] = r.target_hw;
-    j["assumptions"] = r.assumptions;
-    json cls = json::array();
-    for (const auto& c : r.classes)
-      cls.push_back({{"class", c.cls},
-                     {"ops", c.kernels},
-                     {"with_shapes", c.with_shapes},
-                     {"measured_ns", c.measured_ns},
-                     {"model_source_ns", c.model_source_ns},
-                     {"predicted_ns", c.predicted_ns},
-                     {"flops", c.flops},
-                     {"bytes", c.bytes},
-                     {"bound", c.bound},
-                     {"achieved_fraction_of_peak", c.achieved_fraction}});
-    j["roofline"] = cls;
-    json mv = json::array();
-    for (std::size_t i = 0; i < r.moved.size() && i < 50; ++i)
-      mv.push_back({{"name", r.moved[i].name},
-                    {"count", r.moved[i].count},
-                    {"measured_ns", r.moved[i].measured_ns},
-                    {"predicted_ns", r.moved[i].predicted_ns},
-                    {"bound", r.moved[i].bound},
-                    {"reason", r.moved[i].reason}});
-    j["moved"] = mv;
-  }
+  print_header(r, out);
+  print_overlap(r, out);
 
-  json g = {{"nodes", r.graph->num_nodes()}, {"edges", r.graph->num_edges()}};
-  json by = json::object(), bound = json::object();
-  for (int k = 0; k < kEdgeTypeCount; ++k) {
-    by[to_string(static_cast<EdgeType>(k))] = r.graph->stats.edges_by_type[k];
-    bound[to_string(static_cast<EdgeType>(k))] = r.graph->stats.bound_by_type[k];
-  }
-  g["edges_by_type"] = by;
-  g["starts_bound_by_type"] = bound;
-  g["blocked_syncs"] = r.graph->stats.blocked_syncs;
-  g["inferred_waits"] = r.graph->stats.inferred_waits;
-  json res = json::array();
-  for (std::size_t k = 0; k < r.graph->resources.size(); ++k)
-    res.push_back(
-        {{"name", r.graph->resources[k].name}, {"capacity", r.graph->resources[k].capacity}, {"busy_ns", r.sim.resource_busy[k]}});
-  g["resources"] = res;
-  j["graph"] = g;
-  json an = json::object();
-  auto add = [&](const std::map<std::string, Anomaly>& m) {
-    for (auto& [k, a] : m)
-      an[k] = {{"count", a.count},
-               {"severity", a.severity == Severity::Error     ? "error"
-                            : a.severity == Severity::Warning ? "warning"
-                                                              : "info"},
-               {"example", a.example}};
-  };
-  add(t.anomalies);
-  add(r.graph->anomalies);
-  j["anomalies"] = an;
-  return j;
-}
-
-json overlap_json(const Overlap& o) {
-  return json{{"compute_ns", o.compute_ns},
-              {"communication_ns", o.communication_ns},
-              {"memcpy_ns", o.memcpy_ns},
-              {"compute_comm_overlap_ns", o.compute_comm_overlap_ns},
-              {"exposed_communication_ns", o.exposed_communication_ns},
-              {"compute_memcpy_overlap_ns", o.compute_memcpy_overlap_ns},
-              {"gpu_busy_ns", o.gpu_busy_ns},
-              {"gpu_idle_ns", o.gpu_idle_ns},
-              {"window_ns", o.window_ns}};
+  out << "\n";
+  if (r.measured_ranks.size() > 1 || !t.collectives.empty()) print_ranks(r, out);
+  print_critical_path(r, opt, out);
+  print_top_ops(r, opt, out);
+  if (opt.range_regex) print_ranges(r, opt, out);
+  if (!r.classes.empty()) print_roofline(r, opt, out);
+  if (!r.shared.empty()) print_sharing(r, opt, out);
+  print_anomalies(r, out);
 }
 
 void write_two_timelines(std::ostream& out, const Trace& t, const Schedule& a, const std::string& name_a, const Schedule& b,

@@ -29,109 +29,11 @@
 #include <vector>
 
 #include "kernels.cuh"
+#include "host.cuh"
 
 using namespace bneck_validate_kernels;
 
-#define CK(x)                                                                                       \
-  do {                                                                                              \
-    cudaError_t e_ = (x);                                                                           \
-    if (e_ != cudaSuccess) {                                                                        \
-      std::fprintf(stderr, "CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__); \
-      std::exit(1);                                                                                 \
-    }                                                                                               \
-  } while (0)
-#define CB(x)                                                                          \
-  do {                                                                                 \
-    cublasStatus_t s_ = (x);                                                           \
-    if (s_ != CUBLAS_STATUS_SUCCESS) {                                                 \
-      std::fprintf(stderr, "cuBLAS error %d at %s:%d\n", (int)s_, __FILE__, __LINE__); \
-      std::exit(1);                                                                    \
-    }                                                                                  \
-  } while (0)
-#define KCHECK() CK(cudaGetLastError())
-#define CU(x)                                                                               \
-  do {                                                                                      \
-    CUptiResult r_ = (x);                                                                   \
-    if (r_ != CUPTI_SUCCESS) {                                                              \
-      const char* m_ = nullptr;                                                             \
-      cuptiGetResultString(r_, &m_);                                                        \
-      std::fprintf(stderr, "CUPTI error %s at %s:%d\n", m_ ? m_ : "?", __FILE__, __LINE__); \
-      std::exit(1);                                                                         \
-    }                                                                                       \
-  } while (0)
-
 namespace {
-
-// CUPTI activity buffers: device-side durations of the copies since the last take_copies().
-std::vector<double> g_copy_ns;
-void CUPTIAPI buffer_requested(uint8_t** buf, size_t* size, size_t* max_records) {
-  *size = 1 << 20;
-  *buf = static_cast<uint8_t*>(std::aligned_alloc(8, *size));
-  *max_records = 0;
-}
-void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buf, size_t, size_t valid) {
-  CUpti_Activity* r = nullptr;
-  while (cuptiActivityGetNextRecord(buf, valid, &r) == CUPTI_SUCCESS)
-    if (r->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
-      auto* m = reinterpret_cast<CUpti_ActivityMemcpy6*>(r);
-      if (m->end > m->start) g_copy_ns.push_back(static_cast<double>(m->end - m->start));
-    }
-  std::free(buf);
-}
-std::vector<double> take_copies() {
-  CU(cuptiActivityFlushAll(1));
-  std::vector<double> v;
-  v.swap(g_copy_ns);
-  return v;
-}
-
-bool g_first = true;
-void record(const char* family, const std::string& name, const std::string& params, double bytes, double flops, double ns, int reps) {
-  std::printf("%s    {\"family\": \"%s\", \"name\": \"%s\", %s%s\"bytes\": %.0f, \"flops\": %.0f, \"time_ns\": %.1f, \"repeats\": %d}",
-              g_first ? "" : ",\n", family, name.c_str(), params.c_str(), params.empty() ? "" : ", ", bytes, flops, ns, reps);
-  g_first = false;
-  std::fflush(stdout);
-}
-
-std::string kv(const char* k, double v) {
-  char b[96];
-  std::snprintf(b, sizeof b, "\"%s\": %.0f", k, v);
-  return b;
-}
-std::string ks(const char* k, const char* v) { return std::string("\"") + k + "\": \"" + v + "\""; }
-
-template <typename F>
-double median_ms(F&& body, int reps, cudaStream_t s = 0) {
-  cudaEvent_t a, b;
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&b));
-  body(0);  // warm-up
-  body(1);
-  CK(cudaStreamSynchronize(s));
-  std::vector<float> t;
-  for (int r = 0; r < reps; ++r) {
-    CK(cudaEventRecord(a, s));
-    body(r + 2);
-    CK(cudaEventRecord(b, s));
-    CK(cudaEventSynchronize(b));
-    float ms = 0;
-    CK(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(ms);
-  }
-  CK(cudaEventDestroy(a));
-  CK(cudaEventDestroy(b));
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
-__global__ void fill_kernel(float* p, size_t n, float seed) {
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-    p[i] = 0.5f + 0.25f * __sinf((float)(i % 4093) * 0.37f + seed);
-}
-void fill(void* p, size_t bytes, float seed = 1.f) {
-  fill_kernel<<<1024, 256>>>((float*)p, bytes / 4, seed);
-  KCHECK();
-}
 
 template <typename T>
 void stream_family(const char* tname, const std::vector<size_t>& sizes, char* pool, size_t pool_bytes, int reps, const char* family) {
@@ -195,70 +97,387 @@ void fused_family(const char* tname, const std::vector<size_t>& elems, char* poo
   }
 }
 
+constexpr size_t MiB = 1ull << 20;
+
+// What every family needs: the device pool (filled with non-zero data) and the repeats.
+struct Bench {
+  char* pool;
+  size_t pool_bytes;
+  int reps;
+  bool quick;
+  int sm_count;
+};
+
+// l2: arrays small enough to stay in the L2 between repeats.
+void l2_family(const Bench& bench) {
+  char* pool = bench.pool;
+  const int reps = bench.reps;
+  std::vector<size_t> lsz = {1 * MiB, 2 * MiB, 4 * MiB, 8 * MiB, 12 * MiB};
+  for (size_t bytes : lsz) {
+    size_t n = bytes / 16;
+    unsigned blocks = (unsigned)((n + 255) / 256);
+    float4 *a = (float4*)pool, *b = (float4*)(pool + bytes);
+    double ms = median_ms(
+        [&](int) {
+          for (int k = 0; k < 20; ++k) k_copy<float4><<<blocks, 256>>>(a, b, n);
+          KCHECK();
+        },
+        reps);
+    record("l2", "copy_f32x4_l2",
+           kv("width_bytes", 16) + ", " + kv("array_bytes", (double)bytes) + ", " + kv("blocks", blocks) + ", " + kv("threads", 256),
+           2.0 * bytes, 0, ms * 1e6 / 20, reps);
+  }
+}
+
+// strided reads: stride 1..32 floats within a 1 GiB region, each element read at most once
+// (2^28 / stride threads, at most 2^26).
+void strided_family(const Bench& bench) {
+  char* pool = bench.pool;
+  const int reps = bench.reps;
+  for (int stride : {1, 2, 4, 8, 16, 32}) {
+    size_t span = (1ull << 30) / 4, n = std::min<size_t>(1ull << 26, span / stride);
+    float *out = (float*)(pool + (2ull << 30) - n * 4 - 4096), *in = (float*)pool;
+    double ms = median_ms(
+        [&](int) {
+          k_strided<<<(unsigned)(n / 256), 256>>>(out, in, n, stride, span);
+          KCHECK();
+        },
+        reps);
+    record("strided", "strided_read_f32",
+           kv("stride", stride) + ", " + kv("width_bytes", 4) + ", " + kv("elems", (double)n) + ", " + kv("blocks", (double)(n / 256)) +
+               ", " + kv("threads", 256),
+           8.0 * n, (double)n, ms * 1e6, reps);
+  }
+}
+
+// reductions.
+void reduction_family(const Bench& bench, const std::vector<size_t>& ssz) {
+  char* pool = bench.pool;
+  const size_t pool_bytes = bench.pool_bytes;
+  const int reps = bench.reps;
+  for (size_t bytes : ssz) {
+    float* out = (float*)(pool + pool_bytes - 4096);
+    double ms = median_ms(
+        [&](int) {
+          k_reduce<<<bench.sm_count * 8, 256>>>((const float4*)pool, out, bytes / 16);
+          KCHECK();
+        },
+        reps);
+    record("reduction", "sum_f32",
+           kv("array_bytes", (double)bytes) + ", " + kv("width_bytes", 16) + ", " + kv("blocks", bench.sm_count * 8.0) + ", " +
+               kv("threads", 256),
+           (double)bytes, bytes / 4.0, ms * 1e6, reps);
+  }
+}
+
+// softmax: rows of 2048 floats.
+void softmax_family(const Bench& bench) {
+  char* pool = bench.pool;
+  const int reps = bench.reps;
+  for (size_t rows : {8192ul, 32768ul, 131072ul}) {
+    int cols = 2048;
+    float *in = (float*)pool, *out = (float*)(pool + rows * cols * 4);
+    double ms = median_ms(
+        [&](int) {
+          k_softmax<<<(unsigned)rows, 256>>>(in, out, cols);
+          KCHECK();
+        },
+        reps);
+    record("softmax", "softmax_f32", kv("rows", (double)rows) + ", " + kv("cols", cols) + ", " + kv("width_bytes", 4),
+           2.0 * rows * cols * 4, 5.0 * rows * cols, ms * 1e6, reps);
+  }
+}
+
+// tiled sgemm (own kernels): tile widths 8, 16, 32 at n = 2048 and 4096.
+void tiled_gemm_family(const Bench& bench) {
+  char* pool = bench.pool;
+  const int reps = bench.reps;
+  for (int n : {2048, 4096}) {
+    float *A = (float*)pool, *B = A + (size_t)n * n, *C = B + (size_t)n * n;
+    auto run = [&](int tile) {
+      dim3 block(tile, tile), grid(n / tile, n / tile);
+      return median_ms(
+          [&](int) {
+            if (tile == 8)
+              k_tiled_gemm<8><<<grid, block>>>(A, B, C, n);
+            else if (tile == 16)
+              k_tiled_gemm<16><<<grid, block>>>(A, B, C, n);
+            else
+              k_tiled_gemm<32><<<grid, block>>>(A, B, C, n);
+            KCHECK();
+          },
+          std::max(3, reps / 3));
+    };
+    for (int tile : {8, 16, 32}) {
+      double ms = run(tile);
+      // Global traffic of the tiling: each of the (n/tile)^2 blocks loads 2 * n * tile floats.
+      double bytes = 2.0 * n * (double)n * n / tile * 4 + (double)n * n * 4;
+      record("tiled_gemm", "tiled_sgemm", kv("tile", tile) + ", " + kv("m", n) + ", " + kv("n", n) + ", " + kv("k", n), bytes,
+             2.0 * n * (double)n * n, ms * 1e6, std::max(3, reps / 3));
+    }
+  }
+}
+
+// occupancy: a 16-byte copy of 512 MiB with 0..200 KiB of dynamic shared memory per block.
+void occupancy_family(const Bench& bench) {
+  char* pool = bench.pool;
+  const int reps = bench.reps;
+  size_t bytes = 512 * MiB, n = bytes / 16;
+  CK(cudaFuncSetAttribute(k_copy_smem, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
+  for (int kib : {0, 16, 48, 100, 200}) {
+    int blocks_per_sm = 0;
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, k_copy_smem, 256, std::max(16, kib * 1024)));
+    double ms = median_ms(
+        [&](int r) {
+          float4 *a = (float4*)(pool + (size_t)(r % 2) * 2 * bytes), *b = (float4*)(pool + (size_t)(r % 2) * 2 * bytes + bytes);
+          k_copy_smem<<<(unsigned)(n / 256), 256, std::max(16, kib * 1024)>>>(a, b, n);  // the kernel touches 1 byte
+          KCHECK();
+        },
+        reps);
+    record("occupancy", "copy_f32x4_smem",
+           kv("smem_kib", kib) + ", " + kv("blocks_per_sm", blocks_per_sm) + ", " + kv("threads", 256) + ", " + kv("width_bytes", 16) +
+               ", " + kv("array_bytes", (double)bytes),
+           2.0 * bytes, 0, ms * 1e6, reps);
+  }
+}
+
+// concurrency: 8 small spin kernels (8 blocks each) on 1, 2, 4 and 8 streams.
+void concurrency_family(const Bench& bench) {
+  char* pool = bench.pool;
+  const int reps = bench.reps;
+  cudaStream_t ss[8];
+  for (auto& x : ss) CK(cudaStreamCreateWithFlags(&x, cudaStreamNonBlocking));
+  cudaEvent_t done[8];
+  for (auto& e : done) CK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  for (int streams : {1, 2, 4, 8}) {
+    double ms = median_ms(
+        [&](int) {
+          for (int k = 0; k < 8; ++k) {
+            cudaStream_t st = ss[k % streams];
+            if (k < streams) {
+              CK(cudaEventRecord(done[k], 0));
+              CK(cudaStreamWaitEvent(st, done[k]));
+            }
+            k_spin<<<8, 64, 0, st>>>((float*)pool, 200000);
+          }
+          for (int k = 0; k < streams; ++k) {
+            CK(cudaEventRecord(done[k], ss[k]));
+            CK(cudaStreamWaitEvent(0, done[k]));
+          }
+          KCHECK();
+        },
+        reps);
+    record(
+        "concurrency", "spin_8_kernels",
+        kv("streams", streams) + ", " + kv("kernels", 8) + ", " + kv("blocks", 8) + ", " + kv("threads", 64) + ", " + kv("iters", 200000),
+        0, 2.0 * 8 * 8 * 64 * 200000, ms * 1e6, reps);
+  }
+  for (auto& e : done) CK(cudaEventDestroy(e));
+  for (auto& x : ss) CK(cudaStreamDestroy(x));
+}
+
+// gemm: cuBLAS, square m = n = k.
+void gemm_family(const Bench& bench, const std::vector<int>& dims) {
+  char* pool = bench.pool;
+  const int reps = bench.reps;
+  cublasHandle_t h;
+  CB(cublasCreate(&h));
+  struct G {
+    const char* name;
+    cudaDataType_t t;
+    cublasComputeType_t c;
+    int bytes;
+  };
+  G gs[] = {{"fp32", CUDA_R_32F, CUBLAS_COMPUTE_32F, 4},
+            {"tf32", CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, 4},
+            {"bf16", CUDA_R_16BF, CUBLAS_COMPUTE_32F, 2},
+            {"fp16", CUDA_R_16F, CUBLAS_COMPUTE_32F, 2}};
+  for (const G& g : gs)
+    for (int d : dims) {
+      size_t mat = (size_t)d * d * g.bytes;
+      char *A = pool, *B = pool + mat, *C = pool + 2 * mat;
+      // Random-ish data in the operand type (not zeros).
+      if (g.bytes == 2) {
+        std::vector<__nv_bfloat16> hb((size_t)d * d);
+        for (size_t i = 0; i < hb.size(); ++i) hb[i] = __float2bfloat16(0.01f * (float)((i * 2654435761u) % 199) - 1.0f);
+        CK(cudaMemcpy(A, hb.data(), mat, cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(B, hb.data(), mat, cudaMemcpyHostToDevice));
+      }
+      float alpha = 1.f, beta = 0.f;
+      int r = d >= 4096 ? std::max(3, reps / 3) : reps;
+      double ms = median_ms(
+          [&](int) {
+            CB(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, d, d, d, &alpha, A, g.t, d, B, g.t, d, &beta, C, g.t, d, g.c,
+                            CUBLAS_GEMM_DEFAULT));
+          },
+          r);
+      record("gemm", std::string("gemm_") + g.name, ks("dtype", g.name) + ", " + kv("m", d) + ", " + kv("n", d) + ", " + kv("k", d),
+             3.0 * mat, 2.0 * d * (double)d * d, ms * 1e6, r);
+    }
+  CB(cublasDestroy(h));
+}
+
+// FP8 (e4m3 inputs, bf16 output, fp32 accumulate) through cuBLASLt, TN as Hopper requires.
+void gemm_fp8_family(const Bench& bench, const std::vector<int>& dims) {
+  char* pool = bench.pool;
+  const size_t pool_bytes = bench.pool_bytes;
+  const int reps = bench.reps;
+  cublasLtHandle_t lt;
+  CB(cublasLtCreate(&lt));
+  size_t ws_bytes = 64 * MiB;
+  void* ws = pool + pool_bytes - ws_bytes;
+  for (int d : dims) {
+    size_t mat = (size_t)d * d;
+    unsigned char *A = (unsigned char*)pool, *B = A + mat;
+    __nv_bfloat16* C = (__nv_bfloat16*)(B + mat);
+    k_fill_fp8<<<1024, 256>>>(A, 2 * mat);
+    KCHECK();
+    cublasLtMatmulDesc_t op;
+    CB(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    CB(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    CB(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    cublasLtMatrixLayout_t la, lb, lc;
+    CB(cublasLtMatrixLayoutCreate(&la, CUDA_R_8F_E4M3, d, d, d));
+    CB(cublasLtMatrixLayoutCreate(&lb, CUDA_R_8F_E4M3, d, d, d));
+    CB(cublasLtMatrixLayoutCreate(&lc, CUDA_R_16BF, d, d, d));
+    cublasLtMatmulPreference_t pref;
+    CB(cublasLtMatmulPreferenceCreate(&pref));
+    CB(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes));
+    cublasLtMatmulHeuristicResult_t heur;
+    int found = 0;
+    CB(cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, lc, lc, pref, 1, &heur, &found));
+    if (found > 0) {
+      float alpha = 1.f, beta = 0.f;
+      int r = d >= 4096 ? std::max(3, reps / 3) : reps;
+      double ms =
+          median_ms([&](int) { CB(cublasLtMatmul(lt, op, &alpha, A, la, B, lb, &beta, C, lc, C, lc, &heur.algo, ws, ws_bytes, 0)); }, r);
+      record("gemm", "gemm_fp8", ks("dtype", "fp8") + ", " + kv("m", d) + ", " + kv("n", d) + ", " + kv("k", d), 2.0 * mat + 2.0 * mat,
+             2.0 * d * (double)d * d, ms * 1e6, r);
+    }
+    cublasLtMatmulPreferenceDestroy(pref);
+    cublasLtMatrixLayoutDestroy(la);
+    cublasLtMatrixLayoutDestroy(lb);
+    cublasLtMatrixLayoutDestroy(lc);
+    cublasLtMatmulDescDestroy(op);
+  }
+  CB(cublasLtDestroy(lt));
+}
+
+// launch: what CUDA events see around one empty kernel (submission + launch + the empty kernel),
+// which the other families' single-kernel timings include.
+void launch_family(const Bench& bench) {
+  const int reps = bench.reps;
+  {
+    double ms = median_ms(
+        [&](int) {
+          k_empty<<<1, 32>>>();
+          KCHECK();
+        },
+        reps * 2);
+    record("launch", "empty_events", kv("kernels", 1), 0, 0, ms * 1e6, reps * 2);
+  }
+  // launch: empty kernels, eager vs a CUDA graph of the same kernels.
+  for (int count : {10, 30, 100, 300, 1000, 3000}) {
+    cudaStream_t s;
+    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    double gpu_ms = median_ms(
+        [&](int) {
+          for (int k = 0; k < count; ++k) k_empty<<<1, 32, 0, s>>>();
+          KCHECK();
+        },
+        reps, s);
+    // host submission cost: wall time of the launch loop alone
+    std::vector<double> host;
+    for (int r = 0; r < reps; ++r) {
+      auto t0 = std::chrono::steady_clock::now();
+      for (int k = 0; k < count; ++k) k_empty<<<1, 32, 0, s>>>();
+      auto t1 = std::chrono::steady_clock::now();
+      CK(cudaStreamSynchronize(s));
+      host.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count());
+    }
+    std::sort(host.begin(), host.end());
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    for (int k = 0; k < count; ++k) k_empty<<<1, 32, 0, s>>>();
+    CK(cudaStreamEndCapture(s, &g));
+    CK(cudaGraphInstantiate(&ge, g, 0));
+    double graph_ms = median_ms([&](int) { CK(cudaGraphLaunch(ge, s)); }, reps, s);
+    record("launch", "eager_gpu", kv("kernels", count), 0, 0, gpu_ms * 1e6, reps);
+    record("launch", "eager_host", kv("kernels", count), 0, 0, host[host.size() / 2], reps);
+    record("launch", "graph_gpu", kv("kernels", count), 0, 0, graph_ms * 1e6, reps);
+    CK(cudaGraphExecDestroy(ge));
+    CK(cudaGraphDestroy(g));
+    CK(cudaStreamDestroy(s));
+  }
+}
+
+// memcpy: H2D/D2H pinned and pageable, D2D; device-side durations from CUPTI.
+void memcpy_family(const Bench& bench) {
+  char* pool = bench.pool;
+  const int reps = bench.reps;
+  const bool quick = bench.quick;
+  size_t maxb = quick ? 256 * MiB : 1024 * MiB;
+  void* hp;
+  CK(cudaMallocHost(&hp, maxb));
+  std::vector<char> hv(maxb, 1);
+  std::memset(hp, 1, maxb);
+  CU(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
+  CU(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
+  std::vector<size_t> msz;
+  for (size_t b = 4 << 10; b <= maxb; b *= 4) msz.push_back(b);  // 4 KiB, 16 KiB, ... 1 GiB
+  for (size_t b : msz) {
+    int r = b >= 256 * MiB ? std::max(3, reps / 3) : reps;
+    struct C {
+      const char* name;
+      void* dst;
+      const void* src;
+      cudaMemcpyKind k;
+      bool sync;
+    };
+    C cs[] = {{"h2d_pinned", pool, hp, cudaMemcpyHostToDevice, false},
+              {"d2h_pinned", hp, pool, cudaMemcpyDeviceToHost, false},
+              {"h2d_pageable", pool, hv.data(), cudaMemcpyHostToDevice, true},
+              {"d2h_pageable", hv.data(), pool, cudaMemcpyDeviceToHost, true},
+              {"d2d", pool + (2ull << 30), pool, cudaMemcpyDeviceToDevice, false}};
+    for (const C& c : cs) {
+      take_copies();
+      double ms = median_ms(
+          [&](int) {
+            if (c.sync)
+              CK(cudaMemcpy(c.dst, c.src, b, c.k));
+            else
+              CK(cudaMemcpyAsync(c.dst, c.src, b, c.k));
+          },
+          r);
+      std::vector<double> dev = take_copies();
+      // The two warm-up copies come first; a missing record falls back to the event time.
+      if (dev.size() > 2) dev.erase(dev.begin(), dev.begin() + 2);
+      std::sort(dev.begin(), dev.end());
+      double ns = dev.empty() ? ms * 1e6 : dev[dev.size() / 2];
+      record("memcpy", c.name,
+             ks("path", c.name) + ", " + kv("size", (double)b) + ", " + kv("event_ns", ms * 1e6) + ", " +
+                 kv("device_records", (double)dev.size()),
+             c.name[0] == 'd' && c.name[1] == '2' && c.name[2] == 'd' ? 2.0 * b : (double)b, 0, ns, r);
+    }
+  }
+  CU(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMCPY));
+  CK(cudaFreeHost(hp));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false;
-  std::string only;  // run one family only
-  const char* commit = "unknown";
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--quick"))
-      quick = true;
-    else if (!std::strcmp(argv[i], "--only") && i + 1 < argc)
-      only = argv[++i];
-    else if (!std::strcmp(argv[i], "--commit") && i + 1 < argc) {
-      static std::string c;  // keep only characters that need no JSON escaping
-      for (const char* q = argv[++i]; *q; ++q)
-        if (std::isalnum(static_cast<unsigned char>(*q)) || *q == '.' || *q == '-' || *q == '_') c += *q;
-      commit = c.empty() ? "unknown" : c.c_str();
-    }
-  }
+  const Options opt = parse_options(argc, argv);
+  const bool quick = opt.quick;
   int reps = quick ? 5 : 21;
-  int dev = 0, devices = 0;
-  // Refuse clearly (exit 2, one line) where nothing can be measured.
-  cudaError_t ce = cudaGetDeviceCount(&devices);
-  if (ce == cudaErrorInsufficientDriver) {
-    int drv = 0, rt = 0;
-    cudaDriverGetVersion(&drv);
-    cudaRuntimeGetVersion(&rt);
-    std::fprintf(stderr,
-                 "bneck_validate: the NVIDIA driver supports CUDA %d.%d, older than this build's runtime %d.%d: update the driver\n",
-                 drv / 1000, drv % 1000 / 10, rt / 1000, rt % 1000 / 10);
-    return 2;
-  }
-  if (ce == cudaErrorNoDevice || (ce == cudaSuccess && devices == 0)) {
-    const char* vis = std::getenv("CUDA_VISIBLE_DEVICES");
-    std::fprintf(stderr, "bneck_validate: no CUDA GPU visible (CUDA_VISIBLE_DEVICES=%s)\n", vis ? vis : "unset");
-    return 2;
-  }
-  if (ce != cudaSuccess) {
-    std::fprintf(stderr, "bneck_validate: cannot use the GPU: %s\n", cudaGetErrorString(ce));
-    return 2;
-  }
+  int dev = 0;
+  if (int rc = check_devices()) return rc;
   CK(cudaSetDevice(dev));
   cudaDeviceProp p;
   CK(cudaGetDeviceProperties(&p, dev));
-  int driver = 0, runtime = 0, clock_khz = 0, mem_clock_khz = 0;
-  CK(cudaDriverGetVersion(&driver));
-  CK(cudaRuntimeGetVersion(&runtime));
-  CK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, dev));
-  CK(cudaDeviceGetAttribute(&mem_clock_khz, cudaDevAttrMemoryClockRate, dev));
-  int bus_bits = 0, smem_sm = 0, smem_block = 0, regs_sm = 0, threads_sm = 0, blocks_sm = 0;
-  CK(cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, dev));
-  CK(cudaDeviceGetAttribute(&smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
-  CK(cudaDeviceGetAttribute(&smem_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-  CK(cudaDeviceGetAttribute(&regs_sm, cudaDevAttrMaxRegistersPerMultiprocessor, dev));
-  CK(cudaDeviceGetAttribute(&threads_sm, cudaDevAttrMaxThreadsPerMultiProcessor, dev));
-  CK(cudaDeviceGetAttribute(&blocks_sm, cudaDevAttrMaxBlocksPerMultiprocessor, dev));
-  std::printf("{\n  \"format\": \"bneck-measurements\", \"version\": 1, \"git_commit\": \"%s\",\n", commit);
-  std::printf(
-      "  \"device\": {\"name\": \"%s\", \"cc\": \"%d.%d\", \"sm_count\": %d, \"clock_khz\": %d, \"memory_clock_khz\": %d, "
-      "\"memory_bytes\": %zu, \"l2_bytes\": %d, \"driver\": %d, \"runtime\": %d, \"memory_bus_bits\": %d, "
-      "\"shared_memory_per_sm\": %d, \"shared_memory_per_block\": %d, \"registers_per_sm\": %d, \"max_threads_per_sm\": %d, "
-      "\"max_blocks_per_sm\": %d},\n  \"measurements\": [\n",
-      p.name, p.major, p.minor, p.multiProcessorCount, clock_khz, mem_clock_khz, p.totalGlobalMem, p.l2CacheSize, driver, runtime, bus_bits,
-      smem_sm, smem_block, regs_sm, threads_sm, blocks_sm);
-  const size_t MiB = 1ull << 20;
+  print_device(p, dev, opt.commit);
   size_t pool_bytes = (quick ? 3ull : 6ull) << 30;
   char* pool;
   CK(cudaMalloc(&pool, pool_bytes));
@@ -283,8 +502,9 @@ int main(int argc, char** argv) {
   };
   const double ref_start = reference_ns();
 
-  auto want = [&](const char* family) { return only.empty() || only == family; };
-  if (only.empty()) {  // every family but memcpy (below)
+  const Bench bench{pool, pool_bytes, reps, quick, p.multiProcessorCount};
+  auto want = [&](const char* family) { return opt.only.empty() || opt.only == family; };
+  if (opt.only.empty()) {  // every family but memcpy (below)
     // stream: 64 MiB .. 1 GiB per array (L2 is 50-60 MB); 2/4/8/16-byte accesses.
     std::vector<size_t> ssz =
         quick ? std::vector<size_t>{64 * MiB, 256 * MiB} : std::vector<size_t>{64 * MiB, 128 * MiB, 256 * MiB, 512 * MiB, 1024 * MiB};
@@ -292,321 +512,23 @@ int main(int argc, char** argv) {
     stream_family<float>("f32", ssz, pool, pool_bytes, reps, "stream");
     stream_family<float2>("f32x2", ssz, pool, pool_bytes, reps, "stream");
     stream_family<float4>("f32x4", ssz, pool, pool_bytes, reps, "stream");
-    // l2: arrays small enough to stay in the L2 between repeats.
-    std::vector<size_t> lsz = {1 * MiB, 2 * MiB, 4 * MiB, 8 * MiB, 12 * MiB};
-    for (size_t bytes : lsz) {
-      size_t n = bytes / 16;
-      unsigned blocks = (unsigned)((n + 255) / 256);
-      float4 *a = (float4*)pool, *b = (float4*)(pool + bytes);
-      double ms = median_ms(
-          [&](int) {
-            for (int k = 0; k < 20; ++k) k_copy<float4><<<blocks, 256>>>(a, b, n);
-            KCHECK();
-          },
-          reps);
-      record("l2", "copy_f32x4_l2",
-             kv("width_bytes", 16) + ", " + kv("array_bytes", (double)bytes) + ", " + kv("blocks", blocks) + ", " + kv("threads", 256),
-             2.0 * bytes, 0, ms * 1e6 / 20, reps);
-    }
-    // strided reads: stride 1..32 floats within a 1 GiB region, each element read at most once
-    // (2^28 / stride threads, at most 2^26).
-    for (int stride : {1, 2, 4, 8, 16, 32}) {
-      size_t span = (1ull << 30) / 4, n = std::min<size_t>(1ull << 26, span / stride);
-      float *out = (float*)(pool + (2ull << 30) - n * 4 - 4096), *in = (float*)pool;
-      double ms = median_ms(
-          [&](int) {
-            k_strided<<<(unsigned)(n / 256), 256>>>(out, in, n, stride, span);
-            KCHECK();
-          },
-          reps);
-      record("strided", "strided_read_f32",
-             kv("stride", stride) + ", " + kv("width_bytes", 4) + ", " + kv("elems", (double)n) + ", " + kv("blocks", (double)(n / 256)) +
-                 ", " + kv("threads", 256),
-             8.0 * n, (double)n, ms * 1e6, reps);
-    }
+    l2_family(bench);
+    strided_family(bench);
     // fused chains.
     std::vector<size_t> fel = quick ? std::vector<size_t>{1ull << 26} : std::vector<size_t>{1ull << 25, 1ull << 26, 1ull << 27};
     fused_family<float>("f32", fel, pool, reps);
     fused_family<__nv_bfloat16>("bf16", fel, pool, reps);
-    // reductions.
-    for (size_t bytes : ssz) {
-      float* out = (float*)(pool + pool_bytes - 4096);
-      double ms = median_ms(
-          [&](int) {
-            k_reduce<<<p.multiProcessorCount * 8, 256>>>((const float4*)pool, out, bytes / 16);
-            KCHECK();
-          },
-          reps);
-      record("reduction", "sum_f32",
-             kv("array_bytes", (double)bytes) + ", " + kv("width_bytes", 16) + ", " + kv("blocks", p.multiProcessorCount * 8.0) + ", " +
-                 kv("threads", 256),
-             (double)bytes, bytes / 4.0, ms * 1e6, reps);
-    }
-    // softmax: rows of 2048 floats.
-    for (size_t rows : {8192ul, 32768ul, 131072ul}) {
-      int cols = 2048;
-      float *in = (float*)pool, *out = (float*)(pool + rows * cols * 4);
-      double ms = median_ms(
-          [&](int) {
-            k_softmax<<<(unsigned)rows, 256>>>(in, out, cols);
-            KCHECK();
-          },
-          reps);
-      record("softmax", "softmax_f32", kv("rows", (double)rows) + ", " + kv("cols", cols) + ", " + kv("width_bytes", 4),
-             2.0 * rows * cols * 4, 5.0 * rows * cols, ms * 1e6, reps);
-    }
-    // tiled sgemm (own kernels): tile widths 8, 16, 32 at n = 2048 and 4096.
-    for (int n : {2048, 4096}) {
-      float *A = (float*)pool, *B = A + (size_t)n * n, *C = B + (size_t)n * n;
-      auto run = [&](int tile) {
-        dim3 block(tile, tile), grid(n / tile, n / tile);
-        return median_ms(
-            [&](int) {
-              if (tile == 8)
-                k_tiled_gemm<8><<<grid, block>>>(A, B, C, n);
-              else if (tile == 16)
-                k_tiled_gemm<16><<<grid, block>>>(A, B, C, n);
-              else
-                k_tiled_gemm<32><<<grid, block>>>(A, B, C, n);
-              KCHECK();
-            },
-            std::max(3, reps / 3));
-      };
-      for (int tile : {8, 16, 32}) {
-        double ms = run(tile);
-        // Global traffic of the tiling: each of the (n/tile)^2 blocks loads 2 * n * tile floats.
-        double bytes = 2.0 * n * (double)n * n / tile * 4 + (double)n * n * 4;
-        record("tiled_gemm", "tiled_sgemm", kv("tile", tile) + ", " + kv("m", n) + ", " + kv("n", n) + ", " + kv("k", n), bytes,
-               2.0 * n * (double)n * n, ms * 1e6, std::max(3, reps / 3));
-      }
-    }
-    // occupancy: a 16-byte copy of 512 MiB with 0..200 KiB of dynamic shared memory per block.
-    {
-      size_t bytes = 512 * MiB, n = bytes / 16;
-      CK(cudaFuncSetAttribute(k_copy_smem, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
-      for (int kib : {0, 16, 48, 100, 200}) {
-        int blocks_per_sm = 0;
-        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, k_copy_smem, 256, std::max(16, kib * 1024)));
-        double ms = median_ms(
-            [&](int r) {
-              float4 *a = (float4*)(pool + (size_t)(r % 2) * 2 * bytes), *b = (float4*)(pool + (size_t)(r % 2) * 2 * bytes + bytes);
-              k_copy_smem<<<(unsigned)(n / 256), 256, std::max(16, kib * 1024)>>>(a, b, n);  // the kernel touches 1 byte
-              KCHECK();
-            },
-            reps);
-        record("occupancy", "copy_f32x4_smem",
-               kv("smem_kib", kib) + ", " + kv("blocks_per_sm", blocks_per_sm) + ", " + kv("threads", 256) + ", " + kv("width_bytes", 16) +
-                   ", " + kv("array_bytes", (double)bytes),
-               2.0 * bytes, 0, ms * 1e6, reps);
-      }
-    }
-    // concurrency: 8 small spin kernels (8 blocks each) on 1, 2, 4 and 8 streams.
-    {
-      cudaStream_t ss[8];
-      for (auto& x : ss) CK(cudaStreamCreateWithFlags(&x, cudaStreamNonBlocking));
-      cudaEvent_t done[8];
-      for (auto& e : done) CK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-      for (int streams : {1, 2, 4, 8}) {
-        double ms = median_ms(
-            [&](int) {
-              for (int k = 0; k < 8; ++k) {
-                cudaStream_t st = ss[k % streams];
-                if (k < streams) {
-                  CK(cudaEventRecord(done[k], 0));
-                  CK(cudaStreamWaitEvent(st, done[k]));
-                }
-                k_spin<<<8, 64, 0, st>>>((float*)pool, 200000);
-              }
-              for (int k = 0; k < streams; ++k) {
-                CK(cudaEventRecord(done[k], ss[k]));
-                CK(cudaStreamWaitEvent(0, done[k]));
-              }
-              KCHECK();
-            },
-            reps);
-        record("concurrency", "spin_8_kernels",
-               kv("streams", streams) + ", " + kv("kernels", 8) + ", " + kv("blocks", 8) + ", " + kv("threads", 64) + ", " +
-                   kv("iters", 200000),
-               0, 2.0 * 8 * 8 * 64 * 200000, ms * 1e6, reps);
-      }
-      for (auto& e : done) CK(cudaEventDestroy(e));
-      for (auto& x : ss) CK(cudaStreamDestroy(x));
-    }
-    // gemm: cuBLAS, square m = n = k.
-    {
-      cublasHandle_t h;
-      CB(cublasCreate(&h));
-      struct G {
-        const char* name;
-        cudaDataType_t t;
-        cublasComputeType_t c;
-        int bytes;
-      };
-      G gs[] = {{"fp32", CUDA_R_32F, CUBLAS_COMPUTE_32F, 4},
-                {"tf32", CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, 4},
-                {"bf16", CUDA_R_16BF, CUBLAS_COMPUTE_32F, 2},
-                {"fp16", CUDA_R_16F, CUBLAS_COMPUTE_32F, 2}};
-      std::vector<int> dims = quick ? std::vector<int>{1024, 4096} : std::vector<int>{512, 1024, 2048, 3072, 4096, 6144, 8192};
-      for (const G& g : gs)
-        for (int d : dims) {
-          size_t mat = (size_t)d * d * g.bytes;
-          char *A = pool, *B = pool + mat, *C = pool + 2 * mat;
-          // Random-ish data in the operand type (not zeros).
-          if (g.bytes == 2) {
-            std::vector<__nv_bfloat16> hb((size_t)d * d);
-            for (size_t i = 0; i < hb.size(); ++i) hb[i] = __float2bfloat16(0.01f * (float)((i * 2654435761u) % 199) - 1.0f);
-            CK(cudaMemcpy(A, hb.data(), mat, cudaMemcpyHostToDevice));
-            CK(cudaMemcpy(B, hb.data(), mat, cudaMemcpyHostToDevice));
-          }
-          float alpha = 1.f, beta = 0.f;
-          int r = d >= 4096 ? std::max(3, reps / 3) : reps;
-          double ms = median_ms(
-              [&](int) {
-                CB(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, d, d, d, &alpha, A, g.t, d, B, g.t, d, &beta, C, g.t, d, g.c,
-                                CUBLAS_GEMM_DEFAULT));
-              },
-              r);
-          record("gemm", std::string("gemm_") + g.name, ks("dtype", g.name) + ", " + kv("m", d) + ", " + kv("n", d) + ", " + kv("k", d),
-                 3.0 * mat, 2.0 * d * (double)d * d, ms * 1e6, r);
-        }
-      CB(cublasDestroy(h));
-      // FP8 (e4m3 inputs, bf16 output, fp32 accumulate) through cuBLASLt, TN as Hopper requires.
-      cublasLtHandle_t lt;
-      CB(cublasLtCreate(&lt));
-      size_t ws_bytes = 64 * MiB;
-      void* ws = pool + pool_bytes - ws_bytes;
-      for (int d : dims) {
-        size_t mat = (size_t)d * d;
-        unsigned char *A = (unsigned char*)pool, *B = A + mat;
-        __nv_bfloat16* C = (__nv_bfloat16*)(B + mat);
-        k_fill_fp8<<<1024, 256>>>(A, 2 * mat);
-        KCHECK();
-        cublasLtMatmulDesc_t op;
-        CB(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-        cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-        CB(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
-        CB(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-        cublasLtMatrixLayout_t la, lb, lc;
-        CB(cublasLtMatrixLayoutCreate(&la, CUDA_R_8F_E4M3, d, d, d));
-        CB(cublasLtMatrixLayoutCreate(&lb, CUDA_R_8F_E4M3, d, d, d));
-        CB(cublasLtMatrixLayoutCreate(&lc, CUDA_R_16BF, d, d, d));
-        cublasLtMatmulPreference_t pref;
-        CB(cublasLtMatmulPreferenceCreate(&pref));
-        CB(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes));
-        cublasLtMatmulHeuristicResult_t heur;
-        int found = 0;
-        CB(cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, lc, lc, pref, 1, &heur, &found));
-        if (found > 0) {
-          float alpha = 1.f, beta = 0.f;
-          int r = d >= 4096 ? std::max(3, reps / 3) : reps;
-          double ms = median_ms(
-              [&](int) { CB(cublasLtMatmul(lt, op, &alpha, A, la, B, lb, &beta, C, lc, C, lc, &heur.algo, ws, ws_bytes, 0)); }, r);
-          record("gemm", "gemm_fp8", ks("dtype", "fp8") + ", " + kv("m", d) + ", " + kv("n", d) + ", " + kv("k", d), 2.0 * mat + 2.0 * mat,
-                 2.0 * d * (double)d * d, ms * 1e6, r);
-        }
-        cublasLtMatmulPreferenceDestroy(pref);
-        cublasLtMatrixLayoutDestroy(la);
-        cublasLtMatrixLayoutDestroy(lb);
-        cublasLtMatrixLayoutDestroy(lc);
-        cublasLtMatmulDescDestroy(op);
-      }
-      CB(cublasLtDestroy(lt));
-    }
-    // launch: what CUDA events see around one empty kernel (submission + launch + the empty kernel),
-    // which the other families' single-kernel timings include.
-    {
-      double ms = median_ms(
-          [&](int) {
-            k_empty<<<1, 32>>>();
-            KCHECK();
-          },
-          reps * 2);
-      record("launch", "empty_events", kv("kernels", 1), 0, 0, ms * 1e6, reps * 2);
-    }
-    // launch: empty kernels, eager vs a CUDA graph of the same kernels.
-    for (int count : {10, 30, 100, 300, 1000, 3000}) {
-      cudaStream_t s;
-      CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-      double gpu_ms = median_ms(
-          [&](int) {
-            for (int k = 0; k < count; ++k) k_empty<<<1, 32, 0, s>>>();
-            KCHECK();
-          },
-          reps, s);
-      // host submission cost: wall time of the launch loop alone
-      std::vector<double> host;
-      for (int r = 0; r < reps; ++r) {
-        auto t0 = std::chrono::steady_clock::now();
-        for (int k = 0; k < count; ++k) k_empty<<<1, 32, 0, s>>>();
-        auto t1 = std::chrono::steady_clock::now();
-        CK(cudaStreamSynchronize(s));
-        host.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count());
-      }
-      std::sort(host.begin(), host.end());
-      cudaGraph_t g;
-      cudaGraphExec_t ge;
-      CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-      for (int k = 0; k < count; ++k) k_empty<<<1, 32, 0, s>>>();
-      CK(cudaStreamEndCapture(s, &g));
-      CK(cudaGraphInstantiate(&ge, g, 0));
-      double graph_ms = median_ms([&](int) { CK(cudaGraphLaunch(ge, s)); }, reps, s);
-      record("launch", "eager_gpu", kv("kernels", count), 0, 0, gpu_ms * 1e6, reps);
-      record("launch", "eager_host", kv("kernels", count), 0, 0, host[host.size() / 2], reps);
-      record("launch", "graph_gpu", kv("kernels", count), 0, 0, graph_ms * 1e6, reps);
-      CK(cudaGraphExecDestroy(ge));
-      CK(cudaGraphDestroy(g));
-      CK(cudaStreamDestroy(s));
-    }
+    reduction_family(bench, ssz);
+    softmax_family(bench);
+    tiled_gemm_family(bench);
+    occupancy_family(bench);
+    concurrency_family(bench);
+    std::vector<int> dims = quick ? std::vector<int>{1024, 4096} : std::vector<int>{512, 1024, 2048, 3072, 4096, 6144, 8192};
+    gemm_family(bench, dims);
+    gemm_fp8_family(bench, dims);
+    launch_family(bench);
   }  // every family but memcpy
-  // memcpy: H2D/D2H pinned and pageable, D2D; device-side durations from CUPTI.
-  if (want("memcpy")) {
-    size_t maxb = quick ? 256 * MiB : 1024 * MiB;
-    void* hp;
-    CK(cudaMallocHost(&hp, maxb));
-    std::vector<char> hv(maxb, 1);
-    std::memset(hp, 1, maxb);
-    CU(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
-    CU(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
-    std::vector<size_t> msz;
-    for (size_t b = 4 << 10; b <= maxb; b *= 4) msz.push_back(b);  // 4 KiB, 16 KiB, ... 1 GiB
-    for (size_t b : msz) {
-      int r = b >= 256 * MiB ? std::max(3, reps / 3) : reps;
-      struct C {
-        const char* name;
-        void* dst;
-        const void* src;
-        cudaMemcpyKind k;
-        bool sync;
-      };
-      C cs[] = {{"h2d_pinned", pool, hp, cudaMemcpyHostToDevice, false},
-                {"d2h_pinned", hp, pool, cudaMemcpyDeviceToHost, false},
-                {"h2d_pageable", pool, hv.data(), cudaMemcpyHostToDevice, true},
-                {"d2h_pageable", hv.data(), pool, cudaMemcpyDeviceToHost, true},
-                {"d2d", pool + (2ull << 30), pool, cudaMemcpyDeviceToDevice, false}};
-      for (const C& c : cs) {
-        take_copies();
-        double ms = median_ms(
-            [&](int) {
-              if (c.sync)
-                CK(cudaMemcpy(c.dst, c.src, b, c.k));
-              else
-                CK(cudaMemcpyAsync(c.dst, c.src, b, c.k));
-            },
-            r);
-        std::vector<double> dev = take_copies();
-        // The two warm-up copies come first; a missing record falls back to the event time.
-        if (dev.size() > 2) dev.erase(dev.begin(), dev.begin() + 2);
-        std::sort(dev.begin(), dev.end());
-        double ns = dev.empty() ? ms * 1e6 : dev[dev.size() / 2];
-        record("memcpy", c.name,
-               ks("path", c.name) + ", " + kv("size", (double)b) + ", " + kv("event_ns", ms * 1e6) + ", " +
-                   kv("device_records", (double)dev.size()),
-               c.name[0] == 'd' && c.name[1] == '2' && c.name[2] == 'd' ? 2.0 * b : (double)b, 0, ns, r);
-      }
-    }
-    CU(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMCPY));
-    CK(cudaFreeHost(hp));
-  }
+  if (want("memcpy")) memcpy_family(bench);
   const double ref_end = reference_ns();
   const double change = ref_start > 0 ? (ref_end - ref_start) / ref_start : 0;
   CK(cudaFree(pool));

@@ -1,0 +1,53 @@
+// Structure recognition's loop search (structure.cpp builds the levels from it): each process's
+// device ops in launch order as a sequence of symbols, and the loops found in it, exact (tandem
+// repeats of equal windows) or approximate (segments alike, not equal, between the strongest gaps).
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "traces/ir.hpp"
+
+namespace bneck::structure_loops {
+
+// One process's device ops in launch order, with what the search needs of each.
+struct Seq {
+  std::uint32_t process = 0;
+  std::vector<OpId> dev;
+  std::vector<std::uint32_t> sym;
+  std::vector<LaneId> thread;        // launching thread (kNone: no launch recorded)
+  std::vector<TimeNs> score;         // boundary evidence before the op: host time since the previous launch + GPU idle
+  std::vector<std::uint64_t> h, pw;  // prefix hashes, powers of kBase
+  std::uint64_t window(std::size_t i, std::size_t len) const { return h[i + len] - h[i] * pw[len]; }
+};
+
+struct Loop {
+  std::size_t len = 0;
+  std::uint32_t anchor = 0;         // symbol
+  std::vector<std::size_t> starts;  // positions in the sequence, increasing, >= len apart
+  std::vector<std::size_t> lens;    // a loop of similar, not equal, instances: each one's length
+  std::size_t coverage() const {
+    if (lens.empty()) return len * starts.size();
+    std::size_t c = 0;
+    for (std::size_t l : lens) c += l;
+    return c;
+  }
+};
+
+constexpr std::uint32_t kBoundaryAnchor = 0xFFFFFFFFu;  // anchored on boundary evidence, not a symbol
+constexpr std::uint32_t kPeriodAnchor = 0xFFFFFFFEu;    // anchored on a recurrence distance
+
+// One sequence a process (of the processes that launch device ops).
+std::vector<Seq> launch_sequences(const Trace& t);
+
+// Loops found greedily in [lo, hi): each takes its windows, the next searches the rest.
+std::vector<Loop> find_loops(const Seq& s, std::size_t lo, std::size_t hi, std::size_t min_len, bool boundary_rotation);
+
+// Instances that are alike but not equal (an inference engine's steps: the batch changes the
+// kernels cuBLAS picks and the attention's): the segments between the strongest boundaries (the
+// top k of the host-plus-GPU gaps, k = 4, 6, 8, 12, ... up to 30 % of the ops) when at least 60 %
+// of them are within 25 % of the median length; the k whose segments of 0.5-2x the median cover
+// most. Nothing unless they cover 60 % of the sequence, 4 of them or more.
+std::optional<Loop> approximate_loop(const Seq& s);
+
+}  // namespace bneck::structure_loops
