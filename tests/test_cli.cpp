@@ -221,7 +221,7 @@ TEST_CASE("text reports keep lines under 200 characters, a multi-rank ranges tab
   CHECK(o.code == 0);
 }
 
-X, "[cli][whatif]") {
+TEST_CASE("docs/whatif.md's transform list is the registry's, --repeat synthesizes a range's work", "[cli][whatif]") {
   Run l = run("whatif --list-transforms markdown");
   REQUIRE(l.code == 0);
   CHECK(l.out.find("- `--repeat K:REGEX`") != std::string::npos);
