@@ -55,18 +55,20 @@ void classify_run(Advice& a) {
   }
   if (share(kComm) >= 0.25) {
     a.bottleneck = "exposed communication";
-    a.evidence = "communication is " + pct(share(kComm)) + " of the critical path, " +
-                 format_duration(a.overlap.exposed_communication_ns) + " with no compute beside it";
+    a.evidence = "communication is " + pct(share(kComm)) + " of the critical path, " + format_duration(a.overlap.exposed_communication_ns) +
+                 " with no compute beside it";
     return;
   }
   const char* best = kCompute;
   for (const char* c : {kMemory, kLatency, kCopies})
     if (share(c) > share(best)) best = c;
   a.bottleneck = best == kCompute ? "compute-bound" : best == kMemory ? "memory-bound" : best == kLatency ? "latency-bound" : "copy-bound";
-  a.evidence = std::string(best) + " are " + pct(share(best)) + " of the critical path (host " + pct(host) + ", GPU idle " + pct(idle) + ")";
+  a.evidence =
+      std::string(best) + " are " + pct(share(best)) + " of the critical path (host " + pct(host) + ", GPU idle " + pct(idle) + ")";
   for (const ClassRow& r : a.classes)
     if (r.bound == (best == kCompute ? "compute" : "memory") && r.measured_ns > 0 && r.achieved_fraction > 0) {
-      a.evidence += "; " + r.cls + " kernels reach " + pct(r.achieved_fraction) + " of the " + (best == kCompute ? "math" : "memory") + " peak";
+      a.evidence +=
+          "; " + r.cls + " kernels reach " + pct(r.achieved_fraction) + " of the " + (best == kCompute ? "math" : "memory") + " peak";
       break;
     }
 }
@@ -107,8 +109,13 @@ void classify_phases(const Trace& t, const std::vector<KernelWork>& work, const 
       TimeNs all = 0;
       for (const auto& [k, v] : by) all += v;
       const std::string c = top->first;
-      p.bottleneck = c == kCompute ? "compute-bound" : c == kMemory ? "memory-bound" : c == kLatency ? "latency-bound" : c == kComm ? "communication" : c;
-      p.evidence = c + " " + pct(all ? static_cast<double>(top->second) / static_cast<double>(all) : 0) + " of its device time, GPU busy " + pct(frac);
+      p.bottleneck = c == kCompute   ? "compute-bound"
+                     : c == kMemory  ? "memory-bound"
+                     : c == kLatency ? "latency-bound"
+                     : c == kComm    ? "communication"
+                                     : c;
+      p.evidence = c + " " + pct(all ? static_cast<double>(top->second) / static_cast<double>(all) : 0) + " of its device time, GPU busy " +
+                   pct(frac);
     }
     a.phases.push_back(std::move(p));
   }
@@ -205,9 +212,11 @@ Advice advise(const Trace& t, const AdviseOptions& opt) {
     add("CUDA graphs over each step", {"--cuda-graph"}, 0.08,
         "static shapes and memory addresses; the step is captured once; host-side logic inside it must move out");
   if (static_cast<double>(fp32_math) / k >= 0.1) {
-    add("bf16 autocast", {"--precision", "autocast-bf16"}, 0.12, "numerics: bf16 keeps 8 mantissa bits in matmuls; check the loss or accuracy");
+    add("bf16 autocast", {"--precision", "autocast-bf16"}, 0.12,
+        "numerics: bf16 keeps 8 mantissa bits in matmuls; check the loss or accuracy");
     add("TF32 matmuls", {"--precision", "tf32"}, 0.12, "numerics: 10 mantissa bits in matmul inputs; one flag (allow_tf32)");
-    add("the whole model in bf16", {"--precision", "bf16"}, 0.12, "numerics: weights and optimizer state in bf16 need master weights or care");
+    add("the whole model in bf16", {"--precision", "bf16"}, 0.12,
+        "numerics: weights and optimizer state in bf16 need master weights or care");
   }
   if (static_cast<double>(pointwise) / k >= 0.1)
     add("fuse the pointwise chains (torch.compile)", {"--fuse", "auto"}, 0.05, "compile time; graph breaks and recompiles on new shapes");
@@ -217,9 +226,10 @@ Advice advise(const Trace& t, const AdviseOptions& opt) {
   bool training = false;
   for (const AdvicePhase& p : a.phases) training = training || p.name == "@backward";
   if (training) {
-    add("data parallel on 2 GPUs", {"--data-parallel", "2"}, 0.15, "weak scaling: the global batch doubles; the model replicated; all-reduce traffic",
+    add("data parallel on 2 GPUs", {"--data-parallel", "2"}, 0.15,
+        "weak scaling: the global batch doubles; the model replicated; all-reduce traffic", 2);
+    add("FSDP on 2 GPUs", {"--fsdp", "2"}, 0.15, "weak scaling; parameters sharded, all-gathered per layer; more communication than DDP",
         2);
-    add("FSDP on 2 GPUs", {"--fsdp", "2"}, 0.15, "weak scaling; parameters sharded, all-gathered per layer; more communication than DDP", 2);
   }
   // 3. Each simulated on the whole run (or the ranges), ranked.
   for (AdviceSuggestion& s : cand) {
@@ -245,9 +255,7 @@ Advice advise(const Trace& t, const AdviseOptions& opt) {
       const double whole = static_cast<double>(std::max<TimeNs>(1, w.baseline.length()));
       s.amdahl_ns = s.gpus > 1 ? s.baseline_ns / s.gpus
                                : static_cast<TimeNs>(std::llround(static_cast<double>(s.baseline_ns) * std::max(0.0, 1 - saved / whole)));
-    } catch (const InputError& e) {
-      s.error = e.what();
-    }
+    } catch (const InputError& e) { s.error = e.what(); }
   }
   // Ranked by the forecast step time of each GPU: more GPUs win only by being faster per GPU (their
   // throughput, per traced batch, is shown beside).

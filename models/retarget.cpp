@@ -109,8 +109,8 @@ std::vector<std::string> RetargetCostModel::assumptions() const {
   for (const auto& [key, n] : used) {
     const auto [dtype, unit] = key;
     if (g.peak_of(dtype, unit) > 0) continue;
-    std::string instead = g.peak_of(dtype, ComputeUnit::Simt) > 0 ? std::string(to_string(dtype)) + " on SIMT cores"
-                                                                    : "FP32 on SIMT cores (emulated)";
+    std::string instead =
+        g.peak_of(dtype, ComputeUnit::Simt) > 0 ? std::string(to_string(dtype)) + " on SIMT cores" : "FP32 on SIMT cores (emulated)";
     out.push_back(std::to_string(n.first) + " " + to_string(dtype) + " " + to_string(unit) + " kernels (" + format_duration(n.second) +
                   " measured): " + target_.name + " has no " + to_string(dtype) + " " + to_string(unit) + " rate; timed as " + instead);
   }

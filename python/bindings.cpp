@@ -36,7 +36,8 @@ std::string replay_text(const std::shared_ptr<Trace>& t, std::optional<std::stri
   return json_text(replay_json(r, o), -1);
 }
 
-std::string whatif_text(const std::shared_ptr<Trace>& t, const std::vector<std::string>& args, std::optional<std::string> range, bool sharing) {
+std::string whatif_text(const std::shared_ptr<Trace>& t, const std::vector<std::string>& args, std::optional<std::string> range,
+                        bool sharing) {
   WhatIfOptions o;
   o.range_regex = std::move(range);
   o.sharing = sharing;
@@ -85,9 +86,13 @@ std::string serve_text(const py::kwargs& kw) {
   using serve::ServeJob;
   using Set = std::function<void(ServeJob&, py::handle)>;
   auto str = [](std::string ServeJob::*f) { return Set([f](ServeJob& j, py::handle v) { j.*f = py::cast<std::string>(v); }); };
-  auto i64 = [](std::int64_t serve::EngineConfig::*f) { return Set([f](ServeJob& j, py::handle v) { j.engine.*f = py::cast<std::int64_t>(v); }); };
+  auto i64 = [](std::int64_t serve::EngineConfig::*f) {
+    return Set([f](ServeJob& j, py::handle v) { j.engine.*f = py::cast<std::int64_t>(v); });
+  };
   auto duration = [](auto field) {
-    return Set([field](ServeJob& j, py::handle v) { field(j) = py::isinstance<py::str>(v) ? parse_duration(py::cast<std::string>(v)) : py::cast<TimeNs>(v); });
+    return Set([field](ServeJob& j, py::handle v) {
+      field(j) = py::isinstance<py::str>(v) ? parse_duration(py::cast<std::string>(v)) : py::cast<TimeNs>(v);
+    });
   };
   std::string chrome, step_costs;
   const std::map<std::string, Set> table = {
@@ -103,12 +108,16 @@ std::string serve_text(const py::kwargs& kw) {
       {"seed", [](ServeJob& j, py::handle v) { j.workload.seed = py::cast<std::uint64_t>(v); }},
       {"prompt_len", [](ServeJob& j, py::handle v) { j.workload.prompt = serve::parse_length_dist(py::str(v), "prompt_len"); }},
       {"output_len", [](ServeJob& j, py::handle v) { j.workload.output = serve::parse_length_dist(py::str(v), "output_len"); }},
-      {"arrival", [](ServeJob& j, py::handle v) {
+      {"arrival",
+       [](ServeJob& j, py::handle v) {
          const std::string a = py::cast<std::string>(v);
-         if (a.rfind("gamma:", 0) == 0) j.workload.cv = std::stod(a.substr(6));
-         else if (a != "poisson") throw InputError("serve(): arrival='" + a + "': expected poisson or gamma:CV");
+         if (a.rfind("gamma:", 0) == 0)
+           j.workload.cv = std::stod(a.substr(6));
+         else if (a != "poisson")
+           throw InputError("serve(): arrival='" + a + "': expected poisson or gamma:CV");
        }},
-      {"policy", [](ServeJob& j, py::handle v) {
+      {"policy",
+       [](ServeJob& j, py::handle v) {
          const std::string p = py::cast<std::string>(v);
          if (p != "continuous" && p != "static") throw InputError("serve(): policy='" + p + "': continuous or static");
          j.engine.policy = p == "static" ? serve::Policy::Static : serve::Policy::Continuous;
@@ -122,15 +131,18 @@ std::string serve_text(const py::kwargs& kw) {
       {"graph_kv_pad", [](ServeJob& j, py::handle v) { j.engine.padding.kv_interval = py::cast<std::int64_t>(v); }},
       {"kv_watermark", [](ServeJob& j, py::handle v) { j.engine.watermark = py::cast<double>(v); }},
       {"cuda_graph", [](ServeJob& j, py::handle v) { j.engine.cuda_graph = py::cast<bool>(v); }},
-      {"kv_memory", [](ServeJob& j, py::handle v) {
+      {"kv_memory",
+       [](ServeJob& j, py::handle v) {
          j.kv_memory = py::isinstance<py::str>(v) ? parse_bytes(py::cast<std::string>(v)) : py::cast<Bytes>(v);
          if (j.kv_memory <= 0) throw InputError("serve(): kv_memory must be positive");
        }},
       {"engine_wake", duration([](ServeJob& j) -> TimeNs& { return j.engine.wake; })},
       {"slo_ttft", duration([](ServeJob& j) -> TimeNs& { return j.slo.ttft; })},
       {"slo_tpot", duration([](ServeJob& j) -> TimeNs& { return j.slo.tpot; })},
-      {"rates", [](ServeJob& j, py::handle v) {
-         j.rates = py::isinstance<py::str>(v) ? serve::parse_rates(py::cast<std::string>(v), "serve(): rates") : py::cast<std::vector<double>>(v);
+      {"rates",
+       [](ServeJob& j, py::handle v) {
+         j.rates =
+             py::isinstance<py::str>(v) ? serve::parse_rates(py::cast<std::string>(v), "serve(): rates") : py::cast<std::vector<double>>(v);
        }},
       {"chrome_trace", [&chrome](ServeJob&, py::handle v) { chrome = py::cast<std::string>(v); }},
       {"step_costs", [&step_costs](ServeJob&, py::handle v) { step_costs = py::cast<std::string>(v); }},
@@ -146,9 +158,7 @@ std::string serve_text(const py::kwargs& kw) {
       it->second(job, v);
     } catch (const py::cast_error&) {
       throw InputError("serve(): " + name + "=" + py::cast<std::string>(py::repr(v)) + ": wrong type");
-    } catch (const InputError&) {
-      throw;
-    } catch (const std::exception&) {  // std::stod: not a number, or out of range
+    } catch (const InputError&) { throw; } catch (const std::exception&) {  // std::stod: not a number, or out of range
       throw InputError("serve(): " + name + "=" + py::cast<std::string>(py::repr(v)) + ": not a number in range");
     }
   }

@@ -98,7 +98,8 @@ TEST_CASE("advise: the same figures in JSON and text, lines of at most 200 chara
   const nlohmann::json j = advice_json(a);
   CHECK(j["bottleneck"]["class"] == a.bottleneck);
   REQUIRE(!j["suggestions"].empty());
-  for (const char* k : {"args", "baseline_ns", "predicted_ns", "amdahl_ns", "error_bar", "tradeoff"}) CHECK(j["suggestions"][0].contains(k));
+  for (const char* k : {"args", "baseline_ns", "predicted_ns", "amdahl_ns", "error_bar", "tradeoff"})
+    CHECK(j["suggestions"][0].contains(k));
   CHECK(j["suggestions"][0]["predicted_ns"] == a.suggestions[0].predicted_ns);
   std::ostringstream out;
   print_advice_text(a, "decode_eager.sqlite", out);

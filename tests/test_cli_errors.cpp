@@ -312,7 +312,7 @@ TEST_CASE("fuzz findings: directories, --jobs, WAL inputs, views and non-UTF-8 n
   fs::remove_all(d);
 }
 
-TEST_CASE("libFuzzer findings of session 6 exit 2 with one line naming the file", "[cli][robust]") {
+TEST_CASE("libFuzzer findings exit 2 with one line naming the file", "[cli][robust]") {
   // tests/fuzz/regressions: a bneck workload whose end - start overflowed (times now bounded to
   // 2^62 ns), a Chakra protobuf node whose duration_micros x 1000 overflowed, and a measurements
   // file asking for 16.7 M launches (12.5 GB of ops from 3.5 kB; counts now bounded).
@@ -331,7 +331,7 @@ TEST_CASE("libFuzzer findings of session 6 exit 2 with one line naming the file"
   CHECK(m.code == 2);
   CHECK(lines(m.err) == 1);
   CHECK_THAT(m.err, Catch::Contains("\"kernels\" out of range"));
-  // Session 8: a stream measurement with 1.6e76 blocks (converted to an integer grid: undefined
+  // a stream measurement with 1.6e76 blocks (converted to an integer grid: undefined
   // behaviour under UBSan); every number of a record is now bounded to 0 .. 1e15.
   m = run("validate-report '" + r + "ub_measurements_blocks_overflow.json' --hw h200-sxm");
   CHECK(m.code == 2);

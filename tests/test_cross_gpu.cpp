@@ -56,9 +56,12 @@ std::map<std::string, std::vector<Row>> read_rows(const std::string& path, bool 
     std::string cur;
     bool q = false;
     for (char c : line) {
-      if (c == '"') q = !q;
-      else if (c == ',' && !q) f.push_back(cur), cur.clear();
-      else cur += c;
+      if (c == '"')
+        q = !q;
+      else if (c == ',' && !q)
+        f.push_back(cur), cur.clear();
+      else
+        cur += c;
     }
     f.push_back(cur);
     if (f.size() < head.size()) continue;
@@ -76,7 +79,7 @@ std::map<std::string, std::vector<Row>> read_rows(const std::string& path, bool 
       r.rows = m;
       r.cols = k;
     } else {
-      static const std::map<std::string, int> rw = {{"add", 3}, {"mul", 3}, {"div", 3}, {"pow", 3}, {"addu", 2}, {"mulu", 2},
+      static const std::map<std::string, int> rw = {{"add", 3},  {"mul", 3},  {"div", 3},  {"pow", 3},  {"addu", 2}, {"mulu", 2},
                                                     {"divu", 2}, {"powu", 2}, {"relu", 2}, {"gelu", 2}, {"tanh", 2}};
       auto it = rw.find(r.op);
       if (it == rw.end()) continue;
@@ -198,7 +201,8 @@ TEST_CASE("retargeting says which precisions the target lacks and what runs inst
   // The T4's overlay carries its held-out error bar; block_bf16's GEMMs are bf16 (the T4's
   // measured shapes are FP32 ones): none is timed by shape.
   REQUIRE(j["assumptions"].size() == 2);
-  CHECK_THAT(j["assumptions"][0].get<std::string>(), Catch::Contains("error bar") && Catch::Contains("gemm 8.0 %") && Catch::Contains("memory 1.3 %"));
+  CHECK_THAT(j["assumptions"][0].get<std::string>(),
+             Catch::Contains("error bar") && Catch::Contains("gemm 8.0 %") && Catch::Contains("memory 1.3 %"));
   CHECK_THAT(j["assumptions"][1].get<std::string>(), Catch::Contains("bf16 tensor kernels") && Catch::Contains("has no bf16 tensor rate") &&
                                                          Catch::Contains("FP32 on SIMT cores (emulated)"));
   CHECK_THAT(t4.err + run_bneck("replay '" + trace + "' --hw t4").out, Catch::Contains("Assumed on t4-calibrated"));
@@ -325,8 +329,10 @@ TEST_CASE("other GPUs: one transformer layer op by op, forecast from the H100's 
     for (std::size_t i = 0; i < all.size(); ++i) {
       const char c = all[i];
       if (c == '"') {
-        if (q && i + 1 < all.size() && all[i + 1] == '"') recs.back().back() += '"', ++i;
-        else q = !q;
+        if (q && i + 1 < all.size() && all[i + 1] == '"')
+          recs.back().back() += '"', ++i;
+        else
+          q = !q;
       } else if (c == ',' && !q) {
         recs.back().emplace_back();
       } else if (c == '\n' && !q) {
@@ -339,16 +345,19 @@ TEST_CASE("other GPUs: one transformer layer op by op, forecast from the H100's 
     auto col = [&](const char* n) { return static_cast<std::size_t>(std::find(h.begin(), h.end(), n) - h.begin()); };
     for (std::size_t k = 1; k < recs.size(); ++k)
       if (recs[k].size() == h.size())
-        rows[recs[k][col("Name")]] = {recs[k][col("op")], recs[k][col("target")], recs[k][col("input_shapes")], recs[k][col("output_shape")],
-                                      recs[k][col("latency")]};
+        rows[recs[k][col("Name")]] = {recs[k][col("op")], recs[k][col("target")], recs[k][col("input_shapes")],
+                                      recs[k][col("output_shape")], recs[k][col("latency")]};
     return rows;
   };
   struct Target {
     const char* file;
     const char* preset;
   };
-  const Target targets[] = {{"NVIDIA_A100-PCIE-40GB", "a100-pcie-40gb"}, {"Tesla_V100-PCIE-32GB", "v100-pcie-32gb"}, {"NVIDIA_L4", "l4"},
-                            {"Tesla_T4", "t4"}, {"Tesla_P100-PCIE-16GB", "p100-pcie-16gb"}};
+  const Target targets[] = {{"NVIDIA_A100-PCIE-40GB", "a100-pcie-40gb"},
+                            {"Tesla_V100-PCIE-32GB", "v100-pcie-32gb"},
+                            {"NVIDIA_L4", "l4"},
+                            {"Tesla_T4", "t4"},
+                            {"Tesla_P100-PCIE-16GB", "p100-pcie-16gb"}};
   std::vector<double> errors;
   for (const char* wl : {"gpt2_large-inf-1024-4", "bert_large-inf-512-8"}) {
     const auto src = read(dir + "per_op_labels/NVIDIA_H100_80GB_HBM3__" + wl + ".csv");
@@ -362,15 +371,17 @@ TEST_CASE("other GPUs: one transformer layer op by op, forecast from the H100's 
         const double t_src = std::stod(s[4]), t_dst = std::stod(it->second[4]);
         const auto w = fx_work(s[0], s[1], s[2], s[3]);
         const double t_tgt = w ? static_cast<double>(model_kernel(nullptr, *w, hw).time_ns) / 1e6 : 0;
-        if (w && gemm_efficiency_by_shape(*w, hw.gpu)) forecast += t_tgt;  // as `--hw` times a GEMM of known shape
-        else forecast += w ? t_src * t_tgt / (static_cast<double>(model_kernel(nullptr, *w, h100).time_ns) / 1e6) : t_src;
+        if (w && gemm_efficiency_by_shape(*w, hw.gpu))
+          forecast += t_tgt;  // as `--hw` times a GEMM of known shape
+        else
+          forecast += w ? t_src * t_tgt / (static_cast<double>(model_kernel(nullptr, *w, h100).time_ns) / 1e6) : t_src;
         measured += t_dst;
         h100_total += t_src;
       }
       const double err = forecast / measured - 1;
       errors.push_back(std::abs(err));
-      WARN(wl << " on " << tg.preset << ": forecast " << forecast << " ms from the H100's " << h100_total << " ms, measured " << measured << " ms ("
-              << err * 100 << " %)");
+      WARN(wl << " on " << tg.preset << ": forecast " << forecast << " ms from the H100's " << h100_total << " ms, measured " << measured
+              << " ms (" << err * 100 << " %)");
       CHECK(std::abs(err) < 0.45);
     }
   }

@@ -74,8 +74,9 @@ TEST_CASE("launch-queue backpressure: a faster GPU releases a host that waited o
   const std::string w = R"({"format": "bneck-workload", "measured": true,
     "devices": [{"name": "NVIDIA H200", "sm_count": 132, "compute_capability": "9.0"}],
     "lanes": [{"kind": "thread", "name": "host"}, {"kind": "stream", "name": "s", "device": 0}],
-    "ops": [)" + ops.str() + R"(], "ranges": [{"name": "gen", "lane": 0, "start": "0 us", "end": ")" +
-                        std::to_string(call_e[n - 1] + 1) + R"( us"}]})";
+    "ops": [)" + ops.str() +
+                        R"(], "ranges": [{"name": "gen", "lane": 0, "start": "0 us", "end": ")" + std::to_string(call_e[n - 1] + 1) +
+                        R"( us"}]})";
   const std::string path = "/tmp/bneck_queue_" + std::to_string(::getpid()) + ".json";
   std::ofstream(path) << w;
   WhatIfReport none = run(path, "gen", {"--scale", "1:kind=kernel"});
@@ -182,7 +183,8 @@ TEST_CASE("pipeline and the diffusion what-ifs on a trace with no ranges agree w
   CHECK(std::abs(static_cast<double>(gb[0].denoiser_step_ns) / static_cast<double>(gn[0].denoiser_step_ns) - 1) < 0.02);
   CHECK(std::abs(static_cast<double>(gb[0].total_ns) / static_cast<double>(gn[0].total_ns) - 1) < 0.02);
   CHECK(std::abs(static_cast<double>(gb[0].fixed_ns) / static_cast<double>(gn[0].fixed_ns) - 1) < 0.05);
-  for (const auto& args : std::vector<std::vector<std::string>>{{"--steps", "50"}, {"--steps", "10"}, {"--cfg", "off"}, {"--resolution", "1.5"}}) {
+  for (const auto& args :
+       std::vector<std::vector<std::string>>{{"--steps", "50"}, {"--steps", "10"}, {"--cfg", "off"}, {"--resolution", "1.5"}}) {
     std::vector<std::string> with = args;
     with.insert(with.begin(), {"--step-range", "step_.*"});
     WhatIfReport rn = run(kDiff + "diffusion_base.json.gz", "generation", with);

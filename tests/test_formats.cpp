@@ -83,9 +83,11 @@ TEST_CASE("top-level keys are found past the head: bneck JSON and Chakra with th
   fs::path d = tmp("formats");
   fs::create_directories(d);
   std::string pad = R"("comment": ")" + std::string(6000, 'x') + R"(", )";
-  write(d / "workload.json",
-        "{" + pad + R"("lanes": [{"kind": "stream", "name": "s"}], "ops": [{"kind": "kernel", "name": "k", "lane": 0, "duration": "2 us"}], "format": "bneck-workload"})",
-        false);
+  write(
+      d / "workload.json",
+      "{" + pad +
+          R"("lanes": [{"kind": "stream", "name": "s"}], "ops": [{"kind": "kernel", "name": "k", "lane": 0, "duration": "2 us"}], "format": "bneck-workload"})",
+      false);
   Trace w = load_trace((d / "workload.json").string());
   CHECK(w.format == "bneck-workload");
   CHECK(makespan(w) == 2'000);
@@ -98,9 +100,7 @@ TEST_CASE("top-level keys are found past the head: bneck JSON and Chakra with th
   try {
     load_trace((d / "other.json").string());
     FAIL("imported a file of no known format");
-  } catch (const InputError& e) {
-    CHECK_THAT(e.what(), Catch::StartsWith((d / "other.json").string() + ": unrecognised trace format"));
-  }
+  } catch (const InputError& e) { CHECK_THAT(e.what(), Catch::StartsWith((d / "other.json").string() + ": unrecognised trace format")); }
 }
 
 TEST_CASE("json_top_level_keys: keys in order, string values kept, nested and escaped text skipped", "[formats]") {
@@ -157,7 +157,5 @@ TEST_CASE("the key scan of a gzip file obeys the decompression-bomb bound", "[fo
   try {
     load_trace(path);
     FAIL("a decompression bomb was read");
-  } catch (const InputError& e) {
-    CHECK_THAT(e.what(), Catch::Contains(path) && Catch::Contains("decompression bomb"));
-  }
+  } catch (const InputError& e) { CHECK_THAT(e.what(), Catch::Contains(path) && Catch::Contains("decompression bomb")); }
 }

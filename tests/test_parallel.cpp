@@ -35,7 +35,8 @@ TEST_CASE("companion options follow their transform on the command line and in s
   // without --microbatch-range takes the structure's microbatches: tested below).
   CHECK_THROWS_AS(parse_transform_args({"--tp-comm", "name~gemm"}, sc), InputError);
   CHECK_NOTHROW(parse_transform_args({"--pipeline-parallel", "2"}, sc));
-  CHECK_THROWS_WITH(parse_transform_args({"--pipeline-parallel", "2", "--microbatch-range", ""}, sc), Catch::Contains("--microbatch-range"));
+  CHECK_THROWS_WITH(parse_transform_args({"--pipeline-parallel", "2", "--microbatch-range", ""}, sc),
+                    Catch::Contains("--microbatch-range"));
   CHECK_THROWS_WITH(parse_transform_args({"--pipeline-parallel", "2", "--microbatch-range", "mb.*", "--schedule", "zigzag"}, sc),
                     Catch::Contains("gpipe or 1f1b"));
   std::string p =
@@ -267,13 +268,13 @@ TEST_CASE("persistent GEMMs short of SMs: forecast alone from beside a blocker (
 }
 
 // The same one-GPU TP traces with the workload's own annotations removed (column_parallel,
-// row_parallel, attention, layerN; the steps and the profiler's op ranges stay): the GEMM pairs are found from the kernels (infer_row_parallel) and the
-// forecasts equal the named ones: 3.317 ms (measured 3.36 ms on two H200s, -1.3 %) and, held out,
-// 4.626 ms (measured 4.67 ms, -0.9 %).
+// row_parallel, attention, layerN; the steps and the profiler's op ranges stay): the GEMM pairs are found from the kernels
+// (infer_row_parallel) and the forecasts equal the named ones: 3.317 ms (measured 3.36 ms on two H200s, -1.3 %) and, held out, 4.626 ms
+// (measured 4.67 ms, -0.9 %).
 TEST_CASE("tensor-parallel from a trace with no TP naming: the GEMM pairs found from the kernels", "[whatif][parallel][e2e]") {
   const std::string root = std::string(BNECK_SOURCE_DIR) + "/validate/reference/h200/";
   for (const auto& [file, measured_ms] : std::vector<std::pair<std::string, double>>{{"parallel/tp_1gpu_rank0.json.gz", 3.36},
-                                                                                      {"parallel_heldout/tp_1gpu_rank0.json.gz", 4.67}}) {
+                                                                                     {"parallel_heldout/tp_1gpu_rank0.json.gz", 4.67}}) {
     WhatIfReport named = run(root + file, "step.*", {"--tensor-parallel", "2"});
     static std::deque<Trace> keep;
     Trace* t = &keep.emplace_back(load_trace(root + file));
@@ -306,7 +307,8 @@ TEST_CASE("pipeline-parallel from a trace with no microbatch ranges: the structu
   const std::string root = std::string(BNECK_SOURCE_DIR) + "/validate/reference/h200/";
   for (const char* file : {"parallel/pp_1gpu_rank0.json.gz", "parallel_heldout/pp_1gpu_rank0.json.gz"})
     for (const char* sched : {"gpipe", "1f1b"}) {
-      WhatIfReport named = run(root + file, "step.*", {"--pipeline-parallel", "2", "--microbatch-range", "microbatch.*", "--schedule", sched});
+      WhatIfReport named =
+          run(root + file, "step.*", {"--pipeline-parallel", "2", "--microbatch-range", "microbatch.*", "--schedule", sched});
       static std::deque<Trace> keep;
       Trace* t = &keep.emplace_back(load_trace(root + file));
       std::vector<Range> kept;

@@ -64,14 +64,16 @@ TEST_CASE("model config: parameters and KV bytes from a Hugging Face config (han
 
   std::string bad = write_tmp("bad.json", R"({"hidden_size": 2048, "num_hidden_layers": 4, "num_attention_heads": 16, "vocab_size": 100})");
   CHECK_THROWS_WITH(load_llm_config(bad), Catch::Contains(bad) && Catch::Contains("'intermediate_size'"));
-  std::string neg = write_tmp("neg.json", R"({"hidden_size": -1, "intermediate_size": 1, "num_hidden_layers": 4, "num_attention_heads": 16, "vocab_size": 100})");
+  std::string neg = write_tmp(
+      "neg.json", R"({"hidden_size": -1, "intermediate_size": 1, "num_hidden_layers": 4, "num_attention_heads": 16, "vocab_size": 100})");
   CHECK_THROWS_WITH(load_llm_config(neg), Catch::Contains("'hidden_size' must be a positive integer"));
 }
 
 TEST_CASE("request log: measured times read, bad lines named", "[serve]") {
-  std::string ok = write_tmp("ok.jsonl",
-                             "{\"id\": \"a\", \"arrival_s\": 0.5, \"prompt_tokens\": 10, \"output_tokens\": 2, \"token_times_s\": [0.6, 0.7]}\n"
-                             "\n{\"id\": 7, \"arrival_s\": 0.1, \"prompt_tokens\": 3, \"output_tokens\": 1}\n");
+  std::string ok =
+      write_tmp("ok.jsonl",
+                "{\"id\": \"a\", \"arrival_s\": 0.5, \"prompt_tokens\": 10, \"output_tokens\": 2, \"token_times_s\": [0.6, 0.7]}\n"
+                "\n{\"id\": 7, \"arrival_s\": 0.1, \"prompt_tokens\": 3, \"output_tokens\": 1}\n");
   auto r = load_request_log(ok);
   REQUIRE(r.size() == 2);
   CHECK(r[0].id == "7");  // taken in arrival order
@@ -97,30 +99,35 @@ TEST_CASE("request log: measured times read, bad lines named", "[serve]") {
 
 TEST_CASE("request logs as engines and clients write them: late finish, public traces, wall clocks, vllm bench", "[serve]") {
   // A finish 5 us after the last token (an engine's own bookkeeping), no id: read.
-  auto late = load_request_log(write_tmp("late.jsonl",
-                                         R"({"arrival_s": 1, "prompt_tokens": 4, "output_tokens": 2, "token_times_s": [1.5, 1.6], "finish_s": 1.600005})"
-                                         "\n"));
+  auto late = load_request_log(write_tmp(
+      "late.jsonl", R"({"arrival_s": 1, "prompt_tokens": 4, "output_tokens": 2, "token_times_s": [1.5, 1.6], "finish_s": 1.600005})"
+                    "\n"));
   REQUIRE(late.size() == 1);
   CHECK(late[0].id == "line 1");
   CHECK(late[0].measured_finish == 1'600'005'000);
   // Mooncake-style JSONL: timestamps in ms, input/output lengths, shared-prefix block ids.
-  auto mc = load_request_log(write_tmp("mooncake.jsonl", R"({"timestamp": 27482, "input_length": 6955, "output_length": 52, "hash_ids": [46, 47]})"
-                                                         "\n" R"({"timestamp": 0, "input_length": 10, "output_length": 3, "hash_ids": [46]})" "\n"));
+  auto mc = load_request_log(write_tmp("mooncake.jsonl",
+                                       R"({"timestamp": 27482, "input_length": 6955, "output_length": 52, "hash_ids": [46, 47]})"
+                                       "\n"
+                                       R"({"timestamp": 0, "input_length": 10, "output_length": 3, "hash_ids": [46]})"
+                                       "\n"));
   REQUIRE(mc.size() == 2);
   CHECK(mc[0].arrival == 0);
   CHECK(mc[1].arrival == 27'482'000'000);
   CHECK(mc[1].prompt == 6955);
   CHECK(mc[1].hash_ids == std::vector<std::int64_t>{46, 47});
   // A wall clock (Unix seconds): aligned by the first arrival, token times with it.
-  auto wall = load_request_log(write_tmp("wall.jsonl", R"({"arrival_s": 1764579600.25, "prompt_tokens": 4, "output_tokens": 1, "token_times_s": [1764579600.75]})"
-                                                       "\n"));
+  auto wall = load_request_log(
+      write_tmp("wall.jsonl", R"({"arrival_s": 1764579600.25, "prompt_tokens": 4, "output_tokens": 1, "token_times_s": [1764579600.75]})"
+                              "\n"));
   REQUIRE(wall.size() == 1);
   CHECK(wall[0].arrival == 0);
   CHECK(std::llabs(wall[0].token_times[0] - 500'000'000) < 1000);
   // vllm bench serve's result (pretty-printed): two requests at request_rate 2/s (arrivals 0 and
   // 0.5 s); tokens at arrival + ttft and then by the inter-token latencies.
-  auto vb = load_request_log(write_tmp("vllm.json", "{\n  \"request_rate\": 2,\n  \"input_lens\": [10, 20],\n  \"output_lens\": [3, 2],\n"
-                                                    "  \"ttfts\": [0.1, 0.2],\n  \"itls\": [[0.01, 0.02], [0.03]]\n}\n"));
+  auto vb = load_request_log(write_tmp("vllm.json",
+                                       "{\n  \"request_rate\": 2,\n  \"input_lens\": [10, 20],\n  \"output_lens\": [3, 2],\n"
+                                       "  \"ttfts\": [0.1, 0.2],\n  \"itls\": [[0.01, 0.02], [0.03]]\n}\n"));
   REQUIRE(vb.size() == 2);
   CHECK(vb[1].arrival == 500'000'000);
   CHECK(vb[0].token_times == std::vector<TimeNs>{100'000'000, 110'000'000, 130'000'000});
@@ -345,13 +352,14 @@ namespace {
 struct ServeRun {
   std::string dir, trace;
   double wake_us;
-  double build_ms;    // the fitted plan build under the profiler
-  double log_steps;   // engine steps of the calibration log's requests (its step log's lines)
+  double build_ms;   // the fitted plan build under the profiler
+  double log_steps;  // engine steps of the calibration log's requests (its step log's lines)
 };
 
 std::vector<ServeRun> serving_runs() {
   const std::string traces = fs::path(BNECK_SERVING_TRACE).parent_path().string() + "/";
-  return {{kServe, BNECK_SERVING_TRACE, 162, 52.9, 196}, {kServe + "run2/", traces + "run2/cal.sqlite", 336, 39.9, 220},
+  return {{kServe, BNECK_SERVING_TRACE, 162, 52.9, 196},
+          {kServe + "run2/", traces + "run2/cal.sqlite", 336, 39.9, 220},
           {kServe + "run3/", traces + "run3/cal.sqlite", 234, 42.4, 226}};
 }
 
@@ -383,7 +391,9 @@ void check_serving_run(const ServeRun& run, bool plain) {
   }
   for (const auto& n : m.notes) UNSCOPED_INFO(n);
   CHECK(rep.steps > (plain ? 180 : 300));
-  CHECK(m.kernels_per_step == Approx(plain ? 800 : 792).margin(plain ? 40 : 20));  // (the attention form fitted best differs: per sequence in runs 1-2, packed in 3)
+  CHECK(m.kernels_per_step ==
+        Approx(plain ? 800 : 792)
+            .margin(plain ? 40 : 20));  // (the attention form fitted best differs: per sequence in runs 1-2, packed in 3)
   // cuDNN's SDPA plan per new (q, kv) shape, under the profiler.
   CHECK(static_cast<double>(m.shape_build) / 1e6 == Approx(run.build_ms).margin(plain ? 4 : 2));
   fit_host_scale(load_request_log(run.dir + "cal_unprof.jsonl"), e, m, rep, "cal_unprof.jsonl");
@@ -463,8 +473,8 @@ TEST_CASE("serve forecasts held-out loads from a capture with no annotation at a
     ec.warmup = load_request_log(dir + log + "_warmup.jsonl");
     ServeResult r = simulate(rs, ec, m, false);
     Metrics sim = summarize(rs, r.requests, {}), meas = summarize_measured(rs, {});
-    INFO(log << ": TTFT " << sim.ttft.median << " / " << meas.ttft.median << ", TPOT " << sim.tpot.median << " / " << meas.tpot.median << ", E2E "
-             << sim.e2el.median << " / " << meas.e2el.median);
+    INFO(log << ": TTFT " << sim.ttft.median << " / " << meas.ttft.median << ", TPOT " << sim.tpot.median << " / " << meas.tpot.median
+             << ", E2E " << sim.e2el.median << " / " << meas.e2el.median);
     CHECK(std::abs(sim.tpot.median / meas.tpot.median - 1) < 0.16);
     CHECK(std::abs(sim.e2el.median / meas.e2el.median - 1) < 0.16);
     CHECK(std::abs(sim.ttft.median / meas.ttft.median - 1) < 0.25);
@@ -486,7 +496,8 @@ TEST_CASE("serve calibration says in one line when a plain profile and a log do 
   // The log of another run (the same requests served unprofiled, its steps 40 % shorter).
   const auto other = load_request_log(kServe + "cal_unprof.jsonl");
   const TraceLog wrong_run{&other, "cal_unprof.jsonl", e};
-  CHECK_THROWS_WITH(calibrate_step_model(t, m, &wrong_run), Catch::Contains("cal_unprof.jsonl: disagrees") && Catch::Contains("the log of the traced run"));
+  CHECK_THROWS_WITH(calibrate_step_model(t, m, &wrong_run),
+                    Catch::Contains("cal_unprof.jsonl: disagrees") && Catch::Contains("the log of the traced run"));
   // The traced run's log with another token budget: the scheduler's batches do not match the steps.
   const auto traced = load_request_log(kServe + "cal.jsonl");
   EngineConfig small = e;
@@ -537,14 +548,16 @@ TEST_CASE("vLLM's and SGLang's Kineto traces: their steps, engine, mode and shap
   const NamedSteps cap = read_named_steps(load_trace(dir + "inference__sglang_decode__capture_traces__bs_32_rank0.json.gz"));
   CHECK(cap.steps.empty());
   CHECK(cap.captures == std::vector<std::string>{"capture_32_DECODE"});
-  CliRun r = run_bneck("serve --model '" + kServe + "config.json' --hw h200-sxm --step-costs '" + dir + "inference__vllm_decode_full__graph_execution.json.gz' --json -");
+  CliRun r = run_bneck("serve --model '" + kServe + "config.json' --hw h200-sxm --step-costs '" + dir +
+                       "inference__vllm_decode_full__graph_execution.json.gz' --json -");
   CHECK(r.code == 0);
   CHECK_THAT(r.out, Catch::Contains("\"mode\": \"full CUDA graphs\"") && Catch::Contains("\"kv\": 55086"));
 }
 
 TEST_CASE("bneck serve: bad input exits 2 with one line naming the file and line", "[serve][cli]") {
   std::string cfg = kServe + "config.json";
-  std::string log = write_tmp("unordered.jsonl", "{\"id\": 1, \"arrival_s\": 0, \"prompt_tokens\": 5, \"output_tokens\": 2, \"token_times_s\": [2, 1]}\n");
+  std::string log = write_tmp("unordered.jsonl",
+                              "{\"id\": 1, \"arrival_s\": 0, \"prompt_tokens\": 5, \"output_tokens\": 2, \"token_times_s\": [2, 1]}\n");
   CliRun r = run_bneck("serve --model '" + cfg + "' --hw h200-sxm --requests '" + log + "'");
   CHECK(r.code == 2);
   CHECK_THAT(r.err, Catch::Contains(log + ":1") && Catch::Contains("not ordered"));
@@ -579,8 +592,8 @@ TEST_CASE("bneck serve: JSON keys as vllm bench serve names them, a rate sweep w
   REQUIRE(r.code == 0);
   std::ifstream in(out);
   nlohmann::json j = nlohmann::json::parse(in);
-  for (const char* k : {"mean_ttft_ms", "median_tpot_ms", "p99_itl_ms", "median_e2el_ms", "request_throughput", "output_throughput", "duration_s",
-                        "request_goodput"}) {
+  for (const char* k : {"mean_ttft_ms", "median_tpot_ms", "p99_itl_ms", "median_e2el_ms", "request_throughput", "output_throughput",
+                        "duration_s", "request_goodput"}) {
     CHECK(j.contains(k));
     CHECK(j["measured"].contains(k));
   }

@@ -25,10 +25,11 @@ std::string training_steps() {
   auto launch = [&](int lane, long host, const char* kernel, long us) {
     const long st = std::max(gpu, host + 10);
     char buf[512];
-    std::snprintf(buf, sizeof buf,
-                  R"(%s{"kind": "api", "name": "cudaLaunchKernel", "lane": %d, "start": "%ld us", "duration": "5 us", "api_class": "launch"},
+    std::snprintf(
+        buf, sizeof buf,
+        R"(%s{"kind": "api", "name": "cudaLaunchKernel", "lane": %d, "start": "%ld us", "duration": "5 us", "api_class": "launch"},
       {"kind": "kernel", "name": "%s", "lane": 1, "start": "%ld us", "end": "%ld us", "launched_by": %d})",
-                  n ? ",\n      " : "", lane, host, kernel, st, st + us, n);
+        n ? ",\n      " : "", lane, host, kernel, st, st + us, n);
     ops += buf;
     n += 2;
     gpu = st + us;
@@ -46,8 +47,8 @@ std::string training_steps() {
     }
     launch(0, h + 10, "multi_tensor_apply_kernel adam", 200);
     char buf[160];
-    std::snprintf(buf, sizeof buf, R"(%s{"name": "Optimizer.step#AdamW.step", "lane": 0, "start": "%ld us", "end": "%ld us"})", it ? ", " : "",
-                  h + 9, h + 20);
+    std::snprintf(buf, sizeof buf, R"(%s{"name": "Optimizer.step#AdamW.step", "lane": 0, "start": "%ld us", "end": "%ld us"})",
+                  it ? ", " : "", h + 9, h + 20);
     ranges += buf;
   }
   return R"({"format": "bneck-workload", "measured": true,
@@ -213,8 +214,8 @@ TEST_CASE("expert-parallel what-if: all-to-all dispatch and combine around the e
   WhatIfReport im = whatif_of(path, "", {"--expert-parallel", "2", "--ep-bytes", "64 MiB", "--ep-imbalance", "0.25", "--sharing", "off"});
   CHECK(std::llabs(im.predicted_ns - (170 * kNsPerUs + 2 * X + experts * 5 / 4)) <= 12);
   // Selected by name instead of found: the same region.
-  WhatIfReport sel = whatif_of(path, "", {"--expert-parallel", "2", "--ep-experts", "name~expert|silu|index_add", "--ep-bytes", "64 MiB",
-                                          "--sharing", "off"});
+  WhatIfReport sel = whatif_of(
+      path, "", {"--expert-parallel", "2", "--ep-experts", "name~expert|silu|index_add", "--ep-bytes", "64 MiB", "--sharing", "off"});
   CHECK(std::llabs(sel.predicted_ns - r.predicted_ns) <= 2);
   CHECK_THROWS_WITH(whatif_of(path, "", {"--expert-parallel", "2", "--ep-imbalance", "-1"}), Catch::Contains("--ep-imbalance -1"));
   std::remove(path.c_str());

@@ -113,8 +113,8 @@ TEST_CASE("structure on a hand-made launch sequence: 4 steps of 3 identical laye
   for (int step = 0; step < 4; ++step) {
     for (int layer = 0; layer < 3; ++layer)
       for (const char* k : {"a", "b", "c"}) {
-        ops += std::string(id ? ", " : "") + R"({"kind": "api", "name": "cudaLaunchKernel", "lane": 0, "start": ")" +
-               std::to_string(t_us) + R"( us", "duration": "2 us"})";
+        ops += std::string(id ? ", " : "") + R"({"kind": "api", "name": "cudaLaunchKernel", "lane": 0, "start": ")" + std::to_string(t_us) +
+               R"( us", "duration": "2 us"})";
         ops += R"(, {"kind": "kernel", "name": ")" + std::string(k) + R"(", "lane": 1, "start": ")" + std::to_string(t_us + 5) +
                R"( us", "duration": "10 us", "launched_by": )" + std::to_string(id) + "}";
         id += 2;

@@ -66,17 +66,19 @@ void add_pipeline(CLI::App& sub, Action& action) {
       for (const auto& b : gens) {
         const double tot = static_cast<double>(b.total_ns);
         o << "\n  " << b.name << ": total " << format_duration(b.total_ns) << " = " << b.step_ns.size() << " steps x "
-          << format_duration(b.denoiser_step_ns) << " (median) + fixed " << format_duration(b.fixed_ns) << "  [K x step + fixed = "
-          << format_duration(static_cast<TimeNs>(b.step_ns.size()) * b.denoiser_step_ns + b.fixed_ns) << ", " << std::showpos << std::fixed
-          << std::setprecision(2) << b.formula_error() * 100 << std::noshowpos << " %]\n";
-        o << "    denoising " << format_duration(b.steps_total_ns) << " (" << std::setprecision(1) << 100 * static_cast<double>(b.steps_total_ns) / tot
-          << " %); steps from " << format_duration(*std::min_element(b.step_ns.begin(), b.step_ns.end())) << " to "
-          << format_duration(*std::max_element(b.step_ns.begin(), b.step_ns.end())) << "; GPU busy " << format_duration(b.gpu_busy_ns) << " ("
-          << 100 * static_cast<double>(b.gpu_busy_ns) / tot << " %)\n";
+          << format_duration(b.denoiser_step_ns) << " (median) + fixed " << format_duration(b.fixed_ns)
+          << "  [K x step + fixed = " << format_duration(static_cast<TimeNs>(b.step_ns.size()) * b.denoiser_step_ns + b.fixed_ns) << ", "
+          << std::showpos << std::fixed << std::setprecision(2) << b.formula_error() * 100 << std::noshowpos << " %]\n";
+        o << "    denoising " << format_duration(b.steps_total_ns) << " (" << std::setprecision(1)
+          << 100 * static_cast<double>(b.steps_total_ns) / tot << " %); steps from "
+          << format_duration(*std::min_element(b.step_ns.begin(), b.step_ns.end())) << " to "
+          << format_duration(*std::max_element(b.step_ns.begin(), b.step_ns.end())) << "; GPU busy " << format_duration(b.gpu_busy_ns)
+          << " (" << 100 * static_cast<double>(b.gpu_busy_ns) / tot << " %)\n";
         o << "    fixed, by stage           on the timeline    GPU busy   host (range)\n";
         for (const auto& s : b.stages)
-          o << "      " << std::left << std::setw(24) << s.name.substr(0, 24) << std::right << std::setw(14) << format_duration(s.ns) << std::setw(12)
-            << (s.gpu_busy ? format_duration(s.gpu_busy) : "-") << std::setw(15) << (s.host_ns ? format_duration(s.host_ns) : "-") << "\n";
+          o << "      " << std::left << std::setw(24) << s.name.substr(0, 24) << std::right << std::setw(14) << format_duration(s.ns)
+            << std::setw(12) << (s.gpu_busy ? format_duration(s.gpu_busy) : "-") << std::setw(15)
+            << (s.host_ns ? format_duration(s.host_ns) : "-") << "\n";
       }
       return 0;
     };

@@ -23,7 +23,8 @@ void add_replay(CLI::App& sub, Action& action) {
   sub.add_option("TRACE", trace,
                  "trace file(s): nsys .sqlite, Kineto .json[.gz], bneck JSON; several files (or a directory) = one trace per rank")
       ->required();
-  sub.add_option("--range", range, "report the NVTX ranges whose name matches REGEX in full (@iteration, @layer...: structure levels, bneck structure)");
+  sub.add_option("--range", range,
+                 "report the NVTX ranges whose name matches REGEX in full (@iteration, @layer...: structure levels, bneck structure)");
   sub.add_option("--hw", hw, "retarget to this GPU: a preset (bneck hw list) or a spec file");
   sub.add_option("--durations", durations, "measured | model | hybrid (default: measured; hybrid with --hw)");
   sub.add_option("--source-hw", source_hw, "the trace's GPU, if its device name does not tell");
@@ -63,7 +64,10 @@ void add_replay(CLI::App& sub, Action& action) {
       double structure_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count();
       if (!json_out.empty()) {
         nlohmann::json j = replay_json(rep, opt);
-        j["timing_s"] = {{"import", rep.import_s}, {"graph", rep.graph_s}, {"replay", rep.replay_s}, {"analysis", rep.analysis_s},
+        j["timing_s"] = {{"import", rep.import_s},
+                         {"graph", rep.graph_s},
+                         {"replay", rep.replay_s},
+                         {"analysis", rep.analysis_s},
                          {"structure", structure_s}};
         if (st) j["structure"] = structure_json(*st, false);
         j["peak_rss_mb_after"] = {

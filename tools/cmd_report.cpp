@@ -80,7 +80,8 @@ void add_report(CLI::App& sub, Action& action) {
       std::vector<NodeId> dev;
       for (OpId i = 0; i < t.ops.size(); ++i)
         if (g.is_device(i)) dev.push_back(i);
-      std::sort(dev.begin(), dev.end(), [&](OpId a, OpId b) { return t.ops[a].start < t.ops[b].start || (t.ops[a].start == t.ops[b].start && a < b); });
+      std::sort(dev.begin(), dev.end(),
+                [&](OpId a, OpId b) { return t.ops[a].start < t.ops[b].start || (t.ops[a].start == t.ops[b].start && a < b); });
       const bool cut = dev.size() > kMaxTimelineOps;
       if (cut) dev.resize(kMaxTimelineOps);
       const Schedule ms = measured_schedule(t), ss = sim_schedule(rep.sim);
@@ -149,8 +150,9 @@ void add_report(CLI::App& sub, Action& action) {
       }
       const std::string text = script_safe(json_text(data, -1));
       write_output(out, [&](std::ostream& o) {
-        o << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>bneck report</title>\n<style>\n" << kReportCss
-          << "\n</style></head><body>\n<script type=\"application/json\" id=\"bneck-data\">" << text << "</script>\n<script>\n"
+        o << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>bneck report</title>\n<style>\n"
+          << kReportCss << "\n</style></head><body>\n<script type=\"application/json\" id=\"bneck-data\">" << text
+          << "</script>\n<script>\n"
           << kReportJs << "\n</script>\n</body></html>\n";
       });
       std::cout << "bneck report: " << out << " (" << dev.size() << " device ops on the timelines" << (cut ? ", cut" : "") << ", "

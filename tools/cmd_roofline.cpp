@@ -30,7 +30,9 @@ void write_svg(std::ostream& out, const HwSpec& hw, Dtype roof_dtype, const std:
   double ymax = std::pow(10, std::ceil(std::log10(peak * 1.5))), ymin = ymax / 1e7;
   PlotAxis x{xmin, xmax, true, "arithmetic intensity (FLOP/byte)", {}, {}};
   PlotAxis y{ymin, ymax, true, "", [](double v) { return format_op_rate(v); }, {}};
-  SvgPlot p(900, 600, "Roofline: " + hw.name + " (" + to_string(roof_dtype) + " peak " + format_op_rate(peak) + ", " + format_bandwidth(bw) + ")", x, y);
+  SvgPlot p(900, 600,
+            "Roofline: " + hw.name + " (" + to_string(roof_dtype) + " peak " + format_op_rate(peak) + ", " + format_bandwidth(bw) + ")", x,
+            y);
   p.grid();
   // The roof: bandwidth slope up to the ridge, then the peak.
   p.polyline({{xmin, xmin * bw}, {peak / bw, peak}, {xmax, peak}}, "black");

@@ -1,5 +1,6 @@
 // bneck serve --model CONFIG.json --hw SPEC (--requests LOG.jsonl | --rate R --num N ...)
-//             [--calibrate TRACE [--trace-log LOG.jsonl] --calibrate-log LOG.jsonl] [--step-costs TRACE] [--warmup-requests LOG.jsonl] [--engine-wake T] [--policy continuous|static]
+//             [--calibrate TRACE [--trace-log LOG.jsonl] --calibrate-log LOG.jsonl] [--step-costs TRACE] [--warmup-requests LOG.jsonl]
+//             [--engine-wake T] [--policy continuous|static]
 //             [--max-batch-tokens N] [--max-seqs N] [--block-size N] [--num-blocks N | --kv-memory M]
 //             [--chunked-prefill N] [--cuda-graph] [--slo-ttft T --slo-tpot T] [--rates R1,R2,...]
 //             [--json FILE] [--chrome-trace FILE]

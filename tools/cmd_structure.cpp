@@ -30,7 +30,8 @@ void add_structure(CLI::App& sub, Action& action) {
       auto t2 = std::chrono::steady_clock::now();
       if (!json_out.empty()) {
         nlohmann::json j = structure_json(s, true);
-        j["timing_s"] = {{"import", std::chrono::duration<double>(t1 - t0).count()}, {"structure", std::chrono::duration<double>(t2 - t1).count()}};
+        j["timing_s"] = {{"import", std::chrono::duration<double>(t1 - t0).count()},
+                         {"structure", std::chrono::duration<double>(t2 - t1).count()}};
         write_output(json_out, [&](std::ostream& o) { o << json_text(j, 1) << "\n"; });
       }
       if (json_out != "-") print_structure_text(s, std::cout, limit);

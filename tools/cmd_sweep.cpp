@@ -152,7 +152,8 @@ void add_sweep(CLI::App& sub, Action& action) {
       MpiWorld world;
       unsigned threads = jobs;
       if (world.active && threads == 0) threads = std::max(1u, std::thread::hardware_concurrency() / static_cast<unsigned>(world.size));
-      run_sweep(t, source_hw, re, threads, cases, static_cast<std::size_t>(world.rank), static_cast<std::size_t>(world.size), world.rank == 0);
+      run_sweep(t, source_hw, re, threads, cases, static_cast<std::size_t>(world.rank), static_cast<std::size_t>(world.size),
+                world.rank == 0);
       mpi_gather_cases(world, cases);
       if (world.rank != 0) return 0;  // rank 0 writes every output
       for (const auto& c : cases)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs bneck's build dependencies from Debian packages (skips what is already installed).
 # --fuzz: also clang and its sanitizer/libFuzzer runtimes (the `fuzz` preset, tools/fuzz-smoke.sh);
+# --format: clang-format 14 (tools/format-check.sh);
 # --python: accepted for compatibility (python3-dev and python3-venv, for `pip install .`, are always installed).
 # git: the commit `bneck --version` names; dpkg-dev: `cpack -G DEB` (dpkg-shlibdeps); Open MPI: the
 # distributed sweep (`mpirun -np N bneck sweep`, optional at build time); chromium: the HTML report's
@@ -11,6 +12,7 @@ pkgs=(cmake ninja-build g++ libboost-graph-dev nlohmann-json3-dev libcli11-dev l
 for a in "$@"; do
   case "$a" in
     --fuzz) pkgs+=(clang-14 libclang-rt-14-dev) ;;
+    --format) pkgs+=(clang-format-14) ;;
     --python) ;;  # (the Python headers and venv are in the default list now)
   esac
 done

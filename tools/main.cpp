@@ -16,7 +16,8 @@ const std::vector<Subtool>& subtools() {
   static const std::vector<Subtool> list = {
       {"info", "Summarize a trace: format, devices, processes, streams, op counts, ranges, anomalies", add_info},
       {"ops", "List the ops of a trace (ids, kinds, names, streams, times), optionally selected", add_ops},
-      {"structure", "The repeating units of a run found from the trace alone (iterations, layers, backward): --range @LEVEL", add_structure},
+      {"structure", "The repeating units of a run found from the trace alone (iterations, layers, backward): --range @LEVEL",
+       add_structure},
       {"advise", "What holds the run back and what to change: bottleneck per phase, suggestions ranked by forecast", add_advise},
       {"replay", "Replay a trace as a discrete-event simulation: critical path, slack, overlap, range spans", add_replay},
       {"whatif", "Forecast a change (--scale, --remove, --fuse, --precision, --cuda-graph, --hw) beside Amdahl", add_whatif},

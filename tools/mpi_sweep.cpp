@@ -31,7 +31,9 @@ MpiWorld::MpiWorld() {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   active = true;
 #else
-  if (n > 1) throw InputError("bneck sweep under an MPI launcher with " + std::to_string(n) + " ranks, but this bneck was built without MPI (install libopenmpi-dev and rebuild)");
+  if (n > 1)
+    throw InputError("bneck sweep under an MPI launcher with " + std::to_string(n) +
+                     " ranks, but this bneck was built without MPI (install libopenmpi-dev and rebuild)");
 #endif
 }
 

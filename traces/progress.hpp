@@ -36,8 +36,9 @@ class Progress {
       if (done < total && s - last_draw_ < 0.1) return;
       last_draw_ = s;
       const int w = 30, fill = w * pct / 100;
-      std::fprintf(stderr, "\rbneck: %s [%.*s%.*s] %3d %% %llu/%llu %s %.1f s", what_.c_str(), fill, "##############################", w - fill,
-                   "                              ", pct, static_cast<unsigned long long>(done), static_cast<unsigned long long>(total), unit, s);
+      std::fprintf(stderr, "\rbneck: %s [%.*s%.*s] %3d %% %llu/%llu %s %.1f s", what_.c_str(), fill, "##############################",
+                   w - fill, "                              ", pct, static_cast<unsigned long long>(done),
+                   static_cast<unsigned long long>(total), unit, s);
       if (done == total) std::fputc('\n', stderr);
     } else if (pct / 10 > last_decile_ || done == total) {
       if (s < 1.0) return;

@@ -52,7 +52,7 @@ struct TraceLog {
 };
 
 struct CalibrationReport {
-  std::size_t steps = 0;  // with a shape, fitted
+  std::size_t steps = 0;   // with a shape, fitted
   std::string steps_from;  // what found them
   // Alignment with the traced run's log (unannotated traces).
   std::size_t steps_found = 0, steps_in_log = 0, steps_scheduled = 0, tokens = 0, tokens_agreeing = 0;
@@ -84,7 +84,7 @@ struct NamedStep {
   std::string engine, mode, name;  // mode: eager, piecewise CUDA graphs, full CUDA graphs
   StepShape shape;
   std::int64_t prefills = 0, decodes = 0;
-  TimeNs start = 0, host_span = 0;  // the range, on the host
+  TimeNs start = 0, host_span = 0;    // the range, on the host
   TimeNs gpu_busy = 0, gpu_span = 0;  // its device ops: summed durations, first start to last end
   std::int64_t device_ops = 0, launches = 0, graph_launches = 0;
 };

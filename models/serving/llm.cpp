@@ -78,7 +78,9 @@ LlmConfig load_llm_config(const std::string& path) {
   return c;
 }
 
-const char* to_string(AttentionForm f) { return f == AttentionForm::Packed ? "packed (q x kv over the batch)" : "per sequence (sum of q_i x kv_i)"; }
+const char* to_string(AttentionForm f) {
+  return f == AttentionForm::Packed ? "packed (q x kv over the batch)" : "per sequence (sum of q_i x kv_i)";
+}
 
 StepCostModel hardware_step_model(const LlmConfig& llm, const HwSpec& hw) {
   StepCostModel m;
@@ -104,7 +106,8 @@ StepCostModel hardware_step_model(const LlmConfig& llm, const HwSpec& hw) {
   m.gemm_rate = rr.peak;
   m.attn_rate = m.gemm_rate;
   m.mem_rate = rr.bandwidth;
-  if (m.gemm_rate <= 0 || m.mem_rate <= 0) throw InputError(hw.name, "the spec has no " + std::string(to_string(llm.dtype)) + " peak or memory bandwidth");
+  if (m.gemm_rate <= 0 || m.mem_rate <= 0)
+    throw InputError(hw.name, "the spec has no " + std::string(to_string(llm.dtype)) + " peak or memory bandwidth");
   // An eager decoder layer launches about 12 kernels (2 norms, 4-7 projections, rotary, attention,
   // activation, residual adds) and the head a few more; measured engines launch 2-4x that.
   m.kernels_per_step = static_cast<double>(llm.layers) * 12 + 8;
@@ -124,7 +127,9 @@ StepCostModel hardware_step_model(const LlmConfig& llm, const HwSpec& hw) {
   m.notes.push_back("GPU: the spec's roofline (" + std::to_string(static_cast<int>(m.gemm_rate / 1e12)) + " TFLOP/s, " +
                     std::to_string(static_cast<int>(m.mem_rate / 1e9)) + " GB/s), " + std::to_string(static_cast<int>(m.kernels_per_step)) +
                     " kernels per step (assumed: 12 per layer)");
-  m.notes.push_back("host: launch = kernels x the spec's host launch overhead; prepare 200 us + 10 us/seq and update 50 us + 5 us/seq (assumed); calibrate with --calibrate");
+  m.notes.push_back(
+      "host: launch = kernels x the spec's host launch overhead; prepare 200 us + 10 us/seq and update 50 us + 5 us/seq (assumed); "
+      "calibrate with --calibrate");
   return m;
 }
 

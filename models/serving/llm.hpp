@@ -74,7 +74,7 @@ struct GraphPadding {
 };
 
 struct StepCostModel {
-  std::array<double, 6> gpu{};      // c0 [ns], c1..c3 [x the feature], c4 [ns/seq], c5 [ns/token]
+  std::array<double, 6> gpu{};  // c0 [ns], c1..c3 [x the feature], c4 [ns/seq], c5 [ns/token]
   AttentionForm form = AttentionForm::PerSequence;
   std::array<double, 4> prepare{};  // ns, ns/seq, ns/token, ns/KV token
   std::array<double, 3> launch{};   // ns, ns/seq, ns/token
@@ -85,7 +85,7 @@ struct StepCostModel {
   TimeNs tail = 0;                  // last launch to the forward's end (last kernels, copy back, sync)
   double kernels_per_step = 0;
   TimeNs graph_launch = 0, graph_node = 0;
-  TimeNs shape_build = 0;           // host time of a step on a shape met the first time (0: none)
+  TimeNs shape_build = 0;  // host time of a step on a shape met the first time (0: none)
   std::string source;
   std::vector<std::string> notes;  // what was assumed or fitted, with residuals
 

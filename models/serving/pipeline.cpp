@@ -34,7 +34,8 @@ void size_kv_cache(const ServeJob& job, ServeOutcome& out) {
   out.kv_bytes = job.kv_memory > 0 ? job.kv_memory : default_kv_memory(out.hw, out.llm, eng);
   eng.num_blocks = blocks_for_memory(out.kv_bytes, out.llm, eng.block_size);
   if (eng.num_blocks < 1)
-    throw InputError(job.model_path, "the weights (" + format_bytes(out.llm.weight_bytes()) + ") leave no memory for a KV cache on " + out.hw.name);
+    throw InputError(job.model_path,
+                     "the weights (" + format_bytes(out.llm.weight_bytes()) + ") leave no memory for a KV cache on " + out.hw.name);
 }
 
 // Calibration from a trace of the engine: its settings are the ones given, without CUDA graphs (a
@@ -107,7 +108,8 @@ std::vector<double> parse_rates(const std::string& s, const std::string& what) {
     try {
       v = std::stod(x, &used);
     } catch (...) { used = 0; }
-    if (used != x.size() || !(v > 0) || !std::isfinite(v)) throw InputError(what + " '" + s + "': expected positive requests/s, comma-separated");
+    if (used != x.size() || !(v > 0) || !std::isfinite(v))
+      throw InputError(what + " '" + s + "': expected positive requests/s, comma-separated");
     out.push_back(v);
   }
   if (out.empty() || out.size() > 1000) throw InputError(what + ": 1 to 1000 rates");
@@ -121,7 +123,8 @@ std::vector<Request> at_rate(const std::vector<Request>& reqs, double rate) {
     for (std::size_t i = 0; i < out.size(); ++i) out[i].arrival = static_cast<TimeNs>(static_cast<double>(i) / rate * 1e9);
   } else {
     const double own = static_cast<double>(reqs.size() - 1) / (static_cast<double>(span) / 1e9);
-    for (auto& r : out) r.arrival = reqs.front().arrival + static_cast<TimeNs>(static_cast<double>(r.arrival - reqs.front().arrival) * own / rate);
+    for (auto& r : out)
+      r.arrival = reqs.front().arrival + static_cast<TimeNs>(static_cast<double>(r.arrival - reqs.front().arrival) * own / rate);
   }
   for (auto& r : out) r.token_times.clear();
   return out;

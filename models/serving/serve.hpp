@@ -31,8 +31,8 @@ struct Request {
   std::int64_t prompt = 0, output = 0;
   // Measured (a log of a real run): times of each output token, first and last.
   std::vector<TimeNs> token_times;
-  TimeNs measured_finish = -1;  // finish_s (a static batch's log has no token times)
-  std::size_t line = 0;         // in its log (0: generated)
+  TimeNs measured_finish = -1;         // finish_s (a static batch's log has no token times)
+  std::size_t line = 0;                // in its log (0: generated)
   std::vector<std::int64_t> hash_ids;  // shared-prefix block ids (Mooncake traces); not simulated yet
   bool measured() const { return !token_times.empty() || measured_finish >= 0; }
 };

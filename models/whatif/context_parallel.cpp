@@ -66,7 +66,8 @@ class ContextParallel : public TransformStep {
         const std::uint32_t dev = t.lanes[t.ops[k].lane].device;
         auto it = comm_lane.emplace(dev, kNone).first;
         if (it->second == kNone && kv > 0)
-          it->second = add_comm_lane(ed, dev, g.lanes[t.ops[k].lane].process, "NCCL stream (context-parallel, GPU " + std::to_string(dev) + ")");
+          it->second =
+              add_comm_lane(ed, dev, g.lanes[t.ops[k].lane].process, "NCCL stream (context-parallel, GPU " + std::to_string(dev) + ")");
         const OpId next = j + 1 < ops.size() ? ops[j + 1] : kNone;
         if (!ring_) {  // Ulysses: all-to-all of q, k, v before, of the output after; 1/N of the heads
           c.durations[k] = nd;
@@ -98,8 +99,10 @@ class ContextParallel : public TransformStep {
         NodeId prev_part = k, prev_x = kNone;
         for (std::uint32_t i = 1; i < n_; ++i) {
           NodeId xn = add_comm_node(ed, it->second, "ncclSendRecv (context-parallel ring, K/V block " + std::to_string(i) + ")", x);
-          if (prev_x == kNone) ed.add_edge(k, xn, EdgeType::Event, DepType::StartToStart, 0);
-          else ed.add_edge(prev_x, xn, EdgeType::StreamOrder, DepType::EndToStart, 0);
+          if (prev_x == kNone)
+            ed.add_edge(k, xn, EdgeType::Event, DepType::StartToStart, 0);
+          else
+            ed.add_edge(prev_x, xn, EdgeType::StreamOrder, DepType::EndToStart, 0);
           NewNode nn;
           nn.name = t.name(t.ops[k]) + " (ring step " + std::to_string(i) + ")";
           nn.kind = OpKind::Kernel;
@@ -118,19 +121,21 @@ class ContextParallel : public TransformStep {
       }
     }
     ed.commit();
-    c.log.push_back(text + ": the sequence split " + std::to_string(n_) + " ways (" + format_duration(before) + " of kernels -> " +
-                    format_duration(after) + "); " + std::to_string(attn) + " attention kernels " +
-                    (ring_ ? "in a ring of " + std::to_string(n_) + " K/V blocks" : std::string("on 1/") + std::to_string(n_) + " of the heads") +
-                    ", " + std::to_string(exchanges) + (ring_ ? " send/recv exchanges" : " all-to-alls") + " (" + format_duration(comm_ns) +
-                    " by the collective model on " + c.spec.name + ")" +
-                    (unknown ? "; " + std::to_string(unknown) + " attention kernels of unknown size (no shapes: give --cp-bytes)" : "") +
-                    (attn == 0 ? "; no fused attention kernel: eager attention's GEMMs and softmax take 1/N of the work, no K/V exchange" : ""));
+    c.log.push_back(
+        text + ": the sequence split " + std::to_string(n_) + " ways (" + format_duration(before) + " of kernels -> " +
+        format_duration(after) + "); " + std::to_string(attn) + " attention kernels " +
+        (ring_ ? "in a ring of " + std::to_string(n_) + " K/V blocks" : std::string("on 1/") + std::to_string(n_) + " of the heads") +
+        ", " + std::to_string(exchanges) + (ring_ ? " send/recv exchanges" : " all-to-alls") + " (" + format_duration(comm_ns) +
+        " by the collective model on " + c.spec.name + ")" +
+        (unknown ? "; " + std::to_string(unknown) + " attention kernels of unknown size (no shapes: give --cp-bytes)" : "") +
+        (attn == 0 ? "; no fused attention kernel: eager attention's GEMMs and softmax take 1/N of the work, no K/V exchange" : ""));
     c.log.push_back(text + ": strong scaling: the traced sequence is split, every GPU holds 1/" + std::to_string(n_) + " of it");
     const double weights = step_gemm_weights(ctx, [](OpId) { return true; });
-    c.log.push_back("  memory per GPU: parameters replicated (" +
-                    (weights > 0 ? "the GEMM weights of a step, " + format_bytes(static_cast<Bytes>(weights)) : std::string("no shapes")) +
-                    "), activations and K/V 1/" + std::to_string(n_) + " of one GPU's" +
-                    (ring_ && kv_block > 0 ? ", plus one K/V block in flight (" + format_bytes(static_cast<Bytes>(kv_block)) + ")" : std::string()));
+    c.log.push_back(
+        "  memory per GPU: parameters replicated (" +
+        (weights > 0 ? "the GEMM weights of a step, " + format_bytes(static_cast<Bytes>(weights)) : std::string("no shapes")) +
+        "), activations and K/V 1/" + std::to_string(n_) + " of one GPU's" +
+        (ring_ && kv_block > 0 ? ", plus one K/V block in flight (" + format_bytes(static_cast<Bytes>(kv_block)) + ")" : std::string()));
   }
 
  private:
@@ -157,8 +162,11 @@ const char* const kCompanions[] = {
 }  // namespace
 
 extern const TransformDef kContextParallelTransform{
-    "context-parallel", "N", TransformDef::Arg::Required,
-    "context parallelism on N GPUs: the sequence split N ways, ring attention's K/V exchange overlapped with the blocks", parse,
+    "context-parallel",
+    "N",
+    TransformDef::Arg::Required,
+    "context parallelism on N GPUs: the sequence split N ways, ring attention's K/V exchange overlapped with the blocks",
+    parse,
     kCompanions};
 
 }  // namespace bneck

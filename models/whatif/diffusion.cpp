@@ -31,7 +31,8 @@ const char* const kStepCompanion =
 
 // The step ranges in time order, grouped by their enclosing range. Without a regex, the steps are
 // the structure's denoising loop (default_loop_ranges: bneck structure).
-std::vector<std::vector<std::size_t>> step_groups(const Trace& t, const RangeIndex& idx, const std::string& given, const std::string& text) {
+std::vector<std::vector<std::size_t>> step_groups(const Trace& t, const RangeIndex& idx, const std::string& given,
+                                                  const std::string& text) {
   std::string regex = given;
   if (regex.empty()) {
     regex = default_loop_ranges(t).second;
@@ -52,7 +53,8 @@ std::vector<std::vector<std::size_t>> step_groups(const Trace& t, const RangeInd
 // Says which ranges the steps are when the structure chose them.
 void note_default_steps(const Trace& t, const std::string& given, const std::string& text, WhatIfCase& c) {
   if (given.empty())
-    c.log.push_back(text + ": the denoiser steps are the structure's " + default_loop_ranges(t).second + " (no --step-range; bneck structure)");
+    c.log.push_back(text + ": the denoiser steps are the structure's " + default_loop_ranges(t).second +
+                    " (no --step-range; bneck structure)");
 }
 
 // The --step-range given, or "" for the structure's loop (resolved on the trace).
@@ -96,10 +98,12 @@ class Steps : public TransformStep {
       }
     }
     ed.commit();
-    if (c.scale_factor == 0 && k0_total > 0) c.scale_factor = static_cast<double>(k0_total) / (static_cast<double>(k_) * static_cast<double>(loops));
-    c.log.push_back(text + ": " + std::to_string(loops) + " denoising loop(s) of " + std::to_string(loops ? k0_total / loops : 0) + " steps run " +
-                    std::to_string(k_) + (k_ * loops > k0_total ? " (" + std::to_string(nodes) + " synthetic nodes cloned from a middle step)"
-                                                                : " (steps removed after the first)"));
+    if (c.scale_factor == 0 && k0_total > 0)
+      c.scale_factor = static_cast<double>(k0_total) / (static_cast<double>(k_) * static_cast<double>(loops));
+    c.log.push_back(text + ": " + std::to_string(loops) + " denoising loop(s) of " + std::to_string(loops ? k0_total / loops : 0) +
+                    " steps run " + std::to_string(k_) +
+                    (k_ * loops > k0_total ? " (" + std::to_string(nodes) + " synthetic nodes cloned from a middle step)"
+                                           : " (steps removed after the first)"));
   }
 
  private:
@@ -109,7 +113,8 @@ class Steps : public TransformStep {
 
 // Re-times the device ops of the step ranges (and of the decoder ranges) by a work factor per op.
 template <typename Factor>
-std::pair<TimeNs, TimeNs> retime_ops(const WhatIfContext& ctx, WhatIfCase& c, const std::vector<OpId>& ops, std::vector<bool>& done, Factor f) {
+std::pair<TimeNs, TimeNs> retime_ops(const WhatIfContext& ctx, WhatIfCase& c, const std::vector<OpId>& ops, std::vector<bool>& done,
+                                     Factor f) {
   TimeNs before = 0, after = 0;
   for (OpId i : ops) {
     if (done[i] || ctx.trace.ops[i].kind == OpKind::Api) continue;
@@ -117,7 +122,7 @@ std::pair<TimeNs, TimeNs> retime_ops(const WhatIfContext& ctx, WhatIfCase& c, co
     auto [flops, bytes, grid] = f(i);
     const TimeNs d = c.durations[i];
     const TimeNs nd = ctx.trace.ops[i].kind == OpKind::Kernel ? retime_by_work(ctx.trace, i, ctx.work[i], d, c.spec, flops, bytes, grid)
-                                                               : static_cast<TimeNs>(std::llround(static_cast<double>(d) * bytes));
+                                                              : static_cast<TimeNs>(std::llround(static_cast<double>(d) * bytes));
     before += d;
     after += nd;
     c.durations[i] = nd;
@@ -150,10 +155,11 @@ class Cfg : public TransformStep {
     }
     ed.commit();
     if (c.scale_factor == 0) c.scale_factor = 1 / f;
-    c.log.push_back(text + ": " + std::to_string(ops.size()) + " device ops of the steps at " + (on_ ? "twice" : "half") + " their work (" +
-                    format_duration(before) + " -> " + format_duration(after) + ")" +
-                    (on_ ? std::string("; the guidance arithmetic is not synthesized")
-                         : "; " + std::to_string(removed.size()) + " ops of the guidance arithmetic removed (" + format_duration(gone) + ")"));
+    c.log.push_back(
+        text + ": " + std::to_string(ops.size()) + " device ops of the steps at " + (on_ ? "twice" : "half") + " their work (" +
+        format_duration(before) + " -> " + format_duration(after) + ")" +
+        (on_ ? std::string("; the guidance arithmetic is not synthesized")
+             : "; " + std::to_string(removed.size()) + " ops of the guidance arithmetic removed (" + format_duration(gone) + ")"));
   }
 
  private:
@@ -249,24 +255,40 @@ std::unique_ptr<TransformStep> parse_resolution(const std::string& arg) { return
 std::unique_ptr<TransformStep> parse_frames(const std::string& arg) { return make_tokens(arg, true); }
 
 const char* const kStepsCompanions[] = {kStepCompanion, nullptr};
-const char* const kCfgCompanions[] = {kStepCompanion, "guidance=SEL: the guidance arithmetic removed with --cfg off (default: range~guidance|cfg)",
-                                      nullptr};
-const char* const kTokenCompanions[] = {kStepCompanion, "decoder=REGEX: ranges after the steps that scale with the pixels (default: vae|decode)",
-                                        nullptr};
+const char* const kCfgCompanions[] = {
+    kStepCompanion, "guidance=SEL: the guidance arithmetic removed with --cfg off (default: range~guidance|cfg)", nullptr};
+const char* const kTokenCompanions[] = {kStepCompanion,
+                                        "decoder=REGEX: ranges after the steps that scale with the pixels (default: vae|decode)", nullptr};
 
 }  // namespace
 
-extern const TransformDef kStepsTransform{"steps", "K", TransformDef::Arg::Required,
-                                          "diffusion: K denoiser steps per loop (--step-range REGEX): a middle step cloned, or steps removed",
-                                          parse_steps, kStepsCompanions};
-extern const TransformDef kCfgTransform{"cfg", "on|off", TransformDef::Arg::Required,
-                                        "diffusion: classifier-free guidance off (the steps' kernels at half their work, the guidance arithmetic removed) or on",
-                                        parse_cfg, kCfgCompanions};
-extern const TransformDef kResolutionTransform{"resolution", "FACTOR", TransformDef::Arg::Required,
-                                               "diffusion: image side x FACTOR: latent tokens x FACTOR^2 (self-attention FLOPs x FACTOR^4), the decoder x FACTOR^2",
-                                               parse_resolution, kTokenCompanions};
-extern const TransformDef kFramesTransform{"frames", "FACTOR", TransformDef::Arg::Required,
-                                           "diffusion: frames x FACTOR: latent tokens x FACTOR (self-attention FLOPs x FACTOR^2), the decoder x FACTOR",
-                                           parse_frames, kTokenCompanions};
+extern const TransformDef kStepsTransform{
+    "steps",
+    "K",
+    TransformDef::Arg::Required,
+    "diffusion: K denoiser steps per loop (--step-range REGEX): a middle step cloned, or steps removed",
+    parse_steps,
+    kStepsCompanions};
+extern const TransformDef kCfgTransform{
+    "cfg",
+    "on|off",
+    TransformDef::Arg::Required,
+    "diffusion: classifier-free guidance off (the steps' kernels at half their work, the guidance arithmetic removed) or on",
+    parse_cfg,
+    kCfgCompanions};
+extern const TransformDef kResolutionTransform{
+    "resolution",
+    "FACTOR",
+    TransformDef::Arg::Required,
+    "diffusion: image side x FACTOR: latent tokens x FACTOR^2 (self-attention FLOPs x FACTOR^4), the decoder x FACTOR^2",
+    parse_resolution,
+    kTokenCompanions};
+extern const TransformDef kFramesTransform{
+    "frames",
+    "FACTOR",
+    TransformDef::Arg::Required,
+    "diffusion: frames x FACTOR: latent tokens x FACTOR (self-attention FLOPs x FACTOR^2), the decoder x FACTOR",
+    parse_frames,
+    kTokenCompanions};
 
 }  // namespace bneck

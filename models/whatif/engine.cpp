@@ -442,8 +442,10 @@ void WhatIfEngine::find_blocked_launches() {
     if (full[i] && last_full.count(o.lane))
       for (OpId p : pend) scale[p] = true;
     pend.clear();
-    if (full[i]) last_full[o.lane] = i;
-    else last_full.erase(o.lane);
+    if (full[i])
+      last_full[o.lane] = i;
+    else
+      last_full.erase(o.lane);
   }
   std::size_t scaled = 0;
   for (OpId u = 0; u < boost::num_vertices(g->csr); ++u)

@@ -81,7 +81,8 @@ class ExpertParallel : public TransformStep {
       const std::uint32_t dev = t.lanes[t.ops[r.ops.front()].lane].device;
       auto it = comm_lane.emplace(dev, kNone).first;
       if (it->second == kNone)
-        it->second = add_comm_lane(ed, dev, g.lanes[t.ops[r.ops.front()].lane].process, "NCCL stream (expert-parallel, GPU " + std::to_string(dev) + ")");
+        it->second = add_comm_lane(ed, dev, g.lanes[t.ops[r.ops.front()].lane].process,
+                                   "NCCL stream (expert-parallel, GPU " + std::to_string(dev) + ")");
       const TimeNs x = collective_time(c.spec, CollKind::AllToAll, r.dispatch, n_).time_ns;
       NodeId disp = add_comm_node(ed, it->second, "ncclAllToAll (expert-parallel dispatch, " + format_bytes(r.dispatch) + ")", x);
       NodeId comb = add_comm_node(ed, it->second, "ncclAllToAll (expert-parallel combine, " + format_bytes(r.dispatch) + ")", x);
@@ -95,17 +96,19 @@ class ExpertParallel : public TransformStep {
     ed.commit();
     c.log.push_back(text + ": " + std::to_string(regions.size()) + " expert regions (" + std::to_string(kernels) + " kernels, " +
                     format_duration(before) + " -> " + format_duration(after) + ": 1/" + std::to_string(n_) + " of the experts, " +
-                    std::to_string(n_) + "x the tokens each" + (imbalance_ > 0 ? ", load imbalance x" + std::to_string(1 + imbalance_) : "") +
-                    "), " + std::to_string(a2a) + " all-to-alls (" + format_duration(comm_ns) + " by the collective model on " + c.spec.name +
-                    ")" + (unknown ? "; " + std::to_string(unknown) + " regions of unknown dispatch size (no shapes: give --ep-bytes)" : "") +
+                    std::to_string(n_) + "x the tokens each" +
+                    (imbalance_ > 0 ? ", load imbalance x" + std::to_string(1 + imbalance_) : "") + "), " + std::to_string(a2a) +
+                    " all-to-alls (" + format_duration(comm_ns) + " by the collective model on " + c.spec.name + ")" +
+                    (unknown ? "; " + std::to_string(unknown) + " regions of unknown dispatch size (no shapes: give --ep-bytes)" : "") +
                     (experts ? "; " + std::to_string(experts) + " experts, " + std::to_string(experts / n_) + " per GPU" : ""));
     c.log.push_back(text + ": weak scaling: every GPU keeps the traced batch; the backward pass's dispatch and combine are not modelled");
     const double expert_w = step_gemm_weights(ctx, [&](OpId o) { return expert_op[o]; });
     const double other_w = step_gemm_weights(ctx, [&](OpId o) { return !expert_op[o]; });
     if (expert_w + other_w > 0)
-      c.log.push_back("  memory per GPU: expert weights " + format_bytes(static_cast<Bytes>(expert_w / n_)) + " of " +
-                      format_bytes(static_cast<Bytes>(expert_w)) + ", other weights replicated " + format_bytes(static_cast<Bytes>(other_w)) +
-                      " (the GEMMs' second operands of a step; gradients and optimizer state in proportion; activations: not in the trace)");
+      c.log.push_back(
+          "  memory per GPU: expert weights " + format_bytes(static_cast<Bytes>(expert_w / n_)) + " of " +
+          format_bytes(static_cast<Bytes>(expert_w)) + ", other weights replicated " + format_bytes(static_cast<Bytes>(other_w)) +
+          " (the GEMMs' second operands of a step; gradients and optimizer state in proportion; activations: not in the trace)");
   }
 
  private:
@@ -197,8 +200,11 @@ const char* const kCompanions[] = {
 }  // namespace
 
 extern const TransformDef kExpertParallelTransform{
-    "expert-parallel", "N", TransformDef::Arg::Required,
-    "expert parallelism on N GPUs: each MoE layer's experts split N ways, all-to-all dispatch and combine around them", parse,
+    "expert-parallel",
+    "N",
+    TransformDef::Arg::Required,
+    "expert parallelism on N GPUs: each MoE layer's experts split N ways, all-to-all dispatch and combine around them",
+    parse,
     kCompanions};
 
 }  // namespace bneck

@@ -60,8 +60,9 @@ class Fsdp : public TransformStep {
     const Trace& t = ctx.trace;
     std::vector<Step> steps = find_steps(ctx, c);
     if (steps.empty())
-      throw InputError(text + ": no training step found (structure recognition found no forward and backward pass: PyTorch's autograd "
-                              "thread launches the backward)");
+      throw InputError(text +
+                       ": no training step found (structure recognition found no forward and backward pass: PyTorch's autograd "
+                       "thread launches the backward)");
     const std::uint32_t group = hybrid_ ? hybrid_ : n_;
     Graph& g = c.edit_graph();
     GraphEditor ed(g, text);
@@ -69,7 +70,8 @@ class Fsdp : public TransformStep {
     auto lane_of = [&](OpId near) {
       const std::uint32_t dev = t.lanes[t.ops[near].lane].device;
       auto [it, fresh] = comm_lane.emplace(dev, kNone);
-      if (fresh) it->second = add_comm_lane(ed, dev, g.lanes[t.ops[near].lane].process, "NCCL stream (FSDP, GPU " + std::to_string(dev) + ")");
+      if (fresh)
+        it->second = add_comm_lane(ed, dev, g.lanes[t.ops[near].lane].process, "NCCL stream (FSDP, GPU " + std::to_string(dev) + ")");
       return it->second;
     };
     std::size_t gathers = 0, scatters = 0, reduces = 0;
@@ -78,7 +80,8 @@ class Fsdp : public TransformStep {
     auto collective = [&](CollKind k, double bytes, std::uint32_t ranks, const std::string& what, OpId near) {
       const TimeNs d = collective_time(c.spec, k, static_cast<Bytes>(bytes), ranks).time_ns;
       comm_ns += d;
-      return add_comm_node(ed, lane_of(near), what + " (FSDP " + std::to_string(ranks) + " ranks, " + format_bytes(static_cast<Bytes>(bytes)) + ")", d);
+      return add_comm_node(ed, lane_of(near),
+                           what + " (FSDP " + std::to_string(ranks) + " ranks, " + format_bytes(static_cast<Bytes>(bytes)) + ")", d);
     };
     // The launching call of a device op (its host side), or the op itself.
     auto host_of = [&](OpId k) { return t.ops[k].link != kNone ? t.ops[k].link : k; };
@@ -89,8 +92,10 @@ class Fsdp : public TransformStep {
       if (total_params == 0) {
         total_params = step_params;
         for (const Unit& u : s.fwd) {
-          if (u.params > largest) second = largest, largest = u.params;
-          else if (u.params > second) second = u.params;
+          if (u.params > largest)
+            second = largest, largest = u.params;
+          else if (u.params > second)
+            second = u.params;
         }
       }
       // The root, the forward's units in order and (stage 3) the backward's: one chain of
@@ -153,9 +158,10 @@ class Fsdp : public TransformStep {
     ed.commit();
     c.log.push_back(text + ": stage " + std::to_string(stage_) + ", " + std::to_string(steps.size()) + " steps of " +
                     std::to_string(steps[0].fwd.size()) + " units + root; " + std::to_string(gathers) + " all-gathers, " +
-                    std::to_string(scatters) + " reduce-scatters" + (reduces ? ", " + std::to_string(reduces) + " cross-group all-reduces" : "") +
-                    " (" + format_duration(comm_ns) + " by the collective model on " + c.spec.name + "); optimizer on 1/" +
-                    std::to_string(group) + " of the parameters (" + format_duration(opt_before) + " -> " + format_duration(opt_after) + ")");
+                    std::to_string(scatters) + " reduce-scatters" +
+                    (reduces ? ", " + std::to_string(reduces) + " cross-group all-reduces" : "") + " (" + format_duration(comm_ns) +
+                    " by the collective model on " + c.spec.name + "); optimizer on 1/" + std::to_string(group) + " of the parameters (" +
+                    format_duration(opt_before) + " -> " + format_duration(opt_after) + ")");
     c.log.push_back(text + ": " +
                     (strong_ ? "strong scaling: the global batch is the traced one, each GPU computes 1/" + std::to_string(n_) + " (" +
                                    format_duration(comp_before) + " -> " + format_duration(comp_after) + ")"
@@ -286,12 +292,11 @@ class Fsdp : public TransformStep {
       s.root.params = params(s.root);
       for (Unit& u : s.fwd) u.params = params(u);
       for (std::size_t j = 0; j < s.bwd.size(); ++j)
-        s.bwd[j].params = s.bwd.size() == s.fwd.size() ? s.fwd[s.fwd.size() - 1 - j].params
-                                                       : (s.fwd.empty() ? 0 : [&] {
-                                                           double a = 0;
-                                                           for (const Unit& u : s.fwd) a += u.params;
-                                                           return a / static_cast<double>(s.bwd.size());
-                                                         }());
+        s.bwd[j].params = s.bwd.size() == s.fwd.size() ? s.fwd[s.fwd.size() - 1 - j].params : (s.fwd.empty() ? 0 : [&] {
+          double a = 0;
+          for (const Unit& u : s.fwd) a += u.params;
+          return a / static_cast<double>(s.bwd.size());
+        }());
     }
   }
 
@@ -310,8 +315,10 @@ class Fsdp : public TransformStep {
     const double total = (stage_ == 3 ? params / g : params) + params / g + state / g + (stage_ == 3 ? gathered : 0);
     auto b = [](double x) {  // estimates: one decimal
       char buf[48];
-      if (x >= double(1ull << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", x / double(1ull << 30));
-      else std::snprintf(buf, sizeof buf, "%.1f MiB", x / double(1ull << 20));
+      if (x >= double(1ull << 30))
+        std::snprintf(buf, sizeof buf, "%.2f GiB", x / double(1ull << 30));
+      else
+        std::snprintf(buf, sizeof buf, "%.1f MiB", x / double(1ull << 20));
       return std::string(buf);
     };
     return "  memory per GPU: parameters " + b(params) + " sharded " + std::to_string(group) + " ways (" + b(params / g) + ")" +
@@ -334,7 +341,8 @@ std::unique_ptr<TransformStep> parse(const std::string& arg) {
   const std::uint32_t n = parse_count(a.main, "--fsdp", 1'000'000, "GPUs");
   int stage = 3;
   if (const std::string* s = a.find("fsdp-stage")) {
-    if (*s != "2" && *s != "3") throw InputError("--fsdp-stage " + *s + ": expected 2 (shard gradients and optimizer state) or 3 (and parameters)");
+    if (*s != "2" && *s != "3")
+      throw InputError("--fsdp-stage " + *s + ": expected 2 (shard gradients and optimizer state) or 3 (and parameters)");
     stage = *s == "2" ? 2 : 3;
   }
   std::uint32_t hybrid = 0;
@@ -344,7 +352,8 @@ std::unique_ptr<TransformStep> parse(const std::string& arg) {
   }
   bool strong = false;
   if (const std::string* s = a.find("scaling")) {
-    if (*s != "weak" && *s != "strong") throw InputError("--scaling " + *s + ": expected weak (the per-GPU batch fixed) or strong (the global batch fixed)");
+    if (*s != "weak" && *s != "strong")
+      throw InputError("--scaling " + *s + ": expected weak (the per-GPU batch fixed) or strong (the global batch fixed)");
     strong = *s == "strong";
   }
   TimeNs call = 30'000;
@@ -361,13 +370,17 @@ const char* const kCompanions[] = {
     "fsdp-hybrid=G: shard within groups of G GPUs, replicate across the N/G groups (HYBRID_SHARD)",
     "param-bytes=BYTES: the model's parameters where the trace has no shapes (shared by the units' GEMM time)",
     "scaling=weak|strong: weak keeps the per-GPU batch (default), strong the global batch",
-    "fsdp-call=DURATION: host time of one collective call (default 30 us)", nullptr};
+    "fsdp-call=DURATION: host time of one collective call (default 30 us)",
+    nullptr};
 
 }  // namespace
 
 extern const TransformDef kFsdpTransform{
-    "fsdp", "N", TransformDef::Arg::Required,
+    "fsdp",
+    "N",
+    TransformDef::Arg::Required,
     "FSDP / ZeRO-3 on N GPUs: per-unit all-gathers before forward and backward, reduce-scatters after, the optimizer on 1/N",
-    parse, kCompanions};
+    parse,
+    kCompanions};
 
 }  // namespace bneck

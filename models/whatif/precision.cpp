@@ -100,7 +100,8 @@ class Autocast : public TransformStep {
     const GpuSpec& g = c.spec.gpu;
     const double nb = dtype_bytes(dtype_);
     auto cast_ns = [&](double elems) {
-      return static_cast<TimeNs>(std::llround(elems * (4 + nb) / (g.memory_bandwidth * g.streaming_efficiency_for(16)) * 1e9)) + g.kernel_tail;
+      return static_cast<TimeNs>(std::llround(elems * (4 + nb) / (g.memory_bandwidth * g.streaming_efficiency_for(16)) * 1e9)) +
+             g.kernel_tail;
     };
     // The thread that launches the first kernel runs the forward (autograd's thread the backward).
     LaneId main = kNone;
@@ -160,9 +161,10 @@ class Autocast : public TransformStep {
       c.durations[i] = nd;
     }
     c.log.push_back(text + ": " + std::to_string(gemms) + " GEMM/attention kernels in " + to_string(dtype_) + " on " +
-                    to_string(g.best_unit(dtype_)) + ", " + std::to_string(casts) + " casts (" + format_duration(cast_total) + " on the GPU, " +
-                    format_duration(host_total) + " on the host); softmax, norms and the residual stream's elementwise ops kept fp32; " +
-                    format_duration(before) + " -> " + format_duration(after));
+                    to_string(g.best_unit(dtype_)) + ", " + std::to_string(casts) + " casts (" + format_duration(cast_total) +
+                    " on the GPU, " + format_duration(host_total) +
+                    " on the host); softmax, norms and the residual stream's elementwise ops kept fp32; " + format_duration(before) +
+                    " -> " + format_duration(after));
   }
 
  private:
@@ -196,9 +198,12 @@ const char* const kCompanions[] = {"cast-host=DURATION: host time of one autocas
 }  // namespace
 
 extern const TransformDef kPrecisionTransform{
-    "precision", "DTYPE[:SEL]", TransformDef::Arg::Required,
+    "precision",
+    "DTYPE[:SEL]",
+    TransformDef::Arg::Required,
     "GEMM/attention/conv and elementwise kernels move to DTYPE (fp32, tf32: math mode, bf16/fp16/fp8: the whole model); "
     "autocast-bf16 / autocast-fp16: PyTorch autocast's recipe (GEMMs in DTYPE behind casts, softmax and norms fp32)",
-    parse, kCompanions};
+    parse,
+    kCompanions};
 
 }  // namespace bneck

@@ -6,14 +6,31 @@ namespace bneck {
 
 extern const TransformDef kScaleTransform, kRemoveTransform, kFuseTransform, kPrecisionTransform, kCudaGraphTransform, kHwTransform,
     kOverlapCommTransform, kRanksTransform, kRepeatTransform, kDataParallelTransform, kTensorParallelTransform, kPipelineParallelTransform,
-    kStepsTransform, kCfgTransform, kResolutionTransform, kFramesTransform, kFsdpTransform, kContextParallelTransform, kExpertParallelTransform, kUnprofileTransform;
+    kStepsTransform, kCfgTransform, kResolutionTransform, kFramesTransform, kFsdpTransform, kContextParallelTransform,
+    kExpertParallelTransform, kUnprofileTransform;
 
 const std::vector<const TransformDef*>& transform_registry() {
   static const std::vector<const TransformDef*> table = {
-      &kScaleTransform,     &kRemoveTransform,       &kFuseTransform,           &kPrecisionTransform,
-      &kCudaGraphTransform, &kHwTransform,           &kOverlapCommTransform,    &kRanksTransform,
-      &kRepeatTransform,    &kDataParallelTransform, &kFsdpTransform, &kTensorParallelTransform, &kPipelineParallelTransform, &kContextParallelTransform, &kExpertParallelTransform, &kUnprofileTransform,
-      &kStepsTransform,     &kCfgTransform,          &kResolutionTransform,     &kFramesTransform,
+      &kScaleTransform,
+      &kRemoveTransform,
+      &kFuseTransform,
+      &kPrecisionTransform,
+      &kCudaGraphTransform,
+      &kHwTransform,
+      &kOverlapCommTransform,
+      &kRanksTransform,
+      &kRepeatTransform,
+      &kDataParallelTransform,
+      &kFsdpTransform,
+      &kTensorParallelTransform,
+      &kPipelineParallelTransform,
+      &kContextParallelTransform,
+      &kExpertParallelTransform,
+      &kUnprofileTransform,
+      &kStepsTransform,
+      &kCfgTransform,
+      &kResolutionTransform,
+      &kFramesTransform,
   };
   return table;
 }

@@ -44,8 +44,10 @@ WhatIfReport run_whatif(const Trace& t, const WhatIfOptions& opt) {
   std::vector<Transform> transforms;
   Transform unprofile;
   for (const Transform& tr : opt.transforms)
-    if (tr->text.rfind("--unprofile", 0) == 0) unprofile = tr;
-    else transforms.push_back(tr);
+    if (tr->text.rfind("--unprofile", 0) == 0)
+      unprofile = tr;
+    else
+      transforms.push_back(tr);
   const ProfilerSetting prof = profiler_setting(t);
   if (!unprofile && opt.unprofile && (prof.per_op > 0 || prof.per_call > 0)) unprofile = parse_transform("unprofile", "auto");
   if (unprofile && unprofile->text != "--unprofile off" && (prof.per_op > 0 || prof.per_call > 0)) {

@@ -126,7 +126,8 @@ class TensorParallel : public TransformStep {
   // the residual stream). Without shapes (nsys with
   // no NVTX shapes) the GEMMs alternate: a run of GEMMs with no other kernel between them opens,
   // the next GEMM after other kernels closes. Returns the rule used.
-  std::string infer_row_parallel(const WhatIfContext& ctx, const std::map<LaneId, std::vector<OpId>>& streams, std::vector<bool>& row) const {
+  std::string infer_row_parallel(const WhatIfContext& ctx, const std::map<LaneId, std::vector<OpId>>& streams,
+                                 std::vector<bool>& row) const {
     const Trace& t = ctx.trace;
     row.assign(t.ops.size(), false);
     std::size_t by_shape = 0, by_order = 0;
@@ -135,7 +136,8 @@ class TensorParallel : public TransformStep {
       double width = 0;
       auto has_shape = [&](OpId i) { return ctx.work[i].from_shapes && ctx.work[i].out_cols > 0 && ctx.work[i].rhs_elems > 0; };
       // A stream whose GEMMs have shapes pairs by shapes alone (a GEMM without them is passed over).
-      const bool by_shapes = std::any_of(ops.begin(), ops.end(), [&](OpId i) { return ctx.work[i].cls == KernelClass::Gemm && has_shape(i); });
+      const bool by_shapes =
+          std::any_of(ops.begin(), ops.end(), [&](OpId i) { return ctx.work[i].cls == KernelClass::Gemm && has_shape(i); });
       for (OpId i : ops) {
         const Op& o = t.ops[i];
         const KernelWork& w = ctx.work[i];
@@ -151,8 +153,8 @@ class TensorParallel : public TransformStep {
         const double k_in = shaped ? w.rhs_elems / w.out_cols : 0;
         // With shapes, a GEMM back to the group's input width closes it unless it reads that same
         // width before any attention (k and v beside q, all D -> D, stay column-parallel).
-        const bool closes = shaped ? width > 0 && std::abs(w.out_cols - width) < 0.5 && (std::abs(k_in - width) >= 0.5 || attention)
-                                   : after_other;
+        const bool closes =
+            shaped ? width > 0 && std::abs(w.out_cols - width) < 0.5 && (std::abs(k_in - width) >= 0.5 || attention) : after_other;
         if (!open) {
           open = true;
           width = k_in;

@@ -112,10 +112,12 @@ class Unprofile : public TransformStep {
     // The host-order edge between the two calls takes the shorter gap.
     for (const auto& gp : gaps)
       for (auto e : boost::make_iterator_range(boost::out_edges(gp.from, g.csr)))
-        if (boost::target(e, g.csr) == gp.to && g.csr[e].type() == EdgeType::HostOrder) g.csr[e].set_delay(std::min(g.csr[e].delay(), gp.delay));
+        if (boost::target(e, g.csr) == gp.to && g.csr[e].type() == EdgeType::HostOrder)
+          g.csr[e].set_delay(std::min(g.csr[e].delay(), gp.delay));
     c.log.push_back(text + ": " + s.name + ": " + format_duration(removed) + " of host time taken out (" + std::to_string(n_calls) +
                     " CUDA calls x " + format_duration(static_cast<TimeNs>(per_call)) + ", " + std::to_string(n_ops) + " recorded ops x " +
-                    format_duration(static_cast<TimeNs>(per_op)) + ", the profiler's cost measured on an H200 host; --unprofile off keeps it)");
+                    format_duration(static_cast<TimeNs>(per_op)) +
+                    ", the profiler's cost measured on an H200 host; --unprofile off keeps it)");
   }
 
  private:

@@ -313,7 +313,8 @@ RangeIndex::RangeIndex(const Trace& t) : t_(t) {
       if (take(t.ops[i])) ops[fill[key(t.ops[i])]++] = i;
   };
   auto api = [](const Op& o) { return o.kind == OpKind::Api; };
-  group(t.lanes.size(), api, [](const Op& o) { return o.lane; }, lane_offset_, thread_ops_);
+  group(
+      t.lanes.size(), api, [](const Op& o) { return o.lane; }, lane_offset_, thread_ops_);
   auto proc = [&](const Op& o) { return std::min<std::uint32_t>(t.lanes[o.lane].process, static_cast<std::uint32_t>(t.processes.size())); };
   group(t.processes.size() + 1, api, proc, proc_offset_, proc_ops_);
   if (t.range_scope == RangeScope::Process) {
@@ -346,7 +347,8 @@ RangeIndex::RangeIndex(const Trace& t) : t_(t) {
   for (const Range& r : t.ranges) stream_ranges = stream_ranges || (r.lane < t.lanes.size() && t.lanes[r.lane].kind == LaneKind::Stream);
   if (stream_ranges) {
     auto dev = [&](const Op& o) { return std::min<std::uint32_t>(t.lanes[o.lane].device, static_cast<std::uint32_t>(t.devices.size())); };
-    group(t.devices.size() + 1, [](const Op& o) { return is_device_op(o.kind); }, dev, dev_offset_, dev_ops_);
+    group(
+        t.devices.size() + 1, [](const Op& o) { return is_device_op(o.kind); }, dev, dev_offset_, dev_ops_);
   }
   std::stable_sort(by_link_.begin(), by_link_.end(), [&](OpId a, OpId b) { return t.ops[a].link < t.ops[b].link; });
 }

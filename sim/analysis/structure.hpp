@@ -37,8 +37,8 @@ namespace bneck {
 
 struct StructureInstance {
   std::uint32_t rank = 0;
-  std::uint32_t loop = 0;           // which loop of its level (a run with several phases has several)
-  TimeNs start_ns = 0, end_ns = 0;  // GPU span of its device ops, on the trace's clock
+  std::uint32_t loop = 0;                     // which loop of its level (a run with several phases has several)
+  TimeNs start_ns = 0, end_ns = 0;            // GPU span of its device ops, on the trace's clock
   TimeNs host_start_ns = 0, host_end_ns = 0;  // its launching calls: first start, last end
   LaneId lane = kNone;                        // thread that launched its first op
   std::vector<OpId> ops;                      // device ops, in launch order

@@ -14,12 +14,8 @@ Regex::Regex(const std::string& pattern) : pattern_(pattern) {
   re_ = std::move(re);
 }
 
-bool Regex::full(std::string_view text) const {
-  return re_ && RE2::FullMatch(re2::StringPiece(text.data(), text.size()), *re_);
-}
+bool Regex::full(std::string_view text) const { return re_ && RE2::FullMatch(re2::StringPiece(text.data(), text.size()), *re_); }
 
-bool Regex::search(std::string_view text) const {
-  return re_ && RE2::PartialMatch(re2::StringPiece(text.data(), text.size()), *re_);
-}
+bool Regex::search(std::string_view text) const { return re_ && RE2::PartialMatch(re2::StringPiece(text.data(), text.size()), *re_); }
 
 }  // namespace bneck

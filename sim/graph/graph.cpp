@@ -56,7 +56,6 @@ struct LaneIndex {
   }
 };
 
-
 enum CopyClass { kH2D = 0, kD2H = 1, kD2D = 2, kCopyClasses = 3 };
 int copy_class(const Trace& t, const Op& o) {
   if (o.kind != OpKind::Memcpy) return -1;

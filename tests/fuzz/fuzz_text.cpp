@@ -56,7 +56,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         for (const auto& r : reqs) tokens += static_cast<double>(r.prompt + r.output);
         if (tokens <= 2e5) {
           static const bneck::HwSpec hw = bneck::load_hw("h200-sxm");
-          static const bneck::serve::LlmConfig llm = bneck::serve::load_llm_config(BNECK_SOURCE_DIR "/validate/reference/h200/serving/config.json");
+          static const bneck::serve::LlmConfig llm =
+              bneck::serve::load_llm_config(BNECK_SOURCE_DIR "/validate/reference/h200/serving/config.json");
           static const bneck::serve::StepCostModel m = bneck::serve::hardware_step_model(llm, hw);
           bneck::serve::EngineConfig e;
           e.num_blocks = 4096;
@@ -75,7 +76,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         auto m = bneck::serve::hardware_step_model(llm, hw);
         bneck::serve::EngineConfig e;
         e.block_size = 16;
-        e.num_blocks = std::max<std::int64_t>(64, bneck::serve::blocks_for_memory(bneck::serve::default_kv_memory(hw, llm, e), llm, 16) % 100000);
+        e.num_blocks =
+            std::max<std::int64_t>(64, bneck::serve::blocks_for_memory(bneck::serve::default_kv_memory(hw, llm, e), llm, 16) % 100000);
         std::vector<bneck::serve::Request> reqs(3);
         for (int i = 0; i < 3; ++i) reqs[i] = {std::to_string(i), i * 1000000, 100, 20, {}, -1, 0};
         auto r = bneck::serve::simulate(reqs, e, m, false);

@@ -1,7 +1,7 @@
 // libFuzzer harness: one importer (chosen by FUZZ_SUFFIX: .sqlite nsys, .json Kineto/bneck/Chakra/
 // PyTorch ET, .et Chakra protobuf, .json.gz gzip) on arbitrary bytes, then the replay pipeline and
-// the structure search (its levels replayed as ranges) on whatever imports. Bad input must end in InputError; anything else (a crash, a sanitizer report,
-// another exception) is a finding.
+// the structure search (its levels replayed as ranges) on whatever imports. Bad input must end in InputError; anything else (a crash, a
+// sanitizer report, another exception) is a finding.
 #include <unistd.h>
 
 #include <cstdint>

@@ -39,18 +39,34 @@ nlohmann::json advice_json(const Advice& a) {
   j["exposed_communication_ns"] = a.overlap.exposed_communication_ns;
   j["phases"] = nlohmann::json::array();
   for (const AdvicePhase& p : a.phases)
-    j["phases"].push_back({{"phase", p.name}, {"instances", p.instances}, {"span_ns", p.span_ns}, {"busy_ns", p.busy_ns},
-                           {"bottleneck", p.bottleneck}, {"evidence", p.evidence}});
+    j["phases"].push_back({{"phase", p.name},
+                           {"instances", p.instances},
+                           {"span_ns", p.span_ns},
+                           {"busy_ns", p.busy_ns},
+                           {"bottleneck", p.bottleneck},
+                           {"evidence", p.evidence}});
   j["roofline"] = nlohmann::json::array();
   for (const ClassRow& r : a.classes)
     if (r.measured_ns > 0)
-      j["roofline"].push_back({{"class", r.cls}, {"kernels", r.kernels}, {"measured_ns", r.measured_ns}, {"flops", r.flops}, {"bytes", r.bytes},
-                               {"bound", r.bound}, {"achieved_fraction_of_peak", r.achieved_fraction}});
+      j["roofline"].push_back({{"class", r.cls},
+                               {"kernels", r.kernels},
+                               {"measured_ns", r.measured_ns},
+                               {"flops", r.flops},
+                               {"bytes", r.bytes},
+                               {"bound", r.bound},
+                               {"achieved_fraction_of_peak", r.achieved_fraction}});
   j["suggestions"] = nlohmann::json::array();
   for (const AdviceSuggestion& s : a.suggestions) {
-    nlohmann::json e = {{"title", s.title}, {"args", s.args}, {"gpus", s.gpus}, {"baseline_ns", s.baseline_ns},
-                        {"predicted_ns", s.predicted_ns}, {"amdahl_ns", s.amdahl_ns}, {"error_bar", s.error_bar},
-                        {"tradeoff", s.tradeoff}, {"speedup", speedup(s)}, {"throughput", throughput(s)}};
+    nlohmann::json e = {{"title", s.title},
+                        {"args", s.args},
+                        {"gpus", s.gpus},
+                        {"baseline_ns", s.baseline_ns},
+                        {"predicted_ns", s.predicted_ns},
+                        {"amdahl_ns", s.amdahl_ns},
+                        {"error_bar", s.error_bar},
+                        {"tradeoff", s.tradeoff},
+                        {"speedup", speedup(s)},
+                        {"throughput", throughput(s)}};
     if (!s.error.empty()) e["error"] = s.error;
     j["suggestions"].push_back(e);
   }
@@ -60,13 +76,14 @@ nlohmann::json advice_json(const Advice& a) {
 void print_advice_text(const Advice& a, const std::string& source, std::ostream& out) {
   char b[400];
   out << "bneck advise: " << source << "\n  trace's GPU " << a.source_hw << "; the run "
-      << (a.unprofiled.empty() ? std::string("as replayed") : "as replayed without the profiler's host cost (" + a.unprofiled + ")") << "\n";
+      << (a.unprofiled.empty() ? std::string("as replayed") : "as replayed without the profiler's host cost (" + a.unprofiled + ")")
+      << "\n";
   if (!a.assumed_hw.empty()) out << "  " << a.assumed_hw << "\n";
   out << "\n";
   out << "Bottleneck: " << a.bottleneck << "\n  " << a.evidence << "\n";
   for (const AdvicePhase& p : a.phases) {
-    std::snprintf(b, sizeof b, "  %-11s x%-4zu span %10s  busy %10s  %s: %s", p.name.c_str(), p.instances, format_duration(p.span_ns).c_str(),
-                  format_duration(p.busy_ns).c_str(), p.bottleneck.c_str(), p.evidence.c_str());
+    std::snprintf(b, sizeof b, "  %-11s x%-4zu span %10s  busy %10s  %s: %s", p.name.c_str(), p.instances,
+                  format_duration(p.span_ns).c_str(), format_duration(p.busy_ns).c_str(), p.bottleneck.c_str(), p.evidence.c_str());
     out << std::string(b).substr(0, 200) << "\n";
   }
   out << "\nWhere the time goes (the critical path, " << format_duration(a.path_ns) << ")\n";

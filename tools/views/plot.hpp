@@ -15,7 +15,7 @@ struct PlotAxis {
   double lo = 0, hi = 1;
   bool log = false;
   std::string label;
-  std::function<std::string(double)> tick;  // tick label (default: the number)
+  std::function<std::string(double)> tick;            // tick label (default: the number)
   std::vector<std::pair<double, std::string>> ticks;  // explicit ticks (default: decades or 5 steps)
 };
 

@@ -22,15 +22,21 @@ void add_serve_options(CLI::App& app, ServeArgs& a) {
   app.add_option("--requests", a.requests_path, "request log, JSONL: id, arrival_s, prompt_tokens, output_tokens [, token_times_s ...]");
   app.add_option("--rate", a.rate, "generate requests: arrivals per second (0: all at t = 0)");
   app.add_option("--num", a.num, "generate requests: how many");
-  app.add_option("--prompt-len", a.prompt_len, "generated prompt lengths: N, LO..HI (uniform) or lognormal:MEDIAN,SIGMA")->capture_default_str();
+  app.add_option("--prompt-len", a.prompt_len, "generated prompt lengths: N, LO..HI (uniform) or lognormal:MEDIAN,SIGMA")
+      ->capture_default_str();
   app.add_option("--output-len", a.output_len, "generated output lengths: N, LO..HI or lognormal:MEDIAN,SIGMA")->capture_default_str();
   app.add_option("--arrival", a.arrival, "generated arrivals: poisson or gamma:CV")->capture_default_str();
   app.add_option("--seed", a.seed, "generator seed")->capture_default_str();
   app.add_option("--calibrate", a.calib_trace, "a trace (nsys, Kineto) of the real engine: a plain profile, or its steps marked (README)");
-  app.add_option("--step-costs", a.step_costs, "list the engine steps a trace names (vLLM, SGLang) with their engine, mode, shape and measured cost, beside the model's GPU time");
-  app.add_option("--trace-log", a.trace_log, "the request log of the traced run: the batches of a plain profile's steps (default: --calibrate-log)");
-  app.add_option("--calibrate-log", a.calib_log, "a request log whose inter-token latency sets the host's speed: the traced run's, or its requests served unprofiled");
-  app.add_option("--warmup-requests", a.warmup_path, "requests the engine served before these (its warm-up), JSONL: their step shapes are built already");
+  app.add_option(
+      "--step-costs", a.step_costs,
+      "list the engine steps a trace names (vLLM, SGLang) with their engine, mode, shape and measured cost, beside the model's GPU time");
+  app.add_option("--trace-log", a.trace_log,
+                 "the request log of the traced run: the batches of a plain profile's steps (default: --calibrate-log)");
+  app.add_option("--calibrate-log", a.calib_log,
+                 "a request log whose inter-token latency sets the host's speed: the traced run's, or its requests served unprofiled");
+  app.add_option("--warmup-requests", a.warmup_path,
+                 "requests the engine served before these (its warm-up), JSONL: their step shapes are built already");
   app.add_option("--engine-wake", a.wake, "an idle engine starts a step this long after the request that wakes it ('200 us'; default 0)");
   app.add_option("--policy", a.policy, "continuous | static")->check(CLI::IsMember({"continuous", "static"}))->capture_default_str();
   app.add_option("--max-batch-tokens", a.max_batch_tokens, "tokens per step (the scheduler's budget)")->capture_default_str();
@@ -76,7 +82,6 @@ json stat_json(const Metrics& m) {
 
 json num_or_null(double v) { return std::isnan(v) ? json(nullptr) : json(v); }
 
-
 void print_row(std::ostream& o, const char* name, double sim, double meas, bool has_meas, const char* unit) {
   o << "  " << std::left << std::setw(22) << name << std::right << std::setw(12) << std::fixed << std::setprecision(2) << sim;
   if (has_meas && std::isnan(meas)) {
@@ -94,12 +99,22 @@ void write_chrome(const std::vector<Request>& reqs, const ServeResult& r, std::o
   ev.push_back({{"ph", "M"}, {"pid", 2}, {"name", "process_name"}, {"args", {{"name", "requests"}}}});
   for (const auto& s : r.steps) {
     const double t0 = static_cast<double>(s.start) / 1e3;
-    json args = {{"q", s.shape.q}, {"kv", s.shape.kv}, {"seqs", s.shape.seqs}, {"prefills", s.prefills}, {"gpu_us", static_cast<double>(s.time.gpu) / 1e3},
+    json args = {{"q", s.shape.q},
+                 {"kv", s.shape.kv},
+                 {"seqs", s.shape.seqs},
+                 {"prefills", s.prefills},
+                 {"gpu_us", static_cast<double>(s.time.gpu) / 1e3},
                  {"build_us", static_cast<double>(s.time.build) / 1e3}};
-    ev.push_back({{"ph", "X"}, {"pid", 1}, {"tid", 1}, {"ts", t0}, {"dur", static_cast<double>(s.time.total()) / 1e3},
-                  {"name", "step q=" + std::to_string(s.shape.q) + " seqs=" + std::to_string(s.shape.seqs)}, {"args", args}});
+    ev.push_back({{"ph", "X"},
+                  {"pid", 1},
+                  {"tid", 1},
+                  {"ts", t0},
+                  {"dur", static_cast<double>(s.time.total()) / 1e3},
+                  {"name", "step q=" + std::to_string(s.shape.q) + " seqs=" + std::to_string(s.shape.seqs)},
+                  {"args", args}});
     double t = t0;
-    for (auto [name, d] : {std::pair<const char*, TimeNs>{"prepare", s.time.prepare}, {"forward", s.time.forward}, {"update", s.time.update}}) {
+    for (auto [name, d] :
+         {std::pair<const char*, TimeNs>{"prepare", s.time.prepare}, {"forward", s.time.forward}, {"update", s.time.update}}) {
       ev.push_back({{"ph", "X"}, {"pid", 1}, {"tid", 2}, {"ts", t}, {"dur", static_cast<double>(d) / 1e3}, {"name", name}});
       t += static_cast<double>(d) / 1e3;
     }
@@ -109,8 +124,13 @@ void write_chrome(const std::vector<Request>& reqs, const ServeResult& r, std::o
     const Request& rq = reqs[i];
     auto span = [&](const char* name, TimeNs a, TimeNs b) {
       if (a < 0 || b < a) return;
-      ev.push_back({{"ph", "X"}, {"pid", 2}, {"tid", static_cast<int>(i)}, {"ts", static_cast<double>(a) / 1e3}, {"dur", static_cast<double>(b - a) / 1e3},
-                    {"name", std::string(name) + " " + rq.id}, {"args", {{"prompt", rq.prompt}, {"output", rq.output}, {"preemptions", q.preemptions}}}});
+      ev.push_back({{"ph", "X"},
+                    {"pid", 2},
+                    {"tid", static_cast<int>(i)},
+                    {"ts", static_cast<double>(a) / 1e3},
+                    {"dur", static_cast<double>(b - a) / 1e3},
+                    {"name", std::string(name) + " " + rq.id},
+                    {"args", {{"prompt", rq.prompt}, {"output", rq.output}, {"preemptions", q.preemptions}}}});
     };
     span("queue", rq.arrival, q.scheduled);
     span("prefill", q.scheduled, q.first_token);
@@ -127,25 +147,39 @@ json step_costs(const ServeArgs& a, const LlmConfig& llm, const HwSpec& hw, std:
   Trace t = load_trace(a.step_costs);
   const NamedSteps ns = read_named_steps(t);
   if (ns.steps.empty() && ns.captures.empty())
-    throw InputError(a.step_costs, "no engine step names (vLLM's execute_..., SGLang's step[...], forward q= kv= seqs=); a plain profile calibrates with --calibrate TRACE --trace-log LOG");
+    throw InputError(a.step_costs,
+                     "no engine step names (vLLM's execute_..., SGLang's step[...], forward q= kv= seqs=); a plain profile calibrates with "
+                     "--calibrate TRACE --trace-log LOG");
   const StepCostModel model = hardware_step_model(llm, hw);
   json rows = json::array();
   for (const auto& s : ns.steps)
-    rows.push_back({{"engine", s.engine}, {"mode", s.mode}, {"name", s.name}, {"q", s.shape.q}, {"kv", s.shape.kv}, {"seqs", s.shape.seqs},
-                    {"prefills", s.prefills}, {"decodes", s.decodes}, {"host_ms", static_cast<double>(s.host_span) / 1e6},
-                    {"gpu_busy_ms", static_cast<double>(s.gpu_busy) / 1e6}, {"gpu_span_ms", static_cast<double>(s.gpu_span) / 1e6},
-                    {"device_ops", s.device_ops}, {"launches", s.launches}, {"graph_launches", s.graph_launches},
+    rows.push_back({{"engine", s.engine},
+                    {"mode", s.mode},
+                    {"name", s.name},
+                    {"q", s.shape.q},
+                    {"kv", s.shape.kv},
+                    {"seqs", s.shape.seqs},
+                    {"prefills", s.prefills},
+                    {"decodes", s.decodes},
+                    {"host_ms", static_cast<double>(s.host_span) / 1e6},
+                    {"gpu_busy_ms", static_cast<double>(s.gpu_busy) / 1e6},
+                    {"gpu_span_ms", static_cast<double>(s.gpu_span) / 1e6},
+                    {"device_ops", s.device_ops},
+                    {"launches", s.launches},
+                    {"graph_launches", s.graph_launches},
                     {"model_gpu_ms", static_cast<double>(model.gpu_time(s.shape)) / 1e6}});
   json j = {{"trace", a.step_costs}, {"step_costs", rows}, {"captures", ns.captures}, {"model", a.model_path}, {"hw", hw.name}};
   if (!text) return j;
   std::ostream& o = *text;
-  o << "bneck serve --step-costs " << a.step_costs << ": " << ns.steps.size() << " engine steps (model " << a.model_path << " on " << hw.name << ")\n";
+  o << "bneck serve --step-costs " << a.step_costs << ": " << ns.steps.size() << " engine steps (model " << a.model_path << " on "
+    << hw.name << ")\n";
   o << "  engine  mode                    prefills decodes      q       kv   host ms  GPU busy  GPU span  model GPU  ops\n";
   for (const auto& s : ns.steps)
-    o << "  " << std::left << std::setw(8) << s.engine.substr(0, 7) << std::setw(24) << s.mode << std::right << std::setw(8) << s.prefills << std::setw(8) << s.decodes
-      << std::setw(7) << s.shape.q << std::setw(9) << s.shape.kv << std::fixed << std::setprecision(3) << std::setw(10) << static_cast<double>(s.host_span) / 1e6
-      << std::setw(10) << static_cast<double>(s.gpu_busy) / 1e6 << std::setw(10) << static_cast<double>(s.gpu_span) / 1e6 << std::setw(11)
-      << static_cast<double>(model.gpu_time(s.shape)) / 1e6 << std::setw(6) << s.device_ops << "\n";
+    o << "  " << std::left << std::setw(8) << s.engine.substr(0, 7) << std::setw(24) << s.mode << std::right << std::setw(8) << s.prefills
+      << std::setw(8) << s.decodes << std::setw(7) << s.shape.q << std::setw(9) << s.shape.kv << std::fixed << std::setprecision(3)
+      << std::setw(10) << static_cast<double>(s.host_span) / 1e6 << std::setw(10) << static_cast<double>(s.gpu_busy) / 1e6 << std::setw(10)
+      << static_cast<double>(s.gpu_span) / 1e6 << std::setw(11) << static_cast<double>(model.gpu_time(s.shape)) / 1e6 << std::setw(6)
+      << s.device_ops << "\n";
   for (const auto& c : ns.captures) o << "  CUDA-graph capture: " << c << " (the graphs' capture, no step to time)\n";
   return j;
 }
@@ -206,117 +240,130 @@ json run_serve(const ServeArgs& a, std::ostream* text) {
 }
 
 json serve_report(const ServeJob& job, const ServeOutcome& out, const std::string& chrome_out, std::ostream* text) {
-      json result;
-      const LlmConfig& llm = out.llm;
-      const HwSpec& hw = out.hw;
-      const EngineConfig& eng = out.engine;
-      const Bytes kv_bytes = out.kv_bytes;
-      const Slo slo = job.slo;
-      const std::string policy = eng.policy == Policy::Static ? "static" : "continuous";
-      const std::vector<Request>& reqs = out.requests;
-      const bool generated = out.generated;
-      const StepCostModel& model = out.model;
-      const ServeResult& res = out.result;
-      const Metrics& m = out.simulated;
-      const Metrics& meas = out.measured;
-      const bool has_meas = out.has_measured;
-      const auto& sweep = out.sweep;
-      const double knee = out.knee_rate, best_rate = out.best_rate, sweep_s = out.sweep_s, sim_s = out.simulation_s, total_s = out.total_s;
-      {
-        json j = stat_json(m);
-        j["policy"] = policy;
-        j["model"] = {{"config", job.model_path},
-                      {"model_type", llm.model_type},
-                      {"params", llm.params()},
-                      {"weight_bytes", llm.weight_bytes()},
-                      {"kv_bytes_per_token", llm.kv_bytes_per_token()}};
-        j["hw"] = hw.name;
-        j["kv_cache"] = {{"blocks", eng.num_blocks}, {"block_size", eng.block_size}, {"tokens", eng.num_blocks * eng.block_size}, {"bytes", kv_bytes}};
-        j["engine"] = {{"max_batch_tokens", eng.max_batch_tokens}, {"max_seqs", eng.max_seqs}, {"chunked_prefill", eng.chunked_prefill},
-                       {"cuda_graph", eng.cuda_graph}, {"kv_watermark", eng.watermark},
-                       {"wake_ns", eng.wake}};
-        j["step_model"] = {{"source", model.source}, {"notes", model.notes}, {"attention", to_string(model.form)}, {"host_scale", model.host_scale}};
-        j["steps"] = res.step_count;
-        j["preemptions"] = res.preemptions;
-        j["padded_tokens"] = res.padded_tokens;
-        j["new_shapes"] = res.new_shapes;
-        j["warmup_requests"] = eng.warmup.size();
-        json rq = json::array();
-        for (std::size_t i = 0; i < reqs.size(); ++i)
-          rq.push_back({{"id", reqs[i].id},
-                        {"ttft_ms", num_or_null(m.req_ttft[i])},
-                        {"tpot_ms", num_or_null(m.req_tpot[i])},
-                        {"e2el_ms", num_or_null(m.req_e2el[i])},
-                        {"queue_ms", num_or_null(m.req_queue[i])},
-                        {"preemptions", res.requests[i].preemptions}});
-        j["requests"] = rq;
-        if (has_meas) {
-          json mj = stat_json(meas);
-          json mr = json::array();
-          for (std::size_t i = 0; i < reqs.size(); ++i)
-            mr.push_back({{"id", reqs[i].id}, {"ttft_ms", num_or_null(meas.req_ttft[i])}, {"tpot_ms", num_or_null(meas.req_tpot[i])}, {"e2el_ms", num_or_null(meas.req_e2el[i])}});
-          mj["requests"] = mr;
-          j["measured"] = mj;
-        }
-        if (!sweep.empty()) {
-          json sj = json::array();
-          for (const auto& row : sweep) {
-            json x = stat_json(row.m);
-            x["rate"] = row.rate;
-            sj.push_back(x);
-          }
-          j["sweep"] = sj;
-          j["knee_rate"] = knee > 0 ? json(knee) : json(nullptr);
-          j["goodput_best_rate"] = best_rate;
-          j["sweep_s"] = sweep_s;
-        }
-        j["simulation_s"] = sim_s;
-        result = j;
+  json result;
+  const LlmConfig& llm = out.llm;
+  const HwSpec& hw = out.hw;
+  const EngineConfig& eng = out.engine;
+  const Bytes kv_bytes = out.kv_bytes;
+  const Slo slo = job.slo;
+  const std::string policy = eng.policy == Policy::Static ? "static" : "continuous";
+  const std::vector<Request>& reqs = out.requests;
+  const bool generated = out.generated;
+  const StepCostModel& model = out.model;
+  const ServeResult& res = out.result;
+  const Metrics& m = out.simulated;
+  const Metrics& meas = out.measured;
+  const bool has_meas = out.has_measured;
+  const auto& sweep = out.sweep;
+  const double knee = out.knee_rate, best_rate = out.best_rate, sweep_s = out.sweep_s, sim_s = out.simulation_s, total_s = out.total_s;
+  {
+    json j = stat_json(m);
+    j["policy"] = policy;
+    j["model"] = {{"config", job.model_path},
+                  {"model_type", llm.model_type},
+                  {"params", llm.params()},
+                  {"weight_bytes", llm.weight_bytes()},
+                  {"kv_bytes_per_token", llm.kv_bytes_per_token()}};
+    j["hw"] = hw.name;
+    j["kv_cache"] = {
+        {"blocks", eng.num_blocks}, {"block_size", eng.block_size}, {"tokens", eng.num_blocks * eng.block_size}, {"bytes", kv_bytes}};
+    j["engine"] = {{"max_batch_tokens", eng.max_batch_tokens},
+                   {"max_seqs", eng.max_seqs},
+                   {"chunked_prefill", eng.chunked_prefill},
+                   {"cuda_graph", eng.cuda_graph},
+                   {"kv_watermark", eng.watermark},
+                   {"wake_ns", eng.wake}};
+    j["step_model"] = {
+        {"source", model.source}, {"notes", model.notes}, {"attention", to_string(model.form)}, {"host_scale", model.host_scale}};
+    j["steps"] = res.step_count;
+    j["preemptions"] = res.preemptions;
+    j["padded_tokens"] = res.padded_tokens;
+    j["new_shapes"] = res.new_shapes;
+    j["warmup_requests"] = eng.warmup.size();
+    json rq = json::array();
+    for (std::size_t i = 0; i < reqs.size(); ++i)
+      rq.push_back({{"id", reqs[i].id},
+                    {"ttft_ms", num_or_null(m.req_ttft[i])},
+                    {"tpot_ms", num_or_null(m.req_tpot[i])},
+                    {"e2el_ms", num_or_null(m.req_e2el[i])},
+                    {"queue_ms", num_or_null(m.req_queue[i])},
+                    {"preemptions", res.requests[i].preemptions}});
+    j["requests"] = rq;
+    if (has_meas) {
+      json mj = stat_json(meas);
+      json mr = json::array();
+      for (std::size_t i = 0; i < reqs.size(); ++i)
+        mr.push_back({{"id", reqs[i].id},
+                      {"ttft_ms", num_or_null(meas.req_ttft[i])},
+                      {"tpot_ms", num_or_null(meas.req_tpot[i])},
+                      {"e2el_ms", num_or_null(meas.req_e2el[i])}});
+      mj["requests"] = mr;
+      j["measured"] = mj;
+    }
+    if (!sweep.empty()) {
+      json sj = json::array();
+      for (const auto& row : sweep) {
+        json x = stat_json(row.m);
+        x["rate"] = row.rate;
+        sj.push_back(x);
       }
-      if (!chrome_out.empty()) write_output(chrome_out, [&](std::ostream& o) { write_chrome(reqs, res, o); });
-      if (!text) return result;
+      j["sweep"] = sj;
+      j["knee_rate"] = knee > 0 ? json(knee) : json(nullptr);
+      j["goodput_best_rate"] = best_rate;
+      j["sweep_s"] = sweep_s;
+    }
+    j["simulation_s"] = sim_s;
+    result = j;
+  }
+  if (!chrome_out.empty()) write_output(chrome_out, [&](std::ostream& o) { write_chrome(reqs, res, o); });
+  if (!text) return result;
 
-      std::ostream& o = *text;
-      o << "bneck serve: " << reqs.size() << " requests (" << (generated ? "generated" : job.requests_path) << "), " << policy << " batching"
-        << (eng.cuda_graph ? ", CUDA graphs" : "") << "\n";
-      o << "  model " << job.model_path << ": " << std::fixed << std::setprecision(2) << llm.params() / 1e9 << " B parameters, "
-        << format_bytes(llm.weight_bytes()) << " of weights, " << format_bytes(llm.kv_bytes_per_token()) << " of KV per token\n";
-      o << "  " << hw.name << ": KV cache " << eng.num_blocks << " blocks x " << eng.block_size << " tokens = " << eng.num_blocks * eng.block_size
-        << " tokens (" << format_bytes(kv_bytes) << "); budget " << eng.max_batch_tokens << " tokens, " << eng.max_seqs << " sequences per step\n";
-      o << "  step model: " << model.source << "\n";
-      for (const auto& n : model.notes) o << "    " << n << "\n";
-      o << "\n  " << std::left << std::setw(22) << "" << std::right << std::setw(12) << "simulated" << (has_meas ? "    measured    error" : "") << "\n";
-      print_row(o, "mean TTFT", m.ttft.mean, meas.ttft.n ? meas.ttft.mean : NAN, has_meas, "ms");
-      print_row(o, "median TTFT", m.ttft.median, meas.ttft.n ? meas.ttft.median : NAN, has_meas, "ms");
-      print_row(o, "p99 TTFT", m.ttft.p99, meas.ttft.n ? meas.ttft.p99 : NAN, has_meas, "ms");
-      print_row(o, "mean TPOT", m.tpot.mean, meas.tpot.n ? meas.tpot.mean : NAN, has_meas, "ms");
-      print_row(o, "median TPOT", m.tpot.median, meas.tpot.n ? meas.tpot.median : NAN, has_meas, "ms");
-      print_row(o, "p99 TPOT", m.tpot.p99, meas.tpot.n ? meas.tpot.p99 : NAN, has_meas, "ms");
-      print_row(o, "median ITL", m.itl.median, meas.itl.n ? meas.itl.median : NAN, has_meas, "ms");
-      print_row(o, "mean E2E latency", m.e2el.mean, meas.e2el.mean, has_meas, "ms");
-      print_row(o, "median E2E latency", m.e2el.median, meas.e2el.median, has_meas, "ms");
-      print_row(o, "p99 E2E latency", m.e2el.p99, meas.e2el.p99, has_meas, "ms");
-      print_row(o, "duration", m.duration_s, meas.duration_s, has_meas, "s");
-      print_row(o, "request throughput", m.request_throughput, meas.request_throughput, has_meas, "requests/s");
-      print_row(o, "output throughput", m.output_throughput, meas.output_throughput, has_meas, "tokens/s");
-      if (slo.ttft > 0 || slo.tpot > 0) print_row(o, "request goodput", m.request_goodput, meas.request_goodput, has_meas, "requests/s (within the SLOs)");
-      o << "  " << res.step_count << " engine steps (" << res.new_shapes << " on a shape met the first time), " << res.preemptions << " preemptions, "
-        << res.padded_tokens << " padding tokens; simulated in "
-        << std::setprecision(3) << sim_s << " s (" << total_s << " s in all)\n";
-      if (!sweep.empty()) {
-        o << "\n  rate sweep     req/s out tok/s  median TTFT  median TPOT    p99 E2E" << (slo.ttft > 0 || slo.tpot > 0 ? "   goodput" : "") << "\n";
-        for (const auto& row : sweep) {
-          o << "  " << std::setw(8) << std::setprecision(2) << row.rate << " /s" << std::setw(9) << row.m.request_throughput << std::setw(10)
-            << std::setprecision(0) << row.m.output_throughput << std::setw(10) << std::setprecision(1) << row.m.ttft.median << " ms" << std::setw(10)
-            << row.m.tpot.median << " ms" << std::setw(8) << std::setprecision(0) << row.m.e2el.p99 << " ms";
-          if (slo.ttft > 0 || slo.tpot > 0) o << std::setw(10) << std::setprecision(2) << row.m.request_goodput;
-          o << "\n";
-        }
-        o << "  " << sweep.size() << " rates simulated in " << std::setprecision(3) << sweep_s << " s\n";
-        o << "  saturation knee (completions below 90 % of arrivals): " << (knee > 0 ? std::to_string(knee) + " requests/s" : "not reached") << "\n";
-        o << "  " << (slo.ttft > 0 || slo.tpot > 0 ? "goodput" : "throughput") << "-maximizing rate: " << best_rate << " requests/s\n";
-      }
-      return result;
+  std::ostream& o = *text;
+  o << "bneck serve: " << reqs.size() << " requests (" << (generated ? "generated" : job.requests_path) << "), " << policy << " batching"
+    << (eng.cuda_graph ? ", CUDA graphs" : "") << "\n";
+  o << "  model " << job.model_path << ": " << std::fixed << std::setprecision(2) << llm.params() / 1e9 << " B parameters, "
+    << format_bytes(llm.weight_bytes()) << " of weights, " << format_bytes(llm.kv_bytes_per_token()) << " of KV per token\n";
+  o << "  " << hw.name << ": KV cache " << eng.num_blocks << " blocks x " << eng.block_size
+    << " tokens = " << eng.num_blocks * eng.block_size << " tokens (" << format_bytes(kv_bytes) << "); budget " << eng.max_batch_tokens
+    << " tokens, " << eng.max_seqs << " sequences per step\n";
+  o << "  step model: " << model.source << "\n";
+  for (const auto& n : model.notes) o << "    " << n << "\n";
+  o << "\n  " << std::left << std::setw(22) << "" << std::right << std::setw(12) << "simulated" << (has_meas ? "    measured    error" : "")
+    << "\n";
+  print_row(o, "mean TTFT", m.ttft.mean, meas.ttft.n ? meas.ttft.mean : NAN, has_meas, "ms");
+  print_row(o, "median TTFT", m.ttft.median, meas.ttft.n ? meas.ttft.median : NAN, has_meas, "ms");
+  print_row(o, "p99 TTFT", m.ttft.p99, meas.ttft.n ? meas.ttft.p99 : NAN, has_meas, "ms");
+  print_row(o, "mean TPOT", m.tpot.mean, meas.tpot.n ? meas.tpot.mean : NAN, has_meas, "ms");
+  print_row(o, "median TPOT", m.tpot.median, meas.tpot.n ? meas.tpot.median : NAN, has_meas, "ms");
+  print_row(o, "p99 TPOT", m.tpot.p99, meas.tpot.n ? meas.tpot.p99 : NAN, has_meas, "ms");
+  print_row(o, "median ITL", m.itl.median, meas.itl.n ? meas.itl.median : NAN, has_meas, "ms");
+  print_row(o, "mean E2E latency", m.e2el.mean, meas.e2el.mean, has_meas, "ms");
+  print_row(o, "median E2E latency", m.e2el.median, meas.e2el.median, has_meas, "ms");
+  print_row(o, "p99 E2E latency", m.e2el.p99, meas.e2el.p99, has_meas, "ms");
+  print_row(o, "duration", m.duration_s, meas.duration_s, has_meas, "s");
+  print_row(o, "request throughput", m.request_throughput, meas.request_throughput, has_meas, "requests/s");
+  print_row(o, "output throughput", m.output_throughput, meas.output_throughput, has_meas, "tokens/s");
+  if (slo.ttft > 0 || slo.tpot > 0)
+    print_row(o, "request goodput", m.request_goodput, meas.request_goodput, has_meas, "requests/s (within the SLOs)");
+  o << "  " << res.step_count << " engine steps (" << res.new_shapes << " on a shape met the first time), " << res.preemptions
+    << " preemptions, " << res.padded_tokens << " padding tokens; simulated in " << std::setprecision(3) << sim_s << " s (" << total_s
+    << " s in all)\n";
+  if (!sweep.empty()) {
+    o << "\n  rate sweep     req/s out tok/s  median TTFT  median TPOT    p99 E2E" << (slo.ttft > 0 || slo.tpot > 0 ? "   goodput" : "")
+      << "\n";
+    for (const auto& row : sweep) {
+      o << "  " << std::setw(8) << std::setprecision(2) << row.rate << " /s" << std::setw(9) << row.m.request_throughput << std::setw(10)
+        << std::setprecision(0) << row.m.output_throughput << std::setw(10) << std::setprecision(1) << row.m.ttft.median << " ms"
+        << std::setw(10) << row.m.tpot.median << " ms" << std::setw(8) << std::setprecision(0) << row.m.e2el.p99 << " ms";
+      if (slo.ttft > 0 || slo.tpot > 0) o << std::setw(10) << std::setprecision(2) << row.m.request_goodput;
+      o << "\n";
+    }
+    o << "  " << sweep.size() << " rates simulated in " << std::setprecision(3) << sweep_s << " s\n";
+    o << "  saturation knee (completions below 90 % of arrivals): " << (knee > 0 ? std::to_string(knee) + " requests/s" : "not reached")
+      << "\n";
+    o << "  " << (slo.ttft > 0 || slo.tpot > 0 ? "goodput" : "throughput") << "-maximizing rate: " << best_rate << " requests/s\n";
+  }
+  return result;
 }
 
 }  // namespace bneck

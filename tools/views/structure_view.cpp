@@ -11,13 +11,8 @@ namespace bneck {
 nlohmann::json structure_json(const Structure& s, bool instances) {
   nlohmann::json levels = nlohmann::json::array();
   for (const StructureLevel& lv : s.levels) {
-    nlohmann::json l = {{"name", lv.name},
-                        {"range", "@" + lv.name},
-                        {"how", lv.how},
-                        {"count", lv.instances.size()},
-                        {"period_ns", lv.period_ns},
-                        {"median_span_ns", lv.median_ns},
-                        {"spread", lv.spread}};
+    nlohmann::json l = {{"name", lv.name},           {"range", "@" + lv.name},         {"how", lv.how},      {"count", lv.instances.size()},
+                        {"period_ns", lv.period_ns}, {"median_span_ns", lv.median_ns}, {"spread", lv.spread}};
     if (instances) {
       nlohmann::json in = nlohmann::json::array();
       for (const StructureInstance& i : lv.instances)
@@ -54,7 +49,8 @@ void print_structure_text(const Structure& s, std::ostream& out, std::size_t lim
   for (const StructureLevel& lv : s.levels) {
     out << "\n@" << lv.name << ": " << lv.instances.size() << " instances\n";
     out << "  " << std::setw(5) << "#" << std::setw(6) << "rank" << std::setw(14) << "start" << std::setw(14) << "span" << std::setw(8)
-        << "ops" << "\n";
+        << "ops"
+        << "\n";
     TimeNs zero = lv.instances.empty() ? 0 : lv.instances.front().start_ns;
     for (std::size_t i = 0; i < lv.instances.size() && i < limit; ++i) {
       const auto& in = lv.instances[i];

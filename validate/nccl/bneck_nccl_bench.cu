@@ -11,10 +11,9 @@
 // CUDA events on every rank's stream; an iteration's time is the slowest rank's, the result the
 // median iteration / iters. Each iteration starts behind a 2 ms spin kernel on every stream, so the
 // host has enqueued every call before the first runs: the time is the kernels' (what a trace
-// shows), not the host's launch rate (~20 us a grouped call for small messages). algbw = S / t, busbw = algbw x factor (nccl-tests' PERFORMANCE.md:
-// AllReduce 2(n-1)/n, AllGather / ReduceScatter / AllToAll (n-1)/n, Broadcast / SendRecv 1).
-// NVLink multicast (NVLS) stays off: NCCL_NVLS_ENABLE=0 is set before NCCL initializes.
-// Output: one JSON document in bneck's measurements format (family "collective").
+// shows), not the host's launch rate (~20 us a grouped call for small messages). algbw = S / t, busbw = algbw x factor (nccl-tests'
+// PERFORMANCE.md: AllReduce 2(n-1)/n, AllGather / ReduceScatter / AllToAll (n-1)/n, Broadcast / SendRecv 1). NVLink multicast (NVLS) stays
+// off: NCCL_NVLS_ENABLE=0 is set before NCCL initializes. Output: one JSON document in bneck's measurements format (family "collective").
 // Usage: bneck_nccl_bench [--gpus N] [--max-bytes B] [--reps R] [--iters I] > collectives.json
 #include <cuda_runtime.h>
 #include <nccl.h>
@@ -70,9 +69,7 @@ struct Rank {
 __global__ void spin(long long ns) {
   long long t0, t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-  do {
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  } while (t - t0 < ns);
+  do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); } while (t - t0 < ns);
 }
 
 void launch(Kind k, std::vector<Rank>& R, size_t bytes) {
