@@ -21,7 +21,7 @@ void add_ops(CLI::App& sub, Action& action) {
   sub.add_option("TRACE", trace,
                  "trace file(s): nsys .sqlite, Kineto .json[.gz], bneck JSON; several files (or a directory) = one trace per rank")
       ->required();
-  sub.add_option("--select", select, "selector, e.g. 'kind=kernel&name~gemm&dur>10us' (see DESIGN.md)");
+  sub.add_option("--select", select, "selector, e.g. 'kind=kernel&name~gemm&dur>10us' (see docs/design.md)");
   sub.add_option("--json", json_out, "write JSON to FILE ('-' for stdout)");
   sub.add_option("--limit", limit, "list at most N ops (0: all)")->capture_default_str();
   sub.add_flag("--api", all_ops, "include host API calls (default: device ops only, unless --select names kind=api)");

@@ -30,7 +30,7 @@ void add_whatif(CLI::App& sub, Action& action) {
   sub.add_option("--top", top, "rows in the text tables")->capture_default_str();
   static TraceOptions topt;
   add_trace_options(sub, topt);
-  sub.footer("Transforms, applied in order (a --scenario FILE's JSON list expands in place; SEL: DESIGN.md selectors):\n" +
+  sub.footer("Transforms, applied in order (a --scenario FILE's JSON list expands in place; SEL: docs/design.md selectors):\n" +
              transform_help(false));
   sub.allow_extras();
   CLI::App* self = &sub;

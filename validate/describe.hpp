@@ -1,5 +1,5 @@
 // A microbenchmark described as the ops it ran, so that the accuracy report times it through the
-// replay's own models and engine (one model code path, DESIGN.md):
+// replay's own models and engine (one model code path, docs/design.md):
 // - each kernel is a trace op with its launch geometry (grid, block, shared memory) and its work
 //   (FLOPs, bytes read and written, access width, memory level, precision and unit), timed by
 //   models/kernel_work.hpp's model_kernel as `replay --durations model` times a trace's kernels;

@@ -1,4 +1,4 @@
-// What-if transforms: a registry of named graph rewrites (DESIGN.md: pure functions Graph, spec ->
+// What-if transforms: a registry of named graph rewrites (docs/design.md: pure functions Graph, spec ->
 // Graph', spec', log). Each transform is one file in models/whatif/ defining a TransformDef and
 // one line in registry.cpp; the CLI options, `bneck whatif --help`, the scenario JSON keys and the
 // README's list are generated from the table (`bneck whatif --list-transforms`).

@@ -30,7 +30,7 @@ OpClass op_class(const Op& o);
 OpClass node_class(const Graph& g, NodeId n);
 const char* to_string(OpClass c);
 
-// Busy time as the union of op intervals per class and device, summed over devices (DESIGN.md:
+// Busy time as the union of op intervals per class and device, summed over devices (docs/design.md:
 // NCCL kernels are communication; memcpy and memset are memcpy).
 struct Overlap {
   TimeNs compute_ns = 0, communication_ns = 0, memcpy_ns = 0;

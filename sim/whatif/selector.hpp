@@ -1,4 +1,4 @@
-// Op selectors (DESIGN.md): terms joined with '&', all of which must hold.
+// Op selectors (docs/design.md): terms joined with '&', all of which must hold.
 //   name~REGEX  kind=kernel|memcpy|memset|collective|api  stream=N  device=N  rank=N
 //   range~REGEX (launched inside a matching NVTX range)  dur>T  dur<T (units: ns, us, ms, s)
 //   id=N[,N...]

@@ -1,4 +1,4 @@
-// The replay view's JSON (DESIGN.md's contract): the report, its ranks and collectives, ranges,
+// The replay view's JSON (docs/design.md's contract): the report, its ranks and collectives, ranges,
 // roofline, graph and anomalies.
 #include <nlohmann/json.hpp>
 

@@ -1,4 +1,4 @@
-// The replay view: renders a ReplayReport (models/replay.hpp) as text, JSON (DESIGN.md's contract)
+// The replay view: renders a ReplayReport (models/replay.hpp) as text, JSON (docs/design.md's contract)
 // and a Chrome trace.
 #pragma once
 #include <functional>
