@@ -123,44 +123,12 @@ void classify_phases(const Trace& t, const std::vector<KernelWork>& work, const 
 
 }  // namespace
 
-Advice advise(const Trace& t, const AdviseOptions& opt) {
-  Advice a;
-  ReplayOptions ro;
-  ro.range_regex = opt.range_regex;
-  ro.sharing = opt.sharing;
-  // The trace's GPU; where its name does not tell (an AMD GPU, a device-less export), an H100's
-  // rates stand in for the roofline and the models, and the advice says so.
-  std::string source = opt.source_hw;
-  try {
-    (void)pick_source(t, source);
-  } catch (const InputError&) {
-    if (!source.empty()) throw;
-    source = "h100-sxm";
-    a.assumed_hw = "the trace does not say which GPU ran it: an H100 SXM's rates assumed (--source-hw SPEC gives the real one)";
-  }
-  const HwSpec hw = pick_source(t, source);
-  ro.source_hw = source;
-  ro.hw = hw.name;  // retargeted to itself: the replay's roofline aggregation by kernel class
-  ReplayReport rep = run_replay(t, ro);
-  const std::vector<KernelWork> work = estimate_work(t, hw);
-  a.source_hw = hw.name;
-  a.classes = rep.classes;
-  // The run as the what-ifs start from it: the replay without the profiler's host cost.
-  WhatIfOptions wo0;
-  wo0.range_regex = opt.range_regex;
-  wo0.source_hw = source;
-  wo0.sharing = opt.sharing;
-  const WhatIfReport base = run_whatif(t, wo0);
-  a.unprofiled = base.unprofiled;
-  a.overlap = base.baseline_overlap;
-  a.span_ns = base.baseline.length();
-  const Graph& bg = *base.base_graph;
-  const TimeNs b0 = base.baseline.begin;
-  const std::vector<OpId> path =
-      critical_path(base.base_sim, last_device_op(bg, sim_schedule(base.base_sim)), [&](OpId o) { return base.base_sim.end[o] > b0; });
-  // 1. The critical path by class: in end order, each op counts the time it adds after the one
-  // before (a blocking call that waited for kernels counts only its own tail), the time between
-  // them counts as gaps.
+namespace {
+
+// The critical path by class: in end order, each op counts the time it adds after the one before
+// (a blocking call that waited for kernels counts only its own tail); the time between counts as gaps.
+void path_by_class(const Trace& t, const std::vector<KernelWork>& work, const HwSpec& hw, const WhatIfReport& base,
+                   const std::vector<OpId>& path, Advice& a) {
   std::vector<OpId> ops;
   for (OpId o : path)
     if (o < t.ops.size()) ops.push_back(o);
@@ -177,9 +145,10 @@ Advice advise(const Trace& t, const AdviseOptions& opt) {
     }
     a.path_ns = prev - begin;
   }
-  classify_run(a);
-  classify_phases(t, work, hw, base.base_sim, a);
-  // 2. Candidates from the profile.
+}
+
+// Candidates generated from the profile.
+std::vector<AdviceSuggestion> candidates(const Trace& t, const std::vector<KernelWork>& work, const Advice& a) {
   TimeNs kernels = 0, fp32_math = 0, pointwise = 0;
   for (OpId o = 0; o < t.ops.size(); ++o) {
     const Op& op = t.ops[o];
@@ -231,7 +200,11 @@ Advice advise(const Trace& t, const AdviseOptions& opt) {
     add("FSDP on 2 GPUs", {"--fsdp", "2"}, 0.15, "weak scaling; parameters sharded, all-gathered per layer; more communication than DDP",
         2);
   }
-  // 3. Each simulated on the whole run (or the ranges), ranked.
+  return cand;
+}
+
+// Each simulated on the whole run (or the ranges), then ranked.
+void simulate(const Trace& t, const AdviseOptions& opt, const std::string& source, std::vector<AdviceSuggestion>& cand) {
   for (AdviceSuggestion& s : cand) {
     try {
       WhatIfOptions wo;
@@ -263,6 +236,50 @@ Advice advise(const Trace& t, const AdviseOptions& opt) {
     if (x.error.empty() != y.error.empty()) return x.error.empty();
     return x.predicted_ns < y.predicted_ns;
   });
+}
+
+}  // namespace
+
+Advice advise(const Trace& t, const AdviseOptions& opt) {
+  Advice a;
+  ReplayOptions ro;
+  ro.range_regex = opt.range_regex;
+  ro.sharing = opt.sharing;
+  // The trace's GPU; where its name does not tell (an AMD GPU, a device-less export), an H100's
+  // rates stand in for the roofline and the models, and the advice says so.
+  std::string source = opt.source_hw;
+  try {
+    (void)pick_source(t, source);
+  } catch (const InputError&) {
+    if (!source.empty()) throw;
+    source = "h100-sxm";
+    a.assumed_hw = "the trace does not say which GPU ran it: an H100 SXM's rates assumed (--source-hw SPEC gives the real one)";
+  }
+  const HwSpec hw = pick_source(t, source);
+  ro.source_hw = source;
+  ro.hw = hw.name;  // retargeted to itself: the replay's roofline aggregation by kernel class
+  ReplayReport rep = run_replay(t, ro);
+  const std::vector<KernelWork> work = estimate_work(t, hw);
+  a.source_hw = hw.name;
+  a.classes = rep.classes;
+  // The run as the what-ifs start from it: the replay without the profiler's host cost.
+  WhatIfOptions wo0;
+  wo0.range_regex = opt.range_regex;
+  wo0.source_hw = source;
+  wo0.sharing = opt.sharing;
+  const WhatIfReport base = run_whatif(t, wo0);
+  a.unprofiled = base.unprofiled;
+  a.overlap = base.baseline_overlap;
+  a.span_ns = base.baseline.length();
+  const Graph& bg = *base.base_graph;
+  const TimeNs b0 = base.baseline.begin;
+  const std::vector<OpId> path =
+      critical_path(base.base_sim, last_device_op(bg, sim_schedule(base.base_sim)), [&](OpId o) { return base.base_sim.end[o] > b0; });
+  path_by_class(t, work, hw, base, path, a);
+  classify_run(a);
+  classify_phases(t, work, hw, base.base_sim, a);
+  std::vector<AdviceSuggestion> cand = candidates(t, work, a);
+  simulate(t, opt, source, cand);
   a.suggestions = std::move(cand);
   return a;
 }

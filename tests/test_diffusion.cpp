@@ -1,5 +1,5 @@
 // Diffusion: `bneck pipeline`'s budget, the --steps / --cfg / --resolution what-ifs against a DiT
-// pipeline measured on an H200 (validate/reference/h200/diffusion, validate/run_diffusion.sh), and
+// pipeline measured on an H200 (validate/reference/h200/diffusion, validate/reference/h200/diffusion/run_diffusion.sh), and
 // the launch-queue backpressure the what-if engine models (hand-computed).
 #include <unistd.h>
 
@@ -88,7 +88,7 @@ TEST_CASE("launch-queue backpressure: a faster GPU releases a host that waited o
 }
 
 TEST_CASE("pipeline: K x denoiser step + fixed adds up to the measured generation (H200 DiT)", "[diffusion][e2e]") {
-  // validate/run_diffusion.sh: one generation at 1024 px, 20 steps with guidance, profiled: 847.14
+  // validate/reference/h200/diffusion/run_diffusion.sh: one generation at 1024 px, 20 steps with guidance, profiled: 847.14
   // ms of wall time (median unprofiled 847.53 ms).
   Trace t = load_trace(kDiff + "diffusion_base.json.gz");
   auto gens = pipeline_budget(t, "generation", "step_.*");
@@ -135,7 +135,7 @@ TEST_CASE("diffusion what-ifs forecast the measured step, guidance and resolutio
 }
 
 // The same baseline under Nsight Systems with torch's emit_nvtx (every op a range with its shapes;
-// validate/run_diffusion_nsys.sh; 857.9 ms of wall time): the budget and the step and resolution
+// validate/reference/h200/diffusion/run_diffusion_nsys.sh; 857.9 ms of wall time): the budget and the step and resolution
 // forecasts hold (2.419, 0.554, 3.050 at this commit: -0.5 %, +6.5 %, -1.6 %), but guidance off
 // does not (0.99 vs 0.53 measured): emit_nvtx's per-op host work makes the profiled host as slow as
 // the GPU (the host's pace while the queue was not full equals its pace while full: x 1.00), so

@@ -1,5 +1,5 @@
 // Tensor- and pipeline-parallel what-ifs: hand-computed graphs, and the two-GPU ground truth
-// measured on H200s (validate/reference/h200/parallel, made by validate/run_parallel.sh).
+// measured on H200s (validate/reference/h200/parallel, made by validate/reference/h200/parallel/run_parallel.sh).
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -176,7 +176,7 @@ TEST_CASE("parallel what-ifs forecast the measured two-GPU steps from one-GPU tr
   }
 }
 
-// Held out (validate/run_heldout_parallel.sh, 2026-11-30; other sizes, run after the
+// Held out (validate/reference/h200/parallel_heldout/run_heldout_parallel.sh, 2026-11-30; other sizes, run after the
 // models were frozen, nothing tuned on them; validate/reference/h200/parallel_heldout): DP bf16
 // 16 x Linear(4096) 1 GPU 10.28 -> 2 GPUs 11.81 ms; TP 2 layers d 5120 8.10 -> 4.67 ms; PP 12 x
 // Linear(4096), 8 microbatches, 34.82 -> gpipe 21.37, 1f1b 20.81 ms (slower rank). Forecasts at

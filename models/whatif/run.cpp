@@ -26,6 +26,25 @@ std::vector<std::string> cp_names(const Graph& g, const std::vector<OpId>& path)
     if (g.is_device(n)) out.push_back(g.name(n));
   return out;
 }
+
+// The profiler's host cost comes out of the baseline and the forecast alike (--unprofile, given
+// or by default), so that a faster GPU does not expose the profiler instead of the program: the
+// step (null if none applies), the user's transforms after it in `transforms`, the profiler's name.
+Transform unprofile_step(const Trace& t, const WhatIfOptions& opt, std::vector<Transform>& transforms, std::string& name) {
+  Transform unprofile;
+  for (const Transform& tr : opt.transforms)
+    if (tr->text.rfind("--unprofile", 0) == 0)
+      unprofile = tr;
+    else
+      transforms.push_back(tr);
+  const ProfilerSetting prof = profiler_setting(t);
+  const bool costs = prof.per_op > 0 || prof.per_call > 0;
+  if (!unprofile && opt.unprofile && costs) unprofile = parse_transform("unprofile", "auto");
+  if (!unprofile || unprofile->text == "--unprofile off" || !costs) return nullptr;
+  name = prof.name;
+  transforms.insert(transforms.begin(), unprofile);
+  return unprofile;
+}
 }  // namespace
 
 WhatIfReport run_whatif(const Trace& t, const WhatIfOptions& opt) {
@@ -39,23 +58,8 @@ WhatIfReport run_whatif(const Trace& t, const WhatIfOptions& opt) {
   auto graph = std::make_shared<const Graph>(std::move(built));
   rep.source_hw = source.name;
   WhatIfEngine engine(t, graph, source, std::move(work));
-  // The profiler's host cost comes out of the baseline and the forecast alike (--unprofile, given
-  // or by default), so that a faster GPU does not expose the profiler instead of the program.
   std::vector<Transform> transforms;
-  Transform unprofile;
-  for (const Transform& tr : opt.transforms)
-    if (tr->text.rfind("--unprofile", 0) == 0)
-      unprofile = tr;
-    else
-      transforms.push_back(tr);
-  const ProfilerSetting prof = profiler_setting(t);
-  if (!unprofile && opt.unprofile && (prof.per_op > 0 || prof.per_call > 0)) unprofile = parse_transform("unprofile", "auto");
-  if (unprofile && unprofile->text != "--unprofile off" && (prof.per_op > 0 || prof.per_call > 0)) {
-    rep.unprofiled = prof.name;
-    transforms.insert(transforms.begin(), unprofile);
-  } else {
-    unprofile = nullptr;
-  }
+  const Transform unprofile = unprofile_step(t, opt, transforms, rep.unprofiled);
   WhatIfCase base = unprofile ? engine.apply({unprofile}) : engine.baseline();
   WhatIfCase pred = engine.apply(transforms);
   rep.log = pred.log;

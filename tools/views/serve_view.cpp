@@ -239,86 +239,104 @@ json run_serve(const ServeArgs& a, std::ostream* text) {
   return serve_report(job, run_serving(job), a.chrome_out, text);
 }
 
-json serve_report(const ServeJob& job, const ServeOutcome& out, const std::string& chrome_out, std::ostream* text) {
-  json result;
-  const LlmConfig& llm = out.llm;
-  const HwSpec& hw = out.hw;
-  const EngineConfig& eng = out.engine;
-  const Bytes kv_bytes = out.kv_bytes;
-  const Slo slo = job.slo;
-  const std::string policy = eng.policy == Policy::Static ? "static" : "continuous";
-  const std::vector<Request>& reqs = out.requests;
-  const bool generated = out.generated;
-  const StepCostModel& model = out.model;
-  const ServeResult& res = out.result;
-  const Metrics& m = out.simulated;
-  const Metrics& meas = out.measured;
-  const bool has_meas = out.has_measured;
-  const auto& sweep = out.sweep;
-  const double knee = out.knee_rate, best_rate = out.best_rate, sweep_s = out.sweep_s, sim_s = out.simulation_s, total_s = out.total_s;
-  {
-    json j = stat_json(m);
-    j["policy"] = policy;
-    j["model"] = {{"config", job.model_path},
-                  {"model_type", llm.model_type},
-                  {"params", llm.params()},
-                  {"weight_bytes", llm.weight_bytes()},
-                  {"kv_bytes_per_token", llm.kv_bytes_per_token()}};
-    j["hw"] = hw.name;
-    j["kv_cache"] = {
-        {"blocks", eng.num_blocks}, {"block_size", eng.block_size}, {"tokens", eng.num_blocks * eng.block_size}, {"bytes", kv_bytes}};
-    j["engine"] = {{"max_batch_tokens", eng.max_batch_tokens},
-                   {"max_seqs", eng.max_seqs},
-                   {"chunked_prefill", eng.chunked_prefill},
-                   {"cuda_graph", eng.cuda_graph},
-                   {"kv_watermark", eng.watermark},
-                   {"wake_ns", eng.wake}};
-    j["step_model"] = {
-        {"source", model.source}, {"notes", model.notes}, {"attention", to_string(model.form)}, {"host_scale", model.host_scale}};
-    j["steps"] = res.step_count;
-    j["preemptions"] = res.preemptions;
-    j["padded_tokens"] = res.padded_tokens;
-    j["new_shapes"] = res.new_shapes;
-    j["warmup_requests"] = eng.warmup.size();
-    json rq = json::array();
-    for (std::size_t i = 0; i < reqs.size(); ++i)
-      rq.push_back({{"id", reqs[i].id},
-                    {"ttft_ms", num_or_null(m.req_ttft[i])},
-                    {"tpot_ms", num_or_null(m.req_tpot[i])},
-                    {"e2el_ms", num_or_null(m.req_e2el[i])},
-                    {"queue_ms", num_or_null(m.req_queue[i])},
-                    {"preemptions", res.requests[i].preemptions}});
-    j["requests"] = rq;
-    if (has_meas) {
-      json mj = stat_json(meas);
-      json mr = json::array();
-      for (std::size_t i = 0; i < reqs.size(); ++i)
-        mr.push_back({{"id", reqs[i].id},
-                      {"ttft_ms", num_or_null(meas.req_ttft[i])},
-                      {"tpot_ms", num_or_null(meas.req_tpot[i])},
-                      {"e2el_ms", num_or_null(meas.req_e2el[i])}});
-      mj["requests"] = mr;
-      j["measured"] = mj;
-    }
-    if (!sweep.empty()) {
-      json sj = json::array();
-      for (const auto& row : sweep) {
-        json x = stat_json(row.m);
-        x["rate"] = row.rate;
-        sj.push_back(x);
-      }
-      j["sweep"] = sj;
-      j["knee_rate"] = knee > 0 ? json(knee) : json(nullptr);
-      j["goodput_best_rate"] = best_rate;
-      j["sweep_s"] = sweep_s;
-    }
-    j["simulation_s"] = sim_s;
-    result = j;
-  }
-  if (!chrome_out.empty()) write_output(chrome_out, [&](std::ostream& o) { write_chrome(reqs, res, o); });
-  if (!text) return result;
+namespace {
 
-  std::ostream& o = *text;
+// The outcome as JSON (the same figures as the text).
+json serve_json(const ServeJob& job, const ServeOutcome& out) {
+  [[maybe_unused]] json result;
+  [[maybe_unused]] const LlmConfig& llm = out.llm;
+  [[maybe_unused]] const HwSpec& hw = out.hw;
+  [[maybe_unused]] const EngineConfig& eng = out.engine;
+  [[maybe_unused]] const Bytes kv_bytes = out.kv_bytes;
+  [[maybe_unused]] const Slo slo = job.slo;
+  [[maybe_unused]] const std::string policy = eng.policy == Policy::Static ? "static" : "continuous";
+  [[maybe_unused]] const std::vector<Request>& reqs = out.requests;
+  [[maybe_unused]] const bool generated = out.generated;
+  [[maybe_unused]] const StepCostModel& model = out.model;
+  [[maybe_unused]] const ServeResult& res = out.result;
+  [[maybe_unused]] const Metrics& m = out.simulated;
+  [[maybe_unused]] const Metrics& meas = out.measured;
+  [[maybe_unused]] const bool has_meas = out.has_measured;
+  [[maybe_unused]] const auto& sweep = out.sweep;
+  [[maybe_unused]] const double knee = out.knee_rate, best_rate = out.best_rate, sweep_s = out.sweep_s, sim_s = out.simulation_s,
+                                total_s = out.total_s;
+  json j = stat_json(m);
+  j["policy"] = policy;
+  j["model"] = {{"config", job.model_path},
+                {"model_type", llm.model_type},
+                {"params", llm.params()},
+                {"weight_bytes", llm.weight_bytes()},
+                {"kv_bytes_per_token", llm.kv_bytes_per_token()}};
+  j["hw"] = hw.name;
+  j["kv_cache"] = {
+      {"blocks", eng.num_blocks}, {"block_size", eng.block_size}, {"tokens", eng.num_blocks * eng.block_size}, {"bytes", kv_bytes}};
+  j["engine"] = {{"max_batch_tokens", eng.max_batch_tokens},
+                 {"max_seqs", eng.max_seqs},
+                 {"chunked_prefill", eng.chunked_prefill},
+                 {"cuda_graph", eng.cuda_graph},
+                 {"kv_watermark", eng.watermark},
+                 {"wake_ns", eng.wake}};
+  j["step_model"] = {
+      {"source", model.source}, {"notes", model.notes}, {"attention", to_string(model.form)}, {"host_scale", model.host_scale}};
+  j["steps"] = res.step_count;
+  j["preemptions"] = res.preemptions;
+  j["padded_tokens"] = res.padded_tokens;
+  j["new_shapes"] = res.new_shapes;
+  j["warmup_requests"] = eng.warmup.size();
+  json rq = json::array();
+  for (std::size_t i = 0; i < reqs.size(); ++i)
+    rq.push_back({{"id", reqs[i].id},
+                  {"ttft_ms", num_or_null(m.req_ttft[i])},
+                  {"tpot_ms", num_or_null(m.req_tpot[i])},
+                  {"e2el_ms", num_or_null(m.req_e2el[i])},
+                  {"queue_ms", num_or_null(m.req_queue[i])},
+                  {"preemptions", res.requests[i].preemptions}});
+  j["requests"] = rq;
+  if (has_meas) {
+    json mj = stat_json(meas);
+    json mr = json::array();
+    for (std::size_t i = 0; i < reqs.size(); ++i)
+      mr.push_back({{"id", reqs[i].id},
+                    {"ttft_ms", num_or_null(meas.req_ttft[i])},
+                    {"tpot_ms", num_or_null(meas.req_tpot[i])},
+                    {"e2el_ms", num_or_null(meas.req_e2el[i])}});
+    mj["requests"] = mr;
+    j["measured"] = mj;
+  }
+  if (!sweep.empty()) {
+    json sj = json::array();
+    for (const auto& row : sweep) {
+      json x = stat_json(row.m);
+      x["rate"] = row.rate;
+      sj.push_back(x);
+    }
+    j["sweep"] = sj;
+    j["knee_rate"] = knee > 0 ? json(knee) : json(nullptr);
+    j["goodput_best_rate"] = best_rate;
+    j["sweep_s"] = sweep_s;
+  }
+  j["simulation_s"] = sim_s;
+  return j;
+}
+
+void print_serve_text(const ServeJob& job, const ServeOutcome& out, std::ostream& o) {
+  [[maybe_unused]] json result;
+  [[maybe_unused]] const LlmConfig& llm = out.llm;
+  [[maybe_unused]] const HwSpec& hw = out.hw;
+  [[maybe_unused]] const EngineConfig& eng = out.engine;
+  [[maybe_unused]] const Bytes kv_bytes = out.kv_bytes;
+  [[maybe_unused]] const Slo slo = job.slo;
+  [[maybe_unused]] const std::string policy = eng.policy == Policy::Static ? "static" : "continuous";
+  [[maybe_unused]] const std::vector<Request>& reqs = out.requests;
+  [[maybe_unused]] const bool generated = out.generated;
+  [[maybe_unused]] const StepCostModel& model = out.model;
+  [[maybe_unused]] const ServeResult& res = out.result;
+  [[maybe_unused]] const Metrics& m = out.simulated;
+  [[maybe_unused]] const Metrics& meas = out.measured;
+  [[maybe_unused]] const bool has_meas = out.has_measured;
+  [[maybe_unused]] const auto& sweep = out.sweep;
+  [[maybe_unused]] const double knee = out.knee_rate, best_rate = out.best_rate, sweep_s = out.sweep_s, sim_s = out.simulation_s,
+                                total_s = out.total_s;
   o << "bneck serve: " << reqs.size() << " requests (" << (generated ? "generated" : job.requests_path) << "), " << policy << " batching"
     << (eng.cuda_graph ? ", CUDA graphs" : "") << "\n";
   o << "  model " << job.model_path << ": " << std::fixed << std::setprecision(2) << llm.params() / 1e9 << " B parameters, "
@@ -363,6 +381,14 @@ json serve_report(const ServeJob& job, const ServeOutcome& out, const std::strin
       << "\n";
     o << "  " << (slo.ttft > 0 || slo.tpot > 0 ? "goodput" : "throughput") << "-maximizing rate: " << best_rate << " requests/s\n";
   }
+}
+
+}  // namespace
+
+json serve_report(const ServeJob& job, const ServeOutcome& out, const std::string& chrome_out, std::ostream* text) {
+  json result = serve_json(job, out);
+  if (!chrome_out.empty()) write_output(chrome_out, [&](std::ostream& o) { write_chrome(out.requests, out.result, o); });
+  if (text) print_serve_text(job, out, *text);
   return result;
 }
 

@@ -3,8 +3,10 @@
 # steps and 50-60 ms in every other step (issue 14)? Per-step engine-thread CPU time, an interpreter
 # speed probe, and the CPU seconds of every thread of the process (validate/workloads/serving.py --diag),
 # for an offline batch, a Poisson rate, and the offline batch with one intra-op thread.
-# Usage (device): validate/run_serving_diag.sh  -> $OUT/*.out, *_steps.jsonl
+# Usage (device): validate/reference/h200/serving/run_serving_diag.sh  -> $OUT/*.out, *_steps.jsonl
 set -u
+OUT=${1:?usage: validate/reference/h200/serving/run_serving_diag.sh OUTDIR}  # where the results go (created)
+mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 W=validate/workloads/serving.py
 L="--prompt-len 32,512 --output-len 16,128 --warmup 8 --diag"

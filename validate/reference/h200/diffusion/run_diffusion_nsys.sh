@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The diffusion baseline under Nsight Systems (NVTX from emit_nvtx, shapes in the range names).
-# Usage (device): validate/run_diffusion_nsys.sh -> $OUT/diffusion_base.sqlite.gz
+# Usage (device): validate/reference/h200/diffusion/run_diffusion_nsys.sh -> $OUT/diffusion_base.sqlite.gz
 set -u
+OUT=${1:?usage: validate/reference/h200/diffusion/run_diffusion_nsys.sh OUTDIR}  # where the results go (created)
+mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 source .nsys/env.sh
 timeout 150 nsys profile -t cuda,nvtx --sample=none --cpuctxsw=none -o /tmp/dn --force-overwrite true \

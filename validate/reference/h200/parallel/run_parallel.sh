@@ -3,10 +3,10 @@
 # validate/workloads/parallel.py in data-, tensor- and pipeline-parallel mode at 1 GPU and at 2,
 # unprofiled steps timed by CUDA events (the ground truth) and profiled steps (Kineto, one trace per
 # rank, gzipped); with --nsys, the same under Nsight Systems (SQLite exports) instead of Kineto.
-# Usage: validate/run_parallel.sh OUTDIR [--nsys]
+# Usage: validate/reference/h200/parallel/run_parallel.sh OUTDIR [--nsys]
 set -uo pipefail
-out=${1:?usage: validate/run_parallel.sh OUTDIR [--nsys]}
-here=$(cd "$(dirname "$0")/.." && pwd)
+out=${1:?usage: validate/reference/h200/parallel/run_parallel.sh OUTDIR [--nsys]}
+here=$(cd "$(dirname "$0")/../../../.." && pwd)
 mkdir -p "$out"
 export NCCL_NVLS_ENABLE=0 NCCL_CUMEM_ENABLE=0 PYTHONUNBUFFERED=1
 wl="$here/validate/workloads/parallel.py"

@@ -3,7 +3,7 @@
 # engine as shipped (validate/workloads/serving.py --plain: no NVTX ranges, no hooks), one
 # calibration run under Nsight Systems (CUDA tracing only) with its request log, the same requests
 # again unprofiled, and held-out runs at other loads: Poisson 4 and 8 requests/s, CUDA graphs at 6/s.
-# Usage (on an H200 machine, from the repository root): validate/run_serving_plain.sh DIR
+# Usage (on an H200 machine, from the repository root): validate/reference/h200/serving/plain/run_serving_plain.sh DIR
 #   -> DIR/{cal_plain.sqlite.gz.part-*, *.jsonl, *.out, config.json}
 set -u
 export PYTHONUNBUFFERED=1

@@ -1,4 +1,6 @@
 set -u
+OUT=${1:?usage: validate/reference/h200/serving/run_serving2.sh OUTDIR}  # where the results go (created)
+mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 W=validate/workloads/serving.py; O=$OUT
 L="--prompt-len 32,512 --output-len 16,128 --warmup 8"

@@ -7,10 +7,12 @@
 #   nsys_noranges.log, nsys_noranges.sqlite.gz Nsight Systems, CUDA only, no range at all
 #   env.txt                      date, GPU, driver, torch, nsys versions
 # Needs Nsight Systems' environment script folder in .nsys/ (a copy of the nsys tools folder).
-# Usage (device): validate/run_train_ranges.sh [OUTDIR]   (default $OUT)
+# Usage (device): validate/reference/h200/train_ranges/run_train_ranges.sh [OUTDIR]   
 set -u
-out=${1:-${OUT:?usage: validate/run_train_ranges.sh OUTDIR}}
-here=$(cd "$(dirname "$0")/.." && pwd)
+OUT=${1:?usage: validate/reference/h200/train_ranges/run_train_ranges.sh OUTDIR}  # where the results go (created)
+mkdir -p "$OUT"
+out=${1:-${OUT:?usage: validate/reference/h200/train_ranges/run_train_ranges.sh OUTDIR}}
+here=$(cd "$(dirname "$0")/../../../.." && pwd)
 wl="$here/validate/workloads/train_ranges.py"
 export PYTHONUNBUFFERED=1
 mkdir -p "$out"

@@ -5,8 +5,10 @@
 # shows steps on shapes already met), its requests again unprofiled, and held-out runs: Poisson
 # rates 3 and 10 requests/s, an offline batch, CUDA graphs on, and static batching (model.generate,
 # batches of 32) on the offline batch's requests. Prompts 32-512 tokens, outputs 16-128 (uniform).
-# Usage (device): validate/run_serving.sh  -> $OUT/serving.tgz (logs, step logs, trimmed trace)
+# Usage (device): validate/reference/h200/serving/run_serving.sh  -> $OUT/serving.tgz (logs, step logs, trimmed trace)
 set -u
+OUT=${1:?usage: validate/reference/h200/serving/run_serving.sh OUTDIR}  # where the results go (created)
+mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 W=validate/workloads/serving.py; O=/tmp/serving; mkdir -p $O
 L="--prompt-len 32,512 --output-len 16,128 --warmup 8"
