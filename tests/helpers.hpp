@@ -11,7 +11,12 @@ namespace bneck::test {
 inline std::string source_dir() { return BNECK_SOURCE_DIR; }
 inline std::string shared_dir() { return BNECK_SHARED_DIR; }
 inline std::string demo_trace() { return source_dir() + "/traces/data/demo_pipeline.sqlite"; }
-inline std::string h200(const std::string& f) { return shared_dir() + "/traces/h200/" + f; }
+inline std::string h200(const std::string& f) {
+  std::string p = shared_dir();  // appended piecewise (GCC 12 warns falsely on one expression)
+  p += "/traces/h200/";
+  p += f;
+  return p;
+}
 
 Trace workload(const std::string& json_text);
 

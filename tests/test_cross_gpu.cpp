@@ -162,31 +162,6 @@ TEST_CASE("other GPUs: NeuSight's held-out kernels through the presets and their
   }
 }
 
-TEST_CASE("a GEMM surface: the median efficiency of the nearest measured shapes, none far from all", "[hw][cross_gpu]") {
-  // Four samples (log2 batch, rows, inner, columns, efficiency); nearest 3. A 1024 x 1024 x 1024
-  // GEMM is (0, 10, 10, 10): distances^2 0 (0.8), 1 (0.6), 3 (0.4) and 27 (0.1): the median of the
-  // three nearest, 0.6. A shape more than two octaves (distance^2 > 4) from every sample has none.
-  GpuSpec::GemmSurface s;
-  s.nearest = 3;
-  s.samples = {{0, 7, 7, 7, 0.1}, {0, 9, 9, 9, 0.4}, {0, 10, 10, 10, 0.8}, {0, 11, 10, 10, 0.6}};
-  REQUIRE(s.efficiency(1, 1024, 1024, 1024).has_value());
-  CHECK(*s.efficiency(1, 1024, 1024, 1024) == Approx(0.6));
-  CHECK_FALSE(s.efficiency(1, 1 << 14, 1 << 14, 1 << 14).has_value());  // 9 + 16 + 16 from (11, 10, 10) at the nearest
-  CHECK_FALSE(s.efficiency(8, 1024, 1024, 1024).has_value());           // a batch of 8: 3^2 from every sample
-  // In a kernel: 2 x 1024^3 FLOP at 0.6 of a 10 TFLOP/s FP32 peak = 357.9 us.
-  HwSpec hw = load_target_hw("h100-sxm");
-  hw.gpu.gemm_samples = {{Dtype::FP32, s}};
-  hw.gpu.kernel_tail = 0;
-  hw.gpu.gemm_fit.clear();
-  hw.gpu.peak[static_cast<int>(Dtype::FP32)][static_cast<int>(ComputeUnit::Simt)] = 10e12;
-  KernelWork w;
-  w.cls = KernelClass::Gemm;
-  w.flops = 2.0 * 1024 * 1024 * 1024;
-  w.bytes = 3.0 * 4 * 1024 * 1024;
-  w.out_rows = w.out_cols = 1024;
-  CHECK(model_kernel(nullptr, w, hw).time_ns == Approx(2.0 * 1024 * 1024 * 1024 / (10e12 * 0.6) * 1e9).margin(2));
-}
-
 TEST_CASE("retargeting says which precisions the target lacks and what runs instead", "[hw][cross_gpu][cli]") {
   const std::string trace = std::string(BNECK_SHARED_DIR) + "/traces/h200/block_bf16.sqlite";
   if (!fs::exists(trace)) {
