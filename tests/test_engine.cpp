@@ -7,7 +7,6 @@
 using namespace bneck;
 using namespace bneck::test;
 
-
 TEST_CASE("ops on one stream run back to back in FIFO order", "[engine]") {
   // 1 + 2 + 3 ms on one stream = 6 ms; the second starts at 1 ms, the third at 3 ms.
   auto r = replay(workload(R"({"format": "bneck-workload", "lanes": [{"kind": "stream"}], "ops": [
