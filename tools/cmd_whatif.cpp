@@ -15,7 +15,7 @@
 namespace bneck {
 
 void add_whatif(CLI::App& sub, Action& action) {
-  static std::string trace, json_out, chrome_out, range, source_hw, list, sharing = "on";
+  static std::string trace, json_out, chrome_out, range, source_hw, list, sharing = "on", unprofiled_time;
   static std::size_t top = 12;
   sub.add_option("TRACE", trace, "trace file (first): nsys .sqlite, Kineto .json[.gz], bneck JSON, or a directory with one trace per rank");
   sub.add_option("--list-transforms", list, "print the transforms ('text' or 'markdown') and exit")->expected(0, 1)->default_str("text");
@@ -23,6 +23,8 @@ void add_whatif(CLI::App& sub, Action& action) {
   sub.add_option("--json", json_out, "write JSON to FILE ('-' for stdout)");
   sub.add_option("--chrome-trace", chrome_out, "write the baseline and predicted timelines to FILE");
   sub.add_option("--source-hw", source_hw, "the trace's GPU, if its device name does not tell");
+  sub.add_option("--unprofiled-time", unprofiled_time,
+                 "the measured unprofiled step (\"182 ms\"; with --range, a range's median): the profiler's host cost scaled to reach it");
   sub.add_option("--sharing", sharing,
                  "on: concurrent device ops share their GPU's SMs and HBM (sim/engine/sharing.hpp); off: each keeps its time")
       ->check(CLI::IsMember({"on", "off"}))
@@ -52,6 +54,10 @@ void add_whatif(CLI::App& sub, Action& action) {
       opt.source_hw = source_hw;
       opt.sharing = sharing == "on";
       opt.top = top;
+      if (!unprofiled_time.empty()) {
+        opt.unprofiled_time = parse_duration(unprofiled_time);
+        if (opt.unprofiled_time <= 0) throw InputError("--unprofiled-time " + unprofiled_time + ": must be positive");
+      }
       Trace t = load_with_options({trace}, topt, structure_texts(extras, range));
       WhatIfReport rep = run_whatif(t, opt);
       if (!json_out.empty()) write_output(json_out, [&](std::ostream& o) { o << json_text(whatif_json(rep), 1) << "\n"; });
