@@ -165,7 +165,7 @@ TEST_CASE("data-parallel what-if: a 1-rank DDP step gets its bucket all-reduces 
   std::remove(path.c_str());
 }
 
-TEST_CASE("--unprofiled-time scales the profiler's host cost to a measured unprofiled step", "[whatif][unprofile][shared]") {
+TEST_CASE("a measured unprofiled time scales the profiler's host cost (whatif --unprofiled-time)", "[whatif][unprofile][shared]") {
   // decode_eager is launch-bound (the GPU busy 12 % of a token): its host time sets each token's
   // span. Told the unprofiled token takes 0.9 ms, the per-event costs are scaled until the
   // baseline's median token is 0.9 ms (bisection: within 0.5 %); by default (measured costs) it is

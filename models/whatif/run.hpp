@@ -17,8 +17,8 @@ struct WhatIfOptions {
   std::vector<Transform> transforms;
   std::string scenario_name;
   std::string source_hw;
-  bool sharing = true;    // concurrent device ops share their GPU (sim/engine/sharing.hpp)
-  bool unprofile = true;  // baseline and forecast without the profiler's host cost (--unprofile off: with)
+  bool sharing = true;         // concurrent device ops share their GPU (sim/engine/sharing.hpp)
+  bool unprofile = true;       // baseline and forecast without the profiler's host cost (--unprofile off: with)
   TimeNs unprofiled_time = 0;  // a measured unprofiled step (or run): the profiler's costs scaled to reach it
   std::size_t top = 12;
 };
@@ -38,7 +38,7 @@ struct WhatIfReport {
   std::shared_ptr<const Graph> base_graph, pred_graph;
   std::vector<std::string> log;
   std::string source_hw, target_hw;
-  std::string unprofiled;     // the profiler whose host cost the baseline and forecast leave out (empty: none)
+  std::string unprofiled;      // the profiler whose host cost the baseline and forecast leave out (empty: none)
   std::string unprofile_log;   // what that took out
   std::string unprofile_note;  // how the costs were scaled to a measured unprofiled time, if they were
   Span measured, baseline, predicted;
