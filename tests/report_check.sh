@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The HTML report in a real browser (issue 16): bneck report on the bundled demo trace (with a
+# The HTML report in a real browser: bneck report on the bundled demo trace (with a
 # what-if), opened by headless Chromium: the page's script ran to its end without a console message,
 # every section is there, each timeline has one rectangle per device op of the trace (counted
 # independently in the SQLite export), and a screenshot is saved beside the report.

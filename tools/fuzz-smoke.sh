@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CI's short fuzz run (issue 17): builds the libFuzzer harnesses of tests/fuzz with clang, ASan and
+# CI's short fuzz run: builds the libFuzzer harnesses of tests/fuzz with clang, ASan and
 # UBSan (the `fuzz` preset) and runs each for BNECK_FUZZ_SECONDS (default 12) on its seeds,
 # tests/fuzz/regressions and ../shared/fuzz-findings, so every known reproducer runs first under the
 # sanitizers. A crash, sanitizer report, leak, timeout (20 s an input) or an input taking more than

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CI's check of the Python package (issue 16): `pip install .` into a fresh virtual environment
+# CI's check of the Python package: `pip install .` into a fresh virtual environment
 # (scikit-build-core and pybind11 come from PyPI into pip's isolated build; the C++ library builds
 # into the module, the bneck command beside it), then the package's pytest suite (python/tests,
 # with pandas for the DataFrames) and the README's one-liner.

@@ -1,4 +1,4 @@
-# A bf16 GEMM beside a 256 MiB NCCL all-reduce on two GPUs (issue 12): each alone, then together (the
+# A bf16 GEMM beside a 256 MiB NCCL all-reduce on two GPUs: each alone, then together (the
 # all-reduce on its own stream), 5 rounds each in record_function ranges; one Kineto trace per rank.
 # Usage: python3 gemm_allreduce.py OUTDIR       (NCCL_NVLS_ENABLE=0 and the other multicast switches off)
 import os, sys, json, time

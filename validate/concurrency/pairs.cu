@@ -1,4 +1,4 @@
-// Concurrent kernels on one GPU for the contention model (issue 12): each kernel alone, then two at
+// Concurrent kernels on one GPU for the contention model: each kernel alone, then two at
 // once on two streams, in NVTX ranges (5 rounds each). Copy kernels with a grid-stride loop at full
 // occupancy (8 blocks of 256 threads per SM) and at half (4 per SM), a cuBLAS bf16 GEMM (8192^3),
 // device-to-device cudaMemcpyAsync (copy engines), pinned host copies over PCIe (H2D pairs, H2D

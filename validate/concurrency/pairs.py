@@ -1,5 +1,5 @@
 # Concurrent kernels on one H200: each kernel alone, then two at once on two streams (NVTX range per
-# case, 5 rounds each), for the contention model (issue 12). Also a CUDA graph of 100 tiny kernels
+# case, 5 rounds each), for the contention model. Also a CUDA graph of 100 tiny kernels
 # and the same launched eagerly (device-side kernel time and node gaps).
 # Usage: python3 pairs.py            (under nsys: ranges and kernels; alone: CUDA-event times)
 import sys, time, json

@@ -1,4 +1,4 @@
-# Persistent GEMMs short of SMs (issue 13's DP contention, on one GPU): a bf16 torch.mm alone, then
+# Persistent GEMMs short of SMs (DP contention, on one GPU): a bf16 torch.mm alone, then
 # launched while a "blocker" holds 24 SMs (24 blocks of 544 threads with 104 KiB of dynamic shared
 # memory each, an H200 NCCL all-reduce's footprint, spinning 3 ms on the global timer), so that the
 # GEMM's one-block-per-SM persistent grid finds 108 SMs. Shapes with few and many output tiles.

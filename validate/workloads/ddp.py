@@ -1,4 +1,4 @@
-# A data-parallel training step for multi-GPU ground truth (issue: multi-GPU calibration).
+# A data-parallel training step for multi-GPU ground truth.
 # 12 Linear(4096, 4096) + GELU layers: 201 M fp32 parameters, 805 MB of gradients, so DDP's bucketed
 # all-reduces (25 MB buckets) overlap the backward pass. Per-GPU batch 64 (weak scaling: the work per
 # GPU stays the same at any GPU count). Each step is an NVTX range "stepN" (for nsys) and a

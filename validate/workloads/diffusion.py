@@ -1,5 +1,5 @@
 # A latent-diffusion pipeline for `bneck pipeline` and the step/guidance/resolution what-ifs
-# (issue 15), in plain PyTorch with random weights, bf16: a CLIP text encoder (transformers, from a
+#, in plain PyTorch with random weights, bf16: a CLIP text encoder (transformers, from a
 # config), a DiT denoiser (16 layers, d 1152, 16 heads, patch 2, adaLN, cross-attention to the
 # text), an Euler sampler with classifier-free guidance (conditional and unconditional halves in one
 # batch), and a convolutional VAE decoder (latent /8 -> pixels, 512-256-128 channels).

@@ -1,4 +1,4 @@
-# Data-, tensor- and pipeline-parallel workloads for the parallelism what-ifs' ground truth (issue 13).
+# Data-, tensor- and pipeline-parallel workloads for the parallelism what-ifs' ground truth.
 # Each runs on 1 GPU (the trace bneck forecasts from) and on N GPUs (what it forecasts), with the
 # same per-GPU program except for the parallelism itself:
 #   dp : DDP training step, bf16, 10 x Linear(6144, 6144) (755 MB of gradients), 1024 tokens per GPU

@@ -1,4 +1,4 @@
-# LLM serving ground truth for `bneck serve` (issue 14): a Llama-style model built from a config with
+# LLM serving ground truth for `bneck serve`: a Llama-style model built from a config with
 # random weights (bf16), served by transformers' continuous-batching engine (paged|sdpa attention,
 # FIFO scheduler, prefix sharing off, synchronous batching) or by `model.generate` on padded static
 # batches. Requests arrive by a Poisson process (--rate, requests/s; 0 = all at t=0, an offline

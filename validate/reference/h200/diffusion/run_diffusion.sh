@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Diffusion ground truth for `bneck pipeline` and the --steps/--cfg/--resolution what-ifs (issue 15)
+# Diffusion ground truth for `bneck pipeline` and the --steps/--cfg/--resolution what-ifs
 # on one H200: unprofiled medians of each configuration, then the baseline under the PyTorch
 # profiler (shapes recorded). Usage (device): validate/reference/h200/diffusion/run_diffusion.sh -> $OUT/diffusion.log,
 # $OUT/diffusion_base.json.gz

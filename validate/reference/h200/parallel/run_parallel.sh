@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Ground truth for the parallelism what-ifs (issue 13), on a machine with 2+ GPUs (nvidia-h200-x2):
+# Ground truth for the parallelism what-ifs, on a machine with 2+ GPUs (nvidia-h200-x2):
 # validate/workloads/parallel.py in data-, tensor- and pipeline-parallel mode at 1 GPU and at 2,
 # unprofiled steps timed by CUDA events (the ground truth) and profiled steps (Kineto, one trace per
 # rank, gzipped); with --nsys, the same under Nsight Systems (SQLite exports) instead of Kineto.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Serving ground truth for `bneck serve` (issue 14) on one H200: transformers' continuous-batching
+# Serving ground truth for `bneck serve` on one H200: transformers' continuous-batching
 # engine serving a 1.1 B Llama-style model (validate/workloads/serving.py). One calibration run under
 # Nsight Systems (trace + request log; its engine serves the warm-up batch twice, so that the trace
 # shows steps on shapes already met), its requests again unprofiled, and held-out runs: Poisson

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Why does the continuous-batching engine's forward run at 13 ms a step in an offline batch's first
-# steps and 50-60 ms in every other step (issue 14)? Per-step engine-thread CPU time, an interpreter
+# steps and 50-60 ms in every other step? Per-step engine-thread CPU time, an interpreter
 # speed probe, and the CPU seconds of every thread of the process (validate/workloads/serving.py --diag),
 # for an offline batch, a Poisson rate, and the offline batch with one intra-op thread.
 # Usage (device): validate/reference/h200/serving/run_serving_diag.sh  -> $OUT/*.out, *_steps.jsonl
