@@ -4,10 +4,10 @@
 #   gemm_allreduce.py on 2 GPUs when there are 2 (Kineto per rank) -> gemm_ar_rank{0,1}.json.gz.
 #   pairs.cu (copy kernels at full and half occupancy, cuBLAS GEMMs, D2D copies) the same way ->
 #   pairs_k.log, pairs_k.sqlite.xz.
-# Usage: validate/concurrency/run.sh OUTDIR      (.nsys/ = ../shared/tools/nsys, carried)
+# Usage: validate/reference/h200/concurrency/run.sh OUTDIR   (Nsight Systems' tools folder in .nsys/)
 set -u
 out=${1:?usage: run.sh OUTDIR}
-here=$(cd "$(dirname "$0")" && pwd)
+here=$(cd "$(dirname "$0")/../../../concurrency" && pwd)  # the measurement programs
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 mkdir -p "$out"
 nvcc -O3 -arch=sm_90 -o /tmp/pairs_k "$here/pairs.cu" -lcublas || exit 1
