@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "models/kernel_work.hpp"
+#include "models/occupancy.hpp"
 #include "models/whatif/run.hpp"
 #include "sim/analysis/analysis.hpp"
 #include "sim/analysis/structure.hpp"
@@ -192,6 +193,10 @@ std::vector<AdviceSuggestion> candidates(const Trace& t, const std::vector<Kerne
   if (a.overlap.exposed_communication_ns > a.span_ns / 20)
     add("overlap the exposed communication", {"--overlap-comm"}, 0.10, "needs asynchronous collectives issued as their inputs are ready");
   add("another GPU: B200", {"--hw", "b200"}, 0.15, "cost and availability; kernels re-timed by the model, not measured there");
+  if (host >= 0.2 || share(kLatency) >= 0.2) {  // launch-bound or small kernels: more work per launch
+    add("a 4x larger batch per step", {"--batch", "4"}, 0.15, "latency: each step takes longer; activation memory grows 4x (not checked)");
+    cand.back().batch = 4;
+  }
   bool training = false;
   for (const AdvicePhase& p : a.phases) training = training || p.name == "@backward";
   if (training) {
@@ -238,6 +243,38 @@ void simulate(const Trace& t, const AdviseOptions& opt, const std::string& sourc
   });
 }
 
+// The five kernels (by name) that take most time: their longest launch's grid, occupancy and waves.
+std::vector<AdviceKernel> kernels_that_matter(const Trace& t, const HwSpec& hw) {
+  std::map<StrId, AdviceKernel> by;
+  std::map<StrId, TimeNs> longest;
+  for (OpId o = 0; o < t.ops.size(); ++o) {
+    const Op& op = t.ops[o];
+    if (op.kind != OpKind::Kernel || (op.flags & Op::kFlagNccl)) continue;
+    AdviceKernel& k = by[op.name];
+    ++k.count;
+    k.total_ns += op.duration();
+    const LaunchConfig* lc = t.launch(op);
+    if (!lc || op.duration() <= longest[op.name]) continue;
+    longest[op.name] = op.duration();
+    k.blocks = std::uint64_t{lc->grid(0)} * lc->grid(1) * lc->grid(2);
+    k.threads = std::uint32_t{lc->block[0]} * lc->block[1] * lc->block[2];
+    const OccupancyResult occ = occupancy(hw.gpu, {k.threads, lc->registers, Bytes{lc->static_smem} + lc->dynamic_smem});
+    k.blocks_per_sm = occ.blocks_per_sm;
+    k.limiter = occ.limiter;
+    const Waves w = wave_quantization(k.blocks, std::max<std::uint32_t>(1, occ.blocks_per_sm), hw.gpu.sm_count);
+    k.waves = w.waves;
+    k.wave_efficiency = w.efficiency;
+  }
+  std::vector<AdviceKernel> out;
+  for (auto& [id, k] : by) {
+    k.name = t.strings.str(id);
+    out.push_back(std::move(k));
+  }
+  std::sort(out.begin(), out.end(), [](const AdviceKernel& x, const AdviceKernel& y) { return x.total_ns > y.total_ns; });
+  if (out.size() > 5) out.resize(5);
+  return out;
+}
+
 }  // namespace
 
 Advice advise(const Trace& t, const AdviseOptions& opt) {
@@ -278,6 +315,7 @@ Advice advise(const Trace& t, const AdviseOptions& opt) {
   path_by_class(t, work, hw, base, path, a);
   classify_run(a);
   classify_phases(t, work, hw, base.base_sim, a);
+  a.kernels = kernels_that_matter(t, hw);
   std::vector<AdviceSuggestion> cand = candidates(t, work, a);
   simulate(t, opt, source, cand);
   a.suggestions = std::move(cand);

@@ -36,12 +36,24 @@ struct AdviceSuggestion {
   std::string title;
   std::vector<std::string> args;  // what `bneck whatif TRACE` takes to reproduce it
   std::uint32_t gpus = 1;         // GPUs it uses (the forecast is per step of every GPU)
+  double batch = 1;               // samples per step relative to the traced (a larger batch)
   TimeNs baseline_ns = 0, predicted_ns = 0, amdahl_ns = 0;
   double error_bar = 0;  // held-out median |error| of its family (fraction)
   std::string tradeoff;
   std::string error;  // non-empty: the what-if could not run (why)
   // Time per traced batch: the forecast over the GPUs that share the work (weak scaling).
-  double effective_ns() const { return static_cast<double>(predicted_ns) / gpus; }
+  double effective_ns() const { return static_cast<double>(predicted_ns) / gpus / batch; }
+};
+
+// A kernel that matters (by total time): its launch, occupancy and waves on the trace's GPU.
+struct AdviceKernel {
+  std::string name;
+  std::size_t count = 0;
+  TimeNs total_ns = 0;
+  std::uint64_t blocks = 0;  // of its longest launch
+  std::uint32_t threads = 0, blocks_per_sm = 0;
+  double waves = 0, wave_efficiency = 0;
+  std::string limiter;  // what limits its blocks per SM
 };
 
 struct Advice {
@@ -51,6 +63,7 @@ struct Advice {
   std::map<std::string, TimeNs> path_by_class;  // critical path, by class
   Overlap overlap;
   std::vector<ClassRow> classes;  // the roofline aggregation by kernel class
+  std::vector<AdviceKernel> kernels;  // the five kernels that take most time
   std::string bottleneck, evidence;
   std::vector<AdvicePhase> phases;
   std::vector<AdviceSuggestion> suggestions;  // best first

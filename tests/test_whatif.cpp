@@ -186,3 +186,21 @@ TEST_CASE("a measured unprofiled time scales the profiler's host cost (whatif --
   CHECK(off.baseline_ns == off.measured_ns);
   CHECK(off.unprofiled.empty());
 }
+
+TEST_CASE("--batch K: every kernel does K times its work, the host's calls stay (hand-computed)", "[whatif][batch]") {
+  // One 1 ms kernel launched at 0: with twice the work its time is tail + 2 (1 ms - tail) (its work
+  // read from its measured time); the host call is unchanged.
+  const std::string path = write_temp(R"({"format": "bneck-workload", "measured": true,
+    "devices": [{"name": "NVIDIA H200", "sm_count": 132, "compute_capability": "9.0"}],
+    "lanes": [{"kind": "thread", "name": "main"}, {"kind": "stream", "name": "s", "device": 0}],
+    "ops": [{"kind": "api", "name": "cudaLaunchKernel", "lane": 0, "start": "0 us", "duration": "5 us", "api_class": "launch"},
+            {"kind": "kernel", "name": "k", "lane": 1, "start": "10 us", "end": "1010 us", "launched_by": 0}]})",
+                                      "batch");
+  const HwSpec hw = load_hw("h200-sxm-calibrated");
+  const TimeNs tail = hw.gpu.kernel_tail;
+  WhatIfReport r = whatif_of(path, "", {"--batch", "2", "--sharing", "off"});
+  CHECK(r.baseline_ns == kNsPerMs);
+  CHECK(std::llabs(r.predicted_ns - (tail + 2 * (kNsPerMs - tail))) <= 1);
+  CHECK_THROWS_WITH(whatif_of(path, "", {"--batch", "0"}), Catch::Contains("--batch 0"));
+  std::remove(path.c_str());
+}

@@ -7,7 +7,7 @@ namespace bneck {
 extern const TransformDef kScaleTransform, kRemoveTransform, kFuseTransform, kPrecisionTransform, kCudaGraphTransform, kHwTransform,
     kOverlapCommTransform, kRanksTransform, kRepeatTransform, kDataParallelTransform, kTensorParallelTransform, kPipelineParallelTransform,
     kStepsTransform, kCfgTransform, kResolutionTransform, kFramesTransform, kFsdpTransform, kContextParallelTransform,
-    kExpertParallelTransform, kUnprofileTransform;
+    kExpertParallelTransform, kUnprofileTransform, kBatchTransform;
 
 const std::vector<const TransformDef*>& transform_registry() {
   static const std::vector<const TransformDef*> table = {
@@ -27,6 +27,7 @@ const std::vector<const TransformDef*>& transform_registry() {
       &kContextParallelTransform,
       &kExpertParallelTransform,
       &kUnprofileTransform,
+      &kBatchTransform,
       &kStepsTransform,
       &kCfgTransform,
       &kResolutionTransform,

@@ -55,6 +55,17 @@ nlohmann::json advice_json(const Advice& a) {
                                {"bytes", r.bytes},
                                {"bound", r.bound},
                                {"achieved_fraction_of_peak", r.achieved_fraction}});
+  j["kernels"] = nlohmann::json::array();
+  for (const AdviceKernel& k : a.kernels)
+    j["kernels"].push_back({{"name", k.name},
+                            {"count", k.count},
+                            {"total_ns", k.total_ns},
+                            {"blocks", k.blocks},
+                            {"threads_per_block", k.threads},
+                            {"blocks_per_sm", k.blocks_per_sm},
+                            {"occupancy_limiter", k.limiter},
+                            {"waves", k.waves},
+                            {"wave_efficiency", k.wave_efficiency}});
   j["suggestions"] = nlohmann::json::array();
   for (const AdviceSuggestion& s : a.suggestions) {
     nlohmann::json e = {{"title", s.title},
@@ -101,6 +112,13 @@ void print_advice_text(const Advice& a, const std::string& source, std::ostream&
                     format_duration(r.measured_ns).c_str(), r.bound.c_str(), r.achieved_fraction * 100);
       out << b << "\n";
     }
+  if (!a.kernels.empty()) out << "\nThe kernels that take most time (their longest launch on the trace's GPU)\n";
+  for (const AdviceKernel& k : a.kernels) {
+    std::snprintf(b, sizeof b, "  %-50.50s x%-5zu %12s  %8llu blocks x %4u threads, %2u per SM (%s), %.2f waves (%.0f %% full)",
+                  k.name.c_str(), k.count, format_duration(k.total_ns).c_str(), static_cast<unsigned long long>(k.blocks), k.threads,
+                  k.blocks_per_sm, k.limiter.c_str(), k.waves, k.wave_efficiency * 100);
+    out << std::string(b).substr(0, 200) << "\n";
+  }
   out << "\nWhat to change, best first (forecast of the whole run; Amdahl: the changed ops' time saved, as if nothing overlapped)\n";
   int rank = 0;
   for (const AdviceSuggestion& s : a.suggestions) {
@@ -110,7 +128,9 @@ void print_advice_text(const Advice& a, const std::string& source, std::ostream&
     }
     char tp[32];
     std::snprintf(tp, sizeof tp, "%.2f", throughput(s));
-    const std::string more = s.gpus > 1 ? " a step on each of " + std::to_string(s.gpus) + " GPUs, throughput " + tp + "x" : "";
+    const std::string more = s.gpus > 1    ? " a step on each of " + std::to_string(s.gpus) + " GPUs, throughput " + tp + "x"
+                             : s.batch > 1 ? std::string(" throughput ") + tp + "x"
+                                           : "";
     std::snprintf(b, sizeof b, "  %d. %-40s %10s -> %10s  %.2fx +-%.0f %%  (Amdahl %s)%s", ++rank, s.title.c_str(),
                   format_duration(s.baseline_ns).c_str(), format_duration(s.predicted_ns).c_str(), speedup(s), s.error_bar * 100,
                   format_duration(s.amdahl_ns).c_str(), more.c_str());
