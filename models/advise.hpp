@@ -62,7 +62,7 @@ struct Advice {
   TimeNs span_ns = 0, path_ns = 0;
   std::map<std::string, TimeNs> path_by_class;  // critical path, by class
   Overlap overlap;
-  std::vector<ClassRow> classes;  // the roofline aggregation by kernel class
+  std::vector<ClassRow> classes;      // the roofline aggregation by kernel class
   std::vector<AdviceKernel> kernels;  // the five kernels that take most time
   std::string bottleneck, evidence;
   std::vector<AdvicePhase> phases;
