@@ -89,16 +89,17 @@ void info_text(const Trace& t, const json& j, std::ostream& out) {
   out << "\nwindow  " << format_duration(j["time_window_ns"].get<TimeNs>()) << "\n";
   std::map<std::string, std::size_t> rnames;
   for (const auto& r : t.ranges) rnames[t.strings.str(r.name)]++;
-  out << "ranges  " << t.ranges.size() << " (" << rnames.size() << " distinct names)";
+  std::string line = "ranges  " + std::to_string(t.ranges.size()) + " (" + std::to_string(rnames.size()) + " distinct names)";
   std::size_t shown = 0;
-  for (auto& [k, v] : rnames) {
-    if (shown++ >= 12) {
-      out << " ...";
+  for (auto& [k, v] : rnames) {  // as many names as fit in 200 characters
+    const std::string item = (shown++ == 0 ? ": " : ", ") + short_name(k, 30) + (v > 1 ? " x" + std::to_string(v) : "");
+    if (line.size() + item.size() > 195) {
+      line += " ...";
       break;
     }
-    out << (shown == 1 ? ": " : ", ") << short_name(k, 30) << (v > 1 ? " x" + std::to_string(v) : "");
+    line += item;
   }
-  out << "\n";
+  out << line << "\n";
   if (!t.anomalies.empty()) {
     out << "anomalies (counted, not fatal):\n";
     for (auto& [k, a] : t.anomalies) out << "  " << k << ": " << a.count << " (e.g. " << a.example << ")\n";

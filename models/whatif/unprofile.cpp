@@ -116,8 +116,7 @@ class Unprofile : public TransformStep {
           g.csr[e].set_delay(std::min(g.csr[e].delay(), gp.delay));
     c.log.push_back(text + ": " + s.name + ": " + format_duration(removed) + " of host time taken out (" + std::to_string(n_calls) +
                     " CUDA calls x " + format_duration(static_cast<TimeNs>(per_call)) + ", " + std::to_string(n_ops) + " recorded ops x " +
-                    format_duration(static_cast<TimeNs>(per_op)) +
-                    ", the profiler's cost measured on an H200 host; --unprofile off keeps it)");
+                    format_duration(static_cast<TimeNs>(per_op)) + "; --unprofile off keeps it)");
   }
 
  private:
