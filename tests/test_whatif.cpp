@@ -187,7 +187,8 @@ TEST_CASE("a measured unprofiled time scales the profiler's host cost (whatif --
   CHECK(off.unprofiled.empty());
 }
 
-TEST_CASE("a larger batch (whatif --batch K): every kernel does K times its work, the host's calls stay (hand-computed)", "[whatif][batch]") {
+TEST_CASE("a larger batch (whatif --batch K): every kernel does K times its work, the host's calls stay (hand-computed)",
+          "[whatif][batch]") {
   // One 1 ms kernel launched at 0: with twice the work its time is tail + 2 (1 ms - tail) (its work
   // read from its measured time); the host call is unchanged.
   const std::string path = write_temp(R"({"format": "bneck-workload", "measured": true,
