@@ -149,13 +149,15 @@ void path_by_class(const Trace& t, const std::vector<KernelWork>& work, const Hw
 }
 
 // Candidates generated from the profile.
-std::vector<AdviceSuggestion> candidates(const Trace& t, const std::vector<KernelWork>& work, const Advice& a) {
-  TimeNs kernels = 0, fp32_math = 0, pointwise = 0;
+std::vector<AdviceSuggestion> candidates(const Trace& t, const std::vector<KernelWork>& work, const HwSpec& hw, const Advice& a) {
+  TimeNs kernels = 0, fp32_math = 0, half_gemm = 0, pointwise = 0;
   for (OpId o = 0; o < t.ops.size(); ++o) {
     const Op& op = t.ops[o];
     if (op.kind != OpKind::Kernel || (op.flags & Op::kFlagNccl)) continue;
     kernels += op.duration();
     if (is_compute_class(work[o].cls) && work[o].dtype == Dtype::FP32) fp32_math += op.duration();
+    if (work[o].cls == KernelClass::Gemm && work[o].batch <= 1 && (work[o].dtype == Dtype::BF16 || work[o].dtype == Dtype::FP16))
+      half_gemm += op.duration();
     const KernelClass k = work[o].cls;
     if (k == KernelClass::Elementwise || k == KernelClass::Norm || k == KernelClass::Softmax || k == KernelClass::Reduction ||
         k == KernelClass::Copy)
@@ -188,6 +190,10 @@ std::vector<AdviceSuggestion> candidates(const Trace& t, const std::vector<Kerne
     add("the whole model in bf16", {"--precision", "bf16"}, 0.12,
         "numerics: weights and optimizer state in bf16 need master weights or care");
   }
+  if (static_cast<double>(half_gemm) / k >= 0.2 && hw.gpu.peak_of(Dtype::FP8, ComputeUnit::Tensor) > 0)
+    add("fp8 linear layers (per-tensor scaling)", {"--precision", "fp8-tensor"}, 0.12,
+        "numerics: e4m3 forward, e5m2 gradients with dynamic scales; Transformer Engine or torchao; the quantization passes cost "
+        "bandwidth");
   if (static_cast<double>(pointwise) / k >= 0.1)
     add("fuse the pointwise chains (torch.compile)", {"--fuse", "auto"}, 0.05, "compile time; graph breaks and recompiles on new shapes");
   if (a.overlap.exposed_communication_ns > a.span_ns / 20)
@@ -316,7 +322,7 @@ Advice advise(const Trace& t, const AdviseOptions& opt) {
   classify_run(a);
   classify_phases(t, work, hw, base.base_sim, a);
   a.kernels = kernels_that_matter(t, hw);
-  std::vector<AdviceSuggestion> cand = candidates(t, work, a);
+  std::vector<AdviceSuggestion> cand = candidates(t, work, hw, a);
   simulate(t, opt, source, cand);
   a.suggestions = std::move(cand);
   return a;

@@ -11,6 +11,7 @@
 #include <limits>
 #include <optional>
 
+#include "models/whatif/fp8.hpp"
 #include "models/whatif/transform.hpp"
 #include "sim/base/units.hpp"
 #include "sim/analysis/analysis.hpp"
@@ -103,14 +104,7 @@ class Autocast : public TransformStep {
       return static_cast<TimeNs>(std::llround(elems * (4 + nb) / (g.memory_bandwidth * g.streaming_efficiency_for(16)) * 1e9)) +
              g.kernel_tail;
     };
-    // The thread that launches the first kernel runs the forward (autograd's thread the backward).
-    LaneId main = kNone;
-    TimeNs first = std::numeric_limits<TimeNs>::max();
-    for (const Op& o : t.ops)
-      if (o.kind == OpKind::Kernel && o.link != kNone && t.ops[o.link].start < first) {
-        first = t.ops[o.link].start;
-        main = t.ops[o.link].lane;
-      }
+    const LaneId main = forward_lane(t);  // the forward's thread (autograd's runs the backward)
     std::size_t gemms = 0, casts = 0;
     TimeNs before = 0, after = 0, cast_total = 0, host_total = 0;
     OpId prev_batched = kNone;  // the last batched GEMM on the stream before a softmax
@@ -179,21 +173,23 @@ std::unique_ptr<TransformStep> parse(const std::string& arg) {
   auto c = main.find(':');
   const std::string name = main.substr(0, c);
   const std::string sel = c != std::string::npos ? checked_selector(main.substr(c + 1)) : std::string();
-  if (name == "autocast-bf16" || name == "autocast-fp16") {
-    TimeNs host = 6 * kNsPerUs;
-    if (const std::string* h = a.find("cast-host")) {
-      try {
-        host = parse_duration(*h);
-      } catch (const std::exception& e) { throw InputError("--cast-host " + *h + ": " + e.what()); }
-    }
-    return std::make_unique<Autocast>(name == "autocast-bf16" ? Dtype::BF16 : Dtype::FP16, sel, host);
+  TimeNs host = 6 * kNsPerUs;
+  if (const std::string* h = a.find("cast-host")) {
+    try {
+      host = parse_duration(*h);
+    } catch (const std::exception& e) { throw InputError("--cast-host " + *h + ": " + e.what()); }
   }
+  if (name == "autocast-bf16" || name == "autocast-fp16")
+    return std::make_unique<Autocast>(name == "autocast-bf16" ? Dtype::BF16 : Dtype::FP16, sel, host);
+  if (name == "fp8-tensor" || name == "fp8-row" || name == "fp8-block") return make_fp8_step(name.substr(4), sel, host);
   auto d = dtype_from_string(name);
-  if (!d) throw InputError("--precision " + main + ": unknown precision (fp32, tf32, bf16, fp16, fp8, autocast-bf16, autocast-fp16)");
+  if (!d)
+    throw InputError("--precision " + main +
+                     ": unknown precision (fp32, tf32, bf16, fp16, fp8, autocast-bf16, autocast-fp16, fp8-tensor, fp8-row, fp8-block)");
   return std::make_unique<Precision>(*d, sel);
 }
 
-const char* const kCompanions[] = {"cast-host=DURATION: host time of one autocast cast op (default 6 us)", nullptr};
+const char* const kCompanions[] = {"cast-host=DURATION: host time of one autocast cast or fp8 quantization kernel (default 6 us)", nullptr};
 
 }  // namespace
 
@@ -202,7 +198,8 @@ extern const TransformDef kPrecisionTransform{
     "DTYPE[:SEL]",
     TransformDef::Arg::Required,
     "GEMM/attention/conv and elementwise kernels move to DTYPE (fp32, tf32: math mode, bf16/fp16/fp8: the whole model); "
-    "autocast-bf16 / autocast-fp16: PyTorch autocast's recipe (GEMMs in DTYPE behind casts, softmax and norms fp32)",
+    "autocast-bf16 / autocast-fp16: PyTorch autocast's recipe (GEMMs in DTYPE behind casts, softmax and norms fp32); "
+    "fp8-tensor / fp8-row / fp8-block: Linear GEMMs in fp8 behind per-tensor, per-row or per-block quantization",
     parse,
     kCompanions};
 

@@ -1,0 +1,154 @@
+// --precision fp8-tensor / fp8-row / fp8-block: a model's Linear layers in fp8 as Transformer Engine
+// and torchao's Float8Linear run them; attention, norms, softmax, elementwise ops and the optimizer
+// keep their precision.
+//   GEMMs of two-dimensional operands (aten::mm / addmm; batched GEMMs are attention's and stay) run
+//   in fp8 on tensor cores: time x model(fp8) / model(source), rowwise scaling x kRowGemm.
+//   Each operand is quantized first, kernels folded into the GEMM's time on its stream:
+//   - tensor (dynamic per-tensor scaling): an amax reduction to one scalar (kAmaxTensor of the
+//     memory bandwidth: a split reduction of a few hundred blocks, far from streaming), then a
+//     scale-and-cast pass (source bytes read, 1 B written: kCast); in training the cast also writes
+//     the transposed copy the backward's GEMMs read (kCastTranspose, 2 B written);
+//   - row (per-row / per-output-channel scales): the amax per row streams (kAmaxRow), then the cast;
+//   - block (1 x 128 activation, 128 x 128 weight blocks, DeepSeek-V3 style): one fused pass per
+//     operand (amax and cast in the block), at kCast.
+//   Inference (no backward GEMM in the trace) casts weights once up front: only activations are
+//   quantized. Training quantizes x and W in each forward GEMM and the output gradient once for the
+//   two backward GEMMs that read it (each backward GEMM's first operand is that gradient or its
+//   transpose: half a quantization each).
+//   Two small kernels per quantization (the reduction's last stage, the scale) of one kernel tail
+//   each; each quantization kernel's launch adds `host` to the call that launches the GEMM.
+// Rates measured on an H200 (validate/reference/h200/fp8: torch._scaled_mm with torch.compile'd
+// quantization, the 8 x 4096 x 8192 runs; the 4 x 8192 x 4096 runs held out).
+#include "models/whatif/fp8.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "sim/base/units.hpp"
+
+namespace bneck {
+
+LaneId forward_lane(const Trace& t) {
+  LaneId main = kNone;
+  TimeNs first = std::numeric_limits<TimeNs>::max();
+  for (const Op& o : t.ops)
+    if (o.kind == OpKind::Kernel && o.link != kNone && t.ops[o.link].start < first) {
+      first = t.ops[o.link].start;
+      main = t.ops[o.link].lane;
+    }
+  return main;
+}
+
+namespace {
+
+constexpr double kAmaxTensor = 0.33;     // amax to one scalar: 1.58 TB/s of 4.8 on the H200 (fit)
+constexpr double kAmaxRow = 0.67;        // amax per row: 3.22 TB/s (fit)
+constexpr double kCast = 0.64;           // scale, clamp and cast, 2 B read + 1 B written: 3.07 TB/s (fit)
+constexpr double kCastTranspose = 0.41;  // the same writing both layouts (4 B an element): 1.95 TB/s (fit)
+constexpr double kRowGemm = 1.03;        // rowwise-scaled GEMM over per-tensor: 13.79 / 13.39 ms (fit)
+
+enum class Scaling { Tensor, Row, Block };
+
+class Fp8 : public TransformStep {
+ public:
+  Fp8(Scaling s, std::string sel, TimeNs host) : s_(s), sel_(std::move(sel)), host_(host) {}
+  void apply(const WhatIfContext& ctx, WhatIfCase& c) const override {
+    const Trace& t = ctx.trace;
+    auto hit = ctx.select(sel_, true);
+    const LaneId main = forward_lane(t);
+    bool training = false;
+    for (OpId i = 0; i < t.ops.size() && !training; ++i)
+      training = linear(ctx, i) && t.ops[i].link != kNone && t.ops[t.ops[i].link].lane != main;
+    std::size_t gemms = 0, kept = 0, quants = 0;
+    TimeNs before = 0, after = 0, quant_total = 0, host_total = 0;
+    for (OpId i = 0; i < t.ops.size(); ++i) {
+      const Op& o = t.ops[i];
+      if (!hit[i] || o.kind != OpKind::Kernel || (o.flags & Op::kFlagNccl) || !is_compute_class(ctx.work[i].cls)) continue;
+      if (!linear(ctx, i)) {
+        ++kept;
+        continue;
+      }
+      const KernelWork& w = ctx.work[i];
+      const TimeNs d = c.durations[i];
+      TimeNs nd = gemm_time(ctx, c, i);
+      const bool forward = o.link != kNone && t.ops[o.link].lane == main;
+      double n_quant = 0;
+      TimeNs q = 0;
+      if (w.from_shapes && w.out_rows > 0 && w.out_cols > 0) {
+        const double m = w.out_rows, n = w.out_cols, k = w.flops / (2 * m * n);
+        const double src = dtype_bytes(w.dtype);
+        if (!forward) {  // the output gradient (or its transpose), shared with the other backward GEMM
+          q = quant_ns(c.spec.gpu, m * k, src, true) / 2;
+          n_quant = 0.5;
+        } else {
+          q = quant_ns(c.spec.gpu, m * k, src, training);
+          n_quant = 1;
+          if (training) q += quant_ns(c.spec.gpu, k * n, src, true), n_quant += 1;
+        }
+      }
+      nd += q;
+      quant_total += q;
+      quants += static_cast<std::size_t>(std::lround(2 * n_quant));
+      if (n_quant > 0 && o.link != kNone) {
+        const TimeNs h = static_cast<TimeNs>(std::llround(static_cast<double>(host_) * kernels_per_quant() * n_quant));
+        c.durations[o.link] += h;
+        host_total += h;
+      }
+      before += d;
+      after += nd;
+      c.durations[i] = nd;
+      ++gemms;
+    }
+    const char* names[] = {"per-tensor", "per-row", "per-block"};
+    c.log.push_back(text + ": " + std::to_string(gemms) + " linear GEMMs in fp8 (" + names[static_cast<int>(s_)] + " scaling, " +
+                    (training ? "training: x, W and the output gradient" : "inference: activations; weights cast once") + " quantized, " +
+                    std::to_string(quants / 2) + " quantizations: " + format_duration(quant_total) + " on the GPU, " +
+                    format_duration(host_total) + " on the host), " + std::to_string(kept) + " batched GEMM/attention kernels kept; " +
+                    format_duration(before) + " -> " + format_duration(after));
+  }
+
+ private:
+  // A GEMM of two-dimensional operands, not already fp8.
+  static bool linear(const WhatIfContext& ctx, OpId i) {
+    const KernelWork& w = ctx.work[i];
+    return ctx.trace.ops[i].kind == OpKind::Kernel && w.cls == KernelClass::Gemm && w.batch <= 1 && w.dtype != Dtype::FP8 &&
+           w.dtype != Dtype::INT8 && w.dtype != Dtype::FP64;
+  }
+  TimeNs gemm_time(const WhatIfContext& ctx, const WhatIfCase& c, OpId i) const {
+    const KernelWork& w = ctx.work[i];
+    KernelWork w2 = w;
+    w2.dtype = Dtype::FP8;
+    w2.unit = c.spec.gpu.best_unit(Dtype::FP8);
+    w2.bytes = w.bytes / dtype_bytes(w.dtype);
+    const double old_t = static_cast<double>(model_kernel(ctx.trace, i, w, c.spec).time_ns);
+    const double new_t = static_cast<double>(model_kernel(ctx.trace, i, w2, c.spec).time_ns) * (s_ == Scaling::Row ? kRowGemm : 1.0);
+    const double d = static_cast<double>(c.durations[i]);
+    return old_t > 0 ? static_cast<TimeNs>(std::llround(d * new_t / old_t)) : c.durations[i];
+  }
+  double kernels_per_quant() const { return s_ == Scaling::Block ? 1 : 4; }  // amax, its last stage, the scale, the cast
+  // One operand of `elems` elements of `src` bytes quantized (with its transposed copy).
+  TimeNs quant_ns(const GpuSpec& g, double elems, double src, bool transposed) const {
+    const double bw = g.memory_bandwidth;
+    const double cast = transposed ? elems * (src + 2) / (bw * kCastTranspose) : elems * (src + 1) / (bw * kCast);
+    double sec = cast;
+    TimeNs small = 0;
+    if (s_ != Scaling::Block) {
+      sec += elems * src / (bw * (s_ == Scaling::Tensor ? kAmaxTensor : kAmaxRow));
+      small = 2 * g.kernel_tail;
+    }
+    return static_cast<TimeNs>(std::llround(sec * 1e9)) + small + g.kernel_tail;
+  }
+  Scaling s_;
+  std::string sel_;
+  TimeNs host_;
+};
+
+}  // namespace
+
+std::unique_ptr<TransformStep> make_fp8_step(const std::string& scaling, std::string sel, TimeNs host) {
+  const Scaling s = scaling == "row" ? Scaling::Row : scaling == "block" ? Scaling::Block : Scaling::Tensor;
+  return std::make_unique<Fp8>(s, std::move(sel), host);
+}
+
+}  // namespace bneck
