@@ -18,6 +18,16 @@ inline std::string h200(const std::string& f) {
   return p;
 }
 
+// A Hugging Face workload's fp32 PyTorch profiler trace (validate/reference/h200/hf_models,
+// unpacked into the test data folder by tests/CMakeLists.txt).
+inline std::string hf(const std::string& w) {
+  std::string p = BNECK_TEST_DATA;  // appended piecewise (GCC 12 warns falsely on one expression)
+  p += "/hf_models/k_fp32/";
+  p += w;
+  p += ".fp32.kineto.json.gz";
+  return p;
+}
+
 Trace workload(const std::string& json_text);
 
 struct Replayed {

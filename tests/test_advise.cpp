@@ -32,14 +32,6 @@ const AdviceSuggestion& first(const Advice& a) {
   return a.suggestions.front();
 }
 
-std::string hf(const std::string& w) {
-  std::string p = BNECK_TEST_DATA;  // appended piecewise (GCC 12 warns falsely on one expression)
-  p += "/hf_models/k_fp32/";
-  p += w;
-  p += ".fp32.kineto.json.gz";
-  return p;
-}
-
 }  // namespace
 
 TEST_CASE("advise: eager decoding is launch-bound and CUDA graphs rank first (H200)", "[advise][e2e]") {

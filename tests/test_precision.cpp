@@ -2,6 +2,7 @@
 // validate/reference/h200/fp8 (bf16 baseline traced with the PyTorch profiler, fp8 timed unprofiled).
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 
 #include "helpers.hpp"
@@ -9,6 +10,7 @@
 
 using namespace bneck;
 using namespace bneck::test;
+namespace fs = std::filesystem;
 
 TEST_CASE("fp8 recipes: per-tensor scaling costs an amax pass more than per-block (hand-computed)", "[whatif][precision]") {
   // One bf16 forward GEMM (aten::mm, x 8192 x 4096 times W 4096 x 4096) of 2 ms on an H200, launched
@@ -53,5 +55,20 @@ TEST_CASE("fp8 recipes predict the measured fp8 runs from bf16 traces (H200)", "
     const double ms = static_cast<double>(w.predicted_ns) / 1e6;
     INFO(c.tag << " " << c.recipe << " predicted " << ms << " ms, measured " << c.measured_ms << " ms");
     CHECK(std::abs(ms / c.measured_ms - 1) < 0.12);
+    bool named = false;  // the recipe the trace runs, recognized from its kernels
+    for (const auto& l : w.log) named = named || l.find("the trace runs bf16 (the whole model)") != std::string::npos;
+    CHECK(named);
   }
+}
+
+TEST_CASE("precision: the recipe a trace runs is recognized from its kernels", "[whatif][precision][e2e]") {
+  if (!fs::exists(hf("bert_large-inf-8x512"))) {
+    WARN("no unpacked hf_models traces: skipped");
+    return;
+  }
+  // The fp32 Hugging Face traces run fp32 GEMMs (TF32 off): tf32 moves every GEMM.
+  const WhatIfReport w = whatif_of(hf("bert_large-inf-8x512"), "step.*", {"--precision", "tf32"});
+  bool named = false;
+  for (const auto& l : w.log) named = named || l.find("(the trace runs fp32)") != std::string::npos;
+  CHECK(named);
 }

@@ -40,6 +40,25 @@ LaneId forward_lane(const Trace& t) {
   return main;
 }
 
+std::string recipe_in_use(const Trace& t, const std::vector<KernelWork>& work) {
+  double gemm[8] = {}, pointwise[8] = {};
+  for (OpId i = 0; i < t.ops.size() && i < work.size(); ++i) {
+    const Op& o = t.ops[i];
+    if (o.kind != OpKind::Kernel || (o.flags & Op::kFlagNccl)) continue;
+    const auto d = static_cast<std::size_t>(work[i].dtype) & 7;
+    if (work[i].cls == KernelClass::Gemm) gemm[d] += static_cast<double>(o.duration());
+    if (work[i].cls == KernelClass::Norm || work[i].cls == KernelClass::Softmax) pointwise[d] += static_cast<double>(o.duration());
+  }
+  const auto top = [](const double* v) { return static_cast<Dtype>(std::max_element(v, v + 8) - v); };
+  if (*std::max_element(gemm, gemm + 8) <= 0) return "no GEMMs";
+  const Dtype g = top(gemm), e = top(pointwise);
+  const bool half = g == Dtype::BF16 || g == Dtype::FP16;
+  if (half && e == Dtype::FP32) return std::string("autocast-") + to_string(g) + " (" + to_string(g) + " GEMMs, fp32 norms and softmax)";
+  if (half) return std::string(to_string(g)) + " (the whole model)";
+  if (g == Dtype::FP8) return "fp8 GEMMs";
+  return to_string(g);
+}
+
 namespace {
 
 constexpr double kAmaxTensor = 0.33;     // amax to one scalar: 1.58 TB/s of 4.8 on the H200 (fit)
@@ -101,7 +120,8 @@ class Fp8 : public TransformStep {
       ++gemms;
     }
     const char* names[] = {"per-tensor", "per-row", "per-block"};
-    c.log.push_back(text + ": " + std::to_string(gemms) + " linear GEMMs in fp8 (" + names[static_cast<int>(s_)] + " scaling, " +
+    c.log.push_back(text + " (the trace runs " + recipe_in_use(t, ctx.work) + "): " + std::to_string(gemms) + " linear GEMMs in fp8 (" +
+                    names[static_cast<int>(s_)] + " scaling, " +
                     (training ? "training: x, W and the output gradient" : "inference: activations; weights cast once") + " quantized, " +
                     std::to_string(quants / 2) + " quantizations: " + format_duration(quant_total) + " on the GPU, " +
                     format_duration(host_total) + " on the host), " + std::to_string(kept) + " batched GEMM/attention kernels kept; " +

@@ -3,6 +3,7 @@
 // share with the autocast recipe.
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "models/whatif/transform.hpp"
 
@@ -11,6 +12,10 @@ namespace bneck {
 // The thread that launches the trace's first kernel: the forward's (autograd runs the backward's
 // GEMMs on a thread of its own).
 LaneId forward_lane(const Trace& t);
+
+// The precision recipe the trace already runs, from its kernels weighted by time: "fp32", "tf32",
+// "autocast-bf16" (bf16 GEMMs, fp32 norms and softmax), "bf16" (the whole model), "fp8 GEMMs", ...
+std::string recipe_in_use(const Trace& t, const std::vector<KernelWork>& work);
 
 // scaling: "tensor", "row" or "block"; sel: the ops it applies to (empty: all); host: host time of
 // one quantization kernel's launch.

@@ -70,10 +70,10 @@ class Precision : public TransformStep {
       after += nd;
       c.durations[i] = nd;
     }
-    c.log.push_back(text + ": " + std::to_string(compute) + " GEMM/attention/conv kernels to " + to_string(dtype_) + " on " +
-                    to_string(g.best_unit(dtype_)) + ", " + std::to_string(memory) + " elementwise/copy kernels at " +
-                    fmt_num("%.0f", new_b) + " B/element, " + std::to_string(kept) + " kept; " + format_duration(before) + " -> " +
-                    format_duration(after));
+    c.log.push_back(text + " (the trace runs " + recipe_in_use(ctx.trace, ctx.work) + "): " + std::to_string(compute) +
+                    " GEMM/attention/conv kernels to " + to_string(dtype_) + " on " + to_string(g.best_unit(dtype_)) + ", " +
+                    std::to_string(memory) + " elementwise/copy kernels at " + fmt_num("%.0f", new_b) + " B/element, " +
+                    std::to_string(kept) + " kept; " + format_duration(before) + " -> " + format_duration(after));
   }
 
  private:
@@ -154,9 +154,9 @@ class Autocast : public TransformStep {
       after += nd;
       c.durations[i] = nd;
     }
-    c.log.push_back(text + ": " + std::to_string(gemms) + " GEMM/attention kernels in " + to_string(dtype_) + " on " +
-                    to_string(g.best_unit(dtype_)) + ", " + std::to_string(casts) + " casts (" + format_duration(cast_total) +
-                    " on the GPU, " + format_duration(host_total) +
+    c.log.push_back(text + " (the trace runs " + recipe_in_use(t, ctx.work) + "): " + std::to_string(gemms) +
+                    " GEMM/attention kernels in " + to_string(dtype_) + " on " + to_string(g.best_unit(dtype_)) + ", " +
+                    std::to_string(casts) + " casts (" + format_duration(cast_total) + " on the GPU, " + format_duration(host_total) +
                     " on the host); softmax, norms and the residual stream's elementwise ops kept fp32; " + format_duration(before) +
                     " -> " + format_duration(after));
   }

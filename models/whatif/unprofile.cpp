@@ -16,6 +16,7 @@
 #include "models/whatif/transform.hpp"
 #include "sim/base/error.hpp"
 #include "sim/base/units.hpp"
+#include "traces/kineto/kineto_importer.hpp"
 
 namespace bneck {
 
@@ -25,7 +26,8 @@ namespace bneck {
 // GPT-2 small training held out. PyTorch profiler with shapes 4.13 / 6.75 us (held out 4.85),
 // without 2.14 / 7.01 (4.55); Nsight Systems per CUDA call row 2.61 / 4.04 (8.52), with
 // emit_nvtx per call or op row 5.64 / 3.65 (5.19).
-constexpr TimeNs kKinetoShapesPerOp = 5440, kKinetoPerOp = 4580, kKinetoPerCall = 0;
+// With with_stack (and shapes): 7.69 / 10.07 us (held out 5.36).
+constexpr TimeNs kKinetoShapesPerOp = 5440, kKinetoPerOp = 4580, kKinetoStackPerOp = 8880, kKinetoPerCall = 0;
 constexpr TimeNs kNsysNvtxPerOp = 4650, kNsysPerCall = 3330;
 
 ProfilerSetting profiler_setting(const Trace& t) {
@@ -40,8 +42,9 @@ ProfilerSetting profiler_setting(const Trace& t) {
     if (n.rfind("aten::", 0) == 0 || n.find(", seq = ") != std::string::npos || n.find(", op_id = ") != std::string::npos) ++ops;
   }
   if (kineto) {  // one cost per event, op or CUDA call
-    s.name = shaped > 0 ? "PyTorch profiler, record_shapes" : "PyTorch profiler";
-    s.per_op = s.per_call = shaped > 0 ? kKinetoShapesPerOp : kKinetoPerOp;
+    const bool stack = t.anomalies.count(kKinetoStackNote) > 0;
+    s.name = std::string("PyTorch profiler") + (shaped > 0 ? ", record_shapes" : "") + (stack ? ", with_stack" : "");
+    s.per_op = s.per_call = stack ? kKinetoStackPerOp : shaped > 0 ? kKinetoShapesPerOp : kKinetoPerOp;
     (void)kKinetoPerCall;
   } else if (nsys) {
     s.name = ops > 0 ? std::string("Nsight Systems with PyTorch op ranges (emit_nvtx") + (shaped ? ", shapes)" : ")") : "Nsight Systems";

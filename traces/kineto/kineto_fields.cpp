@@ -63,6 +63,7 @@ Cat cat_of(std::string_view c) {
   if (c == "cuda_sync") return Cat::Sync;
   if (c == "user_annotation") return Cat::UserAnno;
   if (c == "gpu_user_annotation") return Cat::GpuAnno;
+  if (c == "python_function") return Cat::Python;  // with_stack
   return Cat::Other;
 }
 

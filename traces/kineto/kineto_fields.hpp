@@ -11,7 +11,7 @@
 
 namespace bneck::kineto {
 
-enum class Cat : std::uint8_t { Other, CpuOp, Runtime, Driver, Kernel, Memcpy, Memset, Sync, UserAnno, GpuAnno, Meta };
+enum class Cat : std::uint8_t { Other, CpuOp, Runtime, Driver, Kernel, Memcpy, Memset, Sync, UserAnno, GpuAnno, Meta, Python };
 
 Cat cat_of(std::string_view c);
 

@@ -343,6 +343,7 @@ class Reader : public nlohmann::json::json_sax_t {
         break;
       case Cat::UserAnno:
       case Cat::CpuOp: range(); break;
+      case Cat::Python: t_.note(kKinetoStackNote, Severity::Info, "event " + std::to_string(events_) + " (" + ev_.name + ")"); break;
       default: break;
     }
   }

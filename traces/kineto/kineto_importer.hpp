@@ -19,6 +19,10 @@
 
 namespace bneck {
 
+// The note a trace carries when its profile recorded Python stacks (`python_function` events:
+// with_stack=True), the count the events.
+inline constexpr const char* kKinetoStackNote = "kineto: python_function events (with_stack)";
+
 class KinetoImporter : public Importer {
  public:
   const char* name() const override { return "kineto-json"; }

@@ -1,0 +1,65 @@
+// The profiler's host cost (--unprofile): which profiler and setting a trace was recorded with, and
+// replays of real profiled traces without it against the same programs timed unprofiled.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "helpers.hpp"
+#include "models/whatif/transform.hpp"
+
+using namespace bneck;
+using namespace bneck::test;
+namespace fs = std::filesystem;
+
+namespace {
+ProfilerSetting setting_of(const std::string& extra_events, bool shapes) {
+  std::string p = tmp("setting.json");
+  std::ofstream(p) << R"({"traceEvents": [)" << extra_events << R"(
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 20, "dur": 10)"
+                   << (shapes ? R"(, "args": {"Input Dims": [[64, 128], [128, 32]], "Input type": ["float", "float"]})" : "") << R"(},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 21, "dur": 2, "args": {"correlation": 1}},
+    {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 25, "dur": 3, "args": {"correlation": 1, "stream": 7, "device": 0}}]})";
+  ProfilerSetting s = profiler_setting(load_trace(p));
+  std::remove(p.c_str());
+  return s;
+}
+}  // namespace
+
+TEST_CASE("unprofile: the PyTorch profiler's setting read from the trace", "[whatif][unprofile]") {
+  // Per-event costs measured on the H200 host (validate/reference/h200/profiler_overhead): without
+  // shapes 4.58 us, with record_shapes 5.44 us, with with_stack (python_function events) 8.88 us.
+  ProfilerSetting plain = setting_of("", false), shapes = setting_of("", true);
+  ProfilerSetting stack = setting_of(
+      R"({"ph": "X", "cat": "python_function", "name": "model.py(12): forward", "pid": 1, "tid": 1, "ts": 5, "dur": 40},)", true);
+  CHECK(plain.name == "PyTorch profiler");
+  CHECK(plain.per_call == 4580);
+  CHECK(shapes.name == "PyTorch profiler, record_shapes");
+  CHECK(shapes.per_call == 5440);
+  CHECK(stack.name == "PyTorch profiler, record_shapes, with_stack");
+  CHECK(stack.per_call == 8880);
+}
+
+TEST_CASE("unprofile: fp32 Hugging Face traces replay at their unprofiled step times (H200)", "[whatif][unprofile][e2e]") {
+  if (!fs::exists(hf("bert_large-inf-8x512"))) {
+    WARN("no unpacked hf_models traces: skipped");
+    return;
+  }
+  // Unprofiled medians of the same programs (validate/reference/h200/hf_models/summary). The
+  // profiled steps ran 3-13 % slower than these on the host-bound parts; the baseline of a what-if
+  // (the trace without the profiler's cost) should be the unprofiled run within 3 %.
+  struct Case {
+    const char* workload;
+    double unprofiled_ms;
+  } cases[] = {{"bert_large-inf-8x512", 64.86},
+               {"gpt2_large-inf-4x1024", 199.35},
+               {"gpt2_large-train-1x1024", 182.23},
+               {"opt_1.3b-inf-2x2048", 315.01}};
+  for (const auto& c : cases) {
+    const WhatIfReport w = whatif_of(hf(c.workload), "step.*", {});
+    const double ms = static_cast<double>(w.baseline_ns) / 1e6;
+    INFO(c.workload << " baseline " << ms << " ms, unprofiled " << c.unprofiled_ms << " ms");
+    CHECK(w.unprofiled.find("record_shapes") != std::string::npos);
+    CHECK(std::abs(ms / c.unprofiled_ms - 1) < 0.03);
+  }
+}
