@@ -1,4 +1,6 @@
 #include "models/replay.hpp"
+
+#include "models/kernel_roofline.hpp"
 #include "traces/progress.hpp"
 
 #include <algorithm>
@@ -68,12 +70,7 @@ void class_table(const Trace& t, const RetargetCostModel& m, ReplayReport& rep) 
       }
       r.model_source_ns += src.time_ns;
       b = (o.flags & Op::kFlagNccl) ? Bound::Latency : tgt.bound;
-      if (meas > 0) {
-        RooflineInput in{w.dtype, w.unit, w.flops, w.bytes, MemLevel::Hbm, false, 1.0, 1.0};
-        RooflineResult rr = roofline(m.source().gpu, in);
-        double ach = std::max(rr.compute_time_s, rr.memory_time_s) / (static_cast<double>(meas) * 1e-9);
-        achieved_num[c] += ach * static_cast<double>(meas);
-      }
+      if (meas > 0) achieved_num[c] += roof_ns(w, m.source().gpu);  // the one roofline aggregation (kernel_roofline.hpp)
     } else {
       r.model_source_ns += model_device_op(t, i, KernelWork{}, m.source());
     }

@@ -8,6 +8,7 @@
 
 #include "helpers.hpp"
 #include "models/advise.hpp"
+#include "models/kernel_roofline.hpp"
 #include "tools/views/advise_view.hpp"
 
 using namespace bneck;
@@ -101,4 +102,22 @@ TEST_CASE("advise: the same figures in JSON and text, lines of at most 200 chara
   CliRun r = run_bneck("advise '" + h200("decode_eager.sqlite") + "' --range 'tok.*' --json -");
   CHECK(r.code == 0);
   CHECK(nlohmann::json::parse(r.out)["suggestions"][0]["args"][0] == "--cuda-graph");
+}
+
+TEST_CASE("advise, replay and roofline share one roofline aggregation", "[advise][roofline]") {
+  // The advice's per-class rows (the replay's class table) and the per-name points summed per class
+  // (what `roofline` and `report` show) give each class the same time and achieved fraction.
+  const std::string path = h200("decode_eager.sqlite");
+  const Advice a = advise_of(path, "tok.*");
+  const Trace t = load_trace(path);
+  const HwSpec hw = load_hw(a.source_hw);
+  const auto classes = class_points(kernel_points(t, estimate_work(t, hw), hw.gpu));
+  REQUIRE(!classes.empty());
+  for (const KernelPoint& c : classes) {
+    INFO(c.name);
+    auto it = std::find_if(a.classes.begin(), a.classes.end(), [&](const ClassRow& r) { return r.cls == c.name; });
+    REQUIRE(it != a.classes.end());
+    CHECK(static_cast<double>(it->measured_ns) == Approx(c.time_ns));
+    CHECK(it->achieved_fraction == Approx(c.achieved_fraction()).epsilon(1e-9));
+  }
 }

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "models/kernel_roofline.hpp"
 #include "models/kernel_work.hpp"
 #include "models/replay.hpp"
 #include "models/retarget.hpp"
@@ -121,19 +122,9 @@ void add_report(CLI::App& sub, Action& action) {
       // Roofline: each kernel's arithmetic intensity and achieved rate on the trace's GPU.
       const HwSpec spec = source_spec(t, "");
       std::vector<KernelWork> work = estimate_work(t, spec);
-      json pts = json::array();
-      std::map<std::string, std::pair<double, double>> agg;  // name -> flops, bytes (summed), with time
-      std::map<std::string, double> agg_t;
-      for (OpId i = 0; i < t.ops.size(); ++i) {
-        if (t.ops[i].kind != OpKind::Kernel || t.ops[i].duration() <= 0) continue;
-        const KernelWork& w = work[i];
-        if (w.flops <= 0 || w.bytes <= 0) continue;
-        auto& a = agg[t.name(t.ops[i])];
-        a.first += w.flops;
-        a.second += w.bytes;
-        agg_t[t.name(t.ops[i])] += static_cast<double>(t.ops[i].duration());
-      }
-      for (const auto& [nm, fb] : agg) pts.push_back({nm, fb.first / fb.second, fb.first / (agg_t[nm] / 1e9), agg_t[nm]});
+      json pts = json::array();  // per kernel name (kernel_roofline.hpp), those with work to plot
+      for (const KernelPoint& p : kernel_points(t, work, spec.gpu))
+        if (p.flops > 0 && p.bytes > 0 && p.time_ns > 0) pts.push_back({p.name, p.intensity(), p.achieved_flop_per_s(), p.time_ns});
       double peak = 0;
       for (int d = 0; d < kDtypeCount; ++d) peak = std::max(peak, spec.gpu.peak_of(static_cast<Dtype>(d), ComputeUnit::Tensor));
       data["roofline"] = {{"gpu", spec.name},

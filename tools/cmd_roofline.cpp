@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "models/retarget.hpp"
+#include "models/kernel_roofline.hpp"
 #include "models/roofline.hpp"
 #include "sim/base/error.hpp"
 #include "tools/commands.hpp"
@@ -99,35 +100,22 @@ void add_roofline(CLI::App& sub, Action& action) {
       HwSpec src = source_spec(t, source_hw);
       HwSpec h = hw.empty() ? src : load_target_hw(hw);
       auto work = estimate_work(t, src);
-      // One point per kernel name: summed work over summed measured time.
-      std::map<StrId, json> agg;
-      for (OpId i = 0; i < t.ops.size(); ++i) {
-        const Op& o = t.ops[i];
-        if (o.kind != OpKind::Kernel || (o.flags & Op::kFlagNccl)) continue;
-        json& p = agg[o.name];
-        if (p.is_null())
-          p = {{"name", t.name(o)},
-               {"class", to_string(work[i].cls)},
-               {"class_index", static_cast<int>(work[i].cls)},
-               {"dtype", to_string(work[i].dtype)},
-               {"flops", 0.0},
-               {"bytes", 0.0},
-               {"time_ns", 0.0},
-               {"count", 0},
-               {"from_shapes", work[i].from_shapes}};
-        p["flops"] = p["flops"].get<double>() + work[i].flops;
-        p["bytes"] = p["bytes"].get<double>() + work[i].bytes;
-        p["time_ns"] = p["time_ns"].get<double>() + static_cast<double>(o.duration());
-        p["count"] = p["count"].get<int>() + 1;
-      }
+      // One point per kernel name: summed work over summed measured time (kernel_roofline.hpp).
       std::vector<json> points;
-      for (auto& [k, p] : agg) {
-        double f = p["flops"], b = p["bytes"], tn = p["time_ns"];
-        p["intensity"] = b > 0 ? f / b : 1e4;
-        p["achieved_flop_per_s"] = tn > 0 ? f / (tn * 1e-9) : 0;
-        p["achieved_bytes_per_s"] = tn > 0 ? b / (tn * 1e-9) : 0;
-        points.push_back(p);
-      }
+      for (const KernelPoint& p : kernel_points(t, work, src.gpu))
+        points.push_back({{"name", p.name},
+                          {"class", to_string(p.cls)},
+                          {"class_index", static_cast<int>(p.cls)},
+                          {"dtype", to_string(p.dtype)},
+                          {"flops", p.flops},
+                          {"bytes", p.bytes},
+                          {"time_ns", p.time_ns},
+                          {"count", p.count},
+                          {"from_shapes", p.from_shapes == p.count},
+                          {"intensity", p.intensity()},
+                          {"achieved_flop_per_s", p.achieved_flop_per_s()},
+                          {"achieved_bytes_per_s", p.achieved_bytes_per_s()},
+                          {"achieved_fraction_of_peak", p.achieved_fraction()}});
       std::sort(points.begin(), points.end(),
                 [](const json& a, const json& b) { return a["time_ns"].get<double>() > b["time_ns"].get<double>(); });
       if (!svg_out.empty()) write_output(svg_out, [&](std::ostream& o) { write_svg(o, h, *d, points); });
@@ -142,6 +130,10 @@ void add_roofline(CLI::App& sub, Action& action) {
                       p["intensity"].get<double>(), format_op_rate(p["achieved_flop_per_s"]).c_str(),
                       p["from_shapes"].get<bool>() ? "shapes" : "duration");
         }
+        std::printf("\nby class (time-weighted): %-10s %6s %12s %9s\n", "class", "count", "time", "of roof");
+        for (const KernelPoint& c : class_points(kernel_points(t, work, src.gpu)))
+          std::printf("  %-35s %6zu %12s %8.1f %%\n", c.name.c_str(), c.count, format_duration(static_cast<TimeNs>(c.time_ns)).c_str(),
+                      100 * c.achieved_fraction());
       }
       return 0;
     };

@@ -131,9 +131,18 @@
     x += w;
   });
   table(cp, ["class", "time on the path", "share"], Object.entries(bd).map(([k, v]) => [k, fmt(v), ((100 * v) / total).toFixed(1) + " %"]));
-  const cps = R.critical_path || [], c0 = cps.length ? Math.min(...cps.map((o) => o.start_ns)) : 0;
-  table(cp, ["op on the critical path (first 40 of " + cps.length + ")", "kind", "start (from the path's first)", "duration"],
-    cps.slice(0, 40).map((o) => [o.name, o.kind, fmt(o.start_ns - c0), fmt(o.end_ns - o.start_ns)]));
+  // Repeated ops folded into one line each: count and total time on the path, longest total first.
+  const cps = R.critical_path || [], groups = new Map();
+  cps.forEach((o) => {
+    const k = o.kind + "\u0000" + o.name;
+    if (!groups.has(k)) groups.set(k, { name: o.name, kind: o.kind, n: 0, total: 0 });
+    const g = groups.get(k);
+    g.n += 1;
+    g.total += o.end_ns - o.start_ns;
+  });
+  const gl = [...groups.values()].sort((a, b) => b.total - a.total || (a.name < b.name ? -1 : 1));
+  table(cp, ["op on the critical path (" + Math.min(40, gl.length) + " of " + gl.length + " distinct, " + cps.length + " ops)", "kind", "count", "total on the path"],
+    gl.slice(0, 40).map((g) => [g.name, g.kind, String(g.n), fmt(g.total)]));
 
   // Overlap and idle per rank.
   const ov = section("overlap", "Overlap and idle per rank");
