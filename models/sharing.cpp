@@ -108,7 +108,11 @@ ShareDemand GpuShareModel::demand_of_class(const LaunchConfig* lc, int cls, std:
 ShareDemand GpuShareModel::demand(NodeId n, const Graph& g) const {
   OpId o = g.origin(n);
   if (o == kNone || o >= t_.ops.size()) {
-    if (g.nccl(n)) return demand_of_class(nullptr, static_cast<int>(KernelClass::Communication));
+    if (g.nccl(n)) {  // a synthesized collective: it waits for all its SMs (no measured start to keep)
+      ShareDemand d = demand_of_class(nullptr, static_cast<int>(KernelClass::Communication));
+      d.needs_sms = true;
+      return d;
+    }
     ShareDemand d;
     d.sms = spec_.gpu.sm_count;
     d.sm_fraction = 1.0f;

@@ -21,9 +21,11 @@
 //   drain_weight: gpu.drain_weight of the spec (2 measured on the H200; 1 elsewhere).
 //   Persistent GEMMs (a grid that fits one wave: one block per SM slot looping over output tiles,
 //   as cuBLAS's Hopper kernels are) whose tiles are known (output shape from shapes, tile from the
-//   kernel's name): short of SMs they take rounds of tiles (sim/engine/sharing.hpp). Measured on
-//   two H200s beside NCCL's 24 blocks: a 256-tile dgrad 100 -> 187 us (rounds 2 -> 3, x1.5, the
-//   rest bandwidth), a 1024-tile wgrad 112 -> 150 us (8 -> 10 rounds, x1.25).
+//   kernel's name): short of SMs they take rounds of tiles, plus 0.6 of a round from two rounds up
+//   (sim/engine/sharing.hpp: kShortRoundsLate, measured beside a 24-SM blocker on one H200).
+//   Measured on two H200s beside NCCL's 24 blocks: a 256-tile dgrad 100 -> 187 us (rounds 2 ->
+//   3.6: x1.8), a 1024-tile wgrad 112 -> 150 us (8 -> 10.6 rounds: x1.33).
+//   Collectives synthesized by a transform (no trace op) need all their SMs before they progress.
 // Valid: kernels launched with the trace's geometry on the spec's GPU; synthetic nodes take their
 //   origin op's demand, collectives synthesized from nothing a NCCL ring's (24 blocks of 544
 //   threads, 96 registers, 101 KiB shared memory: an H200 all-reduce's launch).

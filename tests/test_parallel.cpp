@@ -2,6 +2,7 @@
 // measured on H200s (validate/reference/h200/parallel, made by validate/reference/h200/parallel/run_parallel.sh).
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <deque>
 #include <fstream>
@@ -250,20 +251,41 @@ TEST_CASE("data-parallel what-if without DDP in the trace: buckets from the back
 
 // validate/concurrency/persistent_gemm.py on one H200 (2026-11-30): bf16 GEMMs alone and while a
 // 24-SM blocker (an NCCL all-reduce's footprint) holds their SMs; the forecast without the blocker
-// (whatif --remove) of each "beside" range against the measured "alone" range. Rounds of tiles: a
-// 128-block one-wave GEMM on 108 SMs runs 2 rounds (measured 86.4 us beside, 44.3 alone; the fluid
-// share said 72.9 us alone, +65 %); 1664 tiles (8192^3) lose 13 -> 16 rounds, about the SM share.
+// (whatif --remove) of each GEMM beside it against the same shape's GEMMs alone (medians of 5, the
+// kernels themselves: the ranges also hold a memset and a launch gap, 20-25 us alone and 9 us
+// beside, that the host set). Measured beside -> alone: 1024x4096x4096 (128 blocks, one wave: 2
+// rounds on 108 SMs) 86.4 -> 44.3 us; 1024x6144x6144 (256 tiles, 2 -> 3 rounds + 0.6) 189.0 ->
+// 104.1; 2048x8192x8192 and 4096^3 (512, 4 -> 5 + 0.6) 478.4 -> 338.6 and 249.7 -> 176.2;
+// 6144x6144x1024 (1024, 8 -> 10 + 0.6) 148.1 -> 112.5; 8192^3 (1664, 13 -> 16 + 0.6) 1709 -> 1383
+// (forecast 1338: -3.2 %). kShortRoundsLate (0.6 of a round) was measured on these kernels: this
+// checks the model reproduces them; the DDP pair's GEMMs beside NCCL (187 and 150 us for 100 and
+// 112 alone) are the independent check.
 TEST_CASE("persistent GEMMs short of SMs: forecast alone from beside a blocker (H200)", "[whatif][sharing][e2e]") {
   const std::string f = std::string(BNECK_SOURCE_DIR) + "/validate/reference/h200/concurrency/persistent_gemm.json.gz";
-  struct Case {
-    const char* shape;
-    double tolerance;
-  } cases[] = {{"1024x4096x4096", 0.05}, {"8192x8192x8192", 0.05}, {"6144x6144x1024", 0.05}, {"1024x6144x6144", 0.25}};
-  for (const Case& k : cases) {
-    WhatIfReport w = run(f, std::string("beside_") + k.shape, {"--remove", "name~blocker"});
-    WhatIfReport a = run(f, std::string("alone_") + k.shape, {});
-    INFO(k.shape << ": forecast " << w.predicted_ns << " ns, measured alone " << a.measured_ns << " ns");
-    CHECK(std::abs(static_cast<double>(w.predicted_ns) / static_cast<double>(a.measured_ns) - 1) < k.tolerance);
+  WhatIfReport w = run(f, "beside_.*", {"--remove", "name~blocker"});
+  const Trace& t = *w.trace;
+  // The GEMMs in time order: per shape (in the script's order), 5 rounds of alone then beside.
+  std::vector<OpId> gemms;
+  for (OpId i = 0; i < t.ops.size(); ++i)
+    if (t.ops[i].kind == OpKind::Kernel && t.name(t.ops[i]).rfind("nvjet", 0) == 0) gemms.push_back(i);
+  std::sort(gemms.begin(), gemms.end(), [&](OpId a, OpId b) { return t.ops[a].start < t.ops[b].start; });
+  const char* shapes[] = {"1024x6144x6144", "6144x6144x1024", "2048x8192x8192", "4096x4096x4096", "8192x8192x8192", "1024x4096x4096"};
+  REQUIRE(gemms.size() == 60);
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  for (std::size_t k = 0; k < 6; ++k) {
+    std::vector<double> alone, forecast;
+    for (std::size_t r = 0; r < 10; ++r) {
+      const OpId op = gemms[10 * k + r];
+      if (r % 2 == 0)
+        alone.push_back(static_cast<double>(t.ops[op].duration()));
+      else
+        forecast.push_back(static_cast<double>(w.pred_sim.end[op] - w.pred_sim.start[op]));
+    }
+    INFO(shapes[k] << ": forecast alone " << median(forecast) << " ns, measured alone " << median(alone) << " ns");
+    CHECK(std::abs(median(forecast) / median(alone) - 1) < 0.05);
   }
 }
 

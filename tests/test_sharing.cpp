@@ -370,8 +370,10 @@ TEST_CASE("two H200s: removing the all-reduce beside a GEMM forecasts the GEMM a
 TEST_CASE("a persistent kernel short of SMs takes rounds of tiles (hand-computed)", "[sharing]") {
   // NCCL's all-reduce holds 24 SMs (one block each, fixed rate); a persistent GEMM then asks for all
   // 132 SMs with one block per SM and gets 108. Fluid: 108 / 132 = 0.818. With 256 output tiles it
-  // runs ceil(256 / 108) = 3 rounds instead of ceil(256 / 132) = 2: rate 2 / 3. With 1024 tiles:
-  // 8 rounds -> 10: 0.8. HBM is not binding (0.2 + 0.3).
+  // runs ceil(256 / 108) = 3 rounds instead of ceil(256 / 132) = 2, and 0.6 of a round more
+  // (kShortRoundsLate: two rounds or more): rate 2 / 3.6. With 1024 tiles: 8 rounds -> 10.6:
+  // 0.755. With 128 tiles (one round on 132 SMs, two on 108): 1 / 2, no late part. HBM is not
+  // binding (0.2 + 0.3).
   ShareDemand nccl;
   nccl.sms = 24;
   nccl.sm_fraction = 1.0f;
@@ -386,11 +388,45 @@ TEST_CASE("a persistent kernel short of SMs takes rounds of tiles (hand-computed
   CHECK(rates[1] == Approx(108.0 / 132.0));
   gemm.tiles = 256;
   solve_rates({nccl, gemm}, 132, rates);
-  CHECK(rates[1] == Approx(2.0 / 3.0));
+  CHECK(rates[1] == Approx(2.0 / 3.6));
   gemm.tiles = 1024;
   solve_rates({nccl, gemm}, 132, rates);
-  CHECK(rates[1] == Approx(0.8));
+  CHECK(rates[1] == Approx(8.0 / 10.6));
+  gemm.tiles = 128;
+  solve_rates({nccl, gemm}, 132, rates);
+  CHECK(rates[1] == Approx(0.5));
   CHECK(rates[0] == 1.0);
+}
+
+TEST_CASE("a synthesized collective waits until it holds all its SMs (hand-computed)", "[sharing]") {
+  // A persistent GEMM started first holds all 132 SMs; an all-reduce of 24 one-block-per-SM
+  // channels that needs_sms then finds none: rate 0, and it takes no HBM. The GEMM keeps rate 1.
+  // Without needs_sms (a trace's collective, whose measured start already holds any wait) it keeps
+  // its own time: rate 1. Started first, it gets its 24 SMs and runs at 1 (the GEMM: 108 SMs).
+  ShareDemand gemm;
+  gemm.sms = 132;
+  gemm.sm_fraction = 1.0f;
+  gemm.hbm = 0.9f;
+  ShareDemand nccl;
+  nccl.sms = 24;
+  nccl.sm_fraction = 1.0f;
+  nccl.hbm = 0.2f;
+  nccl.fixed_rate = true;
+  nccl.needs_sms = true;
+  std::vector<double> rates;
+  std::vector<std::uint8_t> binding;
+  solve_rates({gemm, nccl}, 132, rates, &binding);
+  CHECK(rates[0] == 1.0);  // 0.9 of HBM: the waiting collective's 0.2 is not taken
+  CHECK(rates[1] == 0.0);
+  CHECK(binding[1] == 1);
+  nccl.needs_sms = false;
+  solve_rates({gemm, nccl}, 132, rates);
+  CHECK(rates[1] == 1.0);
+  CHECK(rates[0] == Approx(0.8 / 0.9));  // HBM: 1 - 0.2 left for its 0.9
+  nccl.needs_sms = true;
+  solve_rates({nccl, gemm}, 132, rates);
+  CHECK(rates[0] == 1.0);
+  CHECK(rates[1] == Approx(std::min(108.0 / 132.0, 0.8 / 0.9)));
 }
 
 TEST_CASE("GEMM tiles from kernel names", "[models]") {

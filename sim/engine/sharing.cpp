@@ -99,10 +99,16 @@ void share_sms(const std::vector<ShareDemand>& ops, std::uint32_t sms_total, std
       else
         groups[ng++] = g;
     }
+    if (got < need && d.fixed_rate && d.needs_sms) {  // a collective's blocks not all resident: it waits
+      rates[i] = 0;
+      if (binding) (*binding)[i] = 1;
+    }
     if (got < need && !d.fixed_rate) {
       rates[i] = static_cast<double>(got) / need;
-      if (d.tiles > 0 && got > 0)  // rounds of tiles on the SMs asked over those got
-        rates[i] = std::ceil(static_cast<double>(d.tiles) / need) / std::ceil(static_cast<double>(d.tiles) / got);
+      if (d.tiles > 0 && got > 0) {  // rounds of tiles on the SMs asked over those got
+        const double asked = std::ceil(static_cast<double>(d.tiles) / need);
+        rates[i] = asked / (std::ceil(static_cast<double>(d.tiles) / got) + (asked >= 2 ? kShortRoundsLate : 0.0));
+      }
       if (binding) (*binding)[i] = 1;
     }
   }
@@ -142,7 +148,7 @@ void share_bandwidth(const std::vector<ShareDemand>& ops, std::vector<double>& r
     for (int r = 0; r < kR; ++r) {
       if (u[r] <= 0) continue;
       if (d.fixed_rate)
-        left[r] -= u[r];
+        left[r] -= rates[i] * u[r];  // 1, or 0 waiting for its SMs
       else {
         want[r] += rates[i] * u[r];
         any = true;

@@ -7,7 +7,9 @@
 //     take). SMs go in start order (the block scheduler dispatches an earlier kernel's blocks
 //     first): a later kernel gets only SMs with room left for its footprint; its rate is capped by
 //     the share of the SMs it asked for that it got (a persistent GEMM beside NCCL's 24 blocks:
-//     108 / 132 SMs -> 0.82). A kernel that gets none waits at rate 0.
+//     108 / 132 SMs -> 0.82). A kernel that gets none waits at rate 0. One wave of one block per
+//     SM (its blocks, or a persistent kernel's tiles, known): rounds of tiles on the SMs got, plus
+//     kShortRoundsLate of a round when it takes two rounds or more on the SMs it asked for.
 //   - Drains: a kernel whose last blocks are retiring frees its SMs to the kernels after it; a
 //     bandwidth-bound newcomer progresses on them, a compute-bound one (which ends a block's time
 //     after its last block is placed) waits for the drain to end. Where a drain begins is learned
@@ -17,7 +19,11 @@
 //     filling: rates rise as level x weight, capped by each op's SM share, until a resource fills
 //     and freezes its users). Weights are 1 but a bandwidth-bound draining kernel's (drain_weight).
 //   - Communication kernels hold their SMs and bandwidth but keep their own time (rate 1): a
-//     collective's progress is set by its last arrival and the links.
+//     collective's progress is set by its last arrival and the links. One that `needs_sms` (a
+//     collective a transform synthesized) makes no progress (rate 0, taking no bandwidth) until
+//     it holds every SM it asks for: an NCCL kernel's channels run one block each, and a kernel
+//     that started first keeps the SMs it holds (on two H200s, DDP's all-reduces wait 35-50 us
+//     after the previous one ends, until the running weight-gradient GEMM drains).
 //   - A copy whose work is done and waits to complete holds nothing.
 // Rates are re-solved whenever an op starts, drains or finishes on the GPU; an op alone runs at 1.
 // Calibration for exact replay: under the overlap a trace shows, an op's alone time is its measured
@@ -48,16 +54,30 @@ struct ShareDemand {
   float pcie = 0;           // fraction of the link's bidirectional bandwidth (both directions at once)
   float weight = 1;         // its share when bandwidth is split (max-min fair by weight)
   bool fixed_rate = false;  // communication: holds resources, keeps its own time
+  bool needs_sms = false;   // (fixed-rate) rate 0 until it holds every SM it asks for
   bool draining = false;    // its last blocks are retiring: its SMs are free for later kernels
   std::uint32_t tiles = 0;  // a one-wave kernel of one block per SM: its blocks, or, persistent (its
                             // blocks loop over work tiles), its tiles; short of SMs it runs
-                            // ceil(tiles / SMs got) rounds instead of ceil(tiles / SMs asked) (0:
-                            // fluid, the share of SMs it got)
+                            // ceil(tiles / SMs got) rounds instead of ceil(tiles / SMs asked),
+                            // plus kShortRoundsLate when those are 2 or more (0: fluid, the share
+                            // of SMs it got)
   // Bandwidth-bound (moves at least half the achievable bandwidth alone): it progresses on whatever
   // SMs a draining kernel frees. A compute-bound kernel finishes one block's time after its last
   // block is placed, so it gains nothing before the drain is over.
   bool bandwidth_bound() const { return hbm >= 0.5f && !fixed_rate; }
 };
+
+// A persistent kernel short of SMs, of two rounds of tiles or more on the SMs it asked for, takes
+// this much of a round more than ceil(tiles / SMs got). Measured on one H200
+// (validate/concurrency/persistent_gemm.py, validate/reference/h200/concurrency: bf16 cuBLAS GEMMs
+// alone and while a 24-SM blocker holds their SMs; the blocker moves no memory, so this is not
+// bandwidth): kernel time beside over time alone, in rounds alone, less ceil(tiles / 108):
+// 1024x6144x6144 (256 tiles, 2 -> 3 rounds) 0.63, 2048x8192x8192 and 4096^3 (512 tiles, 4 -> 5)
+// 0.65 and 0.67, 6144x6144x1024 (1024 tiles, 8 -> 10) 0.53, 8192^3 (1664 tiles, 13 -> 16) 0.07;
+// a one-round GEMM (1024x4096x4096: 1 -> 2) none. Why (2-SM clusters' placement, the tile
+// scheduler's last tiles) is not known. On two H200s beside NCCL (DDP, dp_2gpu): the same
+// GEMMs 100 -> 187 us (256 tiles; 2 / 3.6 of a round: x1.8) and 112 -> 150 us (1024; x1.33).
+inline constexpr double kShortRoundsLate = 0.6;
 
 // What the engine asks about a graph's device ops (models/sharing.hpp implements it).
 class ShareModel {
