@@ -127,4 +127,23 @@ WhatIfReport whatif_of(const std::string& path, const std::string& range, const 
   return run_whatif(*t, opt);
 }
 
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::filesystem::path tmp_dir() {
+  std::filesystem::path d = std::filesystem::temp_directory_path() / ("bneck_cli_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(d);
+  return d;
+}
+
+std::size_t lines(const std::string& s) {
+  std::size_t n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
 }  // namespace bneck::test

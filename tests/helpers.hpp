@@ -1,4 +1,5 @@
 #pragma once
+#include <filesystem>
 #include <string>
 
 #include "models/measured.hpp"
@@ -50,6 +51,12 @@ struct CliRun {
   std::string out, err;
 };
 CliRun run_bneck(const std::string& args);
+using Run = CliRun;
+inline Run run(const std::string& args) { return run_bneck(args); }
+// A file's bytes; a temporary folder of this process for the CLI tests; the lines of a text.
+std::string slurp(const std::filesystem::path& p);
+std::filesystem::path tmp_dir();
+std::size_t lines(const std::string& s);
 
 // Writes `text` to a temporary file of this process named after `tag` (.json); its path.
 std::string write_temp(const std::string& text, const std::string& tag);

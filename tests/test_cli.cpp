@@ -17,39 +17,6 @@ using namespace bneck;
 using namespace bneck::test;
 namespace fs = std::filesystem;
 
-namespace {
-
-struct Run {
-  int code;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-fs::path tmp_dir() {
-  fs::path d = fs::temp_directory_path() / ("bneck_cli_test_" + std::to_string(::getpid()));
-  fs::create_directories(d);
-  return d;
-}
-
-Run run(const std::string& args) {
-  CliRun r = run_bneck(args);
-  return {r.code, r.out, r.err};
-}
-
-std::size_t lines(const std::string& s) {
-  std::size_t n = 0;
-  for (char c : s) n += c == '\n';
-  return n;
-}
-
-}  // namespace
-
 TEST_CASE("replay --json - writes the contract's keys to stdout", "[cli]") {
   Run r = run("replay '" + demo_trace() + "' --range 'iter.*' --json -");
   REQUIRE(r.code == 0);

@@ -25,35 +25,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Run {
-  int code;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-fs::path tmp_dir() {
-  fs::path d = fs::temp_directory_path() / ("bneck_cli_test_" + std::to_string(::getpid()));
-  fs::create_directories(d);
-  return d;
-}
-
-Run run(const std::string& args) {
-  CliRun r = run_bneck(args);
-  return {r.code, r.out, r.err};
-}
-
-std::size_t lines(const std::string& s) {
-  std::size_t n = 0;
-  for (char c : s) n += c == '\n';
-  return n;
-}
-
 void expect_bad_input(const std::string& path, const std::string& reason) {
   for (const char* cmd : {"info", "replay", "ops"}) {
     INFO(cmd << " " << path);
