@@ -1,5 +1,6 @@
 // Sharded parallelism what-ifs from one-GPU traces (models/whatif/fsdp.cpp, context_parallel.cpp,
 // expert_parallel.cpp): hand-computed graphs, and runs on real one-GPU traces.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <string>
@@ -119,6 +120,56 @@ TEST_CASE("FSDP what-if: per-layer all-gathers and reduce-scatters around a trai
   // optimizer's share.
   WhatIfReport none = whatif_of(path, "", {"--fsdp", "2", "--sharing", "off"});
   CHECK(logged(none, "0 all-gathers"));
+  std::remove(path.c_str());
+}
+
+TEST_CASE("FSDP composed with tensor parallelism on the same step (hand-computed)", "[whatif][parallel][fsdp]") {
+  // The three iterations above, `--fsdp 2 --param-bytes 4 MiB` then `--tensor-parallel 2
+  // --tp-bytes 4 KiB` (2 x 2 GPUs). Tensor parallelism, without shapes, pairs the GEMMs by order
+  // along the stream: in the forward G1 opens a region that G2 closes (G1, its activation and G2
+  // split 2 ways), the activation after G2 is replicated, G3..G4 likewise; the backward the same
+  // from its first GEMM (its first and third activations replicated): 12 kernels an iteration
+  // split, a kernel of time d taking F + (d - F) / 2 (F: the fp32 GEMM fit's fixed part for the
+  // GEMMs, the tail for the activations). Each of the 4 row-parallel GEMMs an iteration is followed
+  // by an all-reduce of 4 KiB (T) that holds back the stream; the last runs beside the backward's
+  // last reduce-scatter (R > T), which the optimizer (half its work: O/2) waits for. FSDP's 1 MiB
+  // all-gathers are hidden. The iterations now take C + 3 T + R + O/2 (C: their kernels after the
+  // split), about 1.6 ms, less than the host's 3 ms: the third starts where it did in the trace,
+  // at 6.1 ms (its first kernel's launch keeps its delay), and the run, from the first all-gather
+  // at 35 us (launch end + the c10d call), spans 6.1 ms - 35 us + C + 3 T + R + O/2. Both say
+  // which batch they hold fixed: FSDP the per-GPU one (weak, default), tensor parallelism the
+  // global one (strong, default).
+  const std::string path = write_temp(training_steps(), "fsdp_tp");
+  const HwSpec hw = load_hw("h200-sxm-calibrated");
+  const double R = static_cast<double>(collective_time(hw, CollKind::ReduceScatter, 1ull << 20, 2).time_ns);
+  const double T = static_cast<double>(collective_time(hw, CollKind::AllReduce, 4ull << 10, 2).time_ns);
+  const double tail = static_cast<double>(hw.gpu.kernel_tail);
+  auto fit = hw.gpu.gemm_fit.find(Dtype::FP32);
+  const double F = std::max(tail, fit != hw.gpu.gemm_fit.end() ? static_cast<double>(fit->second.overhead) : 0.0);
+  auto half = [](double d, double fixed) { return fixed + (d - fixed) / 2; };
+  const double us = 1e3;
+  // Forward: 4 GEMMs and 2 activations split, 2 activations kept; backward: 4 GEMMs split, 2 of
+  // its activations split and 2 kept.
+  const double C =
+      4 * half(200 * us, F) + 2 * half(50 * us, tail) + 2 * 50 * us + 4 * half(400 * us, F) + 2 * half(50 * us, tail) + 2 * 50 * us;
+  const double O2 = half(200 * us, tail);
+  REQUIRE(R > T);
+  REQUIRE(C + 3 * T + R + O2 < 2900 * us);
+  WhatIfReport r =
+      whatif_of(path, "", {"--fsdp", "2", "--param-bytes", "4 MiB", "--tensor-parallel", "2", "--tp-bytes", "4 KiB", "--sharing", "off"});
+  INFO("R " << R << " ns, T " << T << " ns, F " << F << " ns, C " << C << " ns");
+  CHECK(logged(r, "36 kernels split 2 ways"));
+  CHECK(logged(r, "12 all-reduces after the row-parallel GEMMs"));
+  CHECK(logged(r, "24 all-gathers, 12 reduce-scatters"));
+  CHECK(logged(r, "weak scaling: every GPU keeps the traced batch"));
+  CHECK(logged(r, "strong scaling: the global batch is the traced one, which every GPU sees"));
+  CHECK(static_cast<double>(r.predicted_ns) == Approx(6100 * us - 35 * us + C + 3 * T + R + O2).epsilon(0.001));
+  // `--scaling` before both applies to both (a companion given before its transforms).
+  WhatIfReport st = whatif_of(path, "",
+                              {"--scaling", "strong", "--fsdp", "2", "--param-bytes", "4 MiB", "--tensor-parallel", "2", "--tp-bytes",
+                               "4 KiB", "--sharing", "off"});
+  CHECK(logged(st, "strong scaling: the global batch is the traced one, each GPU computes 1/2"));
+  CHECK(logged(st, "strong scaling: the global batch is the traced one, which every GPU sees"));
   std::remove(path.c_str());
 }
 

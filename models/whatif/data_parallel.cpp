@@ -1,5 +1,8 @@
-// --data-parallel N. Model card: data parallelism (DDP) from a trace of the same program on fewer
-//   GPUs. Weak scaling (a fixed per-GPU batch: every rank does the traced rank's work); ranks are
+// --data-parallel N [--scaling weak|strong]. Model card: data parallelism (DDP) from a trace of
+//   the same program on fewer GPUs. Weak scaling by default (a fixed per-GPU batch: every rank does
+//   the traced rank's work); strong keeps the global batch: every kernel but the optimizer's and
+//   DDP's own (launched in `Optimizer.*` or `torch.distributed.ddp.*` ranges: their work is the
+//   parameters') takes model(work/N)/model(work), and the gradients all-reduced stay. Ranks are
 //   symmetric, so one rank is simulated.
 // Captures: DDP's gradient buckets. Each all-reduce call the trace records (a `record_param_comms`
 //   range of collective allreduce: its message size and dtype) becomes an all-reduce of N ranks on
@@ -61,9 +64,11 @@ double dtype_size(const std::string& d) {
 
 class DataParallel : public TransformStep {
  public:
-  DataParallel(std::uint32_t ranks, Bytes grad_bytes, Bytes bucket) : ranks_(ranks), grad_bytes_(grad_bytes), bucket_(bucket) {}
+  DataParallel(std::uint32_t ranks, Bytes grad_bytes, Bytes bucket, Scaling scaling)
+      : ranks_(ranks), grad_bytes_(grad_bytes), bucket_(bucket), scaling_(scaling) {}
   void apply(const WhatIfContext& ctx, WhatIfCase& c) const override {
     const Trace& t = ctx.trace;
+    c.log.push_back(text + ": " + scale_batch(ctx, c));
     // Collectives with kernels: re-timed for N ranks (as --ranks).
     const std::size_t retimed = retime_collectives(t, c, ranks_).kernels;
     // All-reduce calls without kernels (a 1-rank trace) and DDP's waits, per host thread, by start.
@@ -282,6 +287,26 @@ class DataParallel : public TransformStep {
     if (steps > 0) c.log.push_back(memory_line(t, total / steps));
   }
 
+  // Strong scaling: the batch's kernels on 1/N of it (see the model card). Returns the log line.
+  std::string scale_batch(const WhatIfContext& ctx, WhatIfCase& c) const {
+    TimeNs before = 0, after = 0;
+    if (scaling_ == Scaling::Weak) return replica_scaling_line(scaling_, ranks_, before, after);
+    const Trace& t = ctx.trace;
+    std::vector<bool> kept(t.ops.size(), false);
+    RangeIndex idx(t);
+    std::vector<OpId> dev, split;
+    for (std::size_t r = 0; r < t.ranges.size(); ++r) {
+      const std::string& n = t.strings.str(t.ranges[r].name);
+      if (n.rfind("Optimizer.", 0) == 0 || n.rfind("torch.distributed.ddp.", 0) == 0) idx.device_ops(r, dev);
+    }
+    for (OpId o : dev) kept[o] = true;
+    for (OpId i = 0; i < t.ops.size(); ++i)
+      if (!kept[i]) split.push_back(i);
+    const std::size_t n = rescale_kernels(ctx, c, split, 1.0 / ranks_, before, after);
+    return replica_scaling_line(scaling_, ranks_, before, after) + " in " + std::to_string(n) + " kernels; " +
+           (dev.empty() ? "no Optimizer.* range: the optimizer's kernels are split too" : "the optimizer's and DDP's kernels as traced");
+  }
+
   // Bytes for a log line (to the KiB: the figures are estimates).
   static std::string shown(Bytes b) { return format_bytes(b >= 1024 ? b / 1024 * 1024 : b); }
 
@@ -310,17 +335,20 @@ class DataParallel : public TransformStep {
  private:
   std::uint32_t ranks_;
   Bytes grad_bytes_, bucket_;
+  Scaling scaling_;
 };
 
 std::unique_ptr<TransformStep> parse(const std::string& arg) {
   CompanionArgs a = split_companions(arg);
   const std::uint32_t n = parse_count(a.main, "--data-parallel", 1'000'000, "GPUs");
-  return std::make_unique<DataParallel>(n, companion_bytes(a, "grad-bytes", 0), companion_bytes(a, "bucket", Bytes{25} << 20));
+  return std::make_unique<DataParallel>(n, companion_bytes(a, "grad-bytes", 0), companion_bytes(a, "bucket", Bytes{25} << 20),
+                                        companion_scaling(a, Scaling::Weak));
 }
 
 const char* const kCompanions[] = {
     "grad-bytes=BYTES: gradient bytes per step where the trace has no DDP calls (default: the forward GEMMs' weights, from shapes)",
-    "bucket=BYTES: DDP's bucket size where the trace has no DDP calls (default 25 MiB)", nullptr};
+    "bucket=BYTES: DDP's bucket size where the trace has no DDP calls (default 25 MiB)",
+    "scaling=weak|strong: weak keeps the per-GPU batch (default), strong the global batch (each GPU computes 1/N of it)", nullptr};
 
 }  // namespace
 

@@ -112,6 +112,37 @@ Bytes companion_bytes(const CompanionArgs& a, const char* name, Bytes dflt) {
   } catch (const std::exception& e) { throw InputError("--" + std::string(name) + " " + *b + ": " + e.what()); }
 }
 
+Scaling companion_scaling(const CompanionArgs& a, Scaling dflt) {
+  const std::string* s = a.find("scaling");
+  if (!s) return dflt;
+  if (*s != "weak" && *s != "strong")
+    throw InputError("--scaling " + *s + ": expected weak (the per-GPU batch fixed) or strong (the global batch fixed)");
+  return *s == "strong" ? Scaling::Strong : Scaling::Weak;
+}
+
+std::size_t rescale_kernels(const WhatIfContext& ctx, WhatIfCase& c, const std::vector<OpId>& ops, double factor, TimeNs& before,
+                            TimeNs& after) {
+  const Trace& t = ctx.trace;
+  std::size_t n = 0;
+  for (OpId k : ops) {
+    if (t.ops[k].kind != OpKind::Kernel || (t.ops[k].flags & Op::kFlagNccl)) continue;
+    const TimeNs d = c.durations[k], nd = retime_by_work(t, k, ctx.work[k], d, c.spec, factor, factor, factor);
+    before += d;
+    after += nd;
+    c.durations[k] = nd;
+    ++n;
+  }
+  return n;
+}
+
+std::string replica_scaling_line(Scaling s, std::uint32_t n, TimeNs before, TimeNs after) {
+  const std::string ns = std::to_string(n);
+  return s == Scaling::Strong
+             ? "strong scaling: the global batch is the traced one, each GPU computes 1/" + ns + " (" + format_duration(before) + " -> " +
+                   format_duration(after) + ")"
+             : "weak scaling: every GPU keeps the traced batch (the global batch is " + ns + " times it; scaling=strong keeps it)";
+}
+
 double step_gemm_weights(const WhatIfContext& ctx, const std::function<bool(OpId)>& keep) {
   const Trace& t = ctx.trace;
   double weights = 0;

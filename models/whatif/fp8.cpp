@@ -67,11 +67,11 @@ constexpr double kCast = 0.64;           // scale, clamp and cast, 2 B read + 1 
 constexpr double kCastTranspose = 0.41;  // the same writing both layouts (4 B an element): 1.95 TB/s (fit)
 constexpr double kRowGemm = 1.03;        // rowwise-scaled GEMM over per-tensor: 13.79 / 13.39 ms (fit)
 
-enum class Scaling { Tensor, Row, Block };
+enum class QuantScaling { Tensor, Row, Block };
 
 class Fp8 : public TransformStep {
  public:
-  Fp8(Scaling s, std::string sel, TimeNs host) : s_(s), sel_(std::move(sel)), host_(host) {}
+  Fp8(QuantScaling s, std::string sel, TimeNs host) : s_(s), sel_(std::move(sel)), host_(host) {}
   void apply(const WhatIfContext& ctx, WhatIfCase& c) const override {
     const Trace& t = ctx.trace;
     auto hit = ctx.select(sel_, true);
@@ -142,24 +142,24 @@ class Fp8 : public TransformStep {
     w2.unit = c.spec.gpu.best_unit(Dtype::FP8);
     w2.bytes = w.bytes / dtype_bytes(w.dtype);
     const double old_t = static_cast<double>(model_kernel(ctx.trace, i, w, c.spec).time_ns);
-    const double new_t = static_cast<double>(model_kernel(ctx.trace, i, w2, c.spec).time_ns) * (s_ == Scaling::Row ? kRowGemm : 1.0);
+    const double new_t = static_cast<double>(model_kernel(ctx.trace, i, w2, c.spec).time_ns) * (s_ == QuantScaling::Row ? kRowGemm : 1.0);
     const double d = static_cast<double>(c.durations[i]);
     return old_t > 0 ? static_cast<TimeNs>(std::llround(d * new_t / old_t)) : c.durations[i];
   }
-  double kernels_per_quant() const { return s_ == Scaling::Block ? 1 : 4; }  // amax, its last stage, the scale, the cast
+  double kernels_per_quant() const { return s_ == QuantScaling::Block ? 1 : 4; }  // amax, its last stage, the scale, the cast
   // One operand of `elems` elements of `src` bytes quantized (with its transposed copy).
   TimeNs quant_ns(const GpuSpec& g, double elems, double src, bool transposed) const {
     const double bw = g.memory_bandwidth;
     const double cast = transposed ? elems * (src + 2) / (bw * kCastTranspose) : elems * (src + 1) / (bw * kCast);
     double sec = cast;
     TimeNs small = 0;
-    if (s_ != Scaling::Block) {
-      sec += elems * src / (bw * (s_ == Scaling::Tensor ? kAmaxTensor : kAmaxRow));
+    if (s_ != QuantScaling::Block) {
+      sec += elems * src / (bw * (s_ == QuantScaling::Tensor ? kAmaxTensor : kAmaxRow));
       small = 2 * g.kernel_tail;
     }
     return static_cast<TimeNs>(std::llround(sec * 1e9)) + small + g.kernel_tail;
   }
-  Scaling s_;
+  QuantScaling s_;
   std::string sel_;
   TimeNs host_;
 };
@@ -167,7 +167,7 @@ class Fp8 : public TransformStep {
 }  // namespace
 
 std::unique_ptr<TransformStep> make_fp8_step(const std::string& scaling, std::string sel, TimeNs host) {
-  const Scaling s = scaling == "row" ? Scaling::Row : scaling == "block" ? Scaling::Block : Scaling::Tensor;
+  const QuantScaling s = scaling == "row" ? QuantScaling::Row : scaling == "block" ? QuantScaling::Block : QuantScaling::Tensor;
   return std::make_unique<Fp8>(s, std::move(sel), host);
 }
 

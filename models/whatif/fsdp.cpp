@@ -141,18 +141,9 @@ class Fsdp : public TransformStep {
       if (!s.opt.empty())
         for (NodeId n : rs) ed.add_edge(n, s.opt.front(), EdgeType::Event, DepType::EndToStart, 0);
       if (strong_) {
-        auto split = [&](const std::vector<OpId>& ops) {
-          for (OpId k : ops) {
-            if (t.ops[k].kind != OpKind::Kernel) continue;
-            const TimeNs d = c.durations[k], nd = retime_by_work(t, k, ctx.work[k], d, c.spec, 1.0 / n_, 1.0 / n_, 1.0 / n_);
-            comp_before += d;
-            comp_after += nd;
-            c.durations[k] = nd;
-          }
-        };
-        for (const Unit& u : s.fwd) split(u.ops);
-        for (const Unit& u : s.bwd) split(u.ops);
-        split(s.root.ops);
+        for (const Unit& u : s.fwd) rescale_kernels(ctx, c, u.ops, 1.0 / n_, comp_before, comp_after);
+        for (const Unit& u : s.bwd) rescale_kernels(ctx, c, u.ops, 1.0 / n_, comp_before, comp_after);
+        rescale_kernels(ctx, c, s.root.ops, 1.0 / n_, comp_before, comp_after);
       }
     }
     ed.commit();
@@ -162,11 +153,7 @@ class Fsdp : public TransformStep {
                     (reduces ? ", " + std::to_string(reduces) + " cross-group all-reduces" : "") + " (" + format_duration(comm_ns) +
                     " by the collective model on " + c.spec.name + "); optimizer on 1/" + std::to_string(group) + " of the parameters (" +
                     format_duration(opt_before) + " -> " + format_duration(opt_after) + ")");
-    c.log.push_back(text + ": " +
-                    (strong_ ? "strong scaling: the global batch is the traced one, each GPU computes 1/" + std::to_string(n_) + " (" +
-                                   format_duration(comp_before) + " -> " + format_duration(comp_after) + ")"
-                             : "weak scaling: every GPU keeps the traced batch (the global batch is " + std::to_string(n_) +
-                                   " times it; scaling=strong keeps it)"));
+    c.log.push_back(text + ": " + replica_scaling_line(strong_ ? Scaling::Strong : Scaling::Weak, n_, comp_before, comp_after));
     c.log.push_back(memory_line(t, total_params, largest + second, group));
   }
 
@@ -350,12 +337,7 @@ std::unique_ptr<TransformStep> parse(const std::string& arg) {
     hybrid = parse_count(*h, "--fsdp-hybrid", n, "GPUs per shard group");
     if (n % hybrid != 0) throw InputError("--fsdp-hybrid " + *h + ": must divide --fsdp " + a.main);
   }
-  bool strong = false;
-  if (const std::string* s = a.find("scaling")) {
-    if (*s != "weak" && *s != "strong")
-      throw InputError("--scaling " + *s + ": expected weak (the per-GPU batch fixed) or strong (the global batch fixed)");
-    strong = *s == "strong";
-  }
+  const bool strong = companion_scaling(a, Scaling::Weak) == Scaling::Strong;
   TimeNs call = 30'000;
   if (const std::string* s = a.find("fsdp-call")) {
     try {

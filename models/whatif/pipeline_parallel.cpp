@@ -1,6 +1,10 @@
 // --pipeline-parallel S --microbatch-range REGEX [--schedule gpipe|1f1b] [--stage-boundary SEL]
-//   [--backward-range REGEX] [--pp-bytes B]. Model card: pipeline parallelism from a one-GPU trace
-//   that runs its microbatches one after another (gradient accumulation).
+//   [--backward-range REGEX] [--pp-bytes B] [--scaling strong|weak]. Model card: pipeline
+//   parallelism from a one-GPU trace that runs its microbatches one after another (gradient
+//   accumulation). Strong scaling by default: the global batch is the traced microbatches, each
+//   stage holding 1/S of the layers. Weak keeps each GPU's work: every microbatch is S times larger
+//   (as many microbatches), its kernels take model(S work)/model(work), its sends S times the
+//   bytes; the rest of a step (the optimizer's parameter updates) is as traced.
 // Captures: the ranges matching REGEX are the microbatches; consecutive ones with no other device
 //   work between them form a group (a step), which with the device work that follows it (the
 //   optimizer) up to the next group is a region. A microbatch's device ops launched inside a range
@@ -171,18 +175,31 @@ void wait_for_every_stage(const Trace& t, const Graph& g, GraphEditor& ed, const
 
 class PipelineParallel : public TransformStep {
  public:
-  PipelineParallel(std::uint32_t stages, std::string mb, Schedule sched, std::string boundary, std::string bwd, bool bwd_given, Bytes bytes)
+  PipelineParallel(std::uint32_t stages, std::string mb, Schedule sched, std::string boundary, std::string bwd, bool bwd_given, Bytes bytes,
+                   Scaling scaling)
       : s_(stages),
         mb_(std::move(mb)),
         sched_(sched),
         boundary_(std::move(boundary)),
         bwd_(std::move(bwd)),
         bwd_given_(bwd_given),
-        bytes_(bytes) {}
+        bytes_(bytes),
+        batch_(scaling == Scaling::Weak ? stages : 1) {}
 
   void apply(const WhatIfContext& ctx, WhatIfCase& c) const override {
     const Trace& t = ctx.trace;
     Grouping gr = group(ctx, c);
+    TimeNs before = 0, after = 0;
+    if (batch_ > 1)
+      for (const Region& reg : gr.regions)
+        for (const Microbatch& mb : reg.mbs)
+          for (const auto* v : {&mb.fwd, &mb.bwd}) rescale_kernels(ctx, c, *v, batch_, before, after);
+    c.log.push_back(text + ": " +
+                    (batch_ == 1 ? "strong scaling: the global batch is the traced microbatches (scaling=weak makes each " +
+                                       std::to_string(s_) + " times larger)"
+                                 : "weak scaling: each microbatch " + std::to_string(s_) + " times the traced one (its kernels " +
+                                       format_duration(before) + " -> " + format_duration(after) + ", its sends " + std::to_string(s_) +
+                                       "x the bytes)"));
     auto selected = boundary_.empty() ? std::vector<bool>() : ctx.select(boundary_, true);
 
     Graph& g = c.edit_graph();
@@ -360,11 +377,12 @@ class PipelineParallel : public TransformStep {
   // before the receiver's chunk and the sender's next op (a blocking send).
   void add_transfer(const WhatIfCase& c, Stages& st, const Transfer& x, Counts& n) const {
     if (x.bytes == 0) ++n.unknown_bytes;
-    TimeNs d = x.bytes ? collective_time(c.spec, CollKind::SendRecv, x.bytes, 2).time_ns : 0;
+    const Bytes bytes = x.bytes * batch_;
+    TimeNs d = bytes ? collective_time(c.spec, CollKind::SendRecv, bytes, 2).time_ns : 0;
     NodeId node =
         add_comm_node(st.ed, st.p2p_lane[x.from],
                       std::string(x.phase == 0 ? "send activation" : "send gradient") + " (pipeline stage " + std::to_string(x.from) +
-                          " -> " + std::to_string(x.to) + ", microbatch " + std::to_string(x.m) + ", " + format_bytes(x.bytes) + ")",
+                          " -> " + std::to_string(x.to) + ", microbatch " + std::to_string(x.m) + ", " + format_bytes(bytes) + ")",
                       d);
     st.ed.add_edge(x.from_last, node, EdgeType::Event, DepType::EndToStart, 0);
     if (x.to_prev != kNone) st.ed.add_edge(x.to_prev, node, EdgeType::Event, DepType::EndToStart, 0);  // the receiver is ready
@@ -451,6 +469,7 @@ class PipelineParallel : public TransformStep {
   std::string boundary_, bwd_;
   bool bwd_given_ = false;
   Bytes bytes_;
+  std::uint32_t batch_;  // a microbatch over the traced one: 1 (strong), S (weak)
 };
 
 std::unique_ptr<TransformStep> parse(const std::string& arg) {
@@ -471,7 +490,7 @@ std::unique_ptr<TransformStep> parse(const std::string& arg) {
   std::string bwd = a.find("backward-range") ? *a.find("backward-range") : "backward|Backward";
   (void)Regex(bwd);
   return std::make_unique<PipelineParallel>(v, mb, sched, boundary, bwd, a.find("backward-range") != nullptr,
-                                            companion_bytes(a, "pp-bytes", 0));
+                                            companion_bytes(a, "pp-bytes", 0), companion_scaling(a, Scaling::Strong));
 }
 
 const char* const kCompanions[] = {
@@ -480,6 +499,7 @@ const char* const kCompanions[] = {
     "stage-boundary=SEL: the ops that begin stages 1..S-1 in each microbatch's forward (default: equal time)",
     "backward-range=REGEX: ranges inside a microbatch that hold its backward pass (default backward|Backward)",
     "pp-bytes=BYTES: activation size sent between stages where the trace has no shapes (\"16 MiB\")",
+    "scaling=strong|weak: strong keeps the traced microbatches (default), weak makes each S times larger (each GPU's work as traced)",
     nullptr};
 
 }  // namespace

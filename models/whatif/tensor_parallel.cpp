@@ -1,5 +1,9 @@
-// --tensor-parallel N [--tp-comm SEL] [--tp-split SEL] [--tp-bytes B]. Model card: Megatron-style
-//   tensor parallelism from a one-GPU trace of the same model. Ranks are symmetric: one is simulated.
+// --tensor-parallel N [--tp-comm SEL] [--tp-split SEL] [--tp-bytes B] [--scaling strong|weak]. Model
+//   card: Megatron-style tensor parallelism from a one-GPU trace of the same model. Ranks are
+//   symmetric: one is simulated. Strong scaling by default: the global batch is the traced one,
+//   which every GPU of the group sees (1/N of the model each). Weak keeps each GPU's work: the batch
+//   is N times the traced one, so a split kernel keeps its traced time (N times the work over N),
+//   a replicated kernel takes model(N work)/model(work), and each all-reduce moves N times the bytes.
 // Captures: on each stream, in order, the GEMMs that --tp-comm selects are row-parallel (default:
 //   kernels inside ranges named like `row_parallel` or `RowParallel`; with none, found from the
 //   GEMMs' shapes or order: infer_row_parallel); the other GEMMs are
@@ -34,8 +38,8 @@ constexpr const char* kDefaultComm = "range~row_parallel|RowParallel|row-paralle
 
 class TensorParallel : public TransformStep {
  public:
-  TensorParallel(std::uint32_t n, std::string comm, std::string split, Bytes bytes)
-      : n_(n), comm_(std::move(comm)), split_(std::move(split)), bytes_(bytes) {}
+  TensorParallel(std::uint32_t n, std::string comm, std::string split, Bytes bytes, Scaling scaling)
+      : n_(n), comm_(std::move(comm)), split_(std::move(split)), bytes_(bytes), batch_(scaling == Scaling::Weak ? n : 1) {}
 
   void apply(const WhatIfContext& ctx, WhatIfCase& c) const override {
     const Trace& t = ctx.trace;
@@ -57,7 +61,7 @@ class TensorParallel : public TransformStep {
     std::map<std::uint32_t, LaneId> comm_lane;
     std::size_t split = 0, reduces = 0, unknown = 0;
     std::set<OpId> split_ops;
-    TimeNs before = 0, after = 0, comm_ns = 0;
+    TimeNs before = 0, after = 0, comm_ns = 0, rep_before = 0, rep_after = 0;
     for (auto& [lane, ops] : streams) {
       bool sharded = false;
       for (std::size_t k = 0; k < ops.size(); ++k) {
@@ -69,12 +73,17 @@ class TensorParallel : public TransformStep {
         const bool in_scope = scope[i] && o.kind == OpKind::Kernel;
         if (gemm && !is_row && in_scope) sharded = true;  // column-parallel: opens a region
         if (in_scope && (sharded || is_row || w.cls == KernelClass::Attention)) {
-          TimeNs d = c.durations[i], nd = split_time(t, i, w, d, c.spec);
+          TimeNs d = c.durations[i], nd = batch_ == n_ ? d : split_time(t, i, w, d, c.spec);
           before += d;
           after += nd;
           c.durations[i] = nd;
           split_ops.insert(i);
           ++split;
+        } else if (batch_ > 1 && o.kind == OpKind::Kernel) {  // replicated, on the N times larger batch
+          const TimeNs d = c.durations[i], nd = retime_by_work(t, i, w, d, c.spec, batch_, batch_, batch_);
+          rep_before += d;
+          rep_after += nd;
+          c.durations[i] = nd;
         }
         if (!is_row) continue;
         sharded = false;
@@ -90,6 +99,7 @@ class TensorParallel : public TransformStep {
           ++unknown;
           continue;
         }
+        bytes *= batch_;
         const std::uint32_t dev = t.lanes[o.lane].device;
         auto [it, fresh] = comm_lane.emplace(dev, kNone);
         if (fresh)
@@ -111,6 +121,13 @@ class TensorParallel : public TransformStep {
                     " -> " + format_duration(after) + "), " + std::to_string(reduces) + " all-reduces after the row-parallel GEMMs (" +
                     format_duration(comm_ns) + " by the collective model on " + c.spec.name + ")" +
                     (unknown ? "; " + std::to_string(unknown) + " row-parallel outputs of unknown size (no shapes: give --tp-bytes)" : ""));
+    c.log.push_back(text + ": " +
+                    (batch_ == 1 ? "strong scaling: the global batch is the traced one, which every GPU sees (scaling=weak makes it " +
+                                       std::to_string(n_) + " times larger)"
+                                 : "weak scaling: the batch is " + std::to_string(n_) +
+                                       " times the traced one; split kernels keep their time, replicated ones do " + std::to_string(n_) +
+                                       "x their work (" + format_duration(rep_before) + " -> " + format_duration(rep_after) +
+                                       "), all-reduces " + std::to_string(n_) + "x the bytes"));
     if (weights > 0)
       c.log.push_back("  memory per GPU: sharded weights " + format_bytes(static_cast<Bytes>(weights / n_)) + " of " +
                       format_bytes(static_cast<Bytes>(weights)) + " (the GEMMs' second operands in the first step, from shapes); " +
@@ -178,6 +195,7 @@ class TensorParallel : public TransformStep {
   std::uint32_t n_;
   std::string comm_, split_;
   Bytes bytes_;
+  std::uint32_t batch_;  // the batch over the traced one: 1 (strong), N (weak)
 };
 
 std::unique_ptr<TransformStep> parse(const std::string& arg) {
@@ -185,13 +203,15 @@ std::unique_ptr<TransformStep> parse(const std::string& arg) {
   const std::uint32_t n = parse_count(a.main, "--tensor-parallel", 65536, "GPUs");
   std::string comm = a.find("tp-comm") ? *a.find("tp-comm") : kDefaultComm;
   std::string split = a.find("tp-split") ? *a.find("tp-split") : "";
-  return std::make_unique<TensorParallel>(n, checked_selector(comm), checked_selector(split), companion_bytes(a, "tp-bytes", 0));
+  return std::make_unique<TensorParallel>(n, checked_selector(comm), checked_selector(split), companion_bytes(a, "tp-bytes", 0),
+                                          companion_scaling(a, Scaling::Strong));
 }
 
 const char* const kCompanions[] = {
     "tp-comm=SEL: the row-parallel GEMMs, after which the output is all-reduced (default: range~row_parallel|RowParallel|row-parallel)",
     "tp-split=SEL: where the model is sharded (default: every device op; column-parallel GEMM to row-parallel GEMM)",
-    "tp-bytes=BYTES: all-reduce size where the trace has no shapes (\"16 MiB\")", nullptr};
+    "tp-bytes=BYTES: all-reduce size where the trace has no shapes (\"16 MiB\")",
+    "scaling=strong|weak: strong keeps the traced batch (default), weak makes it N times larger (each GPU's work as traced)", nullptr};
 
 }  // namespace
 

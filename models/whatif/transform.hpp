@@ -104,6 +104,21 @@ std::vector<Transform> parse_transform_args(const std::vector<std::string>& args
 std::uint32_t parse_count(const std::string& text, const char* option, std::uint32_t max, const char* what);
 // A companion's size ("16 MiB"), positive; `dflt` when absent.
 Bytes companion_bytes(const CompanionArgs& a, const char* name, Bytes dflt);
+// Which batch a parallel forecast holds fixed (`--scaling weak|strong`, a companion of --fsdp,
+// --data-parallel, --tensor-parallel, --pipeline-parallel): weak the per-GPU batch (every GPU does
+// the traced batch's work: the global batch is N times it), strong the global batch (the traced
+// one, shared by the GPUs).
+enum class Scaling { Weak, Strong };
+// The companion "scaling", `dflt` when absent; an InputError for anything but weak or strong.
+Scaling companion_scaling(const CompanionArgs& a, Scaling dflt);
+// The kernels among `ops` (collectives passed over) doing `factor` times their work: each one's
+// time x model(factor work) / model(work) (retime_by_work, the grid too). Adds their times before
+// and after to `before` and `after`; returns how many.
+std::size_t rescale_kernels(const WhatIfContext& ctx, WhatIfCase& c, const std::vector<OpId>& ops, double factor, TimeNs& before,
+                            TimeNs& after);
+// The log line of a replicated-model forecast (data parallel, FSDP) of `n` GPUs: weak, or strong
+// with its compute kernels' time before and after the split.
+std::string replica_scaling_line(Scaling s, std::uint32_t n, TimeNs before, TimeNs after);
 // A kernel's measured time `d` re-timed for a multiple of its work: measured x model(work') /
 // model(work), with FLOPs x `flops_factor`, bytes x `bytes_factor`, and its grid x `grid_factor`
 // (fewer blocks only where it had more than one per SM; more blocks unless it was one block or a
