@@ -281,7 +281,7 @@ TEST_CASE("data-parallel what-if without DDP in the trace: buckets from the back
   std::remove(path.c_str());
 }
 
-TEST_CASE("DDP's finalize copies wait for the step's all-reduces; --scaling strong halves the kernels (hand-computed)",
+TEST_CASE("DDP's finalize copies wait for the step's all-reduces, strong scaling halves the kernels (hand-computed)",
           "[whatif][parallel]") {
   // Backward bf16 GEMMs G1 [0.1, 1.1 ms] and G2 [1.1, 2.1] on stream s, each launch followed on the
   // host (which is ahead: all its calls by 70 us) by a DDP all-reduce call of 64 MiB fp32 (no
