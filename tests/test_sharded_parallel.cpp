@@ -271,3 +271,73 @@ TEST_CASE("expert-parallel what-if: all-to-all dispatch and combine around the e
   CHECK_THROWS_WITH(whatif_of(path, "", {"--expert-parallel", "2", "--ep-imbalance", "-1"}), Catch::Contains("--ep-imbalance -1"));
   std::remove(path.c_str());
 }
+
+namespace {
+// A one-layer MoE training step as a Kineto file (bf16): the forward thread (tid 1) launches the
+// router GEMM (100 us), its top-k (20), an expert GEMM x W (W 1024 x 2048; 300 us), the combine
+// (index_add, 30) and a norm (50); autograd's thread (tid 2) the expert's input and weight
+// gradients (rhs / output of `grad_w` elements each, 300 us) and a norm's backward (50), all on
+// one stream, back to back from 100 us.
+std::string moe_training(const char* grad_w) {
+  std::string ev;
+  long gpu = 100;
+  int corr = 0;
+  auto add = [&](int tid, const char* name, long us, const char* dims) {
+    ++corr;
+    char buf[900];
+    const long ts = corr * 3;
+    if (dims)
+      std::snprintf(
+          buf, sizeof buf,
+          R"({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": %d, "ts": %ld, "dur": 3, "args": {"Input Dims": %s, "Input type": ["c10::BFloat16", "c10::BFloat16"]}},)",
+          tid, ts, dims);
+    else
+      buf[0] = 0;
+    ev += buf;
+    std::snprintf(
+        buf, sizeof buf,
+        R"({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": %d, "ts": %ld, "dur": 1, "args": {"correlation": %d}},
+      {"ph": "X", "cat": "kernel", "name": "%s", "pid": 0, "tid": 7, "ts": %ld, "dur": %ld, "args": {"correlation": %d, "stream": 7, "device": 0}},)",
+        tid, ts + 1, corr, name, gpu, us, corr);
+    ev += buf;
+    gpu += us;
+  };
+  add(1, "sm90_gemm_bf16_router", 100, "[[4096, 1024], [1024, 8]]");
+  add(1, "void at::native::sbtopk::gatherTopK<float>", 20, nullptr);
+  add(1, "sm90_gemm_bf16_expert", 300, "[[8192, 1024], [1024, 2048]]");
+  add(1, "void at::native::indexFuncLargeIndex<c10::BFloat16> index_add", 30, nullptr);
+  add(1, "vectorized_layer_norm_kernel", 50, nullptr);
+  add(2, "sm90_gemm_bf16_nt_input_grad", 300, grad_w);
+  add(2, "sm90_gemm_bf16_tn_weight_grad", 300, "[[1000, 8192], [8192, 1000]]");
+  add(2, "layer_norm_grad_input_kernel", 50, nullptr);
+  ev.pop_back();  // the last comma
+  return R"({"traceEvents": [)" + ev + R"(],
+    "deviceProperties": [{"id": 0, "name": "NVIDIA H200", "numSms": 132, "computeMajor": 9, "computeMinor": 0}]})";
+}
+}  // namespace
+
+TEST_CASE("expert-parallel what-if: the backward's gradient all-to-alls (hand-computed)", "[whatif][parallel][ep]") {
+  // The expert's input gradient (rhs 2048 x 1024: the forward weight's elements) is found in the
+  // backward; the weight gradient here has a shape of its own and is not. With the backward region
+  // found, the step gains the output gradient's all-to-all before it and the input gradient's after
+  // it (X each, the forward dispatch's 64 MiB) and the dgrad GEMM runs twice the tokens in half the
+  // kernels (its model(2 work) / 2): predicted(found) - predicted(not found) = 2 X + (that - 300 us).
+  const std::string found = write_temp(moe_training("[[8192, 2048], [2048, 1024]]"), "ep_bwd");
+  const std::string none = write_temp(moe_training("[[8192, 2000], [2000, 1000]]"), "ep_bwd_none");
+  const std::vector<std::string> args = {"--unprofile=off", "--expert-parallel", "2", "--ep-bytes", "64 MiB", "--sharing", "off"};
+  const WhatIfReport a = whatif_of(found, "", args), b = whatif_of(none, "", args);
+  CHECK(logged(a, "1 of the regions in the backward"));
+  CHECK(logged(b, "the backward's expert GEMMs not found"));
+  const HwSpec hw = load_hw("h200-sxm-calibrated");
+  const TimeNs X = collective_time(hw, CollKind::AllToAll, 64ull << 20, 2).time_ns;
+  const Trace t = load_trace(found);
+  const auto work = estimate_work(t, hw);
+  OpId dgrad = kNone;
+  for (OpId i = 0; i < t.ops.size(); ++i)
+    if (t.ops[i].kind == OpKind::Kernel && t.name(t.ops[i]) == "sm90_gemm_bf16_nt_input_grad") dgrad = i;
+  REQUIRE(dgrad != kNone);
+  const double retimed = static_cast<double>(retime_by_work(t, dgrad, work[dgrad], 300 * kNsPerUs, hw, 2, 2, 2)) / 2;
+  CHECK(static_cast<double>(a.predicted_ns - b.predicted_ns) == Approx(2.0 * static_cast<double>(X) + retimed - 300e3).margin(20));
+  std::remove(found.c_str());
+  std::remove(none.c_str());
+}

@@ -13,14 +13,22 @@
 //   all-to-all dispatch of T x K x H elements (the router GEMM's dtype; --ep-bytes) before the
 //   region waits for the router, and a combine of the same size after it holds back the next
 //   kernel; both timed by the collective model for N ranks on the case's spec.
+// Training: the backward's expert regions, found from the forward experts' weights (a backward
+//   GEMM on autograd's thread whose second operand or output has the elements of a forward expert
+//   GEMM's weight: the input and weight gradients; the region runs from the first to the last such
+//   GEMM between two norm, attention or router kernels), are retimed the same way, with the
+//   gradients' all-to-alls around them: the output gradient sent to the experts before, the input
+//   gradient back after, each the size of the matching forward dispatch (layers in reverse order).
+//   Without shapes the backward keeps its time (the log says so).
 // Memory per GPU: the expert GEMMs' weights / N, the rest replicated.
-// Not modelled: the backward pass's dispatch and combine (a training step's backward keeps its
-//   time; the log says so), capacity factors and dropped tokens, grouped GEMM kernels' own shapes.
+// Not modelled: capacity factors and dropped tokens, grouped GEMM kernels' own shapes.
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <set>
 
 #include "models/collective.hpp"
+#include "models/whatif/fp8.hpp"
 #include "models/whatif/transform.hpp"
 #include "sim/base/error.hpp"
 #include "sim/base/units.hpp"
@@ -54,6 +62,12 @@ class ExpertParallel : public TransformStep {
     std::vector<Region> regions = find_regions(ctx, experts);
     if (regions.empty())
       throw InputError(text + ": no mixture-of-experts layer found (no top-k router kernel after a GEMM, and no --ep-experts SEL)");
+    const std::size_t forward_regions = regions.size();
+    const bool training = has_backward(t);
+    if (sel_.empty() && training) {
+      std::vector<Region> bwd = find_backward(ctx, regions);
+      regions.insert(regions.end(), bwd.begin(), bwd.end());
+    }
     if (experts > 0 && (experts < n_ || experts % n_ != 0))
       throw InputError(text + ": the router scores " + std::to_string(experts) + " experts, which do not split over " + std::to_string(n_) +
                        " GPUs");
@@ -101,7 +115,12 @@ class ExpertParallel : public TransformStep {
                     " all-to-alls (" + format_duration(comm_ns) + " by the collective model on " + c.spec.name + ")" +
                     (unknown ? "; " + std::to_string(unknown) + " regions of unknown dispatch size (no shapes: give --ep-bytes)" : "") +
                     (experts ? "; " + std::to_string(experts) + " experts, " + std::to_string(experts / n_) + " per GPU" : ""));
-    c.log.push_back(text + ": weak scaling: every GPU keeps the traced batch; the backward pass's dispatch and combine are not modelled");
+    const std::size_t backward_regions = regions.size() - forward_regions;
+    c.log.push_back(text + ": weak scaling: every GPU keeps the traced batch; " +
+                    (!training ? std::string("no backward in the trace")
+                     : backward_regions > 0
+                         ? std::to_string(backward_regions) + " of the regions in the backward (their gradients' all-to-alls)"
+                         : std::string("the backward's expert GEMMs not found (no shapes, or --ep-experts): it keeps its time")));
     const double expert_w = step_gemm_weights(ctx, [&](OpId o) { return expert_op[o]; });
     const double other_w = step_gemm_weights(ctx, [&](OpId o) { return !expert_op[o]; });
     if (expert_w + other_w > 0)
@@ -164,6 +183,64 @@ class ExpertParallel : public TransformStep {
         out.push_back(std::move(r));
         j = end;
       }
+    return out;
+  }
+
+  // A kernel launched from a thread other than the forward's (autograd's backward).
+  static bool has_backward(const Trace& t) {
+    const LaneId main = forward_lane(t);
+    for (const Op& o : t.ops)
+      if (o.kind == OpKind::Kernel && o.link != kNone && t.ops[o.link].lane != main) return true;
+    return false;
+  }
+
+  std::vector<Region> find_backward(const WhatIfContext& ctx, const std::vector<Region>& fwd) const {
+    const Trace& t = ctx.trace;
+    const LaneId main = forward_lane(t);
+    std::set<long long> weights;  // elements of the forward expert GEMMs' weights
+    for (const Region& r : fwd)
+      for (OpId k : r.ops)
+        if (ctx.work[k].cls == KernelClass::Gemm && ctx.work[k].from_shapes && ctx.work[k].rhs_elems > 0)
+          weights.insert(std::llround(ctx.work[k].rhs_elems));
+    std::vector<Region> out;
+    if (weights.empty()) return out;
+    auto expert_grad = [&](OpId k) {
+      const KernelWork& w = ctx.work[k];
+      return w.cls == KernelClass::Gemm && w.from_shapes &&
+             (weights.count(std::llround(w.rhs_elems)) || weights.count(std::llround(w.out_rows * w.out_cols)));
+    };
+    std::map<LaneId, std::vector<OpId>> streams;  // every kernel of each stream, in order
+    for (OpId i = 0; i < t.ops.size(); ++i)
+      if (t.ops[i].kind == OpKind::Kernel && !(t.ops[i].flags & Op::kFlagNccl)) streams[t.ops[i].lane].push_back(i);
+    for (auto& [lane, ops] : streams) {
+      std::stable_sort(ops.begin(), ops.end(), [&](OpId a, OpId b) { return t.ops[a].start < t.ops[b].start; });
+      std::size_t first = ops.size(), last = 0;
+      auto close = [&] {  // the region [first, last] between the stream's kernels before and after it
+        if (first == ops.size()) return;
+        Region r;
+        r.router = first > 0 ? ops[first - 1] : kNone;
+        r.ops.assign(ops.begin() + static_cast<std::ptrdiff_t>(first), ops.begin() + static_cast<std::ptrdiff_t>(last + 1));
+        r.next = last + 1 < ops.size() ? ops[last + 1] : kNone;
+        out.push_back(std::move(r));
+        first = ops.size();
+      };
+      for (std::size_t j = 0; j < ops.size(); ++j) {
+        const Op& o = t.ops[ops[j]];
+        if (o.link == kNone || t.ops[o.link].lane == main) {  // the forward's: no backward region spans it
+          close();
+          continue;
+        }
+        const std::string& n = t.name(o);
+        if (name_has(n, {"topk", "norm", "rms", "softmax"}) || ctx.work[ops[j]].cls == KernelClass::Attention) close();
+        if (!expert_grad(ops[j])) continue;
+        if (first == ops.size()) first = j;
+        last = j;
+      }
+      close();
+    }
+    // Each backward region's gradients are the size of its forward layer's dispatch (in reverse).
+    for (std::size_t i = 0; i < out.size(); ++i)
+      out[i].dispatch = out.size() == fwd.size() ? fwd[fwd.size() - 1 - i].dispatch : fwd.front().dispatch;
     return out;
   }
 
