@@ -363,3 +363,28 @@ TEST_CASE("other GPUs: one transformer layer op by op, forecast from the H100's 
   WARN("median |error| over the 10 cases " << quantile(errors, 0.5) * 100 << " %");
   CHECK(quantile(errors, 0.5) < 0.10);
 }
+
+TEST_CASE("--hw says when the trace's weights and optimizer state cannot fit the target (hand-computed)", "[whatif][hw]") {
+  // One forward fp32 GEMM of a 4096 x 4096 weight (aten::addmm): 64 MiB of weights, inference (no
+  // backward thread). On a T4 (16 GB = 14.9 GiB) it leaves 14.8 GiB; on a spec of 48 MiB it does
+  // not fit.
+  std::string p = tmp("mem.json");
+  std::ofstream(p) << R"({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "aten::addmm", "pid": 1, "tid": 1, "ts": 10, "dur": 20,
+     "args": {"Input Dims": [[4096], [1024, 4096], [4096, 4096]], "Input type": ["float", "float", "float"]}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 12, "dur": 5, "args": {"correlation": 1}},
+    {"ph": "X", "cat": "kernel", "name": "sm90_xmma_gemm_f32f32_f32f32", "pid": 0, "tid": 7, "ts": 40, "dur": 500,
+     "args": {"correlation": 1, "stream": 7, "device": 0}}],
+    "deviceProperties": [{"id": 0, "name": "NVIDIA H200", "numSms": 132, "computeMajor": 9, "computeMinor": 0}]})";
+  auto memory_line = [&](const std::string& hw) {
+    const WhatIfReport w = whatif_of(p, "", {"--hw", hw});
+    for (const auto& l : w.log)
+      if (l.find("memory: ") != std::string::npos) return l;
+    return std::string();
+  };
+  CHECK_THAT(memory_line("t4"),
+             Catch::Contains("at least 0.1 GiB (weights 0.1 GiB; activations not in the trace) of 14.9 GiB: leaves 14.8 GiB"));
+  CHECK_THAT(memory_line(R"({"extends": "t4", "name": "small", "gpu": {"memory": "48 MiB"}})"),
+             Catch::Contains("does not fit: the run as traced cannot run on small"));
+  std::remove(p.c_str());
+}
