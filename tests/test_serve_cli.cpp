@@ -123,3 +123,20 @@ TEST_CASE("bneck serve: JSON keys as vllm bench serve names them, a rate sweep w
   CHECK(j.contains("knee_rate"));
   fs::remove(out);
 }
+
+TEST_CASE("bneck serve: several runs of the calibration requests, the median of their host scales", "[serve][cli][e2e]") {
+  // The plain capture's calibration requests served unprofiled three times (serving/plain and
+  // plain/repeats): each run's scale is fitted alone (0.885, 0.928, 0.882 on these logs) and the
+  // forecast takes their median.
+  const std::string d = kServe + "plain/";
+  const std::string trace = fs::path(BNECK_SERVING_TRACE).parent_path().string() + "/plain/cal.sqlite";
+  const std::string logs =
+      d + "cal_plain_unprof.jsonl," + d + "repeats/cal_plain_unprof.r1.jsonl," + d + "repeats/cal_plain_unprof.r2.jsonl";
+  CliRun r =
+      run_bneck("serve --model '" + d +
+                "config.json' --hw h200-sxm --max-batch-tokens 512 --max-seqs 64 --block-size 64 --num-blocks 1024 --requests '" + d +
+                "rate4.jsonl' --calibrate '" + trace + "' --trace-log '" + d + "cal_plain.jsonl' --calibrate-log '" + logs + "'");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("the median over 3 runs of the calibration requests (0.885, 0.928, 0.882)"));
+}

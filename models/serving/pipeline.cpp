@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "sim/base/error.hpp"
+#include "sim/base/stats.hpp"
 #include "traces/importer.hpp"
 
 namespace bneck::serve {
@@ -38,6 +39,12 @@ void size_kv_cache(const ServeJob& job, ServeOutcome& out) {
                      "the weights (" + format_bytes(out.llm.weight_bytes()) + ") leave no memory for a KV cache on " + out.hw.name);
 }
 
+std::string fmt_scale(double s) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3g", s);
+  return b;
+}
+
 // Calibration from a trace of the engine: its settings are the ones given, without CUDA graphs (a
 // calibration trace of eager steps), continuous.
 void calibrate(const ServeJob& job, ServeOutcome& out) {
@@ -63,8 +70,33 @@ void calibrate(const ServeJob& job, ServeOutcome& out) {
   const TraceLog tl{&traced, traced_path, ce};
   out.calibration = calibrate_step_model(t, out.model, traced_path.empty() ? nullptr : &tl);
   if (traced_path.empty()) return;
-  const std::string scale_path = job.calibrate_log.empty() ? traced_path : job.calibrate_log;
-  fit_host_scale(scale_path == traced_path ? traced : load_request_log(scale_path), ce, out.model, out.calibration, scale_path);
+  const std::string scale_paths = job.calibrate_log.empty() ? traced_path : job.calibrate_log;
+  // Several runs of the calibration requests (comma-separated): the host's speed varies from one
+  // run to the next; the median of their scales.
+  std::vector<double> scales;
+  std::string list;
+  StepCostModel fitted = out.model;
+  CalibrationReport rep = out.calibration;
+  for (std::size_t a = 0; a <= scale_paths.size();) {
+    std::size_t b = scale_paths.find(',', a);
+    if (b == std::string::npos) b = scale_paths.size();
+    const std::string path = scale_paths.substr(a, b - a);
+    a = b + 1;
+    if (path.empty()) continue;
+    StepCostModel m = out.model;
+    CalibrationReport r = out.calibration;
+    fit_host_scale(path == traced_path ? traced : load_request_log(path), ce, m, r, path);
+    scales.push_back(m.host_scale);
+    list += (list.empty() ? "" : ", ") + fmt_scale(m.host_scale);
+    if (scales.size() == 1) fitted = m, rep = r;  // the first run's notes and figures
+  }
+  if (scales.size() > 1) {
+    fitted.host_scale = quantile(scales, 0.5);
+    fitted.notes.push_back("host terms x " + fmt_scale(fitted.host_scale) + ": the median over " + std::to_string(scales.size()) +
+                           " runs of the calibration requests (" + list + ")");
+  }
+  out.model = std::move(fitted);
+  out.calibration = rep;
 }
 
 void sweep(const ServeJob& job, ServeOutcome& out) {

@@ -34,7 +34,8 @@ void add_serve_options(CLI::App& app, ServeArgs& a) {
   app.add_option("--trace-log", a.trace_log,
                  "the request log of the traced run: the batches of a plain profile's steps (default: --calibrate-log)");
   app.add_option("--calibrate-log", a.calib_log,
-                 "a request log whose inter-token latency sets the host's speed: the traced run's, or its requests served unprofiled");
+                 "request logs (comma-separated) whose inter-token latency sets the host's speed: the traced run's, or its requests served "
+                 "unprofiled (several runs: the median of their scales)");
   app.add_option("--warmup-requests", a.warmup_path,
                  "requests the engine served before these (its warm-up), JSONL: their step shapes are built already");
   app.add_option("--engine-wake", a.wake, "an idle engine starts a step this long after the request that wakes it ('200 us'; default 0)");
