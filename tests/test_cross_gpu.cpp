@@ -364,7 +364,7 @@ TEST_CASE("other GPUs: one transformer layer op by op, forecast from the H100's 
   CHECK(quantile(errors, 0.5) < 0.10);
 }
 
-TEST_CASE("--hw says when the trace's weights and optimizer state cannot fit the target (hand-computed)", "[whatif][hw]") {
+TEST_CASE("retargeting says when the trace's weights and optimizer state cannot fit the target (hand-computed)", "[whatif][hw]") {
   // One forward fp32 GEMM of a 4096 x 4096 weight (aten::addmm): 64 MiB of weights, inference (no
   // backward thread). On a T4 (16 GB = 14.9 GiB) it leaves 14.8 GiB; on a spec of 48 MiB it does
   // not fit.

@@ -19,7 +19,18 @@ void run_sweep(const Trace& t, const std::string& source_hw, const std::optional
   if (t.measured) enable_sharing(built, source, &work, false);
   auto graph = std::make_shared<const Graph>(std::move(built));
   WhatIfEngine engine(t, graph, source, std::move(work));
-  WhatIfCase base = engine.baseline();
+  // The profiler's host cost out of the baseline and every case, as whatif does by default (a
+  // case's own --unprofile takes its place).
+  const ProfilerSetting prof = profiler_setting(t);
+  const Transform unprofile = prof.per_op > 0 || prof.per_call > 0 ? parse_transform("unprofile", "auto") : nullptr;
+  auto with_unprofile = [&](const std::vector<Transform>& tr) {
+    for (const Transform& x : tr)
+      if (!unprofile || x->text.rfind("--unprofile", 0) == 0) return tr;
+    std::vector<Transform> v{unprofile};
+    v.insert(v.end(), tr.begin(), tr.end());
+    return v;
+  };
+  WhatIfCase base = unprofile ? engine.apply({unprofile}) : engine.baseline();
   auto measure = [&](const Graph& g, const SimResult& r) -> TimeNs {
     if (!range) return device_span(g, sim_schedule(r)).length();
     std::vector<double> v;
@@ -39,7 +50,7 @@ void run_sweep(const Trace& t, const std::string& source_hw, const std::optional
       for (std::size_t j; (j = next++) < mine.size();) {
         SweepCase& c = cases[mine[j]];
         try {
-          WhatIfCase wc = engine.apply(c.transforms);
+          WhatIfCase wc = engine.apply(with_unprofile(c.transforms));
           SimResult r = simulate(*wc.graph, VectorCostModel(wc.durations));
           c.baseline = baseline;
           c.predicted = measure(*wc.graph, r);
