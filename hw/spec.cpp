@@ -350,10 +350,17 @@ void parse_gpu_fits(const Fields& f, GpuSpec& g) {
     if (!gs->is_object())
       f.fail("gpu.gemm_samples",
              "must map dtypes to {\"nearest\": 7, \"rows\": [[log2 batch, log2 rows, log2 inner, log2 columns, efficiency], ...]}");
+    std::vector<std::pair<Dtype, std::string>> aliases;  // "bf16": "fp16": the same measurements
     for (auto it = gs->begin(); it != gs->end(); ++it) {
       const std::string path = "gpu.gemm_samples." + it.key();
       auto d = dtype_from_string(it.key());
       const json& v = it.value();
+      if (d && v.is_string()) {
+        if (!dtype_from_string(v.get<std::string>()) || !gs->contains(v.get<std::string>()) || (*gs)[v.get<std::string>()].is_string())
+          f.fail(path, "a dtype name must name another dtype's samples in gpu.gemm_samples");
+        aliases.emplace_back(*d, v.get<std::string>());
+        continue;
+      }
       if (!d || !v.is_object() || !v.contains("rows") || !v["rows"].is_array())
         f.fail(path,
                "expected {\"nearest\": count, \"rows\": [[log2 batch, log2 rows, log2 inner, log2 columns, efficiency], ...]} for a known "
@@ -382,6 +389,7 @@ void parse_gpu_fits(const Fields& f, GpuSpec& g) {
       std::stable_sort(surface.samples.begin(), surface.samples.end(), [](const auto& a, const auto& b) { return a[1] < b[1]; });
       g.gemm_samples[*d] = std::move(surface);
     }
+    for (const auto& [d, other] : aliases) g.gemm_samples[d] = g.gemm_samples[*dtype_from_string(other)];
   }
 }
 

@@ -13,6 +13,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "helpers.hpp"
@@ -159,6 +160,73 @@ TEST_CASE("other GPUs: NeuSight's held-out kernels through the presets and their
     if (c.elem > 0) CHECK(m_ed < c.elem);
     // The overlay's error bar is the same rule's held-out figure (fit_neusight.py computes it).
     CHECK(hw.gpu.held_out_error.at("gemm") == Approx(m_gs).margin(0.01));
+  }
+}
+
+TEST_CASE("other GPUs: Vidur's held-out fp16 projections through the A100 and H100 overlays", "[hw][cross_gpu]") {
+  // validate/external/fit_vidur.py: each profile row's four projections as GEMMs of known shape,
+  // held out by the same FNV-1a rule; here through bneck's kernel model (fp16 and bf16 on tensor
+  // cores, timed at the median efficiency of the 7 nearest training shapes). Bound: the median at
+  // fitting (2.5 %, 3.0 %) plus a point and a half.
+  const std::string dir = std::string(BNECK_SHARED_DIR) + "/external/vidur/";
+  if (!fs::exists(dir)) {
+    WARN("no " << dir << ": skipped");
+    return;
+  }
+  for (const auto& [gpu, preset] : {std::pair<std::string, std::string>{"a100", "a100-sxm-80gb"}, {"h100", "h100-sxm"}}) {
+    const HwSpec hw = load_target_hw(preset);
+    REQUIRE(hw.name == preset + "-calibrated");
+    std::set<std::string> seen;
+    std::vector<double> err[2];
+    for (const char* model : {"Llama-2-7b-hf", "Llama-2-70b-hf"}) {
+      std::ifstream in(dir + "mlp__" + gpu + "_meta-llama_" + model + ".csv");
+      std::string line;
+      std::getline(in, line);
+      std::vector<std::string> head;
+      std::stringstream hs(line);
+      for (std::string c; std::getline(hs, c, ',');) head.push_back(c);
+      auto col = [&](const std::string& n) { return static_cast<std::size_t>(std::find(head.begin(), head.end(), n) - head.begin()); };
+      while (std::getline(in, line)) {
+        std::vector<std::string> f;
+        std::stringstream ls(line);
+        for (std::string c; std::getline(ls, c, ',');) f.push_back(c);
+        if (f.size() < head.size()) continue;
+        auto num = [&](const char* n) { return std::stod(f[col(n)]); };
+        const double nh = num("n_head"), nkv = num("n_kv_head"), e = num("n_embd"), ff = num("n_expanded_embd");
+        const double tp = num("num_tensor_parallel_workers"), m = num("num_tokens"), d = e / nh;
+        const double up = (f[col("use_gated_mlp")] == "True" ? 2 : 1) * ff / tp;
+        const std::pair<const char*, std::pair<double, double>> ops[] = {{"attn_pre_proj", {e, (nh + 2 * nkv) * d / tp}},
+                                                                         {"attn_post_proj", {e / tp, e}},
+                                                                         {"mlp_up_proj", {e, up}},
+                                                                         {"mlp_down_proj", {ff / tp, e}}};
+        for (const auto& [op, kn] : ops) {
+          const auto [k, n] = kn;
+          char shape[96];
+          std::snprintf(shape, sizeof shape, "1,%.0f,%.0f,%.0f", m, k, n);
+          if (!seen.insert(shape).second || fnv1a(shape) % 10 < 7) continue;
+          const double ms = std::stod(f[col(std::string("time_stats.") + op + ".median")]);
+          for (int b = 0; b < 2; ++b) {
+            KernelWork w;
+            w.cls = KernelClass::Gemm;
+            w.dtype = b ? Dtype::BF16 : Dtype::FP16;
+            w.unit = ComputeUnit::Tensor;
+            w.flops = 2 * m * k * n;
+            w.bytes = 2 * (m * k + k * n + m * n);
+            w.out_rows = m;
+            w.out_cols = n;
+            err[b].push_back(std::abs(static_cast<double>(model_kernel(nullptr, w, hw).time_ns) / 1e6 / ms - 1));
+          }
+        }
+      }
+    }
+    INFO(preset);
+    REQUIRE(err[0].size() > 1000);
+    const double m16 = quantile(err[0], 0.5), m_bf = quantile(err[1], 0.5);
+    WARN(preset << ": Vidur fp16 held out " << err[0].size() << " shapes, median |error| " << m16 * 100 << " % (bf16 " << m_bf * 100
+                << " %, p90 " << quantile(err[0], 0.9) * 100 << " %)");
+    CHECK(m16 < (gpu == "a100" ? 0.04 : 0.045));
+    CHECK(m_bf == Approx(m16));
+    CHECK(hw.gpu.held_out_error.at("gemm fp16") == Approx(m16).margin(0.01));
   }
 }
 

@@ -86,6 +86,21 @@ def gemm_features(r):  # NeuSight's (B, M, N) @ (B, N, K): batch B, output rows 
     return (math.log2(b), math.log2(m), math.log2(n), math.log2(k)), 2 * b * m * n * k
 
 
+def write_overlay(out, path):
+    """The overlay as indented JSON, each GEMM sample on one line."""
+    rows = {}
+    for d, surface in out.get("gpu", {}).get("gemm_samples", {}).items():
+        if isinstance(surface, dict):
+            rows[d] = surface["rows"]
+            surface["rows"] = f"@ROWS-{d}@"
+    text = json.dumps(out, indent=2, sort_keys=True)
+    for d, rs in rows.items():
+        text = text.replace(f'"@ROWS-{d}@"', "[\n" + ",\n".join(" " * 10 + json.dumps(r) for r in rs) + "\n        ]")
+        out["gpu"]["gemm_samples"][d]["rows"] = rs
+    with open(path, "w") as f:
+        f.write(text + "\n")
+
+
 def main(kdir):
     rows = {}
     for kind in ("linear", "bmm", "elem"):
@@ -157,13 +172,7 @@ def main(kdir):
                "gpu": g, "sources": sources, "calibration": {"source": src, "script": "validate/external/fit_neusight.py", "log": log,
                                            "held_out": "shapes with FNV-1a(shape) mod 10 >= 7; checked in tests/test_cross_gpu.cpp"}}
         path = os.path.join(ROOT, "hw", "calibrated", name + "-calibrated.json")
-        text = json.dumps(out, indent=2)
-        if "gemm_samples" in g:  # one shape a line
-            srows = g["gemm_samples"]["fp32"]["rows"]
-            g["gemm_samples"]["fp32"]["rows"] = "@ROWS@"
-            text = json.dumps(out, indent=2).replace('"@ROWS@"', "[\n" + ",\n".join(" " * 10 + json.dumps(r) for r in srows) + "\n        ]")
-        with open(path, "w") as f:
-            f.write(text + "\n")
+        write_overlay(out, path)
         print(name, *log, sep="\n  ")
 
 
