@@ -29,7 +29,8 @@ HwSpec load_spec(const std::string& spec) {
 
 // What the trace says of its memory: the forward's GEMM weights (their second operands in the
 // first top-level range), and in a training trace (a backward thread) their gradients and, where an
-// optimizer's multi_tensor_apply kernels ran, Adam's two fp32 states per parameter. A lower bound
+// optimizer's multi_tensor_apply kernels ran, Adam's two states per parameter (in the parameters'
+// precision, as torch.optim keeps them). A lower bound
 // (activations, workspaces and the allocator's cache are not in a trace without profile_memory),
 // set against the target's memory.
 std::string memory_check(const WhatIfContext& ctx, const HwSpec& target) {
@@ -41,19 +42,17 @@ std::string memory_check(const WhatIfContext& ctx, const HwSpec& target) {
     training = training || (o.link != kNone && t.ops[o.link].lane != main);
     optimizer = optimizer || t.name(o).find("multi_tensor_apply") != std::string::npos;
   }
-  double elems = 0;
   const double weights = step_gemm_weights(ctx, [&](OpId o) {
     const bool fwd = t.ops[o].link != kNone && t.ops[o].link < t.ops.size() && t.ops[t.ops[o].link].lane == main;
-    if (fwd) elems += ctx.work[o].rhs_elems;
     return fwd;
   });
   if (weights <= 0 || target.gpu.memory_bytes == 0) return "";
-  const double states = training ? weights + (optimizer ? 8 * elems : 0) : 0;
+  const double states = training ? weights * (optimizer ? 3 : 1) : 0;
   const double need = weights + states;
   const auto cap = static_cast<double>(target.gpu.memory_bytes);
   auto gib = [](double b) { return fmt_num("%.1f GiB", b / static_cast<double>(1ull << 30)); };
   std::string line = "memory: at least " + gib(need) + " (weights " + gib(weights);
-  if (training) line += std::string(", gradients") + (optimizer ? " and Adam's fp32 states " : " ") + gib(states);
+  if (training) line += std::string(", gradients") + (optimizer ? " and Adam's two states " : " ") + gib(states);
   line += "; activations not in the trace) of " + gib(cap) + ": ";
   if (need > cap) return line + "does not fit: the run as traced cannot run on " + target.name;
   return line + "leaves " + gib(cap - need) + " for activations and workspaces";
