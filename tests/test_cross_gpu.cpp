@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "helpers.hpp"
+#include "models/collective.hpp"
 #include "models/kernel_work.hpp"
 #include "sim/base/stats.hpp"
 
@@ -227,6 +228,50 @@ TEST_CASE("other GPUs: Vidur's held-out fp16 projections through the A100 and H1
     CHECK(m16 < (gpu == "a100" ? 0.04 : 0.045));
     CHECK(m_bf == Approx(m16));
     CHECK(hw.gpu.held_out_error.at("gemm fp16") == Approx(m16).margin(0.01));
+  }
+}
+
+TEST_CASE("other GPUs: Vidur's held-out 4-GPU all-reduces through the A100 and H100 nodes' collective model", "[hw][cross_gpu]") {
+  // validate/external/fit_vidur.py fits the 2- and 8-GPU all-reduce curves of Vidur's NCCL
+  // profiles (A100 80GB DGX, H100 DGX); the 4-GPU rows are held out: bneck moves both curves to 4
+  // GPUs and interpolates in log2 ranks. Measured median over each size's rows; every size.
+  const std::string dir = std::string(BNECK_SHARED_DIR) + "/external/vidur/";
+  if (!fs::exists(dir)) {
+    WARN("no " << dir << ": skipped");
+    return;
+  }
+  for (const auto& [gpu, preset] : {std::pair<std::string, std::string>{"a100", "a100-sxm-80gb"}, {"h100", "h100-sxm"}}) {
+    const HwSpec hw = load_target_hw(preset);
+    std::ifstream in(dir + "net__" + gpu + "_dgx_all_reduce.csv");
+    std::string line;
+    std::getline(in, line);
+    std::map<std::uint32_t, std::map<double, std::vector<double>>> by;  // ranks -> size -> ms
+    while (std::getline(in, line)) {
+      std::vector<std::string> f;
+      std::stringstream ls(line);
+      for (std::string c; std::getline(ls, c, ',');) f.push_back(c);
+      if (f.size() < 12 || f[7] != f[10]) continue;  // num_workers == devices_per_node: one node
+      by[static_cast<std::uint32_t>(std::stoul(f[7]))][std::stod(f[8])].push_back(std::stod(f[4]));
+    }
+    INFO(preset);
+    for (std::uint32_t n : {2u, 4u, 8u}) {
+      std::vector<double> err, big;
+      for (auto& [size, v] : by[n]) {
+        const double ms = quantile(v, 0.5);
+        const double e =
+            std::abs(static_cast<double>(collective_time(hw, CollKind::AllReduce, static_cast<Bytes>(size), n).time_ns) / 1e6 / ms - 1);
+        err.push_back(e);
+        if (size >= 8e6) big.push_back(e);
+      }
+      REQUIRE(err.size() > 500);
+      const double m = quantile(err, 0.5), mb = quantile(big, 0.5);
+      WARN(preset << " all-reduce on " << n << " GPUs" << (n == 4 ? " (held out)" : " (fitted)") << ": median |error| " << m * 100
+                  << " % over " << err.size() << " sizes, " << mb * 100 << " % at 8 MB and more");
+      if (n == 4) {
+        CHECK(m < 0.15);
+        CHECK(mb < 0.15);
+      }
+    }
   }
 }
 

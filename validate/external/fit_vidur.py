@@ -14,6 +14,11 @@ efficiency = 2 M K N / time / the preset's dense fp16 tensor peak. A shape is he
 fit_neusight.py uses (FNV-1a of "B,M,N,K" mod 10 >= 7); the rest become gemm_samples.fp16 (and
 bf16: the same tensor cores and peak on these GPUs; said in the sources) and the held-out median
 |error| of the nearest-shapes rule becomes held_out_error."gemm fp16".
+NCCL: `net__{a100,h100}_dgx_{all_reduce,send_recv}.csv` (NCCL kernel time vs message size, fp16
+buffers, GPUs of one node): the two-GPU rows become node.collectives.{all_reduce,send_recv} (the
+median time per size at 12 sizes, 8 B .. 1 GiB nearest available, as a curve, its first point the
+latency, the bus bandwidth from the largest two sizes); the 4- and 8-GPU all-reduce rows are held
+out (bneck moves the two-GPU curve to N by NCCL's ring steps and bus factor; tests/test_cross_gpu.cpp).
 Run after fit_neusight.py (which rewrites the H100 overlay): this merges into the overlays.
 Usage: validate/external/fit_vidur.py VIDUR_DIR   ($BNECK_SHARED_DIR/external/vidur)
 """
@@ -36,6 +41,34 @@ def gemms(r):
         ms = r.get(f"time_stats.{op}.median", "")
         if ms:
             yield tok, k, n, float(ms) * 1e-3
+
+
+def nccl_curve(path, ranks):
+    """Median time (s) per message size (bytes) of the rows on `ranks` GPUs of one node."""
+    by = {}
+    with open(path) as fh:
+        for r in csv.DictReader(fh):
+            if int(r["num_workers"]) == ranks and int(r["devices_per_node"]) == ranks:
+                by.setdefault(int(r["size"]), []).append(float(r[[k for k in r if k.endswith(".median")][0]]) * 1e-3)
+    return {size: statistics.median(v) for size, v in sorted(by.items())}
+
+
+def fit_collective(curve, ranks):
+    sizes = sorted(curve)
+    picks = []
+    for target in [2048 * 4**i for i in range(10)]:
+        best = min(sizes, key=lambda z: abs(math.log2(z) - math.log2(target)))
+        if best not in picks:
+            picks.append(best)
+    picks.sort()
+    pts = [[f"{z} B", f"{round(curve[z] * 1e9)} ns"] for z in picks]
+    # No time may fall with size on the curve (the interpolation reads it as monotone).
+    for i in range(1, len(pts)):
+        if int(pts[i][1].split()[0]) < int(pts[i - 1][1].split()[0]):
+            pts[i][1] = pts[i - 1][1]
+    a, b = picks[-2], picks[-1]
+    bus = (b - a) / max(1e-12, curve[b] - curve[a]) * 2 * (ranks - 1) / ranks  # all-reduce's bus factor (send/recv: 2 GPUs, 1)
+    return {"bus_bandwidth": f"{bus / 1e9:.6g} GB/s", "curve": pts, "latency": pts[0][1], "ranks": ranks}
 
 
 def main(vdir):
@@ -80,6 +113,17 @@ def main(vdir):
         for k, text in (("gpu.gemm_samples", src), ("gpu.held_out_error", "gemm fp16: " + src)):
             old = srcs.get(k, "").split(" | Vidur")[0].split(" | gemm fp16: Vidur")[0]
             srcs[k] = old + " | " + text if old else text
+        node = ov.setdefault("node", {}).setdefault("collectives", {})
+        notes = []
+        for kind, ranks in (("all_reduce", 2), ("all_reduce", 8), ("send_recv", 2)):
+            curve = nccl_curve(os.path.join(vdir, f"net__{key}_dgx_{kind}.csv"), ranks)
+            if curve:
+                name_k = kind if ranks == 2 else f"{kind}@{ranks}"
+                node[name_k] = fit_collective(curve, ranks)
+                notes.append(f"{name_k} on {ranks} GPUs: {node[name_k]['bus_bandwidth']} bus, {node[name_k]['latency']} first")
+        if notes:
+            srcs["node.collectives"] = (f"Vidur's NCCL profiles (github microsoft/vidur @ 7d475133, data/profiling/network), {label}, "
+                                        f"GPUs of one node: " + "; ".join(notes) + "; the 4-GPU all-reduce rows held out")
         write_overlay(ov, path)
         print(f"{name}: fp16 GEMM by shape, {len(samples)} training shapes, held out {len(held)}: median |error| {err * 100:.1f} %")
 
