@@ -145,6 +145,11 @@ TEST_CASE("whatif and sweep from the command line", "[cli][whatif]") {
   std::string text = slurp(csv);
   CHECK(lines(text) == 1 + 3 * 2);  // header + 3 specs x (baseline, fast-spin)
   CHECK(text.find("fast-spin") != std::string::npos);
+  // Each target's error bar: its calibrated overlay's held-out median |error| (H100: NeuSight's fp32
+  // GEMMs 4.8 %, Vidur's fp16 3.0 %; the largest in the CSV), none for the uncalibrated H200 preset.
+  CHECK(text.find(",error_bar\n") != std::string::npos);
+  CHECK_THAT(s.out, Catch::Contains("gemm 4.8 %, gemm fp16 3.0 %"));
+  CHECK_THAT(text, Catch::Contains(",0.0484\n"));
   fs::path svg = tmp_dir() / "vary.svg";
   Run v = run("sweep '" + demo_trace() + "' --hw h200-sxm --vary hbm_bandwidth=2TB/s..8TB/s:4 --svg '" + svg.string() + "'");
   REQUIRE(v.code == 0);

@@ -158,15 +158,28 @@ void add_sweep(CLI::App& sub, Action& action) {
       if (world.rank != 0) return 0;  // rank 0 writes every output
       for (const auto& c : cases)
         if (!c.error.empty()) throw InputError("sweep case " + c.hw + " / " + c.scenario + ": " + c.error);
+      // Each target's error bar: the held-out median |error| per kernel class of its calibrated
+      // overlay (the largest in the CSV), none for an uncalibrated preset.
+      std::map<std::string, std::pair<double, std::string>> bars;
+      for (const auto& h : hws) {
+        const HwSpec spec = load_target_hw(h);
+        double worst = 0;
+        std::string text;
+        for (const auto& [cls, e] : spec.gpu.held_out_error) {
+          worst = std::max(worst, e);
+          text += (text.empty() ? "" : ", ") + cls + " " + fmt_num("%.1f", e * 100) + " %";
+        }
+        bars[h] = {worst, text.empty() ? "-" : text};
+      }
       auto write_csv = [&](std::ostream& o) {
         o << "trace,hw," << (vy ? vy->field + "," : "")
-          << "scenario,baseline_ns,predicted_ns,speedup,compute_bound_ns,memory_bound_ns,latency_bound_ns\n";
+          << "scenario,baseline_ns,predicted_ns,speedup,compute_bound_ns,memory_bound_ns,latency_bound_ns,error_bar\n";
         for (const auto& c : cases) {
           o << '"' << t.source << "\"," << c.hw << ",";
           if (vy) o << '"' << c.vary_value << "\",";
           o << c.scenario << "," << c.baseline << "," << c.predicted << ","
             << (c.predicted ? static_cast<double>(c.baseline) / static_cast<double>(c.predicted) : 0.0) << "," << c.by_bound[0] << ","
-            << c.by_bound[1] << "," << c.by_bound[2] << "\n";
+            << c.by_bound[1] << "," << c.by_bound[2] << "," << bars[c.hw].first << "\n";
         }
       };
       if (!csv.empty()) write_output(csv, write_csv);
@@ -198,11 +211,12 @@ void add_sweep(CLI::App& sub, Action& action) {
         });
       }
       if (csv != "-") {
-        std::printf("%-26s %-18s %-16s %14s %14s %9s\n", "hw", vy ? vy->field.c_str() : "", "scenario", "baseline", "predicted", "speedup");
+        std::printf("%-26s %-18s %-16s %14s %14s %9s  %s\n", "hw", vy ? vy->field.c_str() : "", "scenario", "baseline", "predicted",
+                    "speedup", "error bar (held-out kernels)");
         for (const auto& c : cases)
-          std::printf("%-26s %-18s %-16s %14s %14s %8.3fx\n", c.hw.c_str(), c.vary_value.c_str(), c.scenario.c_str(),
+          std::printf("%-26s %-18s %-16s %14s %14s %8.3fx  %s\n", c.hw.c_str(), c.vary_value.c_str(), c.scenario.c_str(),
                       format_duration(c.baseline).c_str(), format_duration(c.predicted).c_str(),
-                      c.predicted ? static_cast<double>(c.baseline) / static_cast<double>(c.predicted) : 0.0);
+                      c.predicted ? static_cast<double>(c.baseline) / static_cast<double>(c.predicted) : 0.0, bars[c.hw].second.c_str());
       }
       return 0;
     };
