@@ -244,23 +244,22 @@ namespace {
 
 // The outcome as JSON (the same figures as the text).
 json serve_json(const ServeJob& job, const ServeOutcome& out) {
-  [[maybe_unused]] json result;
-  [[maybe_unused]] const LlmConfig& llm = out.llm;
-  [[maybe_unused]] const HwSpec& hw = out.hw;
-  [[maybe_unused]] const EngineConfig& eng = out.engine;
-  [[maybe_unused]] const Bytes kv_bytes = out.kv_bytes;
-  [[maybe_unused]] const Slo slo = job.slo;
-  [[maybe_unused]] const std::string policy = eng.policy == Policy::Static ? "static" : "continuous";
-  [[maybe_unused]] const std::vector<Request>& reqs = out.requests;
-  [[maybe_unused]] const bool generated = out.generated;
-  [[maybe_unused]] const StepCostModel& model = out.model;
-  [[maybe_unused]] const ServeResult& res = out.result;
-  [[maybe_unused]] const Metrics& m = out.simulated;
-  [[maybe_unused]] const Metrics& meas = out.measured;
-  [[maybe_unused]] const bool has_meas = out.has_measured;
-  [[maybe_unused]] const auto& sweep = out.sweep;
-  [[maybe_unused]] const double knee = out.knee_rate, best_rate = out.best_rate, sweep_s = out.sweep_s, sim_s = out.simulation_s,
-                                total_s = out.total_s;
+  const LlmConfig& llm = out.llm;
+  const HwSpec& hw = out.hw;
+  const EngineConfig& eng = out.engine;
+  const Bytes kv_bytes = out.kv_bytes;
+  const std::string policy = eng.policy == Policy::Static ? "static" : "continuous";
+  const std::vector<Request>& reqs = out.requests;
+  const StepCostModel& model = out.model;
+  const ServeResult& res = out.result;
+  const Metrics& m = out.simulated;
+  const Metrics& meas = out.measured;
+  const bool has_meas = out.has_measured;
+  const auto& sweep = out.sweep;
+  const double knee = out.knee_rate;
+  const double best_rate = out.best_rate;
+  const double sweep_s = out.sweep_s;
+  const double sim_s = out.simulation_s;
   json j = stat_json(m);
   j["policy"] = policy;
   j["model"] = {{"config", job.model_path},
@@ -321,23 +320,25 @@ json serve_json(const ServeJob& job, const ServeOutcome& out) {
 }
 
 void print_serve_text(const ServeJob& job, const ServeOutcome& out, std::ostream& o) {
-  [[maybe_unused]] json result;
-  [[maybe_unused]] const LlmConfig& llm = out.llm;
-  [[maybe_unused]] const HwSpec& hw = out.hw;
-  [[maybe_unused]] const EngineConfig& eng = out.engine;
-  [[maybe_unused]] const Bytes kv_bytes = out.kv_bytes;
-  [[maybe_unused]] const Slo slo = job.slo;
-  [[maybe_unused]] const std::string policy = eng.policy == Policy::Static ? "static" : "continuous";
-  [[maybe_unused]] const std::vector<Request>& reqs = out.requests;
-  [[maybe_unused]] const bool generated = out.generated;
-  [[maybe_unused]] const StepCostModel& model = out.model;
-  [[maybe_unused]] const ServeResult& res = out.result;
-  [[maybe_unused]] const Metrics& m = out.simulated;
-  [[maybe_unused]] const Metrics& meas = out.measured;
-  [[maybe_unused]] const bool has_meas = out.has_measured;
-  [[maybe_unused]] const auto& sweep = out.sweep;
-  [[maybe_unused]] const double knee = out.knee_rate, best_rate = out.best_rate, sweep_s = out.sweep_s, sim_s = out.simulation_s,
-                                total_s = out.total_s;
+  const LlmConfig& llm = out.llm;
+  const HwSpec& hw = out.hw;
+  const EngineConfig& eng = out.engine;
+  const Bytes kv_bytes = out.kv_bytes;
+  const Slo slo = job.slo;
+  const std::string policy = eng.policy == Policy::Static ? "static" : "continuous";
+  const std::vector<Request>& reqs = out.requests;
+  const bool generated = out.generated;
+  const StepCostModel& model = out.model;
+  const ServeResult& res = out.result;
+  const Metrics& m = out.simulated;
+  const Metrics& meas = out.measured;
+  const bool has_meas = out.has_measured;
+  const auto& sweep = out.sweep;
+  const double knee = out.knee_rate;
+  const double best_rate = out.best_rate;
+  const double sweep_s = out.sweep_s;
+  const double sim_s = out.simulation_s;
+  const double total_s = out.total_s;
   o << "bneck serve: " << reqs.size() << " requests (" << (generated ? "generated" : job.requests_path) << "), " << policy << " batching"
     << (eng.cuda_graph ? ", CUDA graphs" : "") << "\n";
   o << "  model " << job.model_path << ": " << std::fixed << std::setprecision(2) << llm.params() / 1e9 << " B parameters, "
