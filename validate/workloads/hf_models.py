@@ -7,6 +7,9 @@
 #   gpt2_large-train-1x1024   GPT2LMHeadModel forward + LM loss + backward + torch.optim.AdamW step,
 #                             zero_grad(set_to_none=True); dropout on (model.train())
 #   opt_1.3b-inf-2x2048       OPTForCausalLM (hidden 2048, 24 layers, 32 heads, ffn 8192) forward, no grad
+#   llama_1b-inf-4x1024       LlamaForCausalLM (hidden 2048, 16 layers, 32 heads, 8 KV heads, ffn 8192, vocab
+#                             32000, RMSNorm, rotary, SwiGLU) forward, no grad
+#   llama_1b-train-1x1024     LlamaForCausalLM forward + LM loss + backward + AdamW step
 # Modes (one process may run several, --mode a,b,c; weights stay fp32 in every mode):
 #   fp32            torch.backends.cuda.matmul.allow_tf32 = False, torch.backends.cudnn.allow_tf32 = False
 #   tf32            both True
@@ -37,7 +40,7 @@ import argparse, fcntl, os, signal, statistics, sys, time
 
 import torch
 import transformers
-from transformers import BertConfig, BertModel, GPT2Config, GPT2LMHeadModel, OPTConfig, OPTForCausalLM
+from transformers import BertConfig, BertModel, GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, OPTConfig, OPTForCausalLM
 
 WORKLOADS = {
     # name: (model kind, train?, batch, seq)
@@ -45,6 +48,8 @@ WORKLOADS = {
     "gpt2_large-inf-4x1024": ("gpt2_large", False, 4, 1024),
     "gpt2_large-train-1x1024": ("gpt2_large", True, 1, 1024),
     "opt_1.3b-inf-2x2048": ("opt_1.3b", False, 2, 2048),
+    "llama_1b-inf-4x1024": ("llama_1b", False, 4, 1024),
+    "llama_1b-train-1x1024": ("llama_1b", True, 1, 1024),
 }
 MODES = ("fp32", "tf32", "autocast-bf16", "compile")
 
@@ -106,6 +111,9 @@ def make_config():
         return BertModel, BertConfig(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096)
     if kind == "gpt2_large":
         return GPT2LMHeadModel, GPT2Config(n_embd=1280, n_layer=36, n_head=20)
+    if kind == "llama_1b":
+        return LlamaForCausalLM, LlamaConfig(hidden_size=2048, num_hidden_layers=16, num_attention_heads=32, num_key_value_heads=8,
+                                             intermediate_size=8192, vocab_size=32000, max_position_embeddings=2048)
     return OPTForCausalLM, OPTConfig(hidden_size=2048, num_hidden_layers=24, num_attention_heads=32, ffn_dim=8192,
                                      max_position_embeddings=2048, word_embed_proj_dim=2048, do_layer_norm_before=True)
 
