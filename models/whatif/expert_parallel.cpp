@@ -212,7 +212,8 @@ class ExpertParallel : public TransformStep {
     std::map<LaneId, std::vector<OpId>> streams;  // every kernel of each stream, in order
     for (OpId i = 0; i < t.ops.size(); ++i)
       if (t.ops[i].kind == OpKind::Kernel && !(t.ops[i].flags & Op::kFlagNccl)) streams[t.ops[i].lane].push_back(i);
-    for (auto& [lane, ops] : streams) {
+    for (auto& entry : streams) {
+      std::vector<OpId>& ops = entry.second;  // (a named variable: lambdas below capture it)
       std::stable_sort(ops.begin(), ops.end(), [&](OpId a, OpId b) { return t.ops[a].start < t.ops[b].start; });
       std::size_t first = ops.size(), last = 0;
       auto close = [&] {  // the region [first, last] between the stream's kernels before and after it

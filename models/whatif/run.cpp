@@ -38,7 +38,7 @@ Transform unprofile_step(const Trace& t, const WhatIfOptions& opt, std::vector<T
     else
       transforms.push_back(tr);
   const ProfilerSetting prof = profiler_setting(t);
-  const bool costs = prof.per_op > 0 || prof.per_call > 0;
+  const bool costs = prof.costs();
   if (!unprofile && opt.unprofile && costs) unprofile = parse_transform("unprofile", "auto");
   if (!unprofile || unprofile->text == "--unprofile off" || !costs) return nullptr;
   name = prof.name;

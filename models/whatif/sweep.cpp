@@ -22,7 +22,7 @@ void run_sweep(const Trace& t, const std::string& source_hw, const std::optional
   // The profiler's host cost out of the baseline and every case, as whatif does by default (a
   // case's own --unprofile takes its place).
   const ProfilerSetting prof = profiler_setting(t);
-  const Transform unprofile = prof.per_op > 0 || prof.per_call > 0 ? parse_transform("unprofile", "auto") : nullptr;
+  const Transform unprofile = prof.costs() ? parse_transform("unprofile", "auto") : nullptr;
   auto with_unprofile = [&](const std::vector<Transform>& tr) {
     for (const Transform& x : tr)
       if (!unprofile || x->text.rfind("--unprofile", 0) == 0) return tr;

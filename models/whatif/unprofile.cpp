@@ -27,7 +27,26 @@ namespace bneck {
 // without 2.14 / 7.01 (4.55); Nsight Systems per CUDA call row 2.61 / 4.04 (8.52), with
 // emit_nvtx per call or op row 5.64 / 3.65 (5.19).
 // With with_stack (and shapes): 7.69 / 10.07 us (held out 5.36).
+// With shapes the cost follows what each op records: per input of its shapes list (tensors, each
+// of a tensor list, scalars), every op's and CUDA call's cost counted in: 1.96 / 2.54 us an input
+// on the same two programs, 2.25 their mean; held out GPT-2 small training 2.50 (-10 %), GPT-2
+// large training TF32 2.26 (0 %) and Llama-1B training TF32 1.82 (+24 %;
+// validate/reference/h200/hf_models), where the 5.44 us an event is off by +13, +34 and +78 %.
 constexpr TimeNs kKinetoShapesPerOp = 5440, kKinetoPerOp = 4580, kKinetoStackPerOp = 8880, kKinetoPerCall = 0;
+constexpr TimeNs kKinetoPerInput = 2250;
+
+// Inputs in a range name's shapes ("aten::addmm, sizes = [[1024], [8, 1024], []]": 3).
+std::size_t shape_inputs(const std::string& name) {
+  const auto at = name.find("sizes = [");
+  if (at == std::string::npos) return 0;
+  std::size_t n = 0;
+  int depth = 0;
+  for (std::size_t i = at + 8; i < name.size(); ++i) {
+    if (name[i] == '[' && ++depth == 2) ++n;
+    if (name[i] == ']' && --depth == 0) break;
+  }
+  return n;
+}
 constexpr TimeNs kNsysNvtxPerOp = 4650, kNsysPerCall = 3330;
 
 ProfilerSetting profiler_setting(const Trace& t) {
@@ -45,6 +64,7 @@ ProfilerSetting profiler_setting(const Trace& t) {
     const bool stack = t.anomalies.count(kKinetoStackNote) > 0;
     s.name = std::string("PyTorch profiler") + (shaped > 0 ? ", record_shapes" : "") + (stack ? ", with_stack" : "");
     s.per_op = s.per_call = stack ? kKinetoStackPerOp : shaped > 0 ? kKinetoShapesPerOp : kKinetoPerOp;
+    if (shaped > 0 && !stack) s.per_op = s.per_call = 0, s.per_input = kKinetoPerInput;
     (void)kKinetoPerCall;
   } else if (nsys) {
     s.name = ops > 0 ? std::string("Nsight Systems with PyTorch op ranges (emit_nvtx") + (shaped ? ", shapes)" : ")") : "Nsight Systems";
@@ -62,13 +82,25 @@ class Unprofile : public TransformStep {
   void apply(const WhatIfContext& ctx, WhatIfCase& c) const override {
     const Trace& t = ctx.trace;
     const ProfilerSetting s = profiler_setting(t);
-    if (s.per_op == 0 && s.per_call == 0) return;
+    if (!s.costs()) return;
     const double per_op = static_cast<double>(s.per_op) * scale_, per_call = static_cast<double>(s.per_call) * scale_;
-    // Recorded op ranges per thread, by start.
-    std::map<LaneId, std::vector<TimeNs>> starts;
+    const double per_input = static_cast<double>(s.per_input) * scale_;
+    // Recorded op ranges per thread, by start, with their cost; its running sum.
+    std::map<LaneId, std::vector<std::pair<TimeNs, double>>> starts;
+    std::size_t n_inputs = 0;
     for (const Range& r : t.ranges)
-      if (!r.structure) starts[r.lane].push_back(r.start);
-    for (auto& [l, v] : starts) std::sort(v.begin(), v.end());
+      if (!r.structure) {
+        const std::size_t in = per_input > 0 ? shape_inputs(t.strings.str(r.name)) : 0;
+        n_inputs += in;
+        starts[r.lane].emplace_back(r.start, per_op + per_input * static_cast<double>(in));
+      }
+    std::map<LaneId, std::vector<double>> sums;  // sums[l][i]: the cost of the first i ranges
+    for (auto& [l, v] : starts) {
+      std::sort(v.begin(), v.end());
+      auto& run = sums[l];
+      run.assign(1, 0.0);
+      for (const auto& x : v) run.push_back(run.back() + x.second);
+    }
     // Host calls per thread in order.
     std::map<LaneId, std::vector<OpId>> calls;
     for (OpId i = 0; i < t.ops.size(); ++i)
@@ -85,6 +117,10 @@ class Unprofile : public TransformStep {
     for (auto& [lane, cs] : calls) {
       std::sort(cs.begin(), cs.end(), [&](OpId a, OpId b) { return t.ops[a].start < t.ops[b].start; });
       const auto& st = starts[lane];
+      const auto& sum = sums[lane];
+      auto first_at = [&](TimeNs ts) {
+        return static_cast<std::size_t>(std::lower_bound(st.begin(), st.end(), std::make_pair(ts, -1.0)) - st.begin());
+      };
       for (std::size_t k = 0; k < cs.size(); ++k) {
         const OpId n = cs[k];
         // The call itself.
@@ -97,11 +133,9 @@ class Unprofile : public TransformStep {
         if (k == 0) continue;
         // The gap before it: the rest of the call's cost and the ops recorded in it.
         const Op& p = t.ops[cs[k - 1]];
-        const auto lo = std::lower_bound(st.begin(), st.end(), p.start);
-        const auto hi = std::lower_bound(st.begin(), st.end(), t.ops[n].start);
-        const auto recorded = static_cast<double>(hi - lo);
-        n_ops += static_cast<std::size_t>(recorded);
-        const TimeNs cut = static_cast<TimeNs>(std::llround(per_op * recorded)) + (call_cost - (d - nd));
+        const std::size_t lo = first_at(p.start), hi = first_at(t.ops[n].start);
+        n_ops += hi - lo;
+        const TimeNs cut = static_cast<TimeNs>(std::llround(sum.empty() ? 0.0 : sum[hi] - sum[lo])) + (call_cost - (d - nd));
         if (cut <= 0) continue;
         const TimeNs gap = std::max<TimeNs>(0, t.ops[n].start - p.end());
         const TimeNs take = std::min(cut, gap);
@@ -117,9 +151,13 @@ class Unprofile : public TransformStep {
       for (auto e : boost::make_iterator_range(boost::out_edges(gp.from, g.csr)))
         if (boost::target(e, g.csr) == gp.to && g.csr[e].type() == EdgeType::HostOrder)
           g.csr[e].set_delay(std::min(g.csr[e].delay(), gp.delay));
-    c.log.push_back(text + ": " + s.name + ": " + format_duration(removed) + " of host time taken out (" + std::to_string(n_calls) +
-                    " CUDA calls x " + format_duration(static_cast<TimeNs>(per_call)) + ", " + std::to_string(n_ops) + " recorded ops x " +
-                    format_duration(static_cast<TimeNs>(per_op)) + "; --unprofile off keeps it)");
+    const std::string each = per_input > 0
+                                 ? std::to_string(n_ops) + " recorded ops with " + std::to_string(n_inputs) + " inputs x " +
+                                       format_duration(static_cast<TimeNs>(per_input))
+                                 : std::to_string(n_calls) + " CUDA calls x " + format_duration(static_cast<TimeNs>(per_call)) + ", " +
+                                       std::to_string(n_ops) + " recorded ops x " + format_duration(static_cast<TimeNs>(per_op));
+    c.log.push_back(text + ": " + s.name + ": " + format_duration(removed) + " of host time taken out (" + each +
+                    "; --unprofile off keeps it)");
   }
 
  private:
