@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "helpers.hpp"
+#include "serve_helpers.hpp"
 #include "models/serving/calibrate.hpp"
 #include "sim/base/error.hpp"
 #include "traces/importer.hpp"
@@ -17,14 +18,6 @@ using namespace bneck::test;
 namespace fs = std::filesystem;
 
 namespace {
-
-const std::string kServe = std::string(BNECK_SOURCE_DIR) + "/validate/reference/h200/serving/";
-
-std::string write_tmp(const std::string& name, const std::string& text) {
-  fs::path p = fs::temp_directory_path() / ("bneck_serve_" + std::to_string(::getpid()) + "_" + name);
-  std::ofstream(p, std::ios::binary) << text;
-  return p.string();
-}
 
 // A step model whose every step takes `step_ms` of host time (no GPU, no other term).
 StepCostModel fixed_step(double step_ms) {

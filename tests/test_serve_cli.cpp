@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "helpers.hpp"
+#include "serve_helpers.hpp"
 #include "models/serving/calibrate.hpp"
 #include "sim/base/error.hpp"
 #include "traces/importer.hpp"
@@ -13,18 +14,6 @@ using namespace bneck;
 using namespace bneck::serve;
 using namespace bneck::test;
 namespace fs = std::filesystem;
-
-namespace {
-
-const std::string kServe = std::string(BNECK_SOURCE_DIR) + "/validate/reference/h200/serving/";
-
-std::string write_tmp(const std::string& name, const std::string& text) {
-  fs::path p = fs::temp_directory_path() / ("bneck_serve_" + std::to_string(::getpid()) + "_" + name);
-  std::ofstream(p, std::ios::binary) << text;
-  return p.string();
-}
-
-}  // namespace
 
 TEST_CASE("vLLM's and SGLang's Kineto traces: their steps, engine, mode and shape from the engines' own step names", "[serve]") {
   const std::string dir = std::string(BNECK_SHARED_DIR) + "/traces/thirdparty/tracelens/";

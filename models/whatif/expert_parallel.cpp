@@ -186,14 +186,6 @@ class ExpertParallel : public TransformStep {
     return out;
   }
 
-  // A kernel launched from a thread other than the forward's (autograd's backward).
-  static bool has_backward(const Trace& t) {
-    const LaneId main = forward_lane(t);
-    for (const Op& o : t.ops)
-      if (o.kind == OpKind::Kernel && o.link != kNone && t.ops[o.link].lane != main) return true;
-    return false;
-  }
-
   std::vector<Region> find_backward(const WhatIfContext& ctx, const std::vector<Region>& fwd) const {
     const Trace& t = ctx.trace;
     const LaneId main = forward_lane(t);

@@ -59,6 +59,13 @@ std::string recipe_in_use(const Trace& t, const std::vector<KernelWork>& work) {
   return to_string(g);
 }
 
+bool has_backward(const Trace& t) {
+  const LaneId main = forward_lane(t);
+  for (const Op& o : t.ops)
+    if (o.kind == OpKind::Kernel && o.link != kNone && t.ops[o.link].lane != main) return true;
+  return false;
+}
+
 namespace {
 
 constexpr double kAmaxTensor = 0.33;     // amax to one scalar: 1.58 TB/s of 4.8 on the H200 (fit)

@@ -12,6 +12,8 @@ namespace bneck {
 // The thread that launches the trace's first kernel: the forward's (autograd runs the backward's
 // GEMMs on a thread of its own).
 LaneId forward_lane(const Trace& t);
+// A kernel launched from another thread than the forward's: the trace holds a backward pass.
+bool has_backward(const Trace& t);
 
 // The precision recipe the trace already runs, from its kernels weighted by time: "fp32", "tf32",
 // "autocast-bf16" (bf16 GEMMs, fp32 norms and softmax), "bf16" (the whole model), "fp8 GEMMs", ...

@@ -36,12 +36,10 @@ HwSpec load_spec(const std::string& spec) {
 std::string memory_check(const WhatIfContext& ctx, const HwSpec& target) {
   const Trace& t = ctx.trace;
   const LaneId main = forward_lane(t);
-  bool training = false, optimizer = false;
-  for (const Op& o : t.ops) {
-    if (o.kind != OpKind::Kernel) continue;
-    training = training || (o.link != kNone && t.ops[o.link].lane != main);
-    optimizer = optimizer || t.name(o).find("multi_tensor_apply") != std::string::npos;
-  }
+  const bool training = has_backward(t);
+  bool optimizer = false;
+  for (const Op& o : t.ops)
+    optimizer = optimizer || (o.kind == OpKind::Kernel && t.name(o).find("multi_tensor_apply") != std::string::npos);
   const double weights = step_gemm_weights(ctx, [&](OpId o) {
     const bool fwd = t.ops[o].link != kNone && t.ops[o].link < t.ops.size() && t.ops[t.ops[o].link].lane == main;
     return fwd;

@@ -27,24 +27,6 @@ std::vector<std::string> cp_names(const Graph& g, const std::vector<OpId>& path)
   return out;
 }
 
-// The profiler's host cost comes out of the baseline and the forecast alike (--unprofile, given
-// or by default), so that a faster GPU does not expose the profiler instead of the program: the
-// step (null if none applies), the user's transforms after it in `transforms`, the profiler's name.
-Transform unprofile_step(const Trace& t, const WhatIfOptions& opt, std::vector<Transform>& transforms, std::string& name) {
-  Transform unprofile;
-  for (const Transform& tr : opt.transforms)
-    if (tr->text.rfind("--unprofile", 0) == 0)
-      unprofile = tr;
-    else
-      transforms.push_back(tr);
-  const ProfilerSetting prof = profiler_setting(t);
-  const bool costs = prof.costs();
-  if (!unprofile && opt.unprofile && costs) unprofile = parse_transform("unprofile", "auto");
-  if (!unprofile || unprofile->text == "--unprofile off" || !costs) return nullptr;
-  name = prof.name;
-  transforms.insert(transforms.begin(), unprofile);
-  return unprofile;
-}
 // The baseline's figure (the ranges' median span, or the GPU span) for a case.
 TimeNs baseline_figure(const Trace& t, const WhatIfCase& c, const WhatIfOptions& opt) {
   const SimResult r = simulate(*c.graph, VectorCostModel(c.durations, "baseline"));
@@ -80,6 +62,25 @@ Transform scaled_unprofile(const Trace& t, const WhatIfEngine& engine, const Wha
   return parse_transform("unprofile", fmt_num("%.6g", hi));
 }
 }  // namespace
+
+// The profiler's host cost comes out of the baseline and the forecast alike (--unprofile, given
+// or by default), so that a faster GPU does not expose the profiler instead of the program: the
+// step (null if none applies), the user's transforms after it in `transforms`, the profiler's name.
+Transform unprofile_step(const Trace& t, const WhatIfOptions& opt, std::vector<Transform>& transforms, std::string& name) {
+  Transform unprofile;
+  for (const Transform& tr : opt.transforms)
+    if (tr->text.rfind("--unprofile", 0) == 0)
+      unprofile = tr;
+    else
+      transforms.push_back(tr);
+  const ProfilerSetting prof = profiler_setting(t);
+  const bool costs = prof.costs();
+  if (!unprofile && opt.unprofile && costs) unprofile = parse_transform("unprofile", "auto");
+  if (!unprofile || unprofile->text == "--unprofile off" || !costs) return nullptr;
+  name = prof.name;
+  transforms.insert(transforms.begin(), unprofile);
+  return unprofile;
+}
 
 WhatIfReport run_whatif(const Trace& t, const WhatIfOptions& opt) {
   WhatIfReport rep;

@@ -64,4 +64,9 @@ WhatIfReport run_whatif(const Trace& t, const WhatIfOptions& opt);
 // The trace's GPU: --source-hw, the device name, or (hand-written workloads) a hypothetical GPU.
 HwSpec pick_source(const Trace& t, const std::string& override_spec);
 
+// The profiler's host cost step a what-if runs first (--unprofile given among opt.transforms, or
+// "auto" by default when the trace's profiler has costs; null with --unprofile off or none), the
+// other transforms after it in `transforms`, the profiler's name in `name`.
+Transform unprofile_step(const Trace& t, const WhatIfOptions& opt, std::vector<Transform>& transforms, std::string& name);
+
 }  // namespace bneck

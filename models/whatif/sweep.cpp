@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "models/retarget.hpp"
+#include "models/whatif/run.hpp"
 #include "models/sharing.hpp"
 #include "sim/analysis/ranges.hpp"
 #include "traces/progress.hpp"
@@ -21,16 +22,16 @@ void run_sweep(const Trace& t, const std::string& source_hw, const std::optional
   WhatIfEngine engine(t, graph, source, std::move(work));
   // The profiler's host cost out of the baseline and every case, as whatif does by default (a
   // case's own --unprofile takes its place).
-  const ProfilerSetting prof = profiler_setting(t);
-  const Transform unprofile = prof.costs() ? parse_transform("unprofile", "auto") : nullptr;
   auto with_unprofile = [&](const std::vector<Transform>& tr) {
-    for (const Transform& x : tr)
-      if (!unprofile || x->text.rfind("--unprofile", 0) == 0) return tr;
-    std::vector<Transform> v{unprofile};
-    v.insert(v.end(), tr.begin(), tr.end());
-    return v;
+    WhatIfOptions o;
+    o.transforms = tr;
+    std::vector<Transform> out;
+    std::string name;
+    unprofile_step(t, o, out, name);
+    return out;
   };
-  WhatIfCase base = unprofile ? engine.apply({unprofile}) : engine.baseline();
+  const std::vector<Transform> first = with_unprofile({});
+  WhatIfCase base = first.empty() ? engine.baseline() : engine.apply(first);
   auto measure = [&](const Graph& g, const SimResult& r) -> TimeNs {
     if (!range) return device_span(g, sim_schedule(r)).length();
     std::vector<double> v;
