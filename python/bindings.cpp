@@ -131,6 +131,10 @@ std::string serve_text(const py::kwargs& kw) {
       {"graph_kv_pad", [](ServeJob& j, py::handle v) { j.engine.padding.kv_interval = py::cast<std::int64_t>(v); }},
       {"kv_watermark", [](ServeJob& j, py::handle v) { j.engine.watermark = py::cast<double>(v); }},
       {"cuda_graph", [](ServeJob& j, py::handle v) { j.engine.cuda_graph = py::cast<bool>(v); }},
+      {"prefix_caching", [](ServeJob& j, py::handle v) { j.engine.prefix_caching = py::cast<bool>(v); }},
+      {"prefix_hash_block",
+       [](ServeJob& j, py::handle v) { j.engine.prefix_hash_block = j.workload.hash_block = py::cast<std::int64_t>(v); }},
+      {"shared_prefix", [](ServeJob& j, py::handle v) { serve::parse_shared_prefix(py::str(v), j.workload); }},
       {"kv_memory",
        [](ServeJob& j, py::handle v) {
          j.kv_memory = py::isinstance<py::str>(v) ? parse_bytes(py::cast<std::string>(v)) : py::cast<Bytes>(v);

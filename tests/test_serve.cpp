@@ -228,6 +228,80 @@ TEST_CASE("continuous batching: preemption by recompute when the KV cache is ful
   CHECK_THROWS_WITH(simulate(big, e, m, false), Catch::Contains("request huge") && Catch::Contains("10 KV blocks; the cache has 6"));
 }
 
+TEST_CASE("prefix caching: prompt blocks shared by hash_ids are reused while cached, hand-computed", "[serve]") {
+  // Blocks of 16 tokens, a hash id per 32 prompt tokens, steps of 10 ms, one output token each, so
+  // every request is one prefill step and leaves its blocks cached.
+  //   A at 0: 64 tokens, ids [1, 2]: nothing cached, q 64; its 4 blocks enter the cache.
+  //   B at 20: 64 tokens, ids [1, 3]: blocks 0-1 (tokens 0-31, id 1) equal A's, 2-3 do not: q 32.
+  //   C at 40: ids [1, 2], A's prompt: all 4 blocks cached, but its last token must be computed
+  //     (its logits): 3 blocks reused, q 16.
+  //   D at 60: 70 tokens, ids [1, 2, 5]: its 4 full blocks are A's; 6 tokens left: q 6.
+  // Prompt tokens 64 x 3 + 70 = 262, found cached 0 + 32 + 48 + 64 = 144.
+  EngineConfig e;
+  e.max_batch_tokens = 1000;
+  e.block_size = 16;
+  e.num_blocks = 100;
+  e.prefix_caching = true;
+  e.prefix_hash_block = 32;
+  StepCostModel m = fixed_step(10);
+  auto with = [](Request r, std::vector<std::int64_t> ids) {
+    r.hash_ids = std::move(ids);
+    return r;
+  };
+  std::vector<Request> rs = {with(req("A", 0, 64, 1), {1, 2}), with(req("B", 20, 64, 1), {1, 3}), with(req("C", 40, 64, 1), {1, 2}),
+                             with(req("D", 60, 70, 1), {1, 2, 5})};
+  ServeResult r = simulate(rs, e, m, true);
+  REQUIRE(r.steps.size() == 4);
+  CHECK(r.steps[0].shape.q == 64);
+  CHECK(r.steps[1].shape.q == 32);
+  CHECK(r.steps[2].shape.q == 16);
+  CHECK(r.steps[3].shape.q == 6);
+  CHECK(r.steps[3].shape.kv == 70);  // the cached tokens are read
+  CHECK(r.prompt_tokens == 262);
+  CHECK(r.prefix_hit_tokens == 144);
+  // Off: every prompt is computed whole.
+  e.prefix_caching = false;
+  r = simulate(rs, e, m, true);
+  CHECK(r.steps[2].shape.q == 64);
+  CHECK(r.prefix_hit_tokens == 0);
+
+  // Eviction, least recently released first, a sequence's last blocks before its first. 5 blocks of
+  // 16, a hash id per block. A (64 tokens, ids 1-4) leaves 4 blocks cached, 1 free. B (48, ids 9, 8,
+  // 7) takes the free block and evicts A's blocks 3 and 2. C (A's prompt) at 40: A's blocks 0 and 1
+  // are still cached (q 32) and held; its 2 new blocks evict B's last two (B's were released later).
+  e.prefix_caching = true;
+  e.prefix_hash_block = 16;
+  e.num_blocks = 5;
+  rs = {with(req("A", 0, 64, 1), {1, 2, 3, 4}), with(req("B", 20, 48, 1), {9, 8, 7}), with(req("C", 40, 64, 1), {1, 2, 3, 4})};
+  r = simulate(rs, e, m, true);
+  REQUIRE(r.steps.size() == 3);
+  CHECK(r.steps[1].shape.q == 48);
+  CHECK(r.steps[2].shape.q == 32);
+  CHECK(r.prefix_hit_tokens == 32);
+
+  // Generated with --shared-prefix 1024: 20 prompts of 1,024 + 100 tokens, all at t = 0, budget
+  // 8,192. Step 1 computes 7 whole prompts (7,868 tokens) and 324 of the 8th: nothing is cached yet.
+  // Step 2: the 8th's other 800, then the 12 waiting requests each find the 1,024 shared tokens
+  // (64 blocks, two hash ids of 512) cached and compute 100: 12 x 1,024 = 12,288 hits of 22,480.
+  WorkloadSpec w;
+  w.num = 20;
+  w.prompt = parse_length_dist("100", "--prompt-len");
+  w.output = parse_length_dist("1", "--output-len");
+  parse_shared_prefix("1024", w);
+  rs = generate_requests(w);
+  REQUIRE(rs[0].hash_ids.size() == 3);  // ceil(1124 / 512): two shared, the request's own third
+  CHECK(rs[0].hash_ids[1] == rs[19].hash_ids[1]);
+  CHECK(rs[0].hash_ids[2] != rs[19].hash_ids[2]);
+  e = EngineConfig{};
+  e.num_blocks = 10000;
+  e.prefix_caching = true;
+  r = simulate(rs, e, m, true);
+  CHECK(r.prompt_tokens == 22480);
+  CHECK(r.prefix_hit_tokens == 12288);
+  CHECK(r.steps[1].shape.q == 800 + 12 * 100);
+  CHECK_THROWS_WITH(parse_shared_prefix("1024:x", w), Catch::Contains("expected LEN or LEN:GROUPS"));
+}
+
 TEST_CASE("static batching pads to the longest prompt and output, hand-computed", "[serve]") {
   // Steps of 10 ms. A (10-token prompt, 2 outputs) and B (20, 4) form one batch: a prefill of
   // 2 x 20 tokens (10 of them padding) and 3 decode steps of 2 sequences (A's 2nd and 3rd are

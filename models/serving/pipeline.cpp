@@ -23,6 +23,25 @@ void check_engine(const EngineConfig& e) {
     throw InputError("--max-batch-tokens, --max-seqs: positive; pads, --chunked-prefill: >= 0");
   if (!(e.watermark >= 0 && e.watermark < 1)) throw InputError("--kv-watermark must be in [0, 1)");
   if (e.wake < 0 || e.wake > 3600 * kNsPerS) throw InputError("--engine-wake: must be between 0 and 1 hour");
+  if (e.prefix_hash_block < 1 || e.prefix_hash_block > (1 << 24)) throw InputError("--prefix-hash-block must be 1 to 2^24");
+}
+
+// What the requests' shared prefixes mean for this engine.
+void note_prefixes(const ServeOutcome& out, std::vector<std::string>& notes) {
+  std::size_t with = 0;
+  for (const auto& r : out.requests) with += r.hash_ids.empty() ? 0 : 1;
+  const EngineConfig& e = out.engine;
+  if (!e.prefix_caching) {
+    if (with)
+      notes.push_back(std::to_string(with) + " requests carry hash_ids (shared prefixes); no prefix cache simulated (--prefix-caching)");
+  } else if (e.policy == Policy::Static) {
+    notes.push_back("--prefix-caching: the static policy has no prefix cache; ignored");
+  } else if (!with) {
+    notes.push_back("--prefix-caching: no request carries hash_ids, so none shares a prefix");
+  } else {
+    notes.push_back("prefix caching: " + std::to_string(with) + " requests with hash_ids, one per " + std::to_string(e.prefix_hash_block) +
+                    " prompt tokens; KV blocks of " + std::to_string(e.block_size));
+  }
 }
 
 // The KV cache: the blocks given, else those `kv_memory` holds, else what the GPU leaves.
@@ -188,6 +207,7 @@ ServeOutcome run_serving(const ServeJob& job) {
                                    : job.requests_path + (std::isdigit(static_cast<unsigned char>(e.what()[0])) ? ":" : ": ") + e.what());
   }
   out.simulation_s = seconds_since(t_sim);
+  note_prefixes(out, out.notes);
   out.simulated = summarize(out.requests, out.result.requests, job.slo);
   for (const auto& r : out.requests) out.has_measured = out.has_measured || r.measured();
   if (out.has_measured) out.measured = summarize_measured(out.requests, job.slo);

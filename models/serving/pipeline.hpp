@@ -49,6 +49,7 @@ struct ServeOutcome {
   double knee_rate = 0;         // the first rate whose completions fall below 90 % of its arrivals (0: none)
   double best_rate = 0;         // the goodput-maximizing rate (throughput without SLOs)
   double simulation_s = 0, sweep_s = 0, total_s = 0;
+  std::vector<std::string> notes;  // what the engine's settings left out or assumed (shared prefixes)
 };
 
 // Runs it. Bad input is an InputError naming the file (and line) or the option.

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <deque>
 #include <limits>
+#include <unordered_map>
 
 #include "sim/base/error.hpp"
 
@@ -33,8 +34,32 @@ struct Seq {
   std::size_t req = 0;
   std::int64_t computed = 0;   // tokens whose KV is in the cache
   std::int64_t generated = 0;  // output tokens so far
-  std::int64_t blocks = 0;
+  std::int64_t blocks = 0;     // its block table's length
+  std::int64_t cached = 0;     // of them, the leading blocks held through the prefix cache
 };
+
+// splitmix64's finalizer: a block's key from the keys before it.
+std::uint64_t mix(std::uint64_t a, std::uint64_t b) {
+  std::uint64_t z = a ^ (b + 0x9e3779b97f4a7c15ULL + (a << 6) + (a >> 2));
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+// The prefix-cache keys of a request's full prompt blocks: block j (tokens [jB, (j+1)B)) is equal
+// in two requests when their hash ids agree up to the one covering its last token.
+std::vector<std::uint64_t> prefix_keys(const Request& r, std::int64_t block, std::int64_t hash_block) {
+  std::vector<std::uint64_t> keys;
+  std::uint64_t chain = 0;
+  std::int64_t chained = 0;  // hash ids folded into chain
+  for (std::int64_t j = 0; (j + 1) * block <= r.prompt; ++j) {
+    const std::int64_t k = ((j + 1) * block - 1) / hash_block;
+    if (k >= static_cast<std::int64_t>(r.hash_ids.size())) break;
+    for (; chained <= k; ++chained) chain = mix(chain, static_cast<std::uint64_t>(r.hash_ids[static_cast<std::size_t>(chained)]));
+    keys.push_back(mix(chain, static_cast<std::uint64_t>(j)));
+  }
+  return keys;
+}
 
 class Simulator {
  public:
@@ -54,6 +79,16 @@ class Simulator {
                          std::to_string(need) + " KV blocks; the cache has " + std::to_string(eng.num_blocks));
     }
     free_ = eng.num_blocks;
+    if (eng.prefix_caching && eng.policy == Policy::Continuous) {
+      if (eng.prefix_hash_block < 1) throw InputError("the prefix hash block must be positive");
+      keys_.resize(reqs.size());
+      std::size_t total = 0;
+      for (std::size_t i = 0; i < reqs.size(); ++i) {
+        keys_[i] = prefix_keys(reqs[i], eng.block_size, eng.prefix_hash_block);
+        total += keys_[i].size();
+      }
+      cache_.reserve(std::min<std::size_t>(total, static_cast<std::size_t>(eng.num_blocks)));
+    }
   }
 
   // Shapes met before (a warm-up's); the ones this run meets are added.
@@ -82,6 +117,87 @@ class Simulator {
   std::deque<Seq> waiting_;
   std::vector<Seq> running_;  // admission order
   std::size_t replayed_ = 0;  // replay: the next measured step
+  // Prefix cache: blocks by key, with the sequences holding them; those none holds are evictable,
+  // least recently released first (lru_ by release stamp).
+  struct Cached {
+    std::int64_t ref = 0;
+    std::uint64_t stamp = 0;
+  };
+  std::vector<std::vector<std::uint64_t>> keys_;  // per request (empty: no prefix caching)
+  std::unordered_map<std::uint64_t, Cached> cache_;
+  std::set<std::pair<std::uint64_t, std::uint64_t>> lru_;  // (stamp, key) of blocks none holds
+  std::uint64_t clock_ = 0;
+
+  const std::vector<std::uint64_t>& keys_of(std::size_t req) const {
+    static const std::vector<std::uint64_t> none;
+    return keys_.empty() ? none : keys_[req];
+  }
+
+  // Blocks a new allocation can have: the free ones and the cached ones none holds.
+  std::int64_t available() const { return free_ + static_cast<std::int64_t>(lru_.size()); }
+
+  // Takes n blocks (n <= available()): free ones first, then the least recently released cached ones.
+  void take(std::int64_t n) {
+    const std::int64_t f = std::min(n, free_);
+    free_ -= f;
+    for (n -= f; n > 0; --n) {
+      cache_.erase(lru_.begin()->second);
+      lru_.erase(lru_.begin());
+    }
+  }
+
+  // Gives a sequence's blocks back: its own to the free list, its cached ones (last first) to the LRU.
+  void release(Seq& s) {
+    free_ += s.blocks - s.cached;
+    const auto& keys = keys_of(s.req);
+    for (std::int64_t j = s.cached - 1; j >= 0; --j) {
+      const std::uint64_t key = keys[static_cast<std::size_t>(j)];
+      Cached& c = cache_.at(key);
+      if (--c.ref == 0) {
+        c.stamp = ++clock_;
+        lru_.emplace(c.stamp, key);
+      }
+    }
+    s.blocks = s.cached = 0;
+  }
+
+  // Holds a cached block for a sequence.
+  void hold(std::uint64_t key) {
+    Cached& c = cache_.at(key);
+    if (c.ref++ == 0) lru_.erase({c.stamp, key});
+  }
+
+  // The leading prompt blocks of a sequence that is to start (nothing computed) found in the
+  // cache, leaving at least its last token to compute; and how many of them none holds now.
+  std::int64_t prefix_hits(const Seq& s, std::int64_t& unheld) const {
+    unheld = 0;
+    if (keys_.empty() || s.computed > 0) return 0;
+    const auto& keys = keys_of(s.req);
+    const std::int64_t most = std::min<std::int64_t>(static_cast<std::int64_t>(keys.size()), (context(s) - 1) / eng_.block_size);
+    std::int64_t n = 0;
+    for (; n < most; ++n) {
+      auto it = cache_.find(keys[static_cast<std::size_t>(n)]);
+      if (it == cache_.end()) break;
+      unheld += it->second.ref == 0 ? 1 : 0;
+    }
+    return n;
+  }
+
+  // A sequence's prompt blocks that are full now enter the cache (or, when an equal block entered
+  // meanwhile, its own copy is freed and the cached one held).
+  void cache_full_blocks(Seq& s) {
+    if (keys_.empty()) return;
+    const auto& keys = keys_of(s.req);
+    while (s.cached < static_cast<std::int64_t>(keys.size()) && (s.cached + 1) * eng_.block_size <= s.computed) {
+      const std::uint64_t key = keys[static_cast<std::size_t>(s.cached)];
+      auto [it, fresh] = cache_.try_emplace(key, Cached{1, 0});
+      if (!fresh) {
+        hold(key);
+        ++free_;
+      }
+      ++s.cached;
+    }
+  }
 
   void admit_arrivals() {
     while (next_ < reqs_.size() && reqs_[next_].arrival <= now_) waiting_.push_back(Seq{next_++});
@@ -127,8 +243,7 @@ class Simulator {
   void preempt(std::size_t pos) {
     Seq s = running_[pos];
     running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(pos));
-    free_ += s.blocks;
-    s.blocks = 0;
+    release(s);
     s.computed = 0;
     ++res_.requests[s.req].preemptions;
     ++res_.preemptions;
@@ -161,7 +276,7 @@ class Simulator {
         if (need > 1 && eng_.chunked_prefill > 0) q = std::min(q, eng_.chunked_prefill);
         const std::int64_t more = ceil_div(running_[i].computed + q, eng_.block_size) - running_[i].blocks;
         bool self = false;
-        while (more > free_) {  // preempt the latest admitted sequence not in this step (i itself at worst)
+        while (more > available()) {  // preempt the latest admitted sequence not in this step (i itself at worst)
           std::size_t victim = running_.size() - 1;
           while (p.in_batch[victim]) --victim;
           preempt(victim);
@@ -176,7 +291,7 @@ class Simulator {
         }
         if (self) continue;
         running_[i].blocks += more;
-        free_ -= more;
+        take(more);
         p.batch.push_back({i, q});
         p.in_batch[i] = 1;
         p.budget -= q;
@@ -191,13 +306,22 @@ class Simulator {
     const std::int64_t reserve = static_cast<std::int64_t>(std::ceil(eng_.watermark * static_cast<double>(eng_.num_blocks)));
     while (!p.preempted && !waiting_.empty() && p.budget > 0 && p.seqs_left > 0) {
       Seq& s = waiting_.front();
-      const std::int64_t need = context(s) - s.computed;
+      std::int64_t unheld = 0;
+      const std::int64_t hits = prefix_hits(s, unheld), hit_tokens = hits * eng_.block_size;
+      const std::int64_t need = context(s) - s.computed - hit_tokens;
       std::int64_t q = std::min(need, p.budget);
       if (eng_.chunked_prefill > 0) q = std::min(q, eng_.chunked_prefill);
-      const std::int64_t more = ceil_div(s.computed + q, eng_.block_size) - s.blocks;
-      if (more > free_ || (!p.batch.empty() && free_ - more < reserve)) break;
-      s.blocks += more;
-      free_ -= more;
+      const std::int64_t more = ceil_div(s.computed + hit_tokens + q, eng_.block_size) - s.blocks - hits;
+      const std::int64_t left = available() - unheld;  // the hit blocks none holds are no longer free to take
+      if (more > left || (!p.batch.empty() && left - more < reserve)) break;
+      const auto& keys = keys_of(s.req);
+      for (std::int64_t j = 0; j < hits; ++j) hold(keys[static_cast<std::size_t>(j)]);
+      if (s.computed == 0) res_.prompt_tokens += context(s);
+      res_.prefix_hit_tokens += hit_tokens;
+      s.computed += hit_tokens;
+      s.cached = hits;
+      s.blocks += hits + more;
+      take(more);
       if (res_.requests[s.req].scheduled < 0) res_.requests[s.req].scheduled = now_;
       running_.push_back(s);
       p.in_batch.push_back(1);
@@ -229,6 +353,7 @@ class Simulator {
     for (const auto& b : batch) {
       Seq& s = running_[b.pos];
       s.computed += b.q;
+      cache_full_blocks(s);
       if (s.computed < context(s)) continue;
       ++s.generated;
       auto& rr = res_.requests[s.req];
@@ -236,8 +361,7 @@ class Simulator {
       if (rr.first_token < 0) rr.first_token = now_;
       if (s.generated >= reqs_[s.req].output) {
         rr.finish = now_;
-        free_ += s.blocks;
-        s.blocks = 0;
+        release(s);
         done[b.pos] = true;
       }
     }

@@ -10,7 +10,12 @@
 //   --max-seqs sequences; a sequence holds ceil(tokens / block size) KV blocks; when a running
 //   sequence needs a block and none is free, the most recently admitted running sequence is
 //   preempted (its blocks freed, recomputed later from its prompt and the tokens it generated);
-//   waiting requests are admitted only while the free blocks stay above the watermark.
+//   waiting requests are admitted only while the free blocks stay above the watermark. With
+//   prefix caching (vLLM's automatic prefix caching) a full prompt block whose tokens equal an
+//   earlier request's (the log's hash_ids) is reused while it stays cached: the request computes
+//   only the rest of its prompt (at least its last token); blocks no sequence holds stay cached
+//   until a new block is needed, the least recently released first (a sequence's last blocks
+//   before its first).
 // - static: when the engine is free it takes up to --max-seqs waiting requests, pads them to the
 //   longest prompt, and runs one prefill and as many decode steps as the longest output needs;
 //   every request of the batch is returned when the batch ends.
@@ -31,9 +36,11 @@ struct Request {
   std::int64_t prompt = 0, output = 0;
   // Measured (a log of a real run): times of each output token, first and last.
   std::vector<TimeNs> token_times;
-  TimeNs measured_finish = -1;         // finish_s (a static batch's log has no token times)
-  std::size_t line = 0;                // in its log (0: generated)
-  std::vector<std::int64_t> hash_ids;  // shared-prefix block ids (Mooncake traces); not simulated yet
+  TimeNs measured_finish = -1;  // finish_s (a static batch's log has no token times)
+  std::size_t line = 0;         // in its log (0: generated)
+  // Shared-prefix ids (Mooncake traces), one per EngineConfig::prefix_hash_block prompt tokens:
+  // equal ids up to a block mean equal tokens up to its end. Used by prefix caching.
+  std::vector<std::int64_t> hash_ids;
   bool measured() const { return !token_times.empty() || measured_finish >= 0; }
 };
 
@@ -59,8 +66,14 @@ struct WorkloadSpec {
   std::int64_t num = 0;
   LengthDist prompt, output;
   std::uint64_t seed = 1;
+  // Shared prefixes: each prompt starts with one of `prefix_groups` prefixes of `shared_prefix`
+  // tokens (drawn at random; the drawn prompt length follows it), written as hash ids of
+  // `hash_block` tokens (a hash block the prefix does not cover whole is the request's own).
+  std::int64_t shared_prefix = 0, prefix_groups = 1, hash_block = 512;
 };
 std::vector<Request> generate_requests(const WorkloadSpec& w);
+// "LEN" or "LEN:GROUPS" (--shared-prefix) into w.shared_prefix, w.prefix_groups.
+void parse_shared_prefix(const std::string& text, WorkloadSpec& w);
 
 enum class Policy { Continuous, Static };
 
@@ -74,7 +87,9 @@ struct EngineConfig {
   double watermark = 0;              // fraction of blocks kept free when admitting new requests
   bool cuda_graph = false;
   GraphPadding padding;
-  TimeNs wake = 0;  // an idle engine starts its next step this long after the arrival that wakes it
+  TimeNs wake = 0;                       // an idle engine starts its next step this long after the arrival that wakes it
+  bool prefix_caching = false;           // reuse cached prompt blocks (continuous policy; by hash_ids)
+  std::int64_t prefix_hash_block = 512;  // prompt tokens one hash id covers (Mooncake's traces: 512)
   // Requests the engine served before these (its warm-up): simulated first, so the step shapes they
   // met are built already (StepCostModel::shape_build); their own results are not reported.
   std::vector<Request> warmup;
@@ -106,6 +121,8 @@ struct ServeResult {
   std::vector<StepRecord> steps;  // kept when asked (chrome trace)
   std::int64_t step_count = 0, preemptions = 0, padded_tokens = 0;
   std::int64_t new_shapes = 0;  // steps that met their shape first (and paid shape_build)
+  // Prompt tokens at admission (a recomputed request's again) and those found in the prefix cache.
+  std::int64_t prompt_tokens = 0, prefix_hit_tokens = 0;
   TimeNs busy = 0;
 };
 

@@ -286,10 +286,27 @@ struct Rng {
 
 }  // namespace
 
+void parse_shared_prefix(const std::string& text, WorkloadSpec& w) {
+  const std::size_t colon = text.find(':');
+  auto num = [&](const std::string& s) -> std::int64_t {
+    std::size_t used = 0;
+    long long v = -1;
+    try {
+      v = std::stoll(s, &used);
+    } catch (...) { used = 0; }
+    if (s.empty() || used != s.size() || v < 0) throw InputError("--shared-prefix '" + text + "': expected LEN or LEN:GROUPS (integers)");
+    return v;
+  };
+  w.shared_prefix = num(text.substr(0, colon));
+  w.prefix_groups = colon == std::string::npos ? 1 : num(text.substr(colon + 1));
+}
+
 std::vector<Request> generate_requests(const WorkloadSpec& w) {
   if (w.num < 1 || w.num > 10'000'000) throw InputError("--num must be 1 to 10,000,000");
   if (!(w.rate >= 0) || !std::isfinite(w.rate)) throw InputError("--rate must be a non-negative number of requests/s");
   if (!(w.cv > 0) || w.cv > 100) throw InputError("--arrival gamma:CV needs 0 < CV <= 100");
+  if (w.shared_prefix < 0 || w.shared_prefix > 10'000'000 || w.prefix_groups < 1 || w.prefix_groups > 1'000'000 || w.hash_block < 1)
+    throw InputError("--shared-prefix LEN[:GROUPS]: LEN 0 to 10,000,000 tokens, GROUPS 1 to 1,000,000");
   Rng rng(w.seed);
   std::vector<Request> out;
   out.reserve(static_cast<std::size_t>(w.num));
@@ -303,6 +320,13 @@ std::vector<Request> generate_requests(const WorkloadSpec& w) {
     r.arrival = seconds_to_ns(std::min(t, kMaxSeconds));
     r.prompt = rng.length(w.prompt);
     r.output = rng.length(w.output);
+    if (w.shared_prefix > 0) {
+      const auto g = static_cast<std::int64_t>(rng.uniform() * static_cast<double>(w.prefix_groups)) % w.prefix_groups;
+      r.prompt += w.shared_prefix;
+      const std::int64_t ids = (r.prompt + w.hash_block - 1) / w.hash_block, shared = w.shared_prefix / w.hash_block;
+      for (std::int64_t k = 0; k < ids; ++k)  // the group's ids below 2^40, the request's own above
+        r.hash_ids.push_back(k < shared ? g * 1'000'000 + k : (std::int64_t{1} << 40) + i * 100'000 + k);
+    }
     out.push_back(std::move(r));
   }
   return out;

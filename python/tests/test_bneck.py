@@ -45,6 +45,17 @@ def test_serve():
     assert w.completed == 100
 
 
+def test_serve_prefix_caching(tmp_path):
+    # Two requests with the same 1,024-token prefix (two hash ids of 512): the second finds 63 of its
+    # 64 blocks of 16 cached (its last token is computed), as the CLI says.
+    log = tmp_path / "shared.jsonl"
+    log.write_text('{"timestamp": 0, "input_length": 1024, "output_length": 4, "hash_ids": [7, 8]}\n'
+                   '{"timestamp": 1000, "input_length": 1024, "output_length": 4, "hash_ids": [7, 8]}\n')
+    r = bneck.serve(model=CONFIG, hw="h200-sxm", requests=str(log), prefix_caching=True)
+    assert r["prefix_cache"]["hit_tokens"] == 63 * 16
+    assert r["prefix_cache"] == cli("serve", "--model", CONFIG, "--hw", "h200-sxm", "--requests", str(log), "--prefix-caching")["prefix_cache"]
+
+
 def test_errors_are_input_errors_with_the_cli_message():
     with pytest.raises(bneck.InputError) as e:
         bneck.load("/nonexistent/trace.sqlite")

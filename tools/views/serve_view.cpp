@@ -25,6 +25,8 @@ void add_serve_options(CLI::App& app, ServeArgs& a) {
   app.add_option("--prompt-len", a.prompt_len, "generated prompt lengths: N, LO..HI (uniform) or lognormal:MEDIAN,SIGMA")
       ->capture_default_str();
   app.add_option("--output-len", a.output_len, "generated output lengths: N, LO..HI or lognormal:MEDIAN,SIGMA")->capture_default_str();
+  app.add_option("--shared-prefix", a.shared_prefix,
+                 "generated prompts start with one of GROUPS shared prefixes of LEN tokens (LEN[:GROUPS]; hash ids for --prefix-caching)");
   app.add_option("--arrival", a.arrival, "generated arrivals: poisson or gamma:CV")->capture_default_str();
   app.add_option("--seed", a.seed, "generator seed")->capture_default_str();
   app.add_option("--calibrate", a.calib_trace, "a trace (nsys, Kineto) of the real engine: a plain profile, or its steps marked (README)");
@@ -47,6 +49,10 @@ void add_serve_options(CLI::App& app, ServeArgs& a) {
   app.add_option("--kv-memory", a.kv_memory, "memory for the KV cache ('60 GiB'; default: 90 % of the GPU less weights and activations)");
   app.add_option("--kv-watermark", a.watermark, "fraction of blocks kept free when admitting requests")->capture_default_str();
   app.add_option("--chunked-prefill", a.chunked, "most prompt tokens of one request per step (0: the token budget)")->capture_default_str();
+  app.add_flag("--prefix-caching", a.prefix_caching,
+               "reuse cached prompt blocks shared with earlier requests (the log's hash_ids; vLLM's automatic prefix caching)");
+  app.add_option("--prefix-hash-block", a.prefix_hash_block, "prompt tokens one of the log's hash_ids covers (Mooncake's traces: 512)")
+      ->capture_default_str();
   app.add_flag("--cuda-graph", a.cuda_graph, "the forward runs as a CUDA graph on a padded shape");
   app.add_option("--graph-q-pad", a.q_pad, "CUDA graphs: query tokens padded to a multiple of N")->capture_default_str();
   app.add_option("--graph-kv-pad", a.kv_pad, "CUDA graphs: KV tokens read padded to a multiple of N (0: none)")->capture_default_str();
@@ -201,6 +207,8 @@ ServeJob serve_job(const ServeArgs& a) {
   eng.cuda_graph = a.cuda_graph;
   eng.padding = {a.q_pad, a.kv_pad};
   eng.watermark = a.watermark;
+  eng.prefix_caching = a.prefix_caching;
+  eng.prefix_hash_block = a.prefix_hash_block;
   if (!a.wake.empty()) eng.wake = parse_duration(a.wake);
   if (a.num_blocks <= 0 && !a.kv_memory.empty()) {
     job.kv_memory = parse_bytes(a.kv_memory);
@@ -215,6 +223,8 @@ ServeJob serve_job(const ServeArgs& a) {
       ws.prompt = parse_length_dist(a.prompt_len, "--prompt-len");
       ws.output = parse_length_dist(a.output_len, "--output-len");
     }
+    if (!a.shared_prefix.empty()) parse_shared_prefix(a.shared_prefix, ws);
+    ws.hash_block = a.prefix_hash_block;
     if (a.arrival.rfind("gamma:", 0) == 0) {
       try {
         ws.cv = std::stod(a.arrival.substr(6));
@@ -275,6 +285,7 @@ json serve_json(const ServeJob& job, const ServeOutcome& out) {
                  {"chunked_prefill", eng.chunked_prefill},
                  {"cuda_graph", eng.cuda_graph},
                  {"kv_watermark", eng.watermark},
+                 {"prefix_caching", eng.prefix_caching},
                  {"wake_ns", eng.wake}};
   j["step_model"] = {
       {"source", model.source}, {"notes", model.notes}, {"attention", to_string(model.form)}, {"host_scale", model.host_scale}};
@@ -282,6 +293,12 @@ json serve_json(const ServeJob& job, const ServeOutcome& out) {
   j["preemptions"] = res.preemptions;
   j["padded_tokens"] = res.padded_tokens;
   j["new_shapes"] = res.new_shapes;
+  j["notes"] = out.notes;
+  if (eng.prefix_caching)
+    j["prefix_cache"] = {
+        {"prompt_tokens", res.prompt_tokens},
+        {"hit_tokens", res.prefix_hit_tokens},
+        {"hit_rate", res.prompt_tokens ? static_cast<double>(res.prefix_hit_tokens) / static_cast<double>(res.prompt_tokens) : 0.0}};
   j["warmup_requests"] = eng.warmup.size();
   json rq = json::array();
   for (std::size_t i = 0; i < reqs.size(); ++i)
@@ -368,6 +385,11 @@ void print_serve_text(const ServeJob& job, const ServeOutcome& out, std::ostream
   o << "  " << res.step_count << " engine steps (" << res.new_shapes << " on a shape met the first time), " << res.preemptions
     << " preemptions, " << res.padded_tokens << " padding tokens; simulated in " << std::setprecision(3) << sim_s << " s (" << total_s
     << " s in all)\n";
+  for (const auto& n : out.notes) o << "  " << n << "\n";
+  if (eng.prefix_caching && eng.policy == Policy::Continuous)
+    o << "  prefix cache: " << res.prefix_hit_tokens << " of " << res.prompt_tokens << " prompt tokens found cached ("
+      << std::setprecision(1)
+      << (res.prompt_tokens ? 100.0 * static_cast<double>(res.prefix_hit_tokens) / static_cast<double>(res.prompt_tokens) : 0.0) << " %)\n";
   if (!sweep.empty()) {
     o << "\n  rate sweep     req/s out tok/s  median TTFT  median TPOT    p99 E2E" << (slo.ttft > 0 || slo.tpot > 0 ? "   goodput" : "")
       << "\n";

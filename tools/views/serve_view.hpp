@@ -17,11 +17,12 @@ namespace bneck {
 struct ServeArgs {
   std::string model_path, hw_name, requests_path, calib_trace, calib_log,
       policy = "continuous", kv_memory, slo_ttft, slo_tpot, rates, chrome_out, warmup_path, wake, trace_log, step_costs,
-      prompt_len = "32..512", output_len = "16..128", arrival = "poisson";
-  std::int64_t max_batch_tokens = 8192, max_seqs = 256, block_size = 16, num_blocks = 0, chunked = 0, num = 0, q_pad = 64, kv_pad = 16384;
+      prompt_len = "32..512", output_len = "16..128", arrival = "poisson", shared_prefix;
+  std::int64_t max_batch_tokens = 8192, max_seqs = 256, block_size = 16, num_blocks = 0, chunked = 0, num = 0, q_pad = 64, kv_pad = 16384,
+               prefix_hash_block = 512;
   double rate = 0, watermark = 0;
   std::uint64_t seed = 1;
-  bool cuda_graph = false;
+  bool cuda_graph = false, prefix_caching = false;
 };
 
 // bneck serve's options (all but --json) on `app`, filling `a`: the CLI's subcommand and the Python
