@@ -12,6 +12,7 @@
 
 #include "helpers.hpp"
 #include "hw/spec.hpp"
+#include "sim/base/units.hpp"
 
 using namespace bneck;
 using namespace bneck::test;
@@ -132,6 +133,12 @@ TEST_CASE("whatif and sweep from the command line", "[cli][whatif]") {
   for (const char* k : {"name", "measured_span_ns", "baseline_ns", "predicted_ns"}) CHECK(j["ranges"][0].contains(k));
   CHECK(j["predicted_ns"].get<TimeNs>() <= j["baseline_ns"].get<TimeNs>());
   CHECK(j["transforms"].size() == 2);
+  // The text names the spread of the per-range forecasts: the smallest and largest of the six.
+  TimeNs lo = j["ranges"][0]["predicted_ns"], hi = lo;
+  for (const auto& r : j["ranges"]) lo = std::min<TimeNs>(lo, r["predicted_ns"]), hi = std::max<TimeNs>(hi, r["predicted_ns"]);
+  Run tw = run("whatif '" + demo_trace() + "' --range 'iter.*' --scale '2:name~spin' --remove kind=memset");
+  CHECK(tw.out.find("spread    " + format_duration(lo) + " .. " + format_duration(hi) + "  (predicted over the 6 ranges)") !=
+        std::string::npos);
   CHECK(run("whatif '" + demo_trace() + "'").code == 2);                      // no transform
   CHECK(run("whatif '" + demo_trace() + "' --scale fast:name~x").code == 2);  // bad factor
   CHECK(run("whatif '" + demo_trace() + "' --frobnicate").code == 2);         // unknown option

@@ -35,6 +35,12 @@ void print_whatif_text(const WhatIfReport& r, const WhatIfOptions& opt, std::ost
       << (r.unprofiled.empty() ? "  (replay of the trace)" : "  (replay without the profiler's host cost: " + r.unprofiled + ")")
       << "\n  predicted " << format_duration(r.predicted_ns) << "  (speedup " << r.speedup << "x, "
       << pct(static_cast<double>(r.predicted_ns - r.baseline_ns) / static_cast<double>(std::max<TimeNs>(1, r.baseline_ns))) << ")\n";
+  if (r.ranges.size() > 1) {  // repeated steps: their spread is the profiled run's own noise (the host's pace varies)
+    TimeNs lo = r.ranges[0].predicted_ns, hi = lo;
+    for (const auto& w : r.ranges) lo = std::min(lo, w.predicted_ns), hi = std::max(hi, w.predicted_ns);
+    out << "  spread    " << format_duration(lo) << " .. " << format_duration(hi) << "  (predicted over the " << r.ranges.size()
+        << " ranges)\n";
+  }
   if (r.has_amdahl) {
     char b[200];
     std::snprintf(b, sizeof b, "  Amdahl    %s  (naive: %.1f%% of the busy time made %.3gx faster, ignoring overlap and dependencies)\n",
