@@ -95,5 +95,6 @@ def serve(**options):
     """`bneck serve`: the serving pipeline with typed keyword arguments named as the CLI's options
     without dashes (model=, hw=, requests=, num=50, rate=5.0, policy="static", max_batch_tokens=512,
     cuda_graph=True, calibrate=, trace_log=, calibrate_log=, engine_wake="160 us", rates=[1, 2, 4]
-    or "1,2,4", step_costs=TRACE, ...). A wrong type or an unknown name raises InputError."""
+    or "1,2,4", prefix_caching=True, shared_prefix="2048:8", step_costs=TRACE, ...). A wrong type or
+    an unknown name raises InputError."""
     return Result(_json.loads(_bneck.serve(**options)))
