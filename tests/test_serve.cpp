@@ -300,6 +300,29 @@ TEST_CASE("prefix caching: prompt blocks shared by hash_ids are reused while cac
   CHECK(r.prefix_hit_tokens == 12288);
   CHECK(r.steps[1].shape.q == 800 + 12 * 100);
   CHECK_THROWS_WITH(parse_shared_prefix("1024:x", w), Catch::Contains("expected LEN or LEN:GROUPS"));
+
+  // A cache too small for the load (preemptions, evictions of cached blocks) with shared prefixes:
+  // every request gets all its tokens, and every block comes back (simulate checks it).
+  w = WorkloadSpec{};
+  w.num = 300;
+  w.rate = 200;
+  w.prompt = parse_length_dist("16..600", "--prompt-len");
+  w.output = parse_length_dist("1..200", "--output-len");
+  parse_shared_prefix("700:3", w);
+  w.hash_block = 64;
+  rs = generate_requests(w);
+  e = EngineConfig{};
+  e.block_size = 16;
+  e.num_blocks = 200;
+  e.max_batch_tokens = 2048;
+  e.prefix_caching = true;
+  e.prefix_hash_block = 64;
+  m = fixed_step(1);
+  r = simulate(rs, e, m, false);
+  CHECK(r.preemptions > 0);
+  CHECK(r.prefix_hit_tokens > 0);
+  CHECK(r.prefix_hit_tokens < r.prompt_tokens);
+  for (std::size_t i = 0; i < rs.size(); ++i) CHECK(static_cast<std::int64_t>(r.requests[i].token_times.size()) == rs[i].output);
 }
 
 TEST_CASE("static batching pads to the longest prompt and output, hand-computed", "[serve]") {

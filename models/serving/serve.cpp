@@ -5,6 +5,7 @@
 #include <cmath>
 #include <deque>
 #include <limits>
+#include <stdexcept>
 #include <unordered_map>
 
 #include "sim/base/error.hpp"
@@ -102,6 +103,9 @@ class Simulator {
       run_static();
     else
       run_continuous();
+    // Every block is back: free, or cached and held by none (a replay may end with sequences running).
+    if (!replay && running_.empty() && available() != eng_.num_blocks)
+      throw std::logic_error("serve: KV blocks lost (" + std::to_string(available()) + " of " + std::to_string(eng_.num_blocks) + ")");
     return std::move(res_);
   }
 
