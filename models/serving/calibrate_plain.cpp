@@ -209,13 +209,18 @@ void align_log(std::vector<StepObs>& steps, const TraceLog& tl, const std::strin
                   std::to_string(k0) + " before: not its requests), the scheduler fills " + std::to_string(rep.steps_scheduled) + "; " +
                   std::to_string(agree) + " of " + std::to_string(total) + " tokens (" + fmt(100 * share) +
                   " %) come out on the step the scheduler gives them";
+  bool shared = false;  // a log with shared prefixes, replayed without the prefix cache
+  for (const auto& q : *tl.requests) shared = shared || !q.hash_ids.empty();
+  shared = shared && !tl.engine.prefix_caching;
   if (share < 0.9)
     throw InputError(tl.path, "disagrees with the engine steps of " + trace_path + ": " + std::to_string(agree) + " of " +
                                   std::to_string(total) + " tokens (" + fmt(100 * share) +
                                   " %) come out on the step the scheduler gives them (" + std::to_string(n) + " steps found, " +
                                   std::to_string(k1 - k0) + " from the log's first arrival, " + std::to_string(rep.steps_scheduled) +
                                   " filled); give the engine's settings as it ran (--max-batch-tokens, --max-seqs, --chunked-prefill, "
-                                  "--num-blocks) and the log of the traced run");
+                                  "--num-blocks" +
+                                  (shared ? std::string(", --prefix-caching: its requests share prefixes") : std::string()) +
+                                  ") and the log of the traced run");
 }
 
 }  // namespace bneck::serve::calibration
