@@ -27,15 +27,18 @@ std::vector<std::string> cp_names(const Graph& g, const std::vector<OpId>& path)
   return out;
 }
 
-// The baseline's figure (the ranges' median span, or the GPU span) for a case.
+// The baseline's figure (the ranges' center, repeats_center, or the GPU span) for a case.
 TimeNs baseline_figure(const Trace& t, const WhatIfCase& c, const WhatIfOptions& opt) {
   const SimResult r = simulate(*c.graph, VectorCostModel(c.durations, "baseline"));
   if (!opt.range_regex) return device_span(*c.graph, sim_schedule(r)).length();
-  std::vector<double> v;
+  std::vector<double> v, meas;
   for (const RangeSpan& rs : range_spans(*c.graph, r, range_regex(*opt.range_regex)))
-    if (!rs.nodes.empty()) v.push_back(static_cast<double>(rs.simulated.length()));
+    if (!rs.nodes.empty()) {
+      v.push_back(static_cast<double>(rs.simulated.length()));
+      meas.push_back(static_cast<double>(rs.measured.length()));
+    }
   if (v.empty()) throw InputError(t.source, "--range '" + *opt.range_regex + "' matches no range with device ops");
-  return static_cast<TimeNs>(median(v));
+  return static_cast<TimeNs>(repeats_center(v, meas));
 }
 
 // --unprofiled-time: the factor of the measured per-event costs whose removal brings the baseline
@@ -157,10 +160,10 @@ WhatIfReport run_whatif(const Trace& t, const WhatIfOptions& opt) {
       rep.ranges.push_back(std::move(wr));
     }
     if (rep.ranges.empty()) throw InputError(t.source, "--range '" + *opt.range_regex + "' matches no range with device ops");
-    rep.measured_ns = static_cast<TimeNs>(median(meas));
-    rep.baseline_ns = static_cast<TimeNs>(median(b));
-    rep.predicted_ns = static_cast<TimeNs>(median(p));
-    rep.amdahl_fraction = median(am);
+    rep.measured_ns = static_cast<TimeNs>(repeats_center(meas, meas));
+    rep.baseline_ns = static_cast<TimeNs>(repeats_center(b, meas));
+    rep.predicted_ns = static_cast<TimeNs>(repeats_center(p, meas));
+    rep.amdahl_fraction = repeats_center(am, meas);
     before_cp = rep.ranges.front().cp_before;
     after_cp = rep.ranges.front().cp_after;
   } else {

@@ -138,4 +138,13 @@ std::map<std::string, TimeNs> path_breakdown(const Graph& g, const SimResult& r,
 
 double median(std::vector<double> v) { return quantile(std::move(v), 0.5); }
 
+double repeats_center(const std::vector<double>& v, const std::vector<double>& measured) {
+  const double m = median(measured);
+  double sum = 0;
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < v.size() && i < measured.size(); ++i)
+    if (measured[i] <= 1.3 * m && measured[i] * 1.3 >= m) sum += v[i], ++n;
+  return n ? sum / static_cast<double>(n) : median(v);
+}
+
 }  // namespace bneck

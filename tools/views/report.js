@@ -186,7 +186,7 @@
   // What-if: baseline vs forecast vs Amdahl.
   if (D.whatif) {
     const W2 = D.whatif, wi = section("whatif", "What-if: " + (W2.transforms || []).join("; "));
-    table(wi, ["", "measured", "baseline (replay)", "forecast", "Amdahl"], [["median over ranges", fmt(W2.measured_ns), fmt(W2.baseline_ns), fmt(W2.predicted_ns) + " (" + pct(W2.predicted_ns, W2.baseline_ns) + ")", W2.amdahl ? fmt(W2.amdahl.predicted_ns) : "-"]]);
+    table(wi, ["", "measured", "baseline (replay)", "forecast", "Amdahl"], [["mean over ranges", fmt(W2.measured_ns), fmt(W2.baseline_ns), fmt(W2.predicted_ns) + " (" + pct(W2.predicted_ns, W2.baseline_ns) + ")", W2.amdahl ? fmt(W2.amdahl.predicted_ns) : "-"]]);
     if ((W2.ranges || []).length) table(wi, ["range", "baseline", "forecast", "change", "Amdahl"], W2.ranges.map((r) => [r.name, fmt(r.baseline_ns), fmt(r.predicted_ns), pct(r.predicted_ns, r.baseline_ns), r.amdahl ? fmt(r.amdahl.predicted_ns) : "-"]));
     table(wi, ["moved onto the critical path", "moved off it"], [[(W2.moved_onto_critical_path || []).slice(0, 12).join(", ") || "(none)", (W2.moved_off_critical_path || []).slice(0, 12).join(", ") || "(none)"]]);
   }

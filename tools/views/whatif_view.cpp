@@ -29,7 +29,7 @@ void print_whatif_text(const WhatIfReport& r, const WhatIfOptions& opt, std::ost
   if (!r.unprofile_log.empty()) out << "  " << r.unprofile_log << "\n";
   for (const auto& l : r.log) out << "  " << l << "\n";
   out << "\n";
-  const char* what = opt.range_regex ? "median over ranges" : "GPU span";
+  const char* what = opt.range_regex ? "mean over ranges" : "GPU span";
   out << "Forecast (" << what << ")\n";
   out << "  measured  " << format_duration(r.measured_ns) << "\n  baseline  " << format_duration(r.baseline_ns)
       << (r.unprofiled.empty() ? "  (replay of the trace)" : "  (replay without the profiler's host cost: " + r.unprofiled + ")")
