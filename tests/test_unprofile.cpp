@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <sqlite3.h>
 
 #include "helpers.hpp"
 #include "models/whatif/transform.hpp"
@@ -40,6 +41,30 @@ TEST_CASE("unprofile: the PyTorch profiler's setting read from the trace", "[wha
   CHECK(shapes.per_call == 0);
   CHECK(stack.name == "PyTorch profiler, record_shapes, with_stack");
   CHECK(stack.per_call == 8880);
+  CHECK(stack.unmodelled.empty());
+  // profile_memory ([memory] instant events): found and said, its cost not taken out (unmeasured).
+  ProfilerSetting mem = setting_of(
+      R"({"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 22, "s": "t", "args": {"Bytes": 512}},)", true);
+  CHECK(mem.per_input == 2250);
+  CHECK(mem.unmodelled.find("profile_memory") != std::string::npos);
+}
+
+TEST_CASE("unprofile: an Nsight Systems capture with OS runtime tracing is said to keep that cost", "[whatif][unprofile]") {
+  // The bundled nsys export with an OSRT_API table of two calls added (nsys -t cuda,osrt).
+  const std::string p = tmp("osrt.sqlite");
+  fs::copy_file(source_dir() + "/traces/data/demo_pipeline.sqlite", p, fs::copy_options::overwrite_existing);
+  CHECK(profiler_setting(load_trace(p)).unmodelled.empty());
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(p.c_str(), &db) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(db,
+                       "CREATE TABLE OSRT_API(start INTEGER, end INTEGER, globalTid INTEGER, nameId INTEGER);"
+                       "INSERT INTO OSRT_API VALUES (1, 2, 1, 1), (3, 4, 1, 1);",
+                       nullptr, nullptr, nullptr) == SQLITE_OK);
+  sqlite3_close(db);
+  const ProfilerSetting s = profiler_setting(load_trace(p));
+  CHECK(s.name == "Nsight Systems");
+  CHECK(s.unmodelled.find("OS runtime tracing") != std::string::npos);
+  std::remove(p.c_str());
 }
 
 TEST_CASE("unprofile: fp32 Hugging Face traces replay at their unprofiled step times (H200)", "[whatif][unprofile][e2e]") {

@@ -134,6 +134,7 @@ struct ProfilerSetting {
   TimeNs per_op = 0;     // per recorded op range (PyTorch op, NVTX range)
   TimeNs per_call = 0;   // per recorded CUDA call
   TimeNs per_input = 0;  // per input a recorded op's shapes list (PyTorch profiler with record_shapes)
+  std::string unmodelled;  // a setting the trace shows whose cost is not taken out (said in the log)
   bool costs() const { return per_op > 0 || per_call > 0 || per_input > 0; }
 };
 ProfilerSetting profiler_setting(const Trace& t);

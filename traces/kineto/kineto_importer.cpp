@@ -325,6 +325,10 @@ class Reader : public nlohmann::json::json_sax_t {
       if (ev_.name == "process_name" && ev_.pid_num) names_.emplace_back(ev_.pid, ev_.arg_name);
       return;
     }
+    if (ev_.ph == 'i' && ev_.name == "[memory]") {
+      t_.note(kKinetoMemoryNote, Severity::Info, "event " + std::to_string(events_));
+      return;
+    }
     if (ev_.ph != 'X' || !ev_.has_cat || !ev_.pid_num || !ev_.has_ts) return;
     if (!ev_.has_dur) ev_.dur = 0;
     if (ev_.dur < 0) {

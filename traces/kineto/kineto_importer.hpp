@@ -22,6 +22,8 @@ namespace bneck {
 // The note a trace carries when its profile recorded Python stacks (`python_function` events:
 // with_stack=True), the count the events.
 inline constexpr const char* kKinetoStackNote = "kineto: python_function events (with_stack)";
+// ... and when it recorded the allocator's events (`[memory]` instant events: profile_memory=True).
+inline constexpr const char* kKinetoMemoryNote = "kineto: [memory] events (profile_memory)";
 
 class KinetoImporter : public Importer {
  public:

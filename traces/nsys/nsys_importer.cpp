@@ -73,6 +73,8 @@ class Reader {
     read_sync();
     read_events();
     read_nvtx();
+    if (const std::size_t osrt = row_estimate("OSRT_API"))
+      t_.note(kNsysOsrtNote, Severity::Info, "OSRT_API holds about " + std::to_string(osrt) + " calls");
     fix_blocking_copies();
     api_by_corr_.clear();
     api_by_corr_.shrink_to_fit();

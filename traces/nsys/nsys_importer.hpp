@@ -5,6 +5,9 @@
 
 namespace bneck {
 
+// The note a trace carries when its capture traced OS runtime calls (nsys -t osrt: OSRT_API rows).
+inline constexpr const char* kNsysOsrtNote = "nsys: OS runtime calls traced (-t osrt)";
+
 class NsysSqliteImporter : public Importer {
  public:
   const char* name() const override { return "nsys-sqlite"; }
