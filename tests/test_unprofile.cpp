@@ -44,7 +44,8 @@ TEST_CASE("unprofile: the PyTorch profiler's setting read from the trace", "[wha
   CHECK(stack.unmodelled.empty());
   // profile_memory ([memory] instant events): found and said, its cost not taken out (unmeasured).
   ProfilerSetting mem = setting_of(
-      R"({"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 22, "s": "t", "args": {"Bytes": 512}},)", true);
+      R"({"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 22, "s": "t", "args": {"Bytes": 512}},)",
+      true);
   CHECK(mem.per_input == 2250);
   CHECK(mem.unmodelled.find("profile_memory") != std::string::npos);
 }

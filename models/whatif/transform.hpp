@@ -130,10 +130,10 @@ TimeNs retime_by_work(const Trace& t, OpId i, const KernelWork& w, TimeNs d, con
 double step_gemm_weights(const WhatIfContext& ctx, const std::function<bool(OpId)>& keep);
 // The profiler a trace was recorded with, and its host cost per recorded event (unprofile.cpp).
 struct ProfilerSetting {
-  std::string name;      // empty: none known (a hand-written workload)
-  TimeNs per_op = 0;     // per recorded op range (PyTorch op, NVTX range)
-  TimeNs per_call = 0;   // per recorded CUDA call
-  TimeNs per_input = 0;  // per input a recorded op's shapes list (PyTorch profiler with record_shapes)
+  std::string name;        // empty: none known (a hand-written workload)
+  TimeNs per_op = 0;       // per recorded op range (PyTorch op, NVTX range)
+  TimeNs per_call = 0;     // per recorded CUDA call
+  TimeNs per_input = 0;    // per input a recorded op's shapes list (PyTorch profiler with record_shapes)
   std::string unmodelled;  // a setting the trace shows whose cost is not taken out (said in the log)
   bool costs() const { return per_op > 0 || per_call > 0 || per_input > 0; }
 };

@@ -162,7 +162,8 @@ class Unprofile : public TransformStep {
                                  : std::to_string(n_calls) + " CUDA calls x " + format_duration(static_cast<TimeNs>(per_call)) + ", " +
                                        std::to_string(n_ops) + " recorded ops x " + format_duration(static_cast<TimeNs>(per_op));
     c.log.push_back(text + ": " + s.name + ": " + format_duration(removed) + " of host time taken out (" + each +
-                    "; --unprofile off keeps it)" + (s.unmodelled.empty() ? "" : "; kept: " + s.unmodelled + ", --unprofiled-time scales it"));
+                    "; --unprofile off keeps it)" +
+                    (s.unmodelled.empty() ? "" : "; kept: " + s.unmodelled + ", --unprofiled-time scales it"));
   }
 
  private:
