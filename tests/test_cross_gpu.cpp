@@ -27,6 +27,19 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// A CSV line's fields (no quoting: the Vidur profiles and the header lines).
+std::vector<std::string> split_csv(const std::string& line) {
+  std::vector<std::string> f;
+  std::stringstream ss(line);
+  for (std::string c; std::getline(ss, c, ',');) f.push_back(c);
+  return f;
+}
+
+// A header's column index by name (its size when absent).
+std::size_t column(const std::vector<std::string>& head, const std::string& n) {
+  return static_cast<std::size_t>(std::find(head.begin(), head.end(), n) - head.begin());
+}
+
 std::uint64_t fnv1a(const std::string& s) {
   std::uint64_t h = 0xcbf29ce484222325ull;
   for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
@@ -46,12 +59,8 @@ std::map<std::string, std::vector<Row>> read_rows(const std::string& path, bool 
   std::ifstream in(path);
   std::string line;
   std::getline(in, line);
-  std::vector<std::string> head;
-  {
-    std::stringstream ss(line);
-    for (std::string c; std::getline(ss, c, ',');) head.push_back(c);
-  }
-  auto col = [&](const std::string& n) { return static_cast<std::size_t>(std::find(head.begin(), head.end(), n) - head.begin()); };
+  const std::vector<std::string> head = split_csv(line);
+  auto col = [&](const std::string& n) { return column(head, n); };
   const std::size_t c_op = col("OPName"), c_lat = col("Latency"), c_dev = col("Device");
   while (std::getline(in, line)) {
     std::vector<std::string> f;  // CSV with quoted kernel names
@@ -183,14 +192,10 @@ TEST_CASE("other GPUs: Vidur's held-out fp16 projections through the A100 and H1
       std::ifstream in(dir + "mlp__" + gpu + "_meta-llama_" + model + ".csv");
       std::string line;
       std::getline(in, line);
-      std::vector<std::string> head;
-      std::stringstream hs(line);
-      for (std::string c; std::getline(hs, c, ',');) head.push_back(c);
-      auto col = [&](const std::string& n) { return static_cast<std::size_t>(std::find(head.begin(), head.end(), n) - head.begin()); };
+      const std::vector<std::string> head = split_csv(line);
+      auto col = [&](const std::string& n) { return column(head, n); };
       while (std::getline(in, line)) {
-        std::vector<std::string> f;
-        std::stringstream ls(line);
-        for (std::string c; std::getline(ls, c, ',');) f.push_back(c);
+        const std::vector<std::string> f = split_csv(line);
         if (f.size() < head.size()) continue;
         auto num = [&](const char* n) { return std::stod(f[col(n)]); };
         const double nh = num("n_head"), nkv = num("n_kv_head"), e = num("n_embd"), ff = num("n_expanded_embd");
@@ -247,9 +252,7 @@ TEST_CASE("other GPUs: Vidur's held-out 4-GPU all-reduces through the A100 and H
     std::getline(in, line);
     std::map<std::uint32_t, std::map<double, std::vector<double>>> by;  // ranks -> size -> ms
     while (std::getline(in, line)) {
-      std::vector<std::string> f;
-      std::stringstream ls(line);
-      for (std::string c; std::getline(ls, c, ',');) f.push_back(c);
+      const std::vector<std::string> f = split_csv(line);
       if (f.size() < 12 || f[7] != f[10]) continue;  // num_workers == devices_per_node: one node
       by[static_cast<std::uint32_t>(std::stoul(f[7]))][std::stod(f[8])].push_back(std::stod(f[4]));
     }
@@ -430,7 +433,7 @@ TEST_CASE("other GPUs: one transformer layer op by op, forecast from the H100's 
       }
     }
     const auto& h = recs[0];
-    auto col = [&](const char* n) { return static_cast<std::size_t>(std::find(h.begin(), h.end(), n) - h.begin()); };
+    auto col = [&](const char* n) { return column(h, n); };
     for (std::size_t k = 1; k < recs.size(); ++k)
       if (recs[k].size() == h.size())
         rows[recs[k][col("Name")]] = {recs[k][col("op")], recs[k][col("target")], recs[k][col("input_shapes")],
