@@ -29,6 +29,20 @@ inline std::string hf(const std::string& w) {
   return p;
 }
 
+// The same programs timed unprofiled (validate/reference/h200/hf_models/summary.txt, medians, ms):
+// fp32 eager (the traces' run), with TF32 matmuls, under bf16 autocast, and torch.compile'd.
+struct HfMeasured {
+  const char* workload;
+  double fp32_ms, tf32_ms, autocast_ms, compile_ms;
+};
+inline const std::vector<HfMeasured>& hf_measured() {
+  static const std::vector<HfMeasured> rows = {{"bert_large-inf-8x512", 64.863, 26.366, 34.713, 61.546},
+                                               {"gpt2_large-inf-4x1024", 199.350, 74.088, 75.172, 170.981},
+                                               {"gpt2_large-train-1x1024", 182.231, 107.275, 120.876, 165.438},
+                                               {"opt_1.3b-inf-2x2048", 315.007, 105.546, 102.566, 280.025}};
+  return rows;
+}
+
 Trace workload(const std::string& json_text);
 
 struct Replayed {

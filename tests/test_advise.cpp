@@ -63,11 +63,8 @@ TEST_CASE("advise: fp32 Hugging Face models rank a precision change first (H200)
   // 8x512 TF32 26.37 ms, autocast bf16 34.71; GPT-2 large training 1x1024 TF32 107.28, autocast
   // 120.88. The first suggestion is a precision change, bf16 among the suggestions, forecasts of
   // those measured within 12 %.
-  struct Case {
-    const char* workload;
-    double tf32_ms, autocast_ms;
-  } cases[] = {{"bert_large-inf-8x512", 26.366, 34.713}, {"gpt2_large-train-1x1024", 107.275, 120.876}};
-  for (const auto& c : cases) {
+  for (const auto& c : hf_measured()) {
+    if (std::string(c.workload) != "bert_large-inf-8x512" && std::string(c.workload) != "gpt2_large-train-1x1024") continue;
     INFO(c.workload);
     const Advice a = advise_of(hf(c.workload), "step.*");
     CHECK(a.bottleneck == "compute-bound");
@@ -76,8 +73,7 @@ TEST_CASE("advise: fp32 Hugging Face models rank a precision change first (H200)
     for (const auto& s : a.suggestions) {
       if (s.args.size() != 2 || s.args[0] != "--precision") continue;
       const double ms = static_cast<double>(s.predicted_ns) / 1e6;
-      // GPT-2 large training with TF32: +17 %, a known miss (see test_precision.cpp).
-      if (s.args[1] == "tf32") CHECK(std::abs(ms / c.tf32_ms - 1) < (c.tf32_ms > 100 ? 0.18 : 0.12));
+      if (s.args[1] == "tf32") CHECK(std::abs(ms / c.tf32_ms - 1) < 0.12);
       if (s.args[1] == "autocast-bf16") {
         CHECK(std::abs(ms / c.autocast_ms - 1) < 0.12);
         bf16 = true;
