@@ -1,7 +1,7 @@
 # LLM serving ground truth for `bneck serve`: a Llama-style model built from a config with
 # random weights (bf16), served by transformers' continuous-batching engine (paged|sdpa attention,
-# FIFO scheduler, prefix sharing off, synchronous batching) or by `model.generate` on padded static
-# batches. Requests arrive by a Poisson process (--rate, requests/s; 0 = all at t=0, an offline
+# FIFO scheduler, prefix sharing off unless --block-sharing, synchronous batching) or by
+# `model.generate` on padded static batches. Requests arrive by a Poisson process (--rate, requests/s; 0 = all at t=0, an offline
 # batch) with uniform prompt and output lengths; outputs have a fixed length (eos disabled).
 #
 # Writes the request log (JSONL, bneck's format: id, arrival_s, prompt_tokens, output_tokens and the
@@ -39,6 +39,10 @@ p.add_argument("--warmup-repeat", type=int, default=1, help="serve the warm-up b
 p.add_argument("--warmup-log", default="", help="write the warm-up requests (served first, unrecorded) as a request log")
 p.add_argument("--config-out", default="")
 p.add_argument("--plain", action="store_true", help="the engine as shipped: no NVTX ranges, no step log, no hooks (a plain profile)")
+p.add_argument("--shared-prefix", default="", help="LEN:GROUPS: each prompt starts with one of GROUPS shared prefixes of LEN tokens "
+               "(the log gets Mooncake-style hash_ids, one per --hash-block tokens)")
+p.add_argument("--hash-block", type=int, default=0, help="prompt tokens one hash id covers (default: --block-size)")
+p.add_argument("--block-sharing", action="store_true", help="the engine shares KV blocks of equal prompt prefixes (allow_block_sharing)")
 p.add_argument("--diag", action="store_true", help="per-step engine-thread CPU time and an interpreter-speed probe in the step log; per-thread CPU times at the end")
 a = p.parse_args()
 
@@ -54,6 +58,10 @@ model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16,
 model = model.cuda().eval()
 
 
+SHARED, GROUPS = (map(int, a.shared_prefix.split(":")) if a.shared_prefix else (0, 1))
+HASH_BLOCK = a.hash_block or a.block_size
+
+
 def make_requests(seed, n, rate):
     rng = random.Random(seed)
     plo, phi = map(int, a.prompt_len.split(","))
@@ -64,12 +72,25 @@ def make_requests(seed, n, rate):
             t += rng.expovariate(rate)
         out.append({"id": f"r{i}", "arrival_s": round(t, 6), "prompt_tokens": rng.randint(plo, phi),
                      "output_tokens": rng.randint(olo, ohi)})
+        if SHARED:  # drawn after the others: without --shared-prefix the requests are unchanged
+            g = rng.randrange(GROUPS)
+            r = out[-1]
+            r["prompt_tokens"] += SHARED
+            r["group"] = g
+            n_ids = (r["prompt_tokens"] + HASH_BLOCK - 1) // HASH_BLOCK
+            # hash id k: the group's when block k lies inside the shared prefix, else the request's own
+            r["hash_ids"] = [g * 1000000 + k if (k + 1) * HASH_BLOCK <= SHARED else 10 ** 9 + i * 10000 + k for k in range(n_ids)]
     return out
 
 
 def prompt_ids(r, seed):
     g = random.Random(zlib.crc32(f"{r['id']}/{seed}".encode()))
-    return [g.randrange(3, cfg.vocab_size) for _ in range(r["prompt_tokens"])]
+    own = r["prompt_tokens"] - (SHARED if "group" in r else 0)
+    head = []
+    if "group" in r:  # the group's prefix: the same tokens for every request of the group
+        h = random.Random(zlib.crc32(f"group{r['group']}/{seed}".encode()))
+        head = [h.randrange(3, cfg.vocab_size) for _ in range(SHARED)]
+    return head + [g.randrange(3, cfg.vocab_size) for _ in range(own)]
 
 
 reqs = make_requests(a.seed, a.num, a.rate)
@@ -252,7 +273,7 @@ if not a.plain:
     capi.ContinuousBatchProcessor.update_batch = upd
 
 cbc = ContinuousBatchingConfig(block_size=a.block_size, num_blocks=a.num_blocks, max_batch_tokens=a.max_batch_tokens,
-                               max_requests_per_batch=a.max_seqs, allow_block_sharing=False,
+                               max_requests_per_batch=a.max_seqs, allow_block_sharing=bool(a.block_sharing),
                                use_async_batching=False, use_cuda_graph=bool(a.cuda_graph), scheduler_type="fifo")
 gen = GenerationConfig(do_sample=False, eos_token_id=-1, max_new_tokens=16)
 mgr = model.init_continuous_batching(generation_config=gen, continuous_batching_config=cbc)
