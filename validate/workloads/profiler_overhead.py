@@ -14,6 +14,7 @@
 #   kineto_noshapes    the same with record_shapes=False
 #   kineto_stack       record_shapes=True, with_stack=True; the profile is never processed: the process
 #                      ends (os._exit) right after printing its timings
+#   kineto_memory      record_shapes=True, profile_memory=True (the allocator's [memory] events)
 #   nvtx               torch.autograd.profiler.emit_nvtx(record_shapes=True) around the timed steps (to
 #                      run under Nsight Systems)
 #   plain_nvtx_ranges  only torch.cuda.nvtx.range_push/range_pop("step{i}") around each timed step
@@ -29,7 +30,7 @@ import argparse, os, statistics, sys, time
 import torch
 
 PROGRAMS = ("mlp", "gpt2_inf", "gpt2_train")
-MODES = ("plain", "kineto", "kineto_noshapes", "kineto_stack", "nvtx", "plain_nvtx_ranges")
+MODES = ("plain", "kineto", "kineto_noshapes", "kineto_stack", "kineto_memory", "nvtx", "plain_nvtx_ranges")
 
 p = argparse.ArgumentParser()
 p.add_argument("--program", required=True, choices=PROGRAMS)
@@ -108,7 +109,8 @@ ctx = None
 if kineto:
     from torch.profiler import ProfilerActivity, profile
     ctx = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
-                  record_shapes=(a.mode != "kineto_noshapes"), with_stack=(a.mode == "kineto_stack"))
+                  record_shapes=(a.mode != "kineto_noshapes"), with_stack=(a.mode == "kineto_stack"),
+                  profile_memory=(a.mode == "kineto_memory"))
 elif a.mode == "nvtx":
     ctx = torch.autograd.profiler.emit_nvtx(record_shapes=True)
 
