@@ -49,11 +49,12 @@ std::uint64_t mix(std::uint64_t a, std::uint64_t b) {
 
 // The prefix-cache keys of a request's full prompt blocks: block j (tokens [jB, (j+1)B)) is equal
 // in two requests when their hash ids agree up to the one covering its last token.
-std::vector<std::uint64_t> prefix_keys(const Request& r, std::int64_t block, std::int64_t hash_block) {
+// At most `limit` + 1 keys (the caller refuses more).
+std::vector<std::uint64_t> prefix_keys(const Request& r, std::int64_t block, std::int64_t hash_block, std::size_t limit) {
   std::vector<std::uint64_t> keys;
   std::uint64_t chain = 0;
   std::int64_t chained = 0;  // hash ids folded into chain
-  for (std::int64_t j = 0; (j + 1) * block <= r.prompt; ++j) {
+  for (std::int64_t j = 0; (j + 1) * block <= r.prompt && keys.size() <= limit; ++j) {
     const std::int64_t k = ((j + 1) * block - 1) / hash_block;
     if (k >= static_cast<std::int64_t>(r.hash_ids.size())) break;
     for (; chained <= k; ++chained) chain = mix(chain, static_cast<std::uint64_t>(r.hash_ids[static_cast<std::size_t>(chained)]));
@@ -85,8 +86,12 @@ class Simulator {
       keys_.resize(reqs.size());
       std::size_t total = 0;
       for (std::size_t i = 0; i < reqs.size(); ++i) {
-        keys_[i] = prefix_keys(reqs[i], eng.block_size, eng.prefix_hash_block);
+        constexpr std::size_t kMost = std::size_t{1} << 27;
+        keys_[i] = prefix_keys(reqs[i], eng.block_size, eng.prefix_hash_block, kMost - total);
         total += keys_[i].size();
+        if (total > kMost)
+          throw InputError("--prefix-caching: the requests' prompts hold more than 2^27 full KV blocks with hash ids (" +
+                           std::to_string(i + 1) + " requests); use a larger --block-size");
       }
       cache_.reserve(std::min<std::size_t>(total, static_cast<std::size_t>(eng.num_blocks)));
     }

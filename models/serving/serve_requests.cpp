@@ -312,6 +312,7 @@ std::vector<Request> generate_requests(const WorkloadSpec& w) {
   out.reserve(static_cast<std::size_t>(w.num));
   double t = 0;
   const double shape = 1 / (w.cv * w.cv);
+  std::int64_t total_ids = 0;
   for (std::int64_t i = 0; i < w.num; ++i) {
     if (w.rate > 0) t += (w.cv == 1 ? -std::log1p(-rng.uniform()) : rng.gamma(shape) / shape) / w.rate;
     Request r;
@@ -324,6 +325,10 @@ std::vector<Request> generate_requests(const WorkloadSpec& w) {
       const auto g = static_cast<std::int64_t>(rng.uniform() * static_cast<double>(w.prefix_groups)) % w.prefix_groups;
       r.prompt += w.shared_prefix;
       const std::int64_t ids = (r.prompt + w.hash_block - 1) / w.hash_block, shared = w.shared_prefix / w.hash_block;
+      total_ids += ids;
+      if (total_ids > (std::int64_t{1} << 27))  // 1 GiB of ids: a generated workload that large is a mistake
+        throw InputError("--shared-prefix: " + std::to_string(i + 1) + " requests already need " + std::to_string(total_ids) +
+                         " hash ids (one per --prefix-hash-block tokens); at most 2^27");
       for (std::int64_t k = 0; k < ids; ++k)  // the group's ids below 2^40, the request's own above
         r.hash_ids.push_back(k < shared ? g * 1'000'000 + k : (std::int64_t{1} << 40) + i * 100'000 + k);
     }
