@@ -99,7 +99,7 @@ void add_sweep(CLI::App& sub, Action& action) {
   sub.add_option("TRACE", trace, "trace file(s): several files (or a directory) = one trace per rank")->required();
   sub.add_option("--hw", hw_list, "comma-separated presets or spec files")->required();
   sub.add_option("--scenario", scenarios, "scenario JSON files (each a list of transforms); 'baseline' always runs");
-  sub.add_option("--range", range, "medians over the NVTX ranges matching REGEX (default: GPU span)");
+  sub.add_option("--range", range, "the mean over the NVTX ranges matching REGEX, warm-ups left out (default: GPU span)");
   sub.add_option("--jobs", jobs, "threads (default: hardware concurrency)");
   sub.add_option("--csv", csv, "write the table as CSV to FILE ('-' for stdout)");
   sub.add_option("--vary", vary, "sweep a spec field of each --hw: FIELD=LO..HI:N (e.g. hbm_bandwidth=2TB/s..8TB/s:7)");
