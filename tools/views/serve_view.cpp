@@ -254,32 +254,20 @@ namespace {
 
 // The outcome as JSON (the same figures as the text).
 json serve_json(const ServeJob& job, const ServeOutcome& out) {
-  const LlmConfig& llm = out.llm;
-  const HwSpec& hw = out.hw;
   const EngineConfig& eng = out.engine;
-  const Bytes kv_bytes = out.kv_bytes;
   const std::string policy = eng.policy == Policy::Static ? "static" : "continuous";
-  const std::vector<Request>& reqs = out.requests;
-  const StepCostModel& model = out.model;
   const ServeResult& res = out.result;
   const Metrics& m = out.simulated;
-  const Metrics& meas = out.measured;
-  const bool has_meas = out.has_measured;
-  const auto& sweep = out.sweep;
-  const double knee = out.knee_rate;
-  const double best_rate = out.best_rate;
-  const double sweep_s = out.sweep_s;
-  const double sim_s = out.simulation_s;
   json j = stat_json(m);
   j["policy"] = policy;
   j["model"] = {{"config", job.model_path},
-                {"model_type", llm.model_type},
-                {"params", llm.params()},
-                {"weight_bytes", llm.weight_bytes()},
-                {"kv_bytes_per_token", llm.kv_bytes_per_token()}};
-  j["hw"] = hw.name;
+                {"model_type", out.llm.model_type},
+                {"params", out.llm.params()},
+                {"weight_bytes", out.llm.weight_bytes()},
+                {"kv_bytes_per_token", out.llm.kv_bytes_per_token()}};
+  j["hw"] = out.hw.name;
   j["kv_cache"] = {
-      {"blocks", eng.num_blocks}, {"block_size", eng.block_size}, {"tokens", eng.num_blocks * eng.block_size}, {"bytes", kv_bytes}};
+      {"blocks", eng.num_blocks}, {"block_size", eng.block_size}, {"tokens", eng.num_blocks * eng.block_size}, {"bytes", out.kv_bytes}};
   j["engine"] = {{"max_batch_tokens", eng.max_batch_tokens},
                  {"max_seqs", eng.max_seqs},
                  {"chunked_prefill", eng.chunked_prefill},
@@ -287,8 +275,10 @@ json serve_json(const ServeJob& job, const ServeOutcome& out) {
                  {"kv_watermark", eng.watermark},
                  {"prefix_caching", eng.prefix_caching},
                  {"wake_ns", eng.wake}};
-  j["step_model"] = {
-      {"source", model.source}, {"notes", model.notes}, {"attention", to_string(model.form)}, {"host_scale", model.host_scale}};
+  j["step_model"] = {{"source", out.model.source},
+                     {"notes", out.model.notes},
+                     {"attention", to_string(out.model.form)},
+                     {"host_scale", out.model.host_scale}};
   j["steps"] = res.step_count;
   j["preemptions"] = res.preemptions;
   j["padded_tokens"] = res.padded_tokens;
@@ -301,38 +291,38 @@ json serve_json(const ServeJob& job, const ServeOutcome& out) {
         {"hit_rate", res.prompt_tokens ? static_cast<double>(res.prefix_hit_tokens) / static_cast<double>(res.prompt_tokens) : 0.0}};
   j["warmup_requests"] = eng.warmup.size();
   json rq = json::array();
-  for (std::size_t i = 0; i < reqs.size(); ++i)
-    rq.push_back({{"id", reqs[i].id},
+  for (std::size_t i = 0; i < out.requests.size(); ++i)
+    rq.push_back({{"id", out.requests[i].id},
                   {"ttft_ms", num_or_null(m.req_ttft[i])},
                   {"tpot_ms", num_or_null(m.req_tpot[i])},
                   {"e2el_ms", num_or_null(m.req_e2el[i])},
                   {"queue_ms", num_or_null(m.req_queue[i])},
                   {"preemptions", res.requests[i].preemptions}});
   j["requests"] = rq;
-  if (has_meas) {
-    json mj = stat_json(meas);
+  if (out.has_measured) {
+    json mj = stat_json(out.measured);
     json mr = json::array();
-    for (std::size_t i = 0; i < reqs.size(); ++i)
-      mr.push_back({{"id", reqs[i].id},
-                    {"ttft_ms", num_or_null(meas.req_ttft[i])},
-                    {"tpot_ms", num_or_null(meas.req_tpot[i])},
-                    {"e2el_ms", num_or_null(meas.req_e2el[i])}});
+    for (std::size_t i = 0; i < out.requests.size(); ++i)
+      mr.push_back({{"id", out.requests[i].id},
+                    {"ttft_ms", num_or_null(out.measured.req_ttft[i])},
+                    {"tpot_ms", num_or_null(out.measured.req_tpot[i])},
+                    {"e2el_ms", num_or_null(out.measured.req_e2el[i])}});
     mj["requests"] = mr;
     j["measured"] = mj;
   }
-  if (!sweep.empty()) {
+  if (!out.sweep.empty()) {
     json sj = json::array();
-    for (const auto& row : sweep) {
+    for (const auto& row : out.sweep) {
       json x = stat_json(row.m);
       x["rate"] = row.rate;
       sj.push_back(x);
     }
     j["sweep"] = sj;
-    j["knee_rate"] = knee > 0 ? json(knee) : json(nullptr);
-    j["goodput_best_rate"] = best_rate;
-    j["sweep_s"] = sweep_s;
+    j["knee_rate"] = out.knee_rate > 0 ? json(out.knee_rate) : json(nullptr);
+    j["goodput_best_rate"] = out.best_rate;
+    j["sweep_s"] = out.sweep_s;
   }
-  j["simulation_s"] = sim_s;
+  j["simulation_s"] = out.simulation_s;
   return j;
 }
 
