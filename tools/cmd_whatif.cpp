@@ -19,7 +19,8 @@ void add_whatif(CLI::App& sub, Action& action) {
   static std::size_t top = 12;
   sub.add_option("TRACE", trace, "trace file (first): nsys .sqlite, Kineto .json[.gz], bneck JSON, or a directory with one trace per rank");
   sub.add_option("--list-transforms", list, "print the transforms ('text' or 'markdown') and exit")->expected(0, 1)->default_str("text");
-  sub.add_option("--range", range, "report the NVTX ranges whose name matches REGEX in full (top-level figures: their mean, warm-ups left out)");
+  sub.add_option("--range", range,
+                 "report the NVTX ranges whose name matches REGEX in full (top-level figures: their mean, warm-ups left out)");
   sub.add_option("--json", json_out, "write JSON to FILE ('-' for stdout)");
   sub.add_option("--chrome-trace", chrome_out, "write the baseline and predicted timelines to FILE");
   sub.add_option("--source-hw", source_hw, "the trace's GPU, if its device name does not tell");
