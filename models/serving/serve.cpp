@@ -39,7 +39,7 @@ struct Seq {
   std::int64_t cached = 0;     // of them, the leading blocks held through the prefix cache
 };
 
-// splitmix64's finalizer: a block's key from the keys before it.
+// A block's key from the keys before it: hash_combine, then splitmix64's finalizer.
 std::uint64_t mix(std::uint64_t a, std::uint64_t b) {
   std::uint64_t z = a ^ (b + 0x9e3779b97f4a7c15ULL + (a << 6) + (a >> 2));
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;

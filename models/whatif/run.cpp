@@ -31,14 +31,9 @@ std::vector<std::string> cp_names(const Graph& g, const std::vector<OpId>& path)
 TimeNs baseline_figure(const Trace& t, const WhatIfCase& c, const WhatIfOptions& opt) {
   const SimResult r = simulate(*c.graph, VectorCostModel(c.durations, "baseline"));
   if (!opt.range_regex) return device_span(*c.graph, sim_schedule(r)).length();
-  std::vector<double> v, meas;
-  for (const RangeSpan& rs : range_spans(*c.graph, r, range_regex(*opt.range_regex)))
-    if (!rs.nodes.empty()) {
-      v.push_back(static_cast<double>(rs.simulated.length()));
-      meas.push_back(static_cast<double>(rs.measured.length()));
-    }
-  if (v.empty()) throw InputError(t.source, "--range '" + *opt.range_regex + "' matches no range with device ops");
-  return static_cast<TimeNs>(repeats_center(v, meas));
+  const std::optional<TimeNs> center = simulated_center(range_spans(*c.graph, r, range_regex(*opt.range_regex)));
+  if (!center) throw InputError(t.source, "--range '" + *opt.range_regex + "' matches no range with device ops");
+  return *center;
 }
 
 // --unprofiled-time: the factor of the measured per-event costs whose removal brings the baseline

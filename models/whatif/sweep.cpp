@@ -34,13 +34,7 @@ void run_sweep(const Trace& t, const std::string& source_hw, const std::optional
   WhatIfCase base = first.empty() ? engine.baseline() : engine.apply(first);
   auto measure = [&](const Graph& g, const SimResult& r) -> TimeNs {
     if (!range) return device_span(g, sim_schedule(r)).length();
-    std::vector<double> v, meas;
-    for (const RangeSpan& rs : range_spans(g, r, *range))
-      if (!rs.nodes.empty()) {
-        v.push_back(static_cast<double>(rs.simulated.length()));
-        meas.push_back(static_cast<double>(rs.measured.length()));
-      }
-    return static_cast<TimeNs>(repeats_center(v, meas));
+    return simulated_center(range_spans(g, r, *range)).value_or(0);
   };
   const TimeNs baseline = measure(*base.graph, simulate(*base.graph, VectorCostModel(base.durations)));
   std::vector<std::size_t> mine;

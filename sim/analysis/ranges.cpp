@@ -147,4 +147,15 @@ double repeats_center(const std::vector<double>& v, const std::vector<double>& m
   return n ? sum / static_cast<double>(n) : median(v);
 }
 
+std::optional<TimeNs> simulated_center(const std::vector<RangeSpan>& spans) {
+  std::vector<double> v, meas;
+  for (const RangeSpan& rs : spans)
+    if (!rs.nodes.empty()) {
+      v.push_back(static_cast<double>(rs.simulated.length()));
+      meas.push_back(static_cast<double>(rs.measured.length()));
+    }
+  if (v.empty()) return std::nullopt;
+  return static_cast<TimeNs>(repeats_center(v, meas));
+}
+
 }  // namespace bneck

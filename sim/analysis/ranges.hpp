@@ -3,6 +3,7 @@
 // Amdahl's forecast, and the breakdown of a path by class. Shared by replay, what-if and sweep.
 #pragma once
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,5 +58,7 @@ double median(std::vector<double> v);
 // varies from step to step (0.85-1.24x the median over 30 profiled GPT-2 steps), and the median of
 // three such steps moves about 1.35x as far as their mean.
 double repeats_center(const std::vector<double>& v, const std::vector<double>& measured);
+// repeats_center of the simulated spans of the ranges that launched device work; nullopt if none did.
+std::optional<TimeNs> simulated_center(const std::vector<RangeSpan>& spans);
 
 }  // namespace bneck
