@@ -39,8 +39,8 @@ p.add_argument("--warmup", type=int, default=10)
 p.add_argument("--steps", type=int, default=30)
 p.add_argument("--trace", default="", help="kineto modes: export the chrome trace here (.json.gz gzips)")
 a = p.parse_args()
-if a.trace and a.mode not in ("kineto", "kineto_noshapes"):
-    sys.exit("--trace is for the kineto and kineto_noshapes modes")
+if a.trace and a.mode not in ("kineto", "kineto_noshapes", "kineto_memory"):
+    sys.exit("--trace is for the kineto, kineto_noshapes and kineto_memory modes")
 
 dev = torch.device("cuda")
 torch.manual_seed(0)
