@@ -55,6 +55,7 @@ std::string fmt(double v, int prec) {
 }  // namespace calibration
 
 using calibration::align_log;
+using calibration::align_static_log;
 using calibration::engine_steps;
 using calibration::fmt;
 using calibration::parse_shape;
@@ -397,7 +398,10 @@ CalibrationReport calibrate_step_model(const Trace& trace, StepCostModel& m, con
           trace.source,
           "no ranges name the engine's step shapes ('forward q=N kv=N seqs=N'); " + std::to_string(obs.size()) +
               " steps found by structure recognition: give the request log of the traced run (--trace-log LOG) to infer their batches");
-    align_log(obs, *log, trace.source, rep);
+    if (log->engine.policy == Policy::Static)
+      align_static_log(obs, *log, trace.source, rep);
+    else
+      align_log(obs, *log, trace.source, rep);
   }
   std::vector<const StepObs*> used;
   std::vector<double> lags, kernels;
@@ -444,13 +448,18 @@ void fit_host_scale(const std::vector<Request>& log, const EngineConfig& eng, St
     if (r.measured()) reqs.push_back(r);
   if (reqs.size() < 2) throw InputError(log_path, "the calibration log needs measured token times (token_times_s) for at least 2 requests");
   const Metrics meas = summarize_measured(reqs, {});
-  if (meas.itl.median <= 0) throw InputError(log_path, "the calibration log has no inter-token gaps (every request has one output token)");
+  // A static batch's log has finish times alone: its median end-to-end latency instead.
+  const bool by_e2e = eng.policy == Policy::Static && static_log(reqs);
+  const double target = by_e2e ? meas.e2el.median : meas.itl.median;
+  if (target <= 0)
+    throw InputError(log_path, by_e2e ? "the calibration log's requests finish at their arrival"
+                                      : "the calibration log has no inter-token gaps (every request has one output token)");
   auto simulated = [&](double scale, std::vector<double>* tpot) {
     m.host_scale = scale;
     ServeResult r = simulate(reqs, eng, m, false);
     Metrics s = summarize(reqs, r.requests, {});
-    if (tpot) *tpot = s.req_tpot;
-    return s.itl.median;
+    if (tpot) *tpot = by_e2e ? s.req_e2el : s.req_tpot;
+    return by_e2e ? s.e2el.median : s.itl.median;
   };
   // The profiler's overhead is taken as proportional to the host's work: one scale for every host
   // term, the one that matches the median inter-token latency (which grows with the scale:
@@ -458,14 +467,14 @@ void fit_host_scale(const std::vector<Request>& log, const EngineConfig& eng, St
   // requests did not tell the two apart.)
   auto match = [&]() {
     double lo = 0.05, hi = 20;
-    if (simulated(lo, nullptr) > meas.itl.median)
+    if (simulated(lo, nullptr) > target)
       hi = lo;
-    else if (simulated(hi, nullptr) < meas.itl.median)
+    else if (simulated(hi, nullptr) < target)
       lo = hi;
     else
       for (int it = 0; it < 30; ++it) {
         const double mid = std::sqrt(lo * hi);
-        (simulated(mid, nullptr) < meas.itl.median ? lo : hi) = mid;
+        (simulated(mid, nullptr) < target ? lo : hi) = mid;
       }
     return std::sqrt(lo * hi);
   };
@@ -476,17 +485,18 @@ void fit_host_scale(const std::vector<Request>& log, const EngineConfig& eng, St
   double err = 0;
   int n = 0;
   for (std::size_t i = 0; i < reqs.size(); ++i)
-    if (!std::isnan(tp[i]) && !std::isnan(meas.req_tpot[i]) && tp[i] > 0 && meas.req_tpot[i] > 0) {
-      const double d = std::log(tp[i] / meas.req_tpot[i]);
+    if (const double mi = by_e2e ? meas.req_e2el[i] : meas.req_tpot[i]; !std::isnan(tp[i]) && !std::isnan(mi) && tp[i] > 0 && mi > 0) {
+      const double d = std::log(tp[i] / mi);
       err += d * d;
       ++n;
     }
   const double best_err = n ? err / n : 0;
   rep.simulated_itl_ms = simulated(scale, nullptr);
-  rep.measured_itl_ms = meas.itl.median;
-  m.notes.push_back("host terms x " + fmt(scale) + " to match " + log_path + " (median inter-token latency " + fmt(meas.itl.median) +
-                    " ms, simulated " + fmt(rep.simulated_itl_ms) + " ms; per-request TPOT rms log error " + fmt(std::sqrt(best_err)) +
-                    ")");
+  rep.measured_itl_ms = target;
+  m.notes.push_back("host terms x " + fmt(scale) + " to match " + log_path + " (median " +
+                    (by_e2e ? "end-to-end latency " : "inter-token latency ") + fmt(target) + " ms, simulated " +
+                    fmt(rep.simulated_itl_ms) + " ms; per-request " + (by_e2e ? "E2E" : "TPOT") + " rms log error " +
+                    fmt(std::sqrt(best_err)) + ")");
 }
 
 }  // namespace bneck::serve

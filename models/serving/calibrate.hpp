@@ -29,9 +29,12 @@
 //   - prepare and update: the durations of those ranges, fitted to [1, seqs, q, kv] and [1, seqs];
 //     without them the host gap between steps (update + the next prepare) where the engine did
 //     not wait for a request, fitted to the next step's [1, seqs, q, kv] and this step's seqs.
+// A static-batching engine (model.generate: its log has finish times alone, a batch's requests
+// sharing theirs) is aligned by its batches instead (align_static_log): each batch is as many steps
+// as its longest output, counted back from the last step found, its shapes the padded batch's.
 // Then a request log (fit_host_scale): the simulation of its requests with the fitted model is
 // compared with its measured inter-token latency, and every host term is scaled so the two
-// medians agree (host_scale). A log from the traced run itself gives a scale near 1; a log of the
+// medians agree (host_scale; a static log's end-to-end latency). A log from the traced run itself gives a scale near 1; a log of the
 // same requests served without the profiler removes the profiler's overhead (40 % of each step
 // under Nsight Systems on an H200 machine).
 #pragma once
@@ -59,7 +62,7 @@ struct CalibrationReport {
   TimeNs log_offset_ns = 0;
   std::string alignment;  // one line: what was found and how well it agrees
   double gpu_rms_ns = 0, launch_rms_ns = 0, prepare_rms_ns = 0;
-  double measured_itl_ms = 0, simulated_itl_ms = 0;  // the log's median inter-token latency, after scaling
+  double measured_itl_ms = 0, simulated_itl_ms = 0;  // the log's median inter-token latency (static: E2E), after scaling
 };
 
 // Fits `model` (from hardware_step_model) to the trace's engine steps: its 'forward' ranges when

@@ -223,4 +223,113 @@ void align_log(std::vector<StepObs>& steps, const TraceLog& tl, const std::strin
                                   ") and the log of the traced run");
 }
 
+// A static-batching engine's log aligned with the steps found. The log's batches are its requests
+// that finished together (static_batches); batch g of b sequences, padded to its longest prompt
+// lmax and run for its longest output omax, is omax steps: a prefill and omax - 1 decodes. From the
+// last step found backwards, each batch's first step is the one within a few steps of where its
+// step count puts it that most stands out as a batch's start: the longest host pause before it or
+// the largest GPU time (its prefill), against the median step's. A batch agrees when its steps
+// number omax (one less or more allowed: a step's segment can merge or split) and, after the first,
+// its duration (from the previous batch's last step's end to its own) is within 5 % of the log's
+// (finish to finish); the shapes go to each batch's steps in order.
+void align_static_log(std::vector<StepObs>& steps, const TraceLog& tl, const std::string& trace_path, CalibrationReport& rep) {
+  const std::vector<Request>& log = *tl.requests;
+  const auto batches = static_batches(log);
+  const std::size_t n = steps.size();
+  if (batches.empty() || n < 8)
+    throw InputError(tl.path, "aligning a static-batching log with the engine steps of " + trace_path +
+                                  " needs finish times (finish_s) and 8 steps; found " + std::to_string(batches.size()) + " batches, " +
+                                  std::to_string(n) + " steps");
+  std::vector<double> gaps, gpus;
+  for (std::size_t k = 1; k < n; ++k) gaps.push_back(static_cast<double>(std::max<TimeNs>(0, steps[k].start - steps[k - 1].end)));
+  for (const auto& o : steps) gpus.push_back(static_cast<double>(o.gpu));
+  const double gap_med = std::max(1.0, median(gaps)), gpu_med = std::max(1.0, median(gpus));
+  auto score = [&](std::size_t k) {
+    const double gap = k == 0 ? 0.0 : static_cast<double>(std::max<TimeNs>(0, steps[k].start - steps[k - 1].end));
+    return std::max(gap / gap_med, static_cast<double>(steps[k].gpu) / gpu_med);
+  };
+  struct Batch {
+    std::int64_t b = 0, lmax = 0, omax = 0;
+    TimeNs finish = 0;
+    std::size_t first = 0, end = 0;  // its steps in the trace: [first, end)
+    bool agrees = false;
+    std::int64_t tokens = 0;
+  };
+  std::vector<Batch> bs;
+  std::int64_t implied = 0, tokens = 0;
+  for (const auto& g : batches) {
+    Batch x;
+    x.b = static_cast<std::int64_t>(g.size());
+    for (std::size_t i : g) {
+      x.lmax = std::max(x.lmax, log[i].prompt);
+      x.omax = std::max(x.omax, log[i].output);
+      x.finish = std::max(x.finish, log[i].measured_finish);
+      x.tokens += log[i].output;
+    }
+    implied += x.omax;
+    tokens += x.tokens;
+    bs.push_back(x);
+  }
+  std::size_t pos = n;
+  bool fits = true;
+  for (std::size_t g = bs.size(); g-- > 0;) {
+    Batch& x = bs[g];
+    const auto omax = static_cast<std::size_t>(x.omax);
+    if (pos < omax) {
+      fits = false;
+      break;
+    }
+    const std::size_t w = std::max<std::size_t>(2, omax / 20), p = pos - omax;
+    std::size_t best = p;
+    for (std::size_t k = p >= w ? p - w : 0; k <= std::min(p + w, pos - 1); ++k)
+      if (score(k) > score(best)) best = k;
+    x.first = best;
+    x.end = pos;
+    pos = best;
+  }
+  const TimeNs offset = bs.back().finish - steps[n - 1].end;  // log clock = trace clock + offset
+  std::int64_t agreeing = 0;
+  std::size_t agree_batches = 0;
+  for (std::size_t g = 0; fits && g < bs.size(); ++g) {
+    Batch& x = bs[g];
+    const auto got = static_cast<std::int64_t>(x.end - x.first);
+    bool ok = std::abs(got - x.omax) <= 1;
+    if (ok && g > 0) {
+      const double traced = static_cast<double>(steps[x.end - 1].end - steps[bs[g - 1].end - 1].end);
+      const double logged = static_cast<double>(x.finish - bs[g - 1].finish);
+      ok = logged > 0 && std::abs(traced / logged - 1) < 0.05;
+    }
+    x.agrees = ok;
+    agreeing += ok ? x.tokens : 0;
+    agree_batches += ok ? 1 : 0;
+    for (std::size_t k = x.first; k < x.end && static_cast<std::int64_t>(k - x.first) < x.omax; ++k) {
+      StepObs& o = steps[k];
+      o.shaped = true;
+      o.shape = static_step_shape(x.b, x.lmax, static_cast<std::int64_t>(k - x.first));
+      o.key = {static_cast<double>(o.shape.q), static_cast<double>(o.shape.kv)};
+      if (k > x.first && static_cast<double>(o.start - steps[k - 1].end) < 4 * gap_med) {
+        o.gap = o.start - steps[k - 1].end;
+        o.prev_seqs = x.b;
+      }
+    }
+  }
+  rep.steps_found = n;
+  rep.steps_in_log = fits ? n - bs.front().first : 0;
+  rep.steps_scheduled = static_cast<std::size_t>(implied);
+  rep.tokens = static_cast<std::size_t>(tokens);
+  rep.tokens_agreeing = static_cast<std::size_t>(agreeing);
+  rep.log_offset_ns = offset;
+  const double share = tokens ? static_cast<double>(agreeing) / static_cast<double>(tokens) : 0;
+  const std::string found = std::to_string(n) + " engine steps found (" + rep.steps_from + "); " + tl.path + ": " +
+                            std::to_string(bs.size()) + " static batches (requests finished together) imply " + std::to_string(implied) +
+                            " steps";
+  if (!fits || share < 0.9)
+    throw InputError(tl.path, "disagrees with the engine steps of " + trace_path + ": " + found + ", " + std::to_string(agree_batches) +
+                                  " of " + std::to_string(bs.size()) +
+                                  " batches agree in step count and duration; give the log of the traced run (a batch's requests share "
+                                  "their finish_s; each generates its longest output)");
+  rep.alignment = found + "; the last " + std::to_string(rep.steps_in_log) + " steps are its batches, " + std::to_string(agree_batches) +
+                  " of " + std::to_string(bs.size()) + " agreeing in step count and duration (" + fmt(100 * share) + " % of its tokens)";
+}
+
 }  // namespace bneck::serve::calibration

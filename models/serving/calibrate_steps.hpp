@@ -44,4 +44,9 @@ std::vector<StepObs> engine_steps(const Trace& trace, std::string& how);
 // and the steps do not agree.
 void align_log(std::vector<StepObs>& steps, const TraceLog& tl, const std::string& trace_path, CalibrationReport& rep);
 
+// The log of a static-batching engine (no token times; a batch's requests share their finish)
+// aligned with the steps found: each batch is its longest output's steps, counted back from the
+// last step (calibrate_plain.cpp). Fills the steps' shapes and gaps; throws when they disagree.
+void align_static_log(std::vector<StepObs>& steps, const TraceLog& tl, const std::string& trace_path, CalibrationReport& rep);
+
 }  // namespace bneck::serve::calibration

@@ -65,7 +65,8 @@ std::string fmt_scale(double s) {
 }
 
 // Calibration from a trace of the engine: its settings are the ones given, without CUDA graphs (a
-// calibration trace of eager steps), continuous.
+// calibration trace of eager steps), continuous; static batching when the traced run's log is a
+// static engine's (finish times alone, shared by each batch), its batch size the largest batch.
 void calibrate(const ServeJob& job, ServeOutcome& out) {
   if (job.calibrate_trace.empty()) {
     if (!job.calibrate_log.empty() || !job.trace_log.empty()) throw InputError("--calibrate-log and --trace-log need --calibrate TRACE");
@@ -79,6 +80,12 @@ void calibrate(const ServeJob& job, ServeOutcome& out) {
   const std::string traced_path = job.trace_log.empty() ? job.calibrate_log : job.trace_log;
   std::vector<Request> traced;
   if (!traced_path.empty()) traced = load_request_log(traced_path);
+  if (static_log(traced)) {
+    ce.policy = Policy::Static;
+    std::size_t most = 1;
+    for (const auto& g : static_batches(traced)) most = std::max(most, g.size());
+    ce.max_seqs = static_cast<std::int64_t>(most);
+  }
   // The traced run's cache: the blocks given (the engine as it ran), else one the replay cannot
   // exhaust (the default is sized for the target GPU, not the traced one).
   if (job.engine.num_blocks <= 0) {

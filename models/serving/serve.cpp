@@ -458,14 +458,7 @@ class Simulator {
       const std::int64_t b = static_cast<std::int64_t>(batch.size());
       for (const auto& s : batch) res_.requests[s.req].scheduled = now_;
       for (std::int64_t step = 0; step < omax; ++step) {
-        StepShape sh;
-        sh.batched = true;
-        sh.seqs = sh.logits = b;
-        const std::int64_t ctx = lmax + step;
-        sh.q = step == 0 ? b * lmax : b;
-        sh.kv = b * ctx;  // the prompt and the tokens generated so far (the last one fed now)
-        sh.qkv_seq = step == 0 ? static_cast<double>(b) * static_cast<double>(lmax) * static_cast<double>(lmax)
-                               : static_cast<double>(b) * static_cast<double>(ctx);
+        const StepShape sh = static_step_shape(b, lmax, step);
         std::int64_t real = 0;
         for (const auto& s : batch) real += step == 0 ? reqs_[s.req].prompt : (reqs_[s.req].output > step ? 1 : 0);
         res_.padded_tokens += sh.q - real;
@@ -486,6 +479,42 @@ class Simulator {
 };
 
 }  // namespace
+
+StepShape static_step_shape(std::int64_t b, std::int64_t lmax, std::int64_t step) {
+  StepShape sh;
+  sh.batched = true;
+  sh.seqs = sh.logits = b;
+  const std::int64_t ctx = lmax + step;
+  sh.q = step == 0 ? b * lmax : b;
+  sh.kv = b * ctx;  // the prompt and the tokens generated so far (the last one fed now)
+  sh.qkv_seq = step == 0 ? static_cast<double>(b) * static_cast<double>(lmax) * static_cast<double>(lmax)
+                         : static_cast<double>(b) * static_cast<double>(ctx);
+  return sh;
+}
+
+std::vector<std::vector<std::size_t>> static_batches(const std::vector<Request>& log) {
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < log.size(); ++i)
+    if (log[i].measured_finish >= 0) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return log[a].measured_finish < log[b].measured_finish; });
+  std::vector<std::vector<std::size_t>> out;
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    if (k == 0 || log[order[k]].measured_finish != log[order[k - 1]].measured_finish) out.emplace_back();
+    out.back().push_back(order[k]);
+  }
+  for (auto& g : out) std::sort(g.begin(), g.end());
+  return out;
+}
+
+bool static_log(const std::vector<Request>& log) {
+  std::size_t finished = 0;
+  for (const auto& r : log) {
+    if (!r.token_times.empty()) return false;
+    finished += r.measured_finish >= 0 ? 1 : 0;
+  }
+  return finished >= 2 && static_batches(log).size() < finished;
+}
 
 ServeResult simulate(const std::vector<Request>& reqs, const EngineConfig& eng, const StepCostModel& model, bool keep_steps) {
   if (eng.warmup.empty()) return Simulator(reqs, eng, model, keep_steps).run();

@@ -129,6 +129,18 @@ struct ServeResult {
 // Throws InputError naming the request if one can never fit the KV cache (or a static batch).
 ServeResult simulate(const std::vector<Request>& reqs, const EngineConfig& eng, const StepCostModel& model, bool keep_steps);
 
+// Step `step` of a static batch of `b` sequences left-padded to `lmax` prompt tokens: the prefill
+// (step 0: b x lmax query tokens) or a decode (one token a sequence over lmax + step KV tokens).
+StepShape static_step_shape(std::int64_t b, std::int64_t lmax, std::int64_t step);
+
+// A static-batching engine's log: requests returned together share their finish time (finish_s),
+// and no request has token times. The batches, in the order they finished, each its requests'
+// indices (ascending); requests without a finish are in none.
+std::vector<std::vector<std::size_t>> static_batches(const std::vector<Request>& log);
+// The log looks like one of a static-batching engine: no token times, and at least two requests
+// finished together.
+bool static_log(const std::vector<Request>& log);
+
 // An engine step as a trace measured it, on the request log's clock: when the scheduler picked its
 // batch and when its tokens were out.
 struct MeasuredStep {
