@@ -10,6 +10,7 @@
 #include "helpers.hpp"
 #include "sim/base/error.hpp"
 #include "models/replay.hpp"
+#include "models/whatif/run.hpp"
 #include "traces/importer.hpp"
 
 using namespace bneck;
@@ -138,7 +139,34 @@ TEST_CASE("every third-party trace imports and replays at +0.00 %", "[formats][s
     CHECK(t.device_op_count() > 0);
     ReplayReport rep = run_replay(t, ReplayOptions{});
     CHECK(rep.simulated.length() == rep.measured.length());
+    // A what-if that keeps measured times runs whichever GPU it was (AMD GPUs and device-less
+    // exports name none of the presets): the kernels 2x faster shorten the GPU span.
+    WhatIfOptions wo;
+    std::string scenario;
+    wo.transforms = parse_transform_args({"--scale", "2:kind=kernel"}, scenario);
+    WhatIfReport w;
+    REQUIRE_NOTHROW(w = run_whatif(t, wo));
+    CHECK(w.predicted.length() < w.baseline.length());
   }
+}
+
+TEST_CASE("a what-if on a GPU's rates says so when the trace names no known GPU", "[formats][shared]") {
+  const std::string f = shared_dir() + "/traces/thirdparty/tracelens/mi210__gpu_only_trace__gpu_only_trace.json.gz";
+  if (!fs::exists(f)) {
+    WARN("no " << f << ": skipped");
+    return;
+  }
+  const Trace t = load_trace(f);
+  WhatIfOptions wo;
+  std::string scenario;
+  wo.transforms = parse_transform_args({"--scale", "2:kind=kernel"}, scenario);
+  const WhatIfReport w = run_whatif(t, wo);
+  CHECK(w.source_hw == "'AMD Instinct MI210' (no preset)");
+  REQUIRE_FALSE(w.log.empty());
+  CHECK(w.log.front().find("no hardware model, sharing off") != std::string::npos);
+  wo.transforms = parse_transform_args({"--precision", "bf16"}, scenario);
+  CHECK_THROWS_WITH(run_whatif(t, wo), Catch::Contains("AMD Instinct MI210") && Catch::Contains("--source-hw") &&
+                                           Catch::Contains("--precision bf16 prices work on the GPU's rates"));
 }
 
 TEST_CASE("the key scan of a gzip file obeys the decompression-bomb bound", "[formats][robust]") {

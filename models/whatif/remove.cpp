@@ -9,6 +9,7 @@ namespace {
 class Remove : public TransformStep {
  public:
   explicit Remove(std::string sel) : sel_(std::move(sel)) {}
+  bool needs_gpu_rates() const override { return false; }
   void apply(const WhatIfContext& ctx, WhatIfCase& c) const override {
     auto hit = ctx.select(sel_, false);
     TimeNs before = 0;

@@ -16,6 +16,7 @@ namespace {
 class Repeat : public TransformStep {
  public:
   Repeat(std::uint32_t times, std::string regex) : times_(times), regex_(std::move(regex)) {}
+  bool needs_gpu_rates() const override { return false; }
   void apply(const WhatIfContext& ctx, WhatIfCase& c) const override {
     const Trace& t = ctx.trace;
     RangeIndex idx(t);

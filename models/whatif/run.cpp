@@ -80,14 +80,39 @@ Transform unprofile_step(const Trace& t, const WhatIfOptions& opt, std::vector<T
   return unprofile;
 }
 
+// A trace of a GPU no preset names (an AMD GPU, a device-less export): the what-ifs that keep or
+// rescale measured times need no hardware model and run on a placeholder spec, named for the
+// device, with sharing off (it needs the GPU's rates); one that prices work on the GPU's rates
+// stops with a line naming it and --source-hw.
+HwSpec unidentified_source(const Trace& t, const WhatIfOptions& opt, std::string& note) {
+  try {
+    return pick_source(t, opt.source_hw);
+  } catch (const InputError& e) {
+    if (!opt.source_hw.empty()) throw;
+    for (const Transform& tr : opt.transforms)
+      if (tr->needs_gpu_rates()) throw InputError(std::string(e.what()) + " (" + tr->text + " prices work on the GPU's rates)");
+  }
+  std::string device;
+  for (const auto& d : t.devices)
+    if (!d.name.empty()) device = d.name;
+  HwSpec s = load_hw("hypothetical-120tf-2tbs");
+  s.name = device.empty() ? "an unidentified GPU" : "'" + device + "' (no preset)";
+  s.description = "placeholder: measured times only";
+  s.chain.clear();
+  note = "the trace does not say which GPU ran it" + (device.empty() ? std::string() : " (device '" + device + "': no preset)") +
+         ": measured times kept, no hardware model, sharing off; --source-hw SPEC for what-ifs on the GPU's rates";
+  return s;
+}
+
 WhatIfReport run_whatif(const Trace& t, const WhatIfOptions& opt) {
   WhatIfReport rep;
   rep.trace = &t;
-  HwSpec source = pick_source(t, opt.source_hw);
+  std::string unidentified;
+  HwSpec source = unidentified_source(t, opt, unidentified);
   Graph built = build_graph(t);
   std::vector<KernelWork> work = estimate_work(t, source);
   // Sharing takes the persistent GEMMs' tiles from the work (HBM demands stay by class).
-  if (opt.sharing && t.measured) enable_sharing(built, source, &work, false);
+  if (opt.sharing && t.measured && unidentified.empty()) enable_sharing(built, source, &work, false);
   auto graph = std::make_shared<const Graph>(std::move(built));
   rep.source_hw = source.name;
   WhatIfEngine engine(t, graph, source, std::move(work));
@@ -100,6 +125,7 @@ WhatIfReport run_whatif(const Trace& t, const WhatIfOptions& opt) {
   WhatIfCase base = unprofile ? engine.apply({unprofile}) : engine.baseline();
   WhatIfCase pred = engine.apply(transforms);
   rep.log = pred.log;
+  if (!unidentified.empty()) rep.log.insert(rep.log.begin(), unidentified);
   if (unprofile)  // the profiler's line apart from the user's transforms
     for (auto it = rep.log.begin(); it != rep.log.end(); ++it)
       if (it->rfind("--unprofile", 0) == 0) {

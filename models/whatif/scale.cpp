@@ -11,6 +11,7 @@ namespace {
 class Scale : public TransformStep {
  public:
   Scale(double factor, std::string sel) : factor_(factor), sel_(std::move(sel)) {}
+  bool needs_gpu_rates() const override { return false; }
   void apply(const WhatIfContext& ctx, WhatIfCase& c) const override {
     auto hit = ctx.select(sel_, false);
     TimeNs before = 0, after = 0;

@@ -46,6 +46,10 @@ class TransformStep {
  public:
   virtual ~TransformStep() = default;
   virtual void apply(const WhatIfContext& ctx, WhatIfCase& c) const = 0;
+  // Whether it prices work on the GPU's rates (a roofline, a collective, a launch cost): false for
+  // the transforms that keep or rescale measured times (--scale, --remove, --repeat, --unprofile),
+  // which run on a trace of a GPU no preset names.
+  virtual bool needs_gpu_rates() const { return true; }
   std::string text;  // as given ("--scale 2:name~gemm"), for the log
 };
 using Transform = std::shared_ptr<const TransformStep>;

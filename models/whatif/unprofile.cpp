@@ -92,6 +92,7 @@ namespace {
 class Unprofile : public TransformStep {
  public:
   explicit Unprofile(double scale) : scale_(scale) {}
+  bool needs_gpu_rates() const override { return false; }
   void apply(const WhatIfContext& ctx, WhatIfCase& c) const override {
     const Trace& t = ctx.trace;
     const ProfilerSetting s = profiler_setting(t);
