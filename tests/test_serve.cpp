@@ -626,6 +626,13 @@ TEST_CASE("serve calibrates static batching from a plain profile of model.genera
   CHECK(rep.steps_scheduled == 246);
   CHECK(static_cast<double>(rep.steps_in_log) == Approx(246).margin(3));
   CHECK(rep.tokens_agreeing == rep.tokens);
+  // The same requests' unprofiled log as if it were the traced run's: its second batch took 7.20 s,
+  // the traced one 8.56 s, so half the tokens lie in a batch that does not agree.
+  const auto other = load_request_log(dir + "cal_static_unprof.jsonl");
+  const TraceLog wrong{&other, "cal_static_unprof.jsonl", e};
+  StepCostModel m2 = hardware_step_model(llm, load_target_hw("h200-sxm"));
+  CHECK_THROWS_WITH(calibrate_step_model(t, m2, &wrong), Catch::Contains("cal_static_unprof.jsonl: disagrees") &&
+                                                             Catch::Contains("imply 246 steps") && Catch::Contains("1 of 2 batches agree"));
   fit_host_scale(load_request_log(dir + "cal_static_unprof.jsonl"), e, m, rep, "cal_static_unprof.jsonl");
   for (const auto& n : m.notes) UNSCOPED_INFO(n);
   CHECK((m.host_scale > 0.6 && m.host_scale < 1.0));
