@@ -51,8 +51,9 @@ StepObs step_of_ops(const Trace& trace, const std::vector<OpId>& ops) {
 // one device-to-host copy a step, which the host waits for. So on the thread that launches most
 // device ops, the steps are its launches up to each such copy, when these segments are about as
 // long as the iterations structure recognition finds (their median at least half the iterations'
-// median op count: one copy a step); else the iterations themselves (alike, not equal: the batch
-// changes the kernels).
+// median op count: one copy a step), or are once a segment of under 10 % of an iteration's ops is
+// joined to the step before it (a second copy a step: model.generate's stopping criteria); else
+// the iterations themselves (alike, not equal: the batch changes the kernels).
 std::vector<StepObs> engine_steps(const Trace& trace, std::string& how) {
   const Structure st = find_structure(trace);
   const StructureLevel* it = st.level("iteration");
@@ -83,12 +84,29 @@ std::vector<StepObs> engine_steps(const Trace& trace, std::string& how) {
     if (is_d2h(trace, trace.ops[i])) segs.emplace_back();
   }
   segs.pop_back();  // launches after the last copy: no step's end
-  std::vector<double> seg_sizes;
-  for (const auto& g : segs) seg_sizes.push_back(static_cast<double>(g.size()));
-  const double seg_ops = median(seg_sizes);
+  auto median_size = [](const std::vector<std::vector<OpId>>& gs) {
+    std::vector<double> n;
+    for (const auto& g : gs) n.push_back(static_cast<double>(g.size()));
+    return median(n);
+  };
+  double seg_ops = median_size(segs);
+  std::string copies = "one device-to-host copy a step (its tokens)";
+  if (!(segs.size() >= 8 && seg_ops >= 0.5 * iteration_ops)) {
+    // Copies after the forward's (model.generate: its stopping criteria read a flag back): a
+    // segment of under 10 % of a step's ops belongs to the step before it.
+    std::vector<std::vector<OpId>> joined;
+    for (auto& g : segs)
+      if (!joined.empty() && static_cast<double>(g.size()) < 0.1 * iteration_ops)
+        joined.back().insert(joined.back().end(), g.begin(), g.end());
+      else
+        joined.push_back(std::move(g));
+    segs = std::move(joined);
+    seg_ops = median_size(segs);
+    copies = "device-to-host copies, a step's last one ending it (segments of under 10 % of a step's ops joined to the step before)";
+  }
   std::vector<StepObs> obs;
   if (segs.size() >= 8 && seg_ops >= 0.5 * iteration_ops) {
-    how = "one device-to-host copy a step (its tokens): " + std::to_string(segs.size()) + " steps of " + fmt(seg_ops, 4) +
+    how = copies + ": " + std::to_string(segs.size()) + " steps of " + fmt(seg_ops, 4) +
           " device ops (median); structure recognition: " + it->how;
     for (const auto& g : segs) obs.push_back(step_of_ops(trace, g));
   } else {
@@ -320,14 +338,14 @@ void align_static_log(std::vector<StepObs>& steps, const TraceLog& tl, const std
   rep.tokens_agreeing = static_cast<std::size_t>(agreeing);
   rep.log_offset_ns = offset;
   const double share = tokens ? static_cast<double>(agreeing) / static_cast<double>(tokens) : 0;
-  const std::string found = std::to_string(n) + " engine steps found (" + rep.steps_from + "); " + tl.path + ": " +
-                            std::to_string(bs.size()) + " static batches (requests finished together) imply " + std::to_string(implied) +
-                            " steps";
+  const std::string batches_line =
+      std::to_string(bs.size()) + " static batches (requests finished together) imply " + std::to_string(implied) + " steps";
   if (!fits || share < 0.9)
-    throw InputError(tl.path, "disagrees with the engine steps of " + trace_path + ": " + found + ", " + std::to_string(agree_batches) +
-                                  " of " + std::to_string(bs.size()) +
+    throw InputError(tl.path, "disagrees with the engine steps of " + trace_path + ": its " + batches_line + ", " + std::to_string(n) +
+                                  " found; " + std::to_string(agree_batches) + " of " + std::to_string(bs.size()) +
                                   " batches agree in step count and duration; give the log of the traced run (a batch's requests share "
                                   "their finish_s; each generates its longest output)");
+  const std::string found = std::to_string(n) + " engine steps found (" + rep.steps_from + "); " + tl.path + ": " + batches_line;
   rep.alignment = found + "; the last " + std::to_string(rep.steps_in_log) + " steps are its batches, " + std::to_string(agree_batches) +
                   " of " + std::to_string(bs.size()) + " agreeing in step count and duration (" + fmt(100 * share) + " % of its tokens)";
 }

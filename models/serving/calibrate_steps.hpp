@@ -34,8 +34,9 @@ std::string fmt(double v, int prec = 3);
 // one device-to-host copy a step, which the host waits for. So on the thread that launches most
 // device ops, the steps are its launches up to each such copy, when these segments are about as
 // long as the iterations structure recognition finds (their median at least half the iterations'
-// median op count: one copy a step); else the iterations themselves (alike, not equal: the batch
-// changes the kernels).
+// median op count: one copy a step), or are once a segment of under 10 % of an iteration's ops is
+// joined to the step before it (a second copy a step: model.generate's stopping criteria); else
+// the iterations themselves (alike, not equal: the batch changes the kernels).
 std::vector<StepObs> engine_steps(const Trace& trace, std::string& how);
 
 // The request log of the traced run aligned with the steps found: its clock offset (each token out
