@@ -363,6 +363,11 @@ TEST_CASE("a static engine's log: its batches are the requests that finished tog
   CHECK(static_step_shape(2, 10, 0).q == 20);
   CHECK(static_step_shape(2, 10, 1).q == 2);
   CHECK(static_step_shape(2, 10, 1).kv == 22);
+  // The same finishes with arrivals that make {1, 3} not the first requests to come: not a static
+  // engine's batches (a continuous engine can finish two requests in one step).
+  std::vector<Request> late = rs;
+  late[1].arrival = late[3].arrival = 5'000'000;
+  CHECK_FALSE(static_log(late));
   std::vector<Request> apart = rs;
   for (std::size_t i = 0; i < apart.size(); ++i) apart[i].measured_finish = static_cast<TimeNs>((i + 1) * 1000);
   CHECK_FALSE(static_log(apart));

@@ -513,7 +513,18 @@ bool static_log(const std::vector<Request>& log) {
     if (!r.token_times.empty()) return false;
     finished += r.measured_finish >= 0 ? 1 : 0;
   }
-  return finished >= 2 && static_batches(log).size() < finished;
+  const auto batches = static_batches(log);
+  if (finished < 2 || batches.size() == finished) return false;
+  // A static engine takes its batches first come first served: no request of a batch arrived after
+  // one of a batch that finished later.
+  TimeNs later_first = std::numeric_limits<TimeNs>::max();
+  for (std::size_t g = batches.size(); g-- > 0;) {
+    TimeNs first = std::numeric_limits<TimeNs>::max(), last = std::numeric_limits<TimeNs>::min();
+    for (std::size_t i : batches[g]) first = std::min(first, log[i].arrival), last = std::max(last, log[i].arrival);
+    if (last > later_first) return false;
+    later_first = std::min(later_first, first);
+  }
+  return true;
 }
 
 ServeResult simulate(const std::vector<Request>& reqs, const EngineConfig& eng, const StepCostModel& model, bool keep_steps) {

@@ -137,8 +137,8 @@ StepShape static_step_shape(std::int64_t b, std::int64_t lmax, std::int64_t step
 // and no request has token times. The batches, in the order they finished, each its requests'
 // indices (ascending); requests without a finish are in none.
 std::vector<std::vector<std::size_t>> static_batches(const std::vector<Request>& log);
-// The log looks like one of a static-batching engine: no token times, and at least two requests
-// finished together.
+// The log looks like one of a static-batching engine: no token times, at least two requests
+// finished together, and its batches (in the order they finished) are its requests in arrival order.
 bool static_log(const std::vector<Request>& log);
 
 // An engine step as a trace measured it, on the request log's clock: when the scheduler picked its
