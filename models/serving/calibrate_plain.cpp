@@ -293,7 +293,7 @@ void align_static_log(std::vector<StepObs>& steps, const TraceLog& tl, const std
   for (std::size_t g = bs.size(); g-- > 0;) {
     Batch& x = bs[g];
     const auto omax = static_cast<std::size_t>(x.omax);
-    if (pos < omax) {
+    if (omax < 1 || pos < omax) {
       fits = false;
       break;
     }
