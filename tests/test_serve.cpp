@@ -633,14 +633,19 @@ TEST_CASE("serve calibrates static batching from a plain profile of model.genera
   CHECK(rep.steps_found == 360);
   CHECK(rep.steps_in_log == 246);
   CHECK(rep.tokens_agreeing == rep.tokens);
-  // The same requests' unprofiled log as if it were the traced run's: its second batch took 7.20 s,
-  // the traced one 8.56 s, so half the tokens lie in a batch that does not agree.
+  // The same requests' unprofiled log as if it were the traced run's: its batches took 10.65 and
+  // 7.20 s, the traced ones 13.45 and 8.56 s, so neither agrees.
   const auto other = load_request_log(dir + "cal_static_unprof.jsonl");
   const TraceLog wrong{&other, "cal_static_unprof.jsonl", e};
   StepCostModel m2 = hardware_step_model(llm, load_target_hw("h200-sxm"));
   CHECK_THROWS_WITH(calibrate_step_model(t, m2, &wrong), Catch::Contains("cal_static_unprof.jsonl: disagrees") &&
                                                              Catch::Contains("imply 246 steps, 360 found") &&
-                                                             Catch::Contains("1 of 2 batches agree"));
+                                                             Catch::Contains("0 of 2 batches agree"));
+  // Its first batch alone: 123 steps as the last batch has, but those span 8.53 s where the log's
+  // batch took 13.44 s from its arrivals.
+  const std::vector<Request> first(traced.begin(), traced.begin() + 32);
+  const TraceLog part{&first, "first batch", e};
+  CHECK_THROWS_WITH(calibrate_step_model(t, m2, &part), Catch::Contains("imply 123 steps") && Catch::Contains("0 of 1 batches agree"));
   fit_host_scale(load_request_log(dir + "cal_static_unprof.jsonl"), e, m, rep, "cal_static_unprof.jsonl");
   for (const auto& n : m.notes) UNSCOPED_INFO(n);
   CHECK((m.host_scale > 0.6 && m.host_scale < 1.0));

@@ -249,7 +249,8 @@ void align_log(std::vector<StepObs>& steps, const TraceLog& tl, const std::strin
 // the largest GPU time (its prefill), against the median step's. A batch agrees when its steps
 // number omax (one less or more allowed: a step's segment can merge or split) and, after the first,
 // its duration (from the previous batch's last step's end to its own) is within 5 % of the log's
-// (finish to finish); the shapes go to each batch's steps in order.
+// (finish to finish); the first batch's steps span its last arrival to its finish, less at most
+// 15 % (its setup). The shapes go to each batch's steps in order.
 void align_static_log(std::vector<StepObs>& steps, const TraceLog& tl, const std::string& trace_path, CalibrationReport& rep) {
   const std::vector<Request>& log = *tl.requests;
   const auto batches = static_batches(log);
@@ -268,7 +269,7 @@ void align_static_log(std::vector<StepObs>& steps, const TraceLog& tl, const std
   };
   struct Batch {
     std::int64_t b = 0, lmax = 0, omax = 0;
-    TimeNs finish = 0;
+    TimeNs finish = 0, arrived = 0;  // its last request's arrival
     std::size_t first = 0, end = 0;  // its steps in the trace: [first, end)
     bool agrees = false;
     std::int64_t tokens = 0;
@@ -282,6 +283,7 @@ void align_static_log(std::vector<StepObs>& steps, const TraceLog& tl, const std
       x.lmax = std::max(x.lmax, log[i].prompt);
       x.omax = std::max(x.omax, log[i].output);
       x.finish = std::max(x.finish, log[i].measured_finish);
+      x.arrived = std::max(x.arrived, log[i].arrival);
       x.tokens += log[i].output;
     }
     implied += x.omax;
@@ -316,6 +318,12 @@ void align_static_log(std::vector<StepObs>& steps, const TraceLog& tl, const std
       const double traced = static_cast<double>(steps[x.end - 1].end - steps[bs[g - 1].end - 1].end);
       const double logged = static_cast<double>(x.finish - bs[g - 1].finish);
       ok = logged > 0 && std::abs(traced / logged - 1) < 0.05;
+    } else if (ok) {
+      // The first batch: from its first step to its last within the time from its last request's
+      // arrival to its finish, less at most 15 % (the batch's setup before its first step).
+      const double traced = static_cast<double>(steps[x.end - 1].end - steps[x.first].start);
+      const double logged = static_cast<double>(x.finish - x.arrived);
+      ok = logged > 0 && traced <= 1.05 * logged && traced >= 0.85 * logged;
     }
     x.agrees = ok;
     agreeing += ok ? x.tokens : 0;
