@@ -39,6 +39,22 @@ Request req(const std::string& id, double arrival_ms, std::int64_t prompt, std::
 
 double ms(TimeNs t) { return static_cast<double>(t) / 1e6; }
 
+// transformers' continuous-batching engine as the H200 serving captures ran it
+// (validate/workloads/serving.py's defaults): 512 tokens and 64 sequences a step, 1024 KV blocks of 64.
+EngineConfig captured_engine() {
+  EngineConfig e;
+  e.max_batch_tokens = 512;
+  e.max_seqs = 64;
+  e.block_size = 64;
+  e.num_blocks = 1024;
+  return e;
+}
+
+// A calibration trace unpacked beside the first (tests/CMakeLists.txt): "run2", "plain", "static", "prefix".
+std::string serving_trace(const std::string& sub) {
+  return fs::path(BNECK_SERVING_TRACE).parent_path().string() + "/" + sub + "/cal.sqlite";
+}
+
 }  // namespace
 
 TEST_CASE("model config: parameters and KV bytes from a Hugging Face config (hand-computed)", "[serve]") {
@@ -478,10 +494,9 @@ struct ServeRun {
 };
 
 std::vector<ServeRun> serving_runs() {
-  const std::string traces = fs::path(BNECK_SERVING_TRACE).parent_path().string() + "/";
   return {{kServe, BNECK_SERVING_TRACE, 162, 52.9, 196},
-          {kServe + "run2/", traces + "run2/cal.sqlite", 336, 39.9, 220},
-          {kServe + "run3/", traces + "run3/cal.sqlite", 234, 42.4, 226}};
+          {kServe + "run2/", serving_trace("run2"), 336, 39.9, 220},
+          {kServe + "run3/", serving_trace("run3"), 234, 42.4, 226}};
 }
 
 // Calibrates on `run` (from its annotated trace, or `plain`: the same trace with every range
@@ -490,11 +505,7 @@ void check_serving_run(const ServeRun& run, bool plain) {
   INFO(run.dir << (plain ? " (plain profile + log)" : " (annotated)"));
   const LlmConfig llm = load_llm_config(run.dir + "config.json");
   const HwSpec hw = load_target_hw("h200-sxm");
-  EngineConfig e;
-  e.max_batch_tokens = 512;
-  e.max_seqs = 64;
-  e.block_size = 64;
-  e.num_blocks = 1024;
+  EngineConfig e = captured_engine();
   StepCostModel m = hardware_step_model(llm, hw);
   Trace t = load_trace(run.trace);
   CalibrationReport rep;
@@ -572,13 +583,9 @@ TEST_CASE("serve calibrates from a plain profile and the traced run's request lo
 TEST_CASE("serve forecasts held-out loads from a capture with no annotation at all", "[serve][e2e]") {
   const std::string dir = kServe + "plain/";
   const LlmConfig llm = load_llm_config(dir + "config.json");
-  EngineConfig e;
-  e.max_batch_tokens = 512;
-  e.max_seqs = 64;
-  e.block_size = 64;
-  e.num_blocks = 1024;
+  EngineConfig e = captured_engine();
   StepCostModel m = hardware_step_model(llm, load_target_hw("h200-sxm"));
-  const Trace t = load_trace(fs::path(BNECK_SERVING_TRACE).parent_path().string() + "/plain/cal.sqlite");
+  const Trace t = load_trace(serving_trace("plain"));
   REQUIRE(t.ranges.empty());
   const auto traced = load_request_log(dir + "cal_plain.jsonl");
   const TraceLog tl{&traced, "cal_plain.jsonl", e};
@@ -624,7 +631,7 @@ TEST_CASE("serve calibrates static batching from a plain profile of model.genera
   e.block_size = 64;
   e.num_blocks = 1024;
   StepCostModel m = hardware_step_model(llm, load_target_hw("h200-sxm"));
-  const Trace t = load_trace(fs::path(BNECK_SERVING_TRACE).parent_path().string() + "/static/cal.sqlite");
+  const Trace t = load_trace(serving_trace("static"));
   REQUIRE(t.ranges.empty());
   const TraceLog tl{&traced, "cal_static.jsonl", e};
   CalibrationReport rep = calibrate_step_model(t, m, &tl);
@@ -672,13 +679,9 @@ TEST_CASE("serve calibrates static batching from a plain profile of model.genera
 TEST_CASE("serve's prefix cache schedules as a real engine's block sharing does", "[serve][e2e]") {
   const std::string dir = kServe + "prefix/";
   const LlmConfig llm = load_llm_config(dir + "config.json");
-  EngineConfig e;
-  e.max_batch_tokens = 512;
-  e.max_seqs = 64;
-  e.block_size = 64;
-  e.num_blocks = 1024;
+  EngineConfig e = captured_engine();
   e.prefix_hash_block = 64;
-  const Trace t = load_trace(fs::path(BNECK_SERVING_TRACE).parent_path().string() + "/prefix/cal.sqlite");
+  const Trace t = load_trace(serving_trace("prefix"));
   const auto traced = load_request_log(dir + "cal_prefix.jsonl");
   StepCostModel m = hardware_step_model(llm, load_target_hw("h200-sxm"));
   const TraceLog without{&traced, "cal_prefix.jsonl", e};
@@ -705,11 +708,7 @@ TEST_CASE("serve calibration says in one line when a plain profile and a log do 
   StepCostModel m = hardware_step_model(llm, load_target_hw("h200-sxm"));
   Trace t = load_trace(BNECK_SERVING_TRACE);
   t.ranges.clear();
-  EngineConfig e;
-  e.max_batch_tokens = 512;
-  e.max_seqs = 64;
-  e.block_size = 64;
-  e.num_blocks = 1024;
+  EngineConfig e = captured_engine();
   // Without a log: the steps are found, their batches cannot be.
   CHECK_THROWS_WITH(calibrate_step_model(t, m), Catch::Contains("324 steps found") && Catch::Contains("--trace-log"));
   // The log of another run (the same requests served unprofiled, its steps 40 % shorter).

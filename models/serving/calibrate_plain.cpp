@@ -15,6 +15,18 @@ namespace bneck::serve::calibration {
 
 namespace {
 
+// The host's pause before step k, since the previous step's end (0 for the first).
+double gap_before(const std::vector<StepObs>& steps, std::size_t k) {
+  return k == 0 ? 0.0 : static_cast<double>(std::max<TimeNs>(0, steps[k].start - steps[k - 1].end));
+}
+
+// The median host pause between consecutive steps.
+double median_gap(const std::vector<StepObs>& steps) {
+  std::vector<double> gaps;
+  for (std::size_t k = 1; k < steps.size(); ++k) gaps.push_back(gap_before(steps, k));
+  return median(gaps);
+}
+
 // A device-to-host copy: a step's tokens on their way out (its call returns when the GPU is done).
 bool is_d2h(const Trace& trace, const Op& op) {
   const CopyInfo* c = trace.copy(op);
@@ -132,10 +144,8 @@ void align_log(std::vector<StepObs>& steps, const TraceLog& tl, const std::strin
   std::sort(tokens.begin(), tokens.end());
   const std::size_t n = steps.size();
   std::vector<TimeNs> ends(n);
-  std::vector<double> gaps;
   for (std::size_t k = 0; k < n; ++k) ends[k] = steps[k].end;
-  for (std::size_t k = 1; k < n; ++k) gaps.push_back(static_cast<double>(std::max<TimeNs>(0, steps[k].start - steps[k - 1].end)));
-  const double gap_med = median(gaps);
+  const double gap_med = median_gap(steps);
   const TimeNs tol = static_cast<TimeNs>(std::max(20e3, 0.25 * gap_med));
   // The step a token (on the trace's clock) comes out after, or -1 when it falls inside a step.
   auto step_of = [&](TimeNs x) -> std::ptrdiff_t {
@@ -259,19 +269,14 @@ void align_static_log(std::vector<StepObs>& steps, const TraceLog& tl, const std
     throw InputError(tl.path, "aligning a static-batching log with the engine steps of " + trace_path +
                                   " needs finish times (finish_s) and 8 steps; found " + std::to_string(batches.size()) + " batches, " +
                                   std::to_string(n) + " steps");
-  std::vector<double> gaps, gpus;
-  for (std::size_t k = 1; k < n; ++k) gaps.push_back(static_cast<double>(std::max<TimeNs>(0, steps[k].start - steps[k - 1].end)));
+  std::vector<double> gpus;
   for (const auto& o : steps) gpus.push_back(static_cast<double>(o.gpu));
-  const double gap_med = std::max(1.0, median(gaps)), gpu_med = std::max(1.0, median(gpus));
-  auto score = [&](std::size_t k) {
-    const double gap = k == 0 ? 0.0 : static_cast<double>(std::max<TimeNs>(0, steps[k].start - steps[k - 1].end));
-    return std::max(gap / gap_med, static_cast<double>(steps[k].gpu) / gpu_med);
-  };
+  const double gap_med = std::max(1.0, median_gap(steps)), gpu_med = std::max(1.0, median(gpus));
+  auto score = [&](std::size_t k) { return std::max(gap_before(steps, k) / gap_med, static_cast<double>(steps[k].gpu) / gpu_med); };
   struct Batch {
     std::int64_t b = 0, lmax = 0, omax = 0;
     TimeNs finish = 0, arrived = 0;  // its last request's arrival
     std::size_t first = 0, end = 0;  // its steps in the trace: [first, end)
-    bool agrees = false;
     std::int64_t tokens = 0;
   };
   std::vector<Batch> bs;
@@ -325,7 +330,6 @@ void align_static_log(std::vector<StepObs>& steps, const TraceLog& tl, const std
       const double logged = static_cast<double>(x.finish - x.arrived);
       ok = logged > 0 && traced <= 1.05 * logged && traced >= 0.85 * logged;
     }
-    x.agrees = ok;
     agreeing += ok ? x.tokens : 0;
     agree_batches += ok ? 1 : 0;
     for (std::size_t k = x.first; k < x.end && static_cast<std::int64_t>(k - x.first) < x.omax; ++k) {
