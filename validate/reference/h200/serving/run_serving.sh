@@ -22,12 +22,7 @@ grep -h "^policy" $O/cal.out || tail -5 $O/cal.out
 timeout 200 nsys export --type sqlite -o $O/cal.sqlite $O/cal.nsys-rep > /dev/null 2>&1
 rm -f $O/cal.nsys-rep
 # Trim the export to what a calibration reads: runtime calls that launched work, kernels, copies, NVTX.
-python3 - $O/cal.sqlite <<'PY'
-import sqlite3, sys
-c = sqlite3.connect(sys.argv[1])
-c.execute("DELETE FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE correlationId NOT IN (SELECT correlationId FROM CUPTI_ACTIVITY_KIND_KERNEL UNION SELECT correlationId FROM CUPTI_ACTIVITY_KIND_MEMCPY UNION SELECT correlationId FROM CUPTI_ACTIVITY_KIND_MEMSET)")
-c.commit(); c.execute("VACUUM"); c.close()
-PY
+python3 validate/reference/h200/serving/trim_export.py $O/cal.sqlite
 ls -la $O/cal.sqlite
 # (xz hung past the device's 10-minute limit once: gzip -1 it is, split to fit the 16 MiB per file.)
 gzip -1 -c $O/cal.sqlite | split -b 15M - $OUT/cal.sqlite.gz.part-

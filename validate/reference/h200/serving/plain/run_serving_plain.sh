@@ -17,12 +17,7 @@ timeout 300 nsys profile -t cuda --sample=none --cpuctxsw=none -o $T/cal --force
 grep -h "^policy" "$D/cal_plain.out" || tail -5 "$D/cal_plain.out"
 timeout 200 nsys export --type sqlite -o $T/cal.sqlite $T/cal.nsys-rep > /dev/null 2>&1
 # Trimmed to what a calibration reads: runtime calls that launched work, kernels, copies.
-python3 - $T/cal.sqlite <<'PY'
-import sqlite3, sys
-c = sqlite3.connect(sys.argv[1])
-c.execute("DELETE FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE correlationId NOT IN (SELECT correlationId FROM CUPTI_ACTIVITY_KIND_KERNEL UNION SELECT correlationId FROM CUPTI_ACTIVITY_KIND_MEMCPY UNION SELECT correlationId FROM CUPTI_ACTIVITY_KIND_MEMSET)")
-c.commit(); c.execute("VACUUM"); c.close()
-PY
+python3 validate/reference/h200/serving/trim_export.py $T/cal.sqlite
 gzip -1 -c $T/cal.sqlite | split -b 15M - "$D/cal_plain.sqlite.gz.part-"
 run cal_plain_unprof --rate 6 --num 40 --seed 11
 run rate4 --rate 4 --num 60 --seed 12

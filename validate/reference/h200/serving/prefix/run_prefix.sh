@@ -23,12 +23,7 @@ timeout 300 nsys profile -t cuda --sample=none --cpuctxsw=none -o $T/cal --force
   --warmup-log "$D/cal_prefix_warmup.jsonl" --config-out "$D/config.json" > "$D/cal_prefix.out" 2>&1
 grep -h "^policy" "$D/cal_prefix.out" || tail -5 "$D/cal_prefix.out"
 timeout 200 nsys export --type sqlite -o $T/cal.sqlite $T/cal.nsys-rep > /dev/null 2>&1
-python3 - $T/cal.sqlite <<'PY'
-import sqlite3, sys
-c = sqlite3.connect(sys.argv[1])
-c.execute("DELETE FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE correlationId NOT IN (SELECT correlationId FROM CUPTI_ACTIVITY_KIND_KERNEL UNION SELECT correlationId FROM CUPTI_ACTIVITY_KIND_MEMCPY UNION SELECT correlationId FROM CUPTI_ACTIVITY_KIND_MEMSET)")
-c.commit(); c.execute("VACUUM"); c.close()
-PY
+python3 validate/reference/h200/serving/trim_export.py $T/cal.sqlite
 gzip -1 -c $T/cal.sqlite | split -b 15M - "$D/cal_prefix.sqlite.gz.part-"
 run cal_prefix_unprof --block-sharing --rate 6 --num 40 --seed 21
 run rate4 --block-sharing --rate 4 --num 60 --seed 22
