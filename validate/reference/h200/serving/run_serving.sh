@@ -12,7 +12,7 @@ mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 W=validate/workloads/serving.py; O=/tmp/serving; mkdir -p $O
 L="--prompt-len 32,512 --output-len 16,128 --warmup 8"
-# Results go to $OUT after every run (a run cut short by the device's time limit keeps the others).
+# Results go to $OUT after every run (a run cut short by a time limit keeps the others).
 save() { tar cf $OUT/serving.tar --exclude cal.sqlite -C /tmp serving; }
 run() { name=$1; shift; timeout 200 python3 $W $L "$@" --log $O/$name.jsonl --warmup-log $O/${name}_warmup.jsonl > $O/$name.out 2>&1; grep -h "^policy" $O/$name.out || tail -5 $O/$name.out; save; }
 source .nsys/env.sh

@@ -9,7 +9,7 @@
 #   -> DIR/{cal_static.sqlite.gz.part-*, *.jsonl, *.out, config.json}
 # Kept here: the logs, and cal_trace.tar.xz (the trimmed export as cal.sqlite, xz -9). Run on
 # 2026-12-02 under a 260 s limit, it stopped inside static32; static16 and static64 then ran alone,
-# with the same serving.py arguments, in the next call.
+# with the same serving.py arguments, one after the other.
 set -u
 export PYTHONUNBUFFERED=1
 D=${1:?usage: run_static.sh DIR}; mkdir -p "$D"
