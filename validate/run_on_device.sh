@@ -5,7 +5,7 @@
 # workloads with Nsight Systems and compare bneck's replay and model-mode spans with their
 # measured ones. bneck itself is built here beforehand as a portable binary and carried:
 #   cmake --preset portable && cmake --build build-portable --target bneck
-#   (device tool) carry: build-portable/tools/bneck, .nsys   command: validate/run_on_device.sh $OUT
+#   then, on the GPU machine, with build-portable/tools/bneck and Nsight Systems' helper folder in .nsys/: validate/run_on_device.sh OUTDIR
 # Writes into OUTDIR: measurements.json, h200-sxm-calibrated.json, report.json/.svg/.txt,
 # the captured traces (*.sqlite) and e2e.txt (replay and model-mode spans vs measured).
 set -euo pipefail

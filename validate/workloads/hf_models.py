@@ -10,12 +10,16 @@
 #   llama_1b-inf-4x1024       LlamaForCausalLM (hidden 2048, 16 layers, 32 heads, 8 KV heads, ffn 8192, vocab
 #                             32000, RMSNorm, rotary, SwiGLU) forward, no grad
 #   llama_1b-train-1x1024     LlamaForCausalLM forward + LM loss + backward + AdamW step
+#   bert_base-inf-1x128       BertModel (hidden 768, 12 layers, 12 heads, ffn 3072) forward, no grad
+#   gpt2_medium-inf-4x512     GPT2LMHeadModel (n_embd 1024, 24 layers, 16 heads) forward, no grad
 # Modes (one process may run several, --mode a,b,c; weights stay fp32 in every mode):
 #   fp32            torch.backends.cuda.matmul.allow_tf32 = False, torch.backends.cudnn.allow_tf32 = False
 #   tf32            both True
 #   autocast-bf16   TF32 off, torch.autocast("cuda", dtype=torch.bfloat16) around forward and loss
 #   compile         TF32 off, torch.compile(model) (default mode); the first call's wall time is
 #                   printed as compile_s; --compile-limit-s aborts (exit 3) if it runs longer
+#   graph           TF32 off, inference only: the fp32 forward captured once as a CUDA graph
+#                   (torch.cuda.graph, after 3 warm-up calls on a side stream) and replayed
 # Timing: --warmup steps (default 5; compile: the first call + 10), then --steps steps (default 20
 # inference, 10 training), each between CUDA events on the current stream with
 # torch.cuda.synchronize() before and after. Prints per mode:
@@ -50,8 +54,10 @@ WORKLOADS = {
     "opt_1.3b-inf-2x2048": ("opt_1.3b", False, 2, 2048),
     "llama_1b-inf-4x1024": ("llama_1b", False, 4, 1024),
     "llama_1b-train-1x1024": ("llama_1b", True, 1, 1024),
+    "bert_base-inf-1x128": ("bert_base", False, 1, 128),
+    "gpt2_medium-inf-4x512": ("gpt2_medium", False, 4, 512),
 }
-MODES = ("fp32", "tf32", "autocast-bf16", "compile")
+MODES = ("fp32", "tf32", "autocast-bf16", "compile", "graph")
 
 p = argparse.ArgumentParser()
 p.add_argument("--workload", required=True, choices=sorted(WORKLOADS))
@@ -111,6 +117,10 @@ def make_config():
         return BertModel, BertConfig(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096)
     if kind == "gpt2_large":
         return GPT2LMHeadModel, GPT2Config(n_embd=1280, n_layer=36, n_head=20)
+    if kind == "bert_base":
+        return BertModel, BertConfig(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072)
+    if kind == "gpt2_medium":
+        return GPT2LMHeadModel, GPT2Config(n_embd=1024, n_layer=24, n_head=16)
     if kind == "llama_1b":
         return LlamaForCausalLM, LlamaConfig(hidden_size=2048, num_hidden_layers=16, num_attention_heads=32, num_key_value_heads=8,
                                              intermediate_size=8192, vocab_size=32000, max_position_embeddings=2048)
@@ -152,10 +162,29 @@ g = torch.Generator(device=dev).manual_seed(0)
 ids = torch.randint(0, vocab, (B, S), device=dev, generator=g)
 model.train(train)
 opt = torch.optim.AdamW(model.parameters(), lr=1e-4) if train else None
-extra = {} if kind == "bert_large" else {"use_cache": False}
+extra = {} if kind.startswith("bert") else {"use_cache": False}
+
+
+def graph_step(m):
+    """The no-grad forward captured once as a CUDA graph; the step replays it."""
+    if train:
+        sys.exit("mode graph: inference workloads only")
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.no_grad(), torch.cuda.stream(side):
+        for _ in range(3):
+            m(input_ids=ids, **extra)
+    torch.cuda.current_stream().wait_stream(side)
+    g = torch.cuda.CUDAGraph()
+    with torch.no_grad(), torch.cuda.graph(g):
+        m(input_ids=ids, **extra)
+    torch.cuda.synchronize()
+    return g.replay
 
 
 def make_step(mode, m):
+    if mode == "graph":
+        return graph_step(m)
     ac = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if mode == "autocast-bf16" else None
     if train:
         def step():

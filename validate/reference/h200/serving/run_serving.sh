@@ -5,15 +5,15 @@
 # shows steps on shapes already met), its requests again unprofiled, and held-out runs: Poisson
 # rates 3 and 10 requests/s, an offline batch, CUDA graphs on, and static batching (model.generate,
 # batches of 32) on the offline batch's requests. Prompts 32-512 tokens, outputs 16-128 (uniform).
-# Usage (device): validate/reference/h200/serving/run_serving.sh  -> $OUT/serving.tgz (logs, step logs, trimmed trace)
+# Usage: validate/reference/h200/serving/run_serving.sh OUTDIR -> OUTDIR/serving.tgz (logs, step logs, trimmed trace)
 set -u
-OUT=${1:?usage: validate/reference/h200/serving/run_serving.sh OUTDIR}  # where the results go (created)
-mkdir -p "$OUT"
+OUTDIR=${1:?usage: validate/reference/h200/serving/run_serving.sh OUTDIR}  # where the results go (created)
+mkdir -p "$OUTDIR"
 export PYTHONUNBUFFERED=1
 W=validate/workloads/serving.py; O=/tmp/serving; mkdir -p $O
 L="--prompt-len 32,512 --output-len 16,128 --warmup 8"
-# Results go to $OUT after every run (a run cut short by a time limit keeps the others).
-save() { tar cf $OUT/serving.tar --exclude cal.sqlite -C /tmp serving; }
+# Results go to $OUTDIR after every run (a run cut short by a time limit keeps the others).
+save() { tar cf $OUTDIR/serving.tar --exclude cal.sqlite -C /tmp serving; }
 run() { name=$1; shift; timeout 200 python3 $W $L "$@" --log $O/$name.jsonl --warmup-log $O/${name}_warmup.jsonl > $O/$name.out 2>&1; grep -h "^policy" $O/$name.out || tail -5 $O/$name.out; save; }
 source .nsys/env.sh
 timeout 300 nsys profile -t cuda,nvtx --sample=none --cpuctxsw=none -o $O/cal --force-overwrite true \
@@ -25,7 +25,7 @@ rm -f $O/cal.nsys-rep
 python3 validate/reference/h200/serving/trim_export.py $O/cal.sqlite
 ls -la $O/cal.sqlite
 # (xz hung past the device's 10-minute limit once: gzip -1 it is, split to fit the 16 MiB per file.)
-gzip -1 -c $O/cal.sqlite | split -b 15M - $OUT/cal.sqlite.gz.part-
+gzip -1 -c $O/cal.sqlite | split -b 15M - $OUTDIR/cal.sqlite.gz.part-
 # The held-out runs ($RUNS picks some; all by default).
 RUNS=${RUNS:-"cal_unprof offline rate10 graph6 static rate3"}
 for r in $RUNS; do
@@ -38,4 +38,4 @@ for r in $RUNS; do
     rate3) run rate3 --rate 3 --num ${RATE3_NUM:-100} --seed 2 --steplog $O/rate3_steps.jsonl ;;
   esac
 done
-ls -la $OUT
+ls -la $OUTDIR

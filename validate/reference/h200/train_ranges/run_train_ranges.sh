@@ -7,11 +7,11 @@
 #   nsys_noranges.log, nsys_noranges.sqlite.gz Nsight Systems, CUDA only, no range at all
 #   env.txt                      date, GPU, driver, torch, nsys versions
 # Needs Nsight Systems' environment script folder in .nsys/ (a copy of the nsys tools folder).
-# Usage (device): validate/reference/h200/train_ranges/run_train_ranges.sh [OUTDIR]   
+# Usage: validate/reference/h200/train_ranges/run_train_ranges.sh OUTDIR
 set -u
-OUT=${1:?usage: validate/reference/h200/train_ranges/run_train_ranges.sh OUTDIR}  # where the results go (created)
-mkdir -p "$OUT"
-out=${1:-${OUT:?usage: validate/reference/h200/train_ranges/run_train_ranges.sh OUTDIR}}
+OUTDIR=${1:?usage: validate/reference/h200/train_ranges/run_train_ranges.sh OUTDIR}  # where the results go (created)
+mkdir -p "$OUTDIR"
+out=$OUTDIR
 here=$(cd "$(dirname "$0")/../../../.." && pwd)
 wl="$here/validate/workloads/train_ranges.py"
 export PYTHONUNBUFFERED=1
