@@ -11,7 +11,7 @@
 //   graph: host graph_launch_overhead, GPU gaps graph_node_latency.
 // Valid: copies large enough to reach the link's rate and small ones dominated by latency;
 //   contention between concurrent copies in one direction is the engine's copy-engine resource.
-// Source: hw/presets (links), ../shared/traces/h200/memcpy.sqlite and decode_*.sqlite (H200 figures).
+// Source: hw/presets (links), $BNECK_EXTRA_TRACES/traces/h200/memcpy.sqlite and decode_*.sqlite (H200 figures).
 #pragma once
 #include "hw/spec.hpp"
 #include "traces/ir.hpp"

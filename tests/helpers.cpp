@@ -12,6 +12,11 @@
 
 namespace bneck::test {
 
+std::string extra_dir() {
+  const char* d = std::getenv("BNECK_EXTRA_TRACES");
+  return d ? d : "";
+}
+
 Trace workload(const std::string& json_text) {
   std::istringstream in(json_text);
   return read_trace_json(in, "workload.json");

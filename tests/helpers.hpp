@@ -10,14 +10,29 @@
 namespace bneck::test {
 
 inline std::string source_dir() { return BNECK_SOURCE_DIR; }
-inline std::string shared_dir() { return BNECK_SHARED_DIR; }
+// The folder of extra traces the extended tests ([extended]) read: $BNECK_EXTRA_TRACES, laid out as
+// traces/h200, traces/thirdparty, traces/kineto, traces/nsys, traces/chakra and fuzz-findings
+// (tests/CMakeLists.txt registers those tests only when it is set). Empty when it is not.
+std::string extra_dir();
 inline std::string demo_trace() { return source_dir() + "/traces/data/demo_pipeline.sqlite"; }
+// A trace of the extra folder's H200 set (traces/h200), for the extended tests.
 inline std::string h200(const std::string& f) {
-  std::string p = shared_dir();  // appended piecewise (GCC 12 warns falsely on one expression)
+  std::string p = extra_dir();  // appended piecewise (GCC 12 warns falsely on one expression)
   p += "/traces/h200/";
   p += f;
   return p;
 }
+
+// A trace of the core H200 reference set (validate/reference/h200/core, unpacked into the test data
+// folder by tests/CMakeLists.txt): the same programs as the extra folder's traces/h200, captured again.
+inline std::string core(const std::string& f) {
+  std::string p = BNECK_TEST_DATA;  // appended piecewise (GCC 12 warns falsely on one expression)
+  p += "/core/";
+  p += f;
+  return p;
+}
+// Where a test's reference traces come from: core or h200.
+using TracePath = std::string (*)(const std::string&);
 
 // A Hugging Face workload's fp32 PyTorch profiler trace (validate/reference/h200/hf_models,
 // unpacked into the test data folder by tests/CMakeLists.txt).

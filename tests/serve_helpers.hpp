@@ -1,9 +1,12 @@
 #pragma once
-// What the serving tests share: the serving references' folder and a temporary file writer.
+// What the serving tests share: the serving references' folder, a temporary file writer, the captured
+// engine's settings and the unpacked calibration traces.
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <unistd.h>
+
+#include "models/serving/serve.hpp"
 
 namespace bneck::test {
 
@@ -14,6 +17,22 @@ inline std::string write_tmp(const std::string& name, const std::string& text) {
   std::filesystem::path p = std::filesystem::temp_directory_path() / ("bneck_serve_" + std::to_string(::getpid()) + "_" + name);
   std::ofstream(p, std::ios::binary) << text;
   return p.string();
+}
+
+// transformers' continuous-batching engine as the H200 serving captures ran it
+// (validate/workloads/serving.py's defaults): 512 tokens and 64 sequences a step, 1024 KV blocks of 64.
+inline serve::EngineConfig captured_engine() {
+  serve::EngineConfig e;
+  e.max_batch_tokens = 512;
+  e.max_seqs = 64;
+  e.block_size = 64;
+  e.num_blocks = 1024;
+  return e;
+}
+
+// A calibration trace unpacked beside the first (tests/CMakeLists.txt): "run2", "plain", "static", "prefix".
+inline std::string serving_trace(const std::string& sub) {
+  return std::filesystem::path(BNECK_SERVING_TRACE).parent_path().string() + "/" + sub + "/cal.sqlite";
 }
 
 }  // namespace bneck::test

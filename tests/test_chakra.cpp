@@ -97,11 +97,11 @@ TEST_CASE("Chakra execution traces: JSON and protobuf nodes replay by their depe
   for (const auto& f : {jp, ep, cut}) std::remove(f.c_str());
 }
 
-TEST_CASE("the Chakra and PyTorch execution traces of ../shared import", "[chakra][shared]") {
+TEST_CASE("the Chakra and PyTorch execution traces of $BNECK_EXTRA_TRACES import", "[chakra][extended]") {
   // chakra's test data: the same graph as JSON and as protobuf; both replay to the same span.
   std::string dir = tmp("chakra_tests");
-  std::string cmd = "mkdir -p '" + dir + "' && tar xzf '" + shared_dir() + "/traces/chakra/mlcommons_chakra_tests/json_trace.tar.gz' -C '" +
-                    dir + "' && tar xzf '" + shared_dir() + "/traces/chakra/mlcommons_chakra_tests/feeder_tests_trace.tar.gz' -C '" + dir +
+  std::string cmd = "mkdir -p '" + dir + "' && tar xzf '" + extra_dir() + "/traces/chakra/mlcommons_chakra_tests/json_trace.tar.gz' -C '" +
+                    dir + "' && tar xzf '" + extra_dir() + "/traces/chakra/mlcommons_chakra_tests/feeder_tests_trace.tar.gz' -C '" + dir +
                     "'";
   REQUIRE(std::system(cmd.c_str()) == 0);
   auto span = [](const std::string& p) {
@@ -124,7 +124,7 @@ TEST_CASE("the Chakra and PyTorch execution traces of ../shared import", "[chakr
         "/traces/kineto/hta/execution_trace/benchmark_simple_add_et.json.gz",
         "/traces/kineto/param_single_gpu_rtx2080ti/linear_et.json.gz"}) {
     INFO(f);
-    Trace t = load_trace(shared_dir() + f);
+    Trace t = load_trace(extra_dir() + f);
     CHECK(t.ops.size() > 10);
     CHECK(t.deps.size() > 0);
     CHECK(t.format.rfind("pytorch-et", 0) == 0);

@@ -185,7 +185,7 @@ TEST_CASE("text reports keep lines under 200 characters, a multi-rank ranges tab
   Run w = run("whatif '" + demo_trace() + "' --range 'iter.*' --fuse name~axpy --scale 2:name~spin");
   REQUIRE(w.code == 0);
   CHECK(longest_line(w.out) <= 200);
-  const std::string dlrm = shared_dir() + "/traces/kineto/param_dlrm_8rank_v100/dlrm_kineto";
+  const std::string dlrm = extra_dir() + "/traces/kineto/param_dlrm_8rank_v100/dlrm_kineto";
   if (fs::exists(dlrm)) {
     Run d = run("replay '" + dlrm + "' --range 'ProfilerStep.*'");
     REQUIRE(d.code == 0);

@@ -206,9 +206,9 @@ TEST_CASE("fuzz findings: directories, --jobs, WAL inputs, views and non-UTF-8 n
   CHECK(run("replay '" + (d / "wal.sqlite").string() + "'").code == 0);
   CHECK_FALSE(fs::exists(d / "wal.sqlite-wal"));
   CHECK_FALSE(fs::exists(d / "wal.sqlite-shm"));
-  // ../shared/fuzz-findings: a recursive view ends at once (views are not data), and a kernel name
+  // $BNECK_EXTRA_TRACES/fuzz-findings: a recursive view ends at once (views are not data), and a kernel name
   // with invalid UTF-8 still gives valid JSON outputs.
-  const std::string ff = shared_dir() + "/fuzz-findings/";
+  const std::string ff = extra_dir() + "/fuzz-findings/";
   if (fs::exists(ff + "utf8_kernel_name.sqlite")) {
     Run u = run("replay '" + ff + "utf8_kernel_name.sqlite' --json '" + (d / "u.json").string() + "' --chrome-trace '" +
                 (d / "u_ct.json").string() + "'");

@@ -160,8 +160,8 @@ TEST_CASE("ranks traced on different clocks are aligned on their collectives", "
   std::remove(b.c_str());
 }
 
-TEST_CASE("the 8-rank DLRM step: every rank's span within 2 %, all collectives matched", "[kineto][shared][collectives]") {
-  Trace t = load_traces({shared_dir() + "/traces/kineto/param_dlrm_8rank_v100/dlrm_kineto"});
+TEST_CASE("the 8-rank DLRM step: every rank's span within 2 %, all collectives matched", "[kineto][extended][collectives]") {
+  Trace t = load_traces({extra_dir() + "/traces/kineto/param_dlrm_8rank_v100/dlrm_kineto"});
   REQUIRE(t.processes.size() == 8);
   // Per rank 5 all_to_all (SendRecv kernels) and 3 all_reduce: 8 collectives of 8 members.
   REQUIRE(t.collectives.size() == 8);

@@ -121,8 +121,8 @@ double model_ms(const Row& r, const HwSpec& hw, bool shape = true) {
 
 }  // namespace
 
-TEST_CASE("other GPUs: NeuSight's held-out kernels through the presets and their fitted overlays", "[hw][cross_gpu]") {
-  const std::string dir = std::string(BNECK_SHARED_DIR) + "/external/neusight/kernels/";
+TEST_CASE("other GPUs: NeuSight's held-out kernels through the presets and their fitted overlays", "[hw][cross_gpu][extended]") {
+  const std::string dir = extra_dir() + "/external/neusight/kernels/";
   if (!fs::exists(dir)) {
     WARN("no " << dir << ": skipped");
     return;
@@ -173,12 +173,12 @@ TEST_CASE("other GPUs: NeuSight's held-out kernels through the presets and their
   }
 }
 
-TEST_CASE("other GPUs: Vidur's held-out fp16 projections through the A100 and H100 overlays", "[hw][cross_gpu]") {
+TEST_CASE("other GPUs: Vidur's held-out fp16 projections through the A100 and H100 overlays", "[hw][cross_gpu][extended]") {
   // validate/external/fit_vidur.py: each profile row's four projections as GEMMs of known shape,
   // held out by the same FNV-1a rule; here through bneck's kernel model (fp16 and bf16 on tensor
   // cores, timed at the median efficiency of the 7 nearest training shapes). Bound: the median at
   // fitting (2.5 %, 3.0 %) plus a point and a half.
-  const std::string dir = std::string(BNECK_SHARED_DIR) + "/external/vidur/";
+  const std::string dir = extra_dir() + "/external/vidur/";
   if (!fs::exists(dir)) {
     WARN("no " << dir << ": skipped");
     return;
@@ -236,11 +236,11 @@ TEST_CASE("other GPUs: Vidur's held-out fp16 projections through the A100 and H1
   }
 }
 
-TEST_CASE("other GPUs: Vidur's held-out 4-GPU all-reduces through the A100 and H100 nodes' collective model", "[hw][cross_gpu]") {
+TEST_CASE("other GPUs: Vidur's held-out 4-GPU all-reduces through the A100 and H100 nodes' collective model", "[hw][cross_gpu][extended]") {
   // validate/external/fit_vidur.py fits the 2- and 8-GPU all-reduce curves of Vidur's NCCL
   // profiles (A100 80GB DGX, H100 DGX); the 4-GPU rows are held out: bneck moves both curves to 4
   // GPUs and interpolates in log2 ranks. Measured median over each size's rows; every size.
-  const std::string dir = std::string(BNECK_SHARED_DIR) + "/external/vidur/";
+  const std::string dir = extra_dir() + "/external/vidur/";
   if (!fs::exists(dir)) {
     WARN("no " << dir << ": skipped");
     return;
@@ -278,8 +278,8 @@ TEST_CASE("other GPUs: Vidur's held-out 4-GPU all-reduces through the A100 and H
   }
 }
 
-TEST_CASE("retargeting says which precisions the target lacks and what runs instead", "[hw][cross_gpu][cli]") {
-  const std::string trace = std::string(BNECK_SHARED_DIR) + "/traces/h200/block_bf16.sqlite";
+TEST_CASE("retargeting says which precisions the target lacks and what runs instead", "[hw][cross_gpu][cli][extended]") {
+  const std::string trace = extra_dir() + "/traces/h200/block_bf16.sqlite";
   if (!fs::exists(trace)) {
     WARN("no " << trace << ": skipped");
     return;
@@ -304,7 +304,7 @@ TEST_CASE("retargeting says which precisions the target lacks and what runs inst
   REQUIRE(ja.size() == 1);  // only the error bar: an A100 has bf16 tensor cores
   CHECK_THAT(ja[0].get<std::string>(), Catch::Contains("error bar"));
   // fp32 GEMMs with shapes (NVTX op shapes): timed from the A100's measured shapes.
-  const std::string fp32 = std::string(BNECK_SHARED_DIR) + "/traces/h200/block_fp32.sqlite";
+  const std::string fp32 = extra_dir() + "/traces/h200/block_fp32.sqlite";
   CHECK_THAT(run_bneck("replay '" + fp32 + "' --hw a100-pcie-40gb").out + "",
              Catch::Contains("120 of 192 GEMM kernels") && Catch::Contains("measured GEMMs of the nearest shapes"));
 }
@@ -392,8 +392,8 @@ std::optional<KernelWork> fx_work(const std::string& op, const std::string& targ
 // Linear takes 0.989 ms in the A100's labels and 0.672 ms in its kernel set (+47 %), 0.692 and
 // 1.092 ms on the L4 (-37 %), while V100, P100 and H100 agree within 7 %: measured on other boards
 // or clocks. The forecast follows the kernel set.
-TEST_CASE("other GPUs: one transformer layer op by op, forecast from the H100's per-op times", "[hw][cross_gpu]") {
-  const std::string dir = std::string(BNECK_SHARED_DIR) + "/external/neusight/";
+TEST_CASE("other GPUs: one transformer layer op by op, forecast from the H100's per-op times", "[hw][cross_gpu][extended]") {
+  const std::string dir = extra_dir() + "/external/neusight/";
   if (!fs::exists(dir + "per_op_labels")) {
     WARN("no " << dir << ": skipped");
     return;

@@ -119,8 +119,8 @@ TEST_CASE("json_top_level_keys: keys in order, string values kept, nested and es
   CHECK_FALSE(json_top_level_keys((d / "array.json").string()));
 }
 
-TEST_CASE("every third-party trace imports and replays at +0.00 %", "[formats][shared]") {
-  const fs::path dir = fs::path(shared_dir()) / "traces/thirdparty";
+TEST_CASE("every third-party trace imports and replays at +0.00 %", "[formats][extended]") {
+  const fs::path dir = fs::path(extra_dir()) / "traces/thirdparty";
   if (!fs::exists(dir)) {
     WARN("no " << dir.string() << ": skipped");
     return;
@@ -150,8 +150,8 @@ TEST_CASE("every third-party trace imports and replays at +0.00 %", "[formats][s
   }
 }
 
-TEST_CASE("a what-if on a GPU's rates says so when the trace names no known GPU", "[formats][shared]") {
-  const std::string f = shared_dir() + "/traces/thirdparty/tracelens/mi210__gpu_only_trace__gpu_only_trace.json.gz";
+TEST_CASE("a what-if on a GPU's rates says so when the trace names no known GPU", "[formats][extended]") {
+  const std::string f = extra_dir() + "/traces/thirdparty/tracelens/mi210__gpu_only_trace__gpu_only_trace.json.gz";
   if (!fs::exists(f)) {
     WARN("no " << f << ": skipped");
     return;

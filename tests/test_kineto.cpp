@@ -75,8 +75,8 @@ TEST_CASE("canonical kernel names agree across nsys and Kineto spellings", "[kin
   CHECK(canonical_kernel_name("Memcpy DtoD (Device -> Device)") == "memcpy DtoD");
 }
 
-TEST_CASE("every Kineto and Chakra trace in ../shared imports", "[kineto][shared]") {
-  const std::string k = shared_dir() + "/traces/kineto/";
+TEST_CASE("every Kineto and Chakra trace in $BNECK_EXTRA_TRACES imports", "[kineto][extended]") {
+  const std::string k = extra_dir() + "/traces/kineto/";
   for (const char* f :
        {"hta/trace_filter/sampled_rank-0.json.gz", "hta/trace_filter/sampled_rank-1.json.gz", "hta/nccl_parser_config/nccl_data.json.gz",
         "hta/df_index_resolver/df_index_resolver.json.gz", "hta/negative_queue_length_values_check/rank0.json.gz",
@@ -99,12 +99,12 @@ TEST_CASE("every Kineto and Chakra trace in ../shared imports", "[kineto][shared
   }
 }
 
-TEST_CASE("block_fp32 from Kineto: step spans within 1 %, the same critical path as its nsys export", "[kineto][shared]") {
+TEST_CASE("block_fp32 from Kineto: step spans within 1 %, the same critical path as its nsys export", "[kineto][extended]") {
   Trace k = load_trace(h200("block_fp32.kineto.json.gz"));
   ReplayOptions opt;
   opt.range_regex = "step.*";
   ReplayReport rk = run_replay(k, opt);
-  // Measured step spans (../shared/traces/h200/README.md): 109.64 / 109.52 / 109.56 ms.
+  // Measured step spans ($BNECK_EXTRA_TRACES/traces/h200/README.md): 109.64 / 109.52 / 109.56 ms.
   const double want[] = {109.64e6, 109.52e6, 109.56e6};
   REQUIRE(rk.ranges.size() == 3);
   for (std::size_t i = 0; i < 3; ++i) {
@@ -159,8 +159,8 @@ TEST_CASE("Kineto Input Dims: a tensor list gives one shape per tensor", "[kinet
   std::remove(p.c_str());
 }
 
-TEST_CASE("HTA's critical-path golden test: the same GPU ops, and the runtime calls explained", "[kineto][shared][critical]") {
-  const std::string dir = shared_dir() + "/traces/kineto/hta/critical_path/end_to_end/simple_add";
+TEST_CASE("HTA's critical-path golden test: the same GPU ops, and the runtime calls explained", "[kineto][extended][critical]") {
+  const std::string dir = extra_dir() + "/traces/kineto/hta/critical_path/end_to_end/simple_add";
   Trace t = load_trace(dir + "/input/trace.json.gz");
   ReplayReport rep = run_replay(t, ReplayOptions{});
   // HTA's expected output marks its critical events with args.critical.

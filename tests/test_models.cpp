@@ -165,9 +165,9 @@ TEST_CASE("kernel classes, precisions and NVTX shapes", "[models][work]") {
   CHECK(parse_nvtx_sizes("iter0").empty());
 }
 
-TEST_CASE("work from recorded shapes: the QKV projection of block_bf16", "[models][work][shared]") {
+TEST_CASE("work from recorded shapes: the QKV projection of block_bf16", "[models][work]") {
   // aten::addmm [[6144], [8192, 2048], [2048, 6144]]: 2 x 8192 x 2048 x 6144 = 206.16 GFLOP.
-  Trace t = load_trace(h200("block_bf16.sqlite"));
+  Trace t = load_trace(core("block_bf16.sqlite"));
   auto work = estimate_work(t, load_hw("h200-sxm"));
   std::size_t found = 0;
   for (OpId i = 0; i < t.ops.size(); ++i)
@@ -175,10 +175,10 @@ TEST_CASE("work from recorded shapes: the QKV projection of block_bf16", "[model
   CHECK(found >= 10);  // 2 blocks x 5 steps
 }
 
-TEST_CASE("retargeting H200 -> H100 SXM follows the specs", "[models][retarget][shared]") {
+TEST_CASE("retargeting H200 -> H100 SXM follows the specs", "[models][retarget]") {
   // Same GH100 compute (132 SMs, same peaks), 3.35 instead of 4.8 TB/s: a compute-bound GEMM keeps
   // its time, a memory-bound kernel takes 4.8 / 3.35 = 1.433x longer (same efficiency).
-  Trace t = load_trace(h200("block_bf16.sqlite"));
+  Trace t = load_trace(core("block_bf16.sqlite"));
   RetargetCostModel m(t, load_hw("h200-sxm"), load_hw("h100-sxm"), DurationMode::Hybrid);
   std::size_t gemms = 0, memory = 0;
   for (OpId i = 0; i < t.ops.size(); ++i) {
@@ -200,10 +200,10 @@ TEST_CASE("retargeting H200 -> H100 SXM follows the specs", "[models][retarget][
   CHECK(memory > 10);
 }
 
-TEST_CASE("model-mode replay of the block traces stays within 15 % of measured", "[models][e2e][shared]") {
+TEST_CASE("model-mode replay of the block traces stays within 15 % of measured", "[models][e2e]") {
   for (const char* f : {"block_fp32.sqlite", "block_bf16.sqlite"}) {
     INFO(f);
-    Trace t = load_trace(h200(f));
+    Trace t = load_trace(core(f));
     ReplayOptions opt;
     opt.range_regex = "step.*";
     opt.durations = "model";

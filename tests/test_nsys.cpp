@@ -83,7 +83,7 @@ TEST_CASE("the launch interner stores each distinct configuration once", "[nsys]
   CHECK(table[1].dynamic_smem == 1024);
 }
 
-TEST_CASE("the public nsys exports of three schema versions import", "[nsys][shared]") {
+TEST_CASE("the public nsys exports of three schema versions import", "[nsys][extended]") {
   struct Case {
     const char* path;
     std::size_t kernels, memcpys, memsets;
@@ -97,7 +97,7 @@ TEST_CASE("the public nsys exports of three schema versions import", "[nsys][sha
   };
   for (const auto& c : cases) {
     INFO(c.path);
-    Trace t = load_trace(shared_dir() + "/traces/nsys/" + c.path);
+    Trace t = load_trace(extra_dir() + "/traces/nsys/" + c.path);
     CHECK(t.format.find(c.version) != std::string::npos);
     CHECK(count_kind(t, OpKind::Kernel) == c.kernels);
     CHECK(count_kind(t, OpKind::Memcpy) == c.memcpys);
@@ -108,7 +108,7 @@ TEST_CASE("the public nsys exports of three schema versions import", "[nsys][sha
   }
   // TensorRT launches through both the runtime and the driver API (cudaLaunchKernel,
   // cuLaunchKernelEx) and names NVTX ranges via textId.
-  Trace trt = load_trace(shared_dir() + "/traces/nsys/memfusion_rtx3090_tensorrt/report1.sqlite");
+  Trace trt = load_trace(extra_dir() + "/traces/nsys/memfusion_rtx3090_tensorrt/report1.sqlite");
   std::size_t linked = 0;
   for (const Op& o : trt.ops) linked += o.kind == OpKind::Kernel && o.link != kNone && trt.ops[o.link].api_class() == ApiClass::Launch;
   CHECK(linked == 36);

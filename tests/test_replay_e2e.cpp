@@ -38,19 +38,24 @@ void check_fidelity(const std::string& path, const std::string& range_re, std::s
 
 TEST_CASE("replay reproduces the bundled demo trace's iteration spans", "[e2e]") { check_fidelity(demo_trace(), "iter.*", 6); }
 
-TEST_CASE("replay fidelity on every H200 trace and every range", "[e2e][shared]") {
-  check_fidelity(h200("streams_base.sqlite"), "round.*", 6);
-  check_fidelity(h200("streams_fast.sqlite"), "round.*", 6);
-  check_fidelity(h200("chain.sqlite"), ".*", 48);
-  check_fidelity(h200("memcpy.sqlite"), ".*", 48);
-  check_fidelity(h200("block_fp32.sqlite"), ".*", 5);
-  check_fidelity(h200("block_bf16.sqlite"), ".*", 5);
-  check_fidelity(h200("decode_eager.sqlite"), "tok.*", 20);
-  check_fidelity(h200("decode_graph.sqlite"), "tok.*", 20);
+namespace {
+void fidelity_of_set(TracePath at) {
+  check_fidelity(at("streams_base.sqlite"), "round.*", 6);
+  check_fidelity(at("streams_fast.sqlite"), "round.*", 6);
+  check_fidelity(at("chain.sqlite"), ".*", 48);
+  check_fidelity(at("memcpy.sqlite"), ".*", 48);
+  check_fidelity(at("block_fp32.sqlite"), ".*", 5);
+  check_fidelity(at("block_bf16.sqlite"), ".*", 5);
+  check_fidelity(at("decode_eager.sqlite"), "tok.*", 20);
+  check_fidelity(at("decode_graph.sqlite"), "tok.*", 20);
 }
+}  // namespace
 
-TEST_CASE("measured spans match the ground truth table of the H200 README", "[e2e][shared]") {
-  // Medians from ../shared/traces/h200/README.md.
+TEST_CASE("replay fidelity on every core H200 trace and every range", "[e2e]") { fidelity_of_set(core); }
+TEST_CASE("replay fidelity on every H200 trace of the extra folder and every range", "[e2e][extended]") { fidelity_of_set(h200); }
+
+TEST_CASE("measured spans match the ground truth table of the H200 README", "[e2e][extended]") {
+  // Medians from $BNECK_EXTRA_TRACES/traces/h200/README.md.
   struct Case {
     const char* file;
     const char* range;
@@ -72,12 +77,13 @@ TEST_CASE("measured spans match the ground truth table of the H200 README", "[e2
   }
 }
 
-TEST_CASE("streams_base: the critical path and k_aux's slack", "[e2e][critical][shared]") {
-  // Per round: H2D 128 MiB, k_load 1 ms, k_compute 4 + 2 ms on stream B while k_aux 3.5 ms runs
-  // on stream C, then k_reduce and the D2H copy. k_aux's slack: 4 + 2 - 3.5 = 2.5 ms.
-  // round0 is not a steady round: the GPU ran its k_aux only after both k_compute (first launches
-  // of each kernel), so k_aux is on its path and its span is 15.9 ms; the test takes rounds 1-5.
-  Trace t = load_trace(h200("streams_base.sqlite"));
+namespace {
+// Per round: H2D 128 MiB, k_load 1 ms, k_compute 4 + 2 ms on stream B while k_aux 3.5 ms runs
+// on stream C, then k_reduce and the D2H copy. k_aux's slack: 4 + 2 - 3.5 = 2.5 ms.
+// round0 is not a steady round: the GPU ran its k_aux only after both k_compute (first launches
+// of each kernel), so k_aux is on its path and its span is 15.9 ms; the test takes rounds 1-5.
+void streams_path(TracePath at) {
+  Trace t = load_trace(at("streams_base.sqlite"));
   ReplayOptions opt;
   opt.range_regex = "round[1-5]";
   ReplayReport rep = run_replay(t, opt);
@@ -100,3 +106,7 @@ TEST_CASE("streams_base: the critical path and k_aux's slack", "[e2e][critical][
     }
   }
 }
+}  // namespace
+
+TEST_CASE("streams_base: the critical path and k_aux's slack", "[e2e][critical]") { streams_path(core); }
+TEST_CASE("streams_base of the extra folder: the critical path and k_aux's slack", "[e2e][critical][extended]") { streams_path(h200); }

@@ -15,8 +15,8 @@ using namespace bneck::serve;
 using namespace bneck::test;
 namespace fs = std::filesystem;
 
-TEST_CASE("vLLM's and SGLang's Kineto traces: their steps, engine, mode and shape from the engines' own step names", "[serve]") {
-  const std::string dir = std::string(BNECK_SHARED_DIR) + "/traces/thirdparty/tracelens/";
+TEST_CASE("vLLM's and SGLang's Kineto traces: their steps, engine, mode and shape from the engines' own step names", "[serve][extended]") {
+  const std::string dir = extra_dir() + "/traces/thirdparty/tracelens/";
   if (!fs::exists(dir)) {
     WARN("no " << dir << ": skipped");
     return;

@@ -63,28 +63,31 @@ void check_replayed_as_ranges(Trace& t, const Structure& s, const std::string& n
 
 }  // namespace
 
-TEST_CASE("structure finds the removed ranges of real H200 traces within 2 %", "[structure][shared]") {
-  struct Case {
-    std::string path, re;
-    std::size_t ranges;
-  } cases[] = {
-      {h200("decode_eager.sqlite"), "tok.*", 20},  // 12 eager layers a token, a sync between tokens
-      {h200("decode_graph.sqlite"), "tok.*", 20},  // the same step as one CUDA graph launch
-      {h200("block_fp32.sqlite"), "step.*", 5},    // a training step, backward on the autograd thread
-      {h200("block_bf16.sqlite"), "step.*", 5},
-      {h200("streams_base.sqlite"), "round.*", 6},  // three streams joined by events
-      {h200("streams_fast.sqlite"), "round.*", 6},
-      {demo_trace(), "iter.*", 6},
-      // 3 warm-up steps (the first 0.41 s long) and 8 timed ones, each fw / bw / opt.
-      {source_dir() + "/validate/reference/h200/train_ranges/nsys_nvtx.sqlite", "step.*|fw|bw", 33},
-  };
-  for (const Case& c : cases) {
-    INFO(c.path << " " << c.re);
-    Found f = find_removed(c.path, c.re);
-    CHECK(f.ranges == c.ranges);
-    CHECK(f.found * 10 >= f.ranges * 9);
-  }
+namespace {
+void check_removed(const std::string& path, const std::string& re, std::size_t ranges) {
+  INFO(path << " " << re);
+  Found f = find_removed(path, re);
+  CHECK(f.ranges == ranges);
+  CHECK(f.found * 10 >= f.ranges * 9);
 }
+void check_h200_set(TracePath at) {
+  check_removed(at("decode_eager.sqlite"), "tok.*", 20);  // 12 eager layers a token, a sync between tokens
+  check_removed(at("decode_graph.sqlite"), "tok.*", 20);  // the same step as one CUDA graph launch
+  check_removed(at("block_fp32.sqlite"), "step.*", 5);    // a training step, backward on the autograd thread
+  check_removed(at("block_bf16.sqlite"), "step.*", 5);
+  check_removed(at("streams_base.sqlite"), "round.*", 6);  // three streams joined by events
+  check_removed(at("streams_fast.sqlite"), "round.*", 6);
+}
+}  // namespace
+
+TEST_CASE("structure finds the removed ranges of real H200 traces within 2 %", "[structure]") {
+  check_h200_set(core);
+  check_removed(demo_trace(), "iter.*", 6);
+  // 3 warm-up steps (the first 0.41 s long) and 8 timed ones, each fw / bw / opt.
+  check_removed(source_dir() + "/validate/reference/h200/train_ranges/nsys_nvtx.sqlite", "step.*|fw|bw", 33);
+}
+
+TEST_CASE("structure finds the removed ranges of the extra folder's H200 traces", "[structure][extended]") { check_h200_set(h200); }
 
 TEST_CASE("structure of a training step without any annotation: iterations, forward and backward", "[structure]") {
   // Nsight Systems, -t cuda only: 3 warm-up and 8 timed steps; the CUDA events of the timed steps
@@ -137,10 +140,10 @@ TEST_CASE("structure on a hand-made launch sequence: 4 steps of 3 identical laye
   CHECK(layer->median_ns == 30'000);
 }
 
-TEST_CASE("a GPU-only trace's structure is usable as ranges over device time", "[structure][shared]") {
+TEST_CASE("a GPU-only trace's structure is usable as ranges over device time", "[structure][extended]") {
   // An MI210 profile with no CPU activity (no launch calls): the instances become ranges on their
   // first op's stream, holding the device's ops that start inside.
-  const std::string f = shared_dir() + "/traces/thirdparty/tracelens/mi210__gpu_only_trace__gpu_only_trace.json.gz";
+  const std::string f = extra_dir() + "/traces/thirdparty/tracelens/mi210__gpu_only_trace__gpu_only_trace.json.gz";
   if (!std::ifstream(f).good()) {
     WARN("no " << f << ": skipped");
     return;

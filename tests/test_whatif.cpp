@@ -1,4 +1,5 @@
-// What-ifs against the measured what-if pairs of ../shared/traces/h200 and the text's examples.
+// What-ifs against measured what-if pairs (the core H200 set, and the extra folder's traces/h200 in
+// the extended tests) and the text's examples.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <deque>
@@ -63,9 +64,11 @@ TEST_CASE("the text's examples: overlap and a 5 ms kernel 3x faster", "[whatif]"
   CHECK(gone.predicted_ns == 95 * kNsPerMs);
 }
 
-TEST_CASE("streams: k_compute 2x faster predicts streams_fast, the path moves to k_aux", "[whatif][shared]") {
-  double fast = measured_median(h200("streams_fast.sqlite"), "round[1-5]");
-  WhatIfReport w = whatif(h200("streams_base.sqlite"), "round[1-5]", {parse_transform("scale", "2:name~k_compute")});
+namespace {
+
+void streams_pair(TracePath at) {
+  double fast = measured_median(at("streams_fast.sqlite"), "round[1-5]");
+  WhatIfReport w = whatif(at("streams_base.sqlite"), "round[1-5]", {parse_transform("scale", "2:name~k_compute")});
   INFO("predicted " << w.predicted_ns << " measured fast " << fast);
   CHECK(rel(static_cast<double>(w.predicted_ns), fast) <= 0.03);
   REQUIRE(w.has_amdahl);
@@ -83,36 +86,47 @@ TEST_CASE("streams: k_compute 2x faster predicts streams_fast, the path moves to
   }
 }
 
-TEST_CASE("chain: fusing each chain predicts the fused kernel's span", "[whatif][shared]") {
+void chain_pairs(TracePath at) {
   for (std::string p : {"fp32", "bf16"})
     for (std::string n : {"2", "4"}) {
       std::string chain = p + "_chain" + n, fused = p + "_fused" + n;
-      WhatIfReport w = whatif(h200("chain.sqlite"), chain, {parse_transform("fuse", "range~" + chain)});
-      double truth = measured_median(h200("chain.sqlite"), fused);
+      WhatIfReport w = whatif(at("chain.sqlite"), chain, {parse_transform("fuse", "range~" + chain)});
+      double truth = measured_median(at("chain.sqlite"), fused);
       INFO(chain << " predicted " << w.predicted_ns << " measured " << fused << " " << truth);
       CHECK(rel(static_cast<double>(w.predicted_ns), truth) <= 0.10);
     }
 }
 
-TEST_CASE("block_fp32 with --precision bf16 predicts block_bf16", "[whatif][shared]") {
-  // Both sides ran under Nsight Systems with emit_nvtx: the measured bf16 step carries the same
-  // profiler, so the forecast keeps it (--unprofile off). Without it the forecast is the program
-  // unprofiled: faster than the profiled bf16 run, whose host the profiler slows.
-  double bf16 = measured_median(h200("block_bf16.sqlite"), "step.*");
-  WhatIfReport w = whatif(h200("block_fp32.sqlite"), "step.*", {parse_transform("unprofile", "off"), parse_transform("precision", "bf16")});
+// Both sides ran under Nsight Systems with emit_nvtx: the measured bf16 step carries the same
+// profiler, so the forecast keeps it (--unprofile off). Without it the forecast is the program
+// unprofiled: faster than the profiled bf16 run, whose host the profiler slows.
+void block_pair(TracePath at) {
+  double bf16 = measured_median(at("block_bf16.sqlite"), "step.*");
+  WhatIfReport w = whatif(at("block_fp32.sqlite"), "step.*", {parse_transform("unprofile", "off"), parse_transform("precision", "bf16")});
   INFO("predicted " << w.predicted_ns << " measured bf16 " << bf16);
   CHECK(rel(static_cast<double>(w.predicted_ns), bf16) <= 0.15);
-  WhatIfReport u = whatif(h200("block_fp32.sqlite"), "step.*", {parse_transform("precision", "bf16")});
+  WhatIfReport u = whatif(at("block_fp32.sqlite"), "step.*", {parse_transform("precision", "bf16")});
   CHECK(u.unprofiled.find("emit_nvtx") != std::string::npos);
   CHECK(u.predicted_ns < w.predicted_ns);
 }
 
-TEST_CASE("decode_eager with --cuda-graph predicts decode_graph", "[whatif][shared]") {
-  double graph = measured_median(h200("decode_graph.sqlite"), "tok.*");
-  WhatIfReport w = whatif(h200("decode_eager.sqlite"), "tok.*", {parse_transform("cuda-graph", "")});
+void decode_pair(TracePath at) {
+  double graph = measured_median(at("decode_graph.sqlite"), "tok.*");
+  WhatIfReport w = whatif(at("decode_eager.sqlite"), "tok.*", {parse_transform("cuda-graph", "")});
   INFO("predicted " << w.predicted_ns << " measured graph " << graph);
   CHECK(rel(static_cast<double>(w.predicted_ns), graph) <= 0.15);
 }
+
+}  // namespace
+
+TEST_CASE("streams: k_compute 2x faster predicts streams_fast, the path moves to k_aux", "[whatif][e2e]") { streams_pair(core); }
+TEST_CASE("streams pair of the extra traces", "[whatif][extended]") { streams_pair(h200); }
+TEST_CASE("chain: fusing each chain predicts the fused kernel's span", "[whatif][e2e]") { chain_pairs(core); }
+TEST_CASE("chain pairs of the extra traces", "[whatif][extended]") { chain_pairs(h200); }
+TEST_CASE("block_fp32 with --precision bf16 predicts block_bf16", "[whatif][e2e]") { block_pair(core); }
+TEST_CASE("block pair of the extra traces", "[whatif][extended]") { block_pair(h200); }
+TEST_CASE("decode_eager with --cuda-graph predicts decode_graph", "[whatif][e2e]") { decode_pair(core); }
+TEST_CASE("decode pair of the extra traces", "[whatif][extended]") { decode_pair(h200); }
 
 TEST_CASE("transforms parse, compose, and reject bad input", "[whatif]") {
   CHECK_THROWS_AS(parse_transform("scale", "fast:name~x"), InputError);
@@ -167,21 +181,21 @@ TEST_CASE("data-parallel what-if: a 1-rank DDP step gets its bucket all-reduces 
   std::remove(path.c_str());
 }
 
-TEST_CASE("a measured unprofiled time scales the profiler's host cost (whatif --unprofiled-time)", "[whatif][unprofile][shared]") {
+TEST_CASE("a measured unprofiled time scales the profiler's host cost (whatif --unprofiled-time)", "[whatif][unprofile]") {
   // decode_eager is launch-bound (the GPU busy 12 % of a token): its host time sets each token's
   // span. Told the unprofiled token takes 0.9 ms, the per-event costs are scaled until the
   // baseline's median token is 0.9 ms (bisection: within 0.5 %); by default (measured costs) it is
   // longer; with --unprofile off it is the profiled replay.
-  Trace t = load_trace(h200("decode_eager.sqlite"));
+  Trace t = load_trace(core("decode_eager.sqlite"));
   WhatIfOptions o;
   o.range_regex = "tok.*";
   o.transforms = {parse_transform("cuda-graph", "")};
   const WhatIfReport def = run_whatif(t, o);
-  o.unprofiled_time = 900 * kNsPerUs;
+  o.unprofiled_time = 500 * kNsPerUs;
   const WhatIfReport scaled = run_whatif(t, o);
-  CHECK(std::abs(static_cast<double>(scaled.baseline_ns) / 900e3 - 1) < 0.005);
+  CHECK(std::abs(static_cast<double>(scaled.baseline_ns) / 500e3 - 1) < 0.005);
   CHECK(def.baseline_ns > scaled.baseline_ns);
-  CHECK_THAT(scaled.unprofile_log, Catch::Contains("scaled to the measured unprofiled time 900.000 us"));
+  CHECK_THAT(scaled.unprofile_log, Catch::Contains("scaled to the measured unprofiled time 500.000 us"));
   o.unprofiled_time = 0;
   o.unprofile = false;
   const WhatIfReport off = run_whatif(t, o);

@@ -52,10 +52,10 @@ void add_occupancy(CLI::App& sub, Action& action) {
           {"limiter", r.limiter},
           {"by", {{"warps", r.by_warps}, {"registers", r.by_registers}, {"shared_memory", r.by_shared_memory}, {"blocks", r.by_blocks}}}};
       emit(json_out, j, [&] {
-        std::printf("%s: %u threads, %u registers, %s shared per block\n", h.name.c_str(), threads, regs, smem.c_str());
-        std::printf("  blocks per SM %u (limits: warps %u, registers %u, shared memory %u, blocks %u), limiter: %s\n", r.blocks_per_sm,
+        print_text("%s: %u threads, %u registers, %s shared per block\n", h.name.c_str(), threads, regs, smem.c_str());
+        print_text("  blocks per SM %u (limits: warps %u, registers %u, shared memory %u, blocks %u), limiter: %s\n", r.blocks_per_sm,
                     r.by_warps, r.by_registers, r.by_shared_memory, r.by_blocks, r.limiter.c_str());
-        std::printf("  warps per SM %u, occupancy %.1f%%\n", r.warps_per_sm, r.occupancy * 100);
+        print_text("  warps per SM %u, occupancy %.1f%%\n", r.warps_per_sm, r.occupancy * 100);
       });
       return 0;
     };
@@ -75,7 +75,7 @@ void add_coalesce(CLI::App& sub, Action& action) {
       json j = {{"elem_bytes", elem},           {"stride", stride},           {"sectors_per_request", c.sectors_per_request},
                 {"bytes_moved", c.bytes_moved}, {"efficiency", c.efficiency}, {"dram_bytes_moved", c.dram_bytes_moved}};
       emit(json_out, j, [&] {
-        std::printf("a warp reading %u-byte elements %u apart: %u sectors of 32 B, %llu bytes moved for %u used (%.1f%%)\n", elem, stride,
+        print_text("a warp reading %u-byte elements %u apart: %u sectors of 32 B, %llu bytes moved for %u used (%.1f%%)\n", elem, stride,
                     c.sectors_per_request, static_cast<unsigned long long>(c.bytes_moved), 32 * elem, c.efficiency * 100);
       });
       return 0;
@@ -95,7 +95,7 @@ void add_tile(CLI::App& sub, Action& action) {
       double fpb = tile_flop_per_byte(width, dtype_bytes(d));
       json j = {{"width", width}, {"dtype", to_string(d)}, {"flop_per_byte", fpb}};
       emit(json_out, j,
-           [&] { std::printf("a %s tile of width %g: 2b^2 FLOPs per 2b elements loaded = %g FLOP/byte\n", to_string(d), width, fpb); });
+           [&] { print_text("a %s tile of width %g: 2b^2 FLOPs per 2b elements loaded = %g FLOP/byte\n", to_string(d), width, fpb); });
       return 0;
     };
   });
@@ -123,11 +123,11 @@ void add_amdahl(CLI::App& sub, Action& action) {
         j["saved_ns"] = t - nt;
       }
       emit(json_out, j, [&] {
-        std::printf("Amdahl: %.4g of the run made %sx faster: speedup %.4f", fraction, factor.c_str(), sp);
+        print_text("Amdahl: %.4g of the run made %sx faster: speedup %.4f", fraction, factor.c_str(), sp);
         if (j.contains("predicted_ns"))
-          std::printf(", %s -> %s (saves %s)", format_duration(j["total_ns"]).c_str(), format_duration(j["predicted_ns"]).c_str(),
+          print_text(", %s -> %s (saves %s)", format_duration(j["total_ns"]).c_str(), format_duration(j["predicted_ns"]).c_str(),
                       format_duration(j["saved_ns"]).c_str());
-        std::printf("\n");
+        print_text("\n");
       });
       return 0;
     };
@@ -166,7 +166,7 @@ void add_collective(CLI::App& sub, Action& action) {
                 {"busbw_bytes_per_s", busbw},
                 {"bus_factor", bus_factor(k, ranks)}};
       emit(json_out, j, [&] {
-        std::printf("%s of %s on %u ranks of %s: %s (%s over %s at %s; latency part %s); algbw %s, busbw %s (x%.4g)\n", to_string(k),
+        print_text("%s of %s on %u ranks of %s: %s (%s over %s at %s; latency part %s); algbw %s, busbw %s (x%.4g)\n", to_string(k),
                     format_bytes(b).c_str(), ranks, h.name.c_str(), format_duration(e.time_ns).c_str(), e.algorithm.c_str(), e.link.c_str(),
                     format_bandwidth(e.link_bandwidth).c_str(), format_duration(e.latency_ns).c_str(), format_bandwidth(algbw).c_str(),
                     format_bandwidth(busbw).c_str(), bus_factor(k, ranks));

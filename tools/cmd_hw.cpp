@@ -46,8 +46,8 @@ void add_list(CLI::App& sub, Action& action) {
       if (!json_out.empty()) write_output(json_out, [&](std::ostream& o) { o << json_text(arr, 2) << "\n"; });
       if (json_out != "-") {
         for (std::size_t i = 0; i < arr.size(); ++i) {
-          if (i == presets) std::printf("installed (%s):\n", user_hw_dir().c_str());
-          std::printf("%-26s %s\n", arr[i]["name"].get<std::string>().c_str(), arr[i]["description"].get<std::string>().c_str());
+          if (i == presets) print_text("installed (%s):\n", user_hw_dir().c_str());
+          print_text("%-26s %s\n", arr[i]["name"].get<std::string>().c_str(), arr[i]["description"].get<std::string>().c_str());
         }
       }
       return 0;
@@ -154,7 +154,7 @@ void add_show(CLI::App& sub, Action& action) {
           return;
         }
         std::string val = v.is_string() ? v.get<std::string>() : v.dump();
-        std::printf("  %-34s %-16s %s\n", path.c_str(), val.c_str(), source_of(path).c_str());
+        print_text("  %-34s %-16s %s\n", path.c_str(), val.c_str(), source_of(path).c_str());
       };
       for (const char* sec : {"gpu", "node", "cluster"})
         if (h.resolved.contains(sec)) walk(h.resolved[sec], sec);

@@ -73,7 +73,7 @@ void add_ops(CLI::App& sub, Action& action) {
       }
       if (json_out != "-") {
         TimeNs base = t.ops.empty() ? 0 : t.ops.front().start;
-        std::printf("%10s  %-10s %-6s %-8s %14s %12s  %s\n", "id", "kind", "device", "stream", "start", "duration", "name / details");
+        print_text("%10s  %-10s %-6s %-8s %14s %12s  %s\n", "id", "kind", "device", "stream", "start", "duration", "name / details");
         for (OpId i : hits) {
           const Op& op = t.ops[i];
           const Lane& ln = t.lanes[op.lane];
@@ -85,12 +85,12 @@ void add_ops(CLI::App& sub, Action& action) {
                       " block " + std::to_string(lc->block[0]) + "x" + std::to_string(lc->block[1]) + "x" + std::to_string(lc->block[2]) +
                       " regs " + std::to_string(lc->registers);
           if (const CopyInfo* ci = t.copy(op)) details = "  " + format_bytes(ci->bytes);
-          std::printf("%10u  %-10s %-6s %-8s %14s %12s  %s%s\n", i,
+          print_text("%10u  %-10s %-6s %-8s %14s %12s  %s%s\n", i,
                       op.kind == OpKind::Kernel && (op.flags & Op::kFlagNccl) ? "collective" : to_string(op.kind), dev.c_str(),
                       stream.c_str(), format_duration(op.start - base).c_str(), format_duration(op.duration()).c_str(),
                       short_name(t.name(op), 70).c_str(), details.c_str());
         }
-        std::printf("%zu matched%s\n", matched,
+        print_text("%zu matched%s\n", matched,
                     matched > hits.size() ? (", " + std::to_string(hits.size()) + " listed (--limit)").c_str() : "");
       }
       return 0;

@@ -88,7 +88,7 @@ void add_roofline(CLI::App& sub, Action& action) {
                   {"bound", to_string(r.bound)}};
         if (!json_out.empty()) write_output(json_out, [&](std::ostream& o) { o << json_text(j, 2) << "\n"; });
         if (json_out != "-")
-          std::printf(
+          print_text(
               "%s %s on %s: peak %s, bandwidth %s, ridge %.4g FLOP/byte\n  intensity %.4g FLOP/byte: attainable %s, "
               "time %s, %s-bound\n",
               to_string(*d), to_string(u), h.name.c_str(), format_op_rate(r.peak).c_str(), format_bandwidth(r.bandwidth).c_str(),
@@ -122,17 +122,17 @@ void add_roofline(CLI::App& sub, Action& action) {
       json j = {{"trace", t.source}, {"hw", h.name}, {"kernels", points}};
       if (!json_out.empty()) write_output(json_out, [&](std::ostream& o) { o << json_text(j, 1) << "\n"; });
       if (json_out != "-") {
-        std::printf("%-48s %-11s %6s %12s %12s %14s %s\n", "kernel", "class", "count", "time", "FLOP/byte", "achieved", "work from");
+        print_text("%-48s %-11s %6s %12s %12s %14s %s\n", "kernel", "class", "count", "time", "FLOP/byte", "achieved", "work from");
         for (std::size_t i = 0; i < points.size() && i < 25; ++i) {
           const json& p = points[i];
-          std::printf("%-48s %-11s %6d %12s %12.3g %14s %s\n", short_name(p["name"], 46).c_str(), p["class"].get<std::string>().c_str(),
+          print_text("%-48s %-11s %6d %12s %12.3g %14s %s\n", short_name(p["name"], 46).c_str(), p["class"].get<std::string>().c_str(),
                       p["count"].get<int>(), format_duration(static_cast<TimeNs>(p["time_ns"].get<double>())).c_str(),
                       p["intensity"].get<double>(), format_op_rate(p["achieved_flop_per_s"]).c_str(),
                       p["from_shapes"].get<bool>() ? "shapes" : "duration");
         }
-        std::printf("\nby class (time-weighted): %-10s %6s %12s %9s\n", "class", "count", "time", "of roof");
+        print_text("\nby class (time-weighted): %-10s %6s %12s %9s\n", "class", "count", "time", "of roof");
         for (const KernelPoint& c : class_points(kernel_points(t, work, src.gpu)))
-          std::printf("  %-35s %6zu %12s %8.1f %%\n", c.name.c_str(), c.count, format_duration(static_cast<TimeNs>(c.time_ns)).c_str(),
+          print_text("  %-35s %6zu %12s %8.1f %%\n", c.name.c_str(), c.count, format_duration(static_cast<TimeNs>(c.time_ns)).c_str(),
                       100 * c.achieved_fraction());
       }
       return 0;

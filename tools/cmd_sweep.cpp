@@ -89,6 +89,104 @@ Vary parse_vary(const std::string& s) {
   return v;
 }
 
+// The cases: every --hw (or each of its --vary overlays, inline specs kept in memory) by every scenario.
+std::vector<Case> make_cases(const std::vector<std::string>& hws, const std::optional<Vary>& vy, const std::vector<Scenario>& scs) {
+  std::vector<Case> cases;
+  for (const auto& h : hws) {
+    (void)load_hw(h);                                        // fail early with the preset list
+    std::vector<std::pair<std::string, std::string>> specs;  // (spec to load, vary value)
+    if (!vy)
+      specs.push_back({h, ""});
+    else
+      for (const auto& val : vy->values) {
+        json overlay = {{"name", h + " " + vy->field + "=" + val},
+                        {"extends", h},
+                        {"gpu", json::object()},
+                        {"sources", {{"gpu." + vy->field, "bneck sweep --vary"}}}};
+        overlay["gpu"][vy->field] = vy->field == "sm_count" ? json(std::stoul(val)) : json(val);
+        specs.push_back({overlay.dump(), val});  // an inline spec: no temporary file
+      }
+    for (const auto& [spec, val] : specs)
+      for (const auto& sc : scs) {
+        Case c;
+        c.hw = h;
+        c.scenario = sc.name;
+        c.vary_value = val;
+        c.transforms = sc.transforms;
+        c.transforms.push_back(parse_transform("hw", spec));
+        cases.push_back(std::move(c));
+      }
+  }
+  return cases;
+}
+
+// Each target's error bar: the held-out median |error| per kernel class of its calibrated overlay
+// (the largest, for the CSV, and all of them in words), none for an uncalibrated preset.
+using Bars = std::map<std::string, std::pair<double, std::string>>;
+Bars error_bars(const std::vector<std::string>& hws) {
+  Bars bars;
+  for (const auto& h : hws) {
+    const HwSpec spec = load_target_hw(h);
+    double worst = 0;
+    std::string text;
+    for (const auto& [cls, e] : spec.gpu.held_out_error) {
+      worst = std::max(worst, e);
+      text += (text.empty() ? "" : ", ") + cls + " " + fmt_num("%.1f", e * 100) + " %";
+    }
+    bars[h] = {worst, text.empty() ? "-" : text};
+  }
+  return bars;
+}
+
+void write_csv(std::ostream& o, const Trace& t, const std::optional<Vary>& vy, const std::vector<Case>& cases, Bars& bars) {
+  o << "trace,hw," << (vy ? vy->field + "," : "")
+    << "scenario,baseline_ns,predicted_ns,speedup,compute_bound_ns,memory_bound_ns,latency_bound_ns,error_bar\n";
+  for (const auto& c : cases) {
+    o << '"' << t.source << "\"," << c.hw << ",";
+    if (vy) o << '"' << c.vary_value << "\",";
+    o << c.scenario << "," << c.baseline << "," << c.predicted << ","
+      << (c.predicted ? static_cast<double>(c.baseline) / static_cast<double>(c.predicted) : 0.0) << "," << c.by_bound[0] << ","
+      << c.by_bound[1] << "," << c.by_bound[2] << "," << bars[c.hw].first << "\n";
+  }
+}
+
+// Predicted time over the varied field, one line per target and scenario.
+void write_svg(std::ostream& o, const Trace& t, const Vary& vy, const std::vector<Case>& cases, const std::vector<std::string>& hws,
+               const std::vector<Scenario>& scs) {
+  double ymax = 0;
+  for (const auto& c : cases) ymax = std::max(ymax, static_cast<double>(c.predicted));
+  ymax *= 1.1;
+  const std::size_t nv = vy.values.size();
+  PlotAxis x{0, static_cast<double>(nv - 1), false, vy.field, {}, {}};
+  for (std::size_t k = 0; k < nv; ++k) x.ticks.emplace_back(static_cast<double>(k), vy.values[k]);
+  SvgPlot p(800, 500, t.source + ": predicted time over " + vy.field, x,
+            PlotAxis{0, ymax, false, "", [](double v) { return format_duration(static_cast<TimeNs>(v)); }, {}}, 90, 160, 40, 60);
+  p.grid();
+  std::size_t line = 0;
+  std::vector<std::pair<std::string, std::string>> leg;
+  for (const auto& h : hws)
+    for (const auto& sc : scs) {
+      std::vector<std::pair<double, double>> pts;
+      std::size_t k = 0;
+      for (const auto& c : cases)
+        if (c.hw == h && c.scenario == sc.name) pts.emplace_back(static_cast<double>(k++), static_cast<double>(c.predicted));
+      p.polyline(pts, SvgPlot::color(line));
+      leg.emplace_back(SvgPlot::color(line), h + " / " + sc.name);
+      ++line;
+    }
+  p.legend(leg, 800 - 150, 50);
+  p.write(o);
+}
+
+void print_table(const std::optional<Vary>& vy, const std::vector<Case>& cases, Bars& bars) {
+  print_text("%-26s %-18s %-16s %14s %14s %9s  %s\n", "hw", vy ? vy->field.c_str() : "", "scenario", "baseline", "predicted", "speedup",
+             "error bar (held-out kernels)");
+  for (const auto& c : cases)
+    print_text("%-26s %-18s %-16s %14s %14s %8.3fx  %s\n", c.hw.c_str(), c.vary_value.c_str(), c.scenario.c_str(),
+               format_duration(c.baseline).c_str(), format_duration(c.predicted).c_str(),
+               c.predicted ? static_cast<double>(c.baseline) / static_cast<double>(c.predicted) : 0.0, bars[c.hw].second.c_str());
+}
+
 }  // namespace
 
 void add_sweep(CLI::App& sub, Action& action) {
@@ -119,33 +217,7 @@ void add_sweep(CLI::App& sub, Action& action) {
         vy = parse_vary(vary);
       else if (!svg.empty())
         throw InputError("--svg needs --vary");
-      // Specs: presets, files, or derived overlays (inline JSON specs, kept in memory).
-      std::vector<Case> cases;
-      for (const auto& h : hws) {
-        (void)load_hw(h);                                        // fail early with the preset list
-        std::vector<std::pair<std::string, std::string>> specs;  // (spec to load, vary value)
-        if (!vy)
-          specs.push_back({h, ""});
-        else
-          for (const auto& val : vy->values) {
-            json overlay = {{"name", h + " " + vy->field + "=" + val},
-                            {"extends", h},
-                            {"gpu", json::object()},
-                            {"sources", {{"gpu." + vy->field, "bneck sweep --vary"}}}};
-            overlay["gpu"][vy->field] = vy->field == "sm_count" ? json(std::stoul(val)) : json(val);
-            specs.push_back({overlay.dump(), val});  // an inline spec: no temporary file
-          }
-        for (const auto& [spec, val] : specs)
-          for (const auto& sc : scs) {
-            Case c;
-            c.hw = h;
-            c.scenario = sc.name;
-            c.vary_value = val;
-            c.transforms = sc.transforms;
-            c.transforms.push_back(parse_transform("hw", spec));
-            cases.push_back(std::move(c));
-          }
-      }
+      std::vector<Case> cases = make_cases(hws, vy, scs);
       std::optional<Regex> re;
       if (!range.empty()) re = range_regex(range);
       if (jobs > 1024) throw InputError("--jobs " + std::to_string(jobs) + ": at most 1024 threads");
@@ -158,66 +230,10 @@ void add_sweep(CLI::App& sub, Action& action) {
       if (world.rank != 0) return 0;  // rank 0 writes every output
       for (const auto& c : cases)
         if (!c.error.empty()) throw InputError("sweep case " + c.hw + " / " + c.scenario + ": " + c.error);
-      // Each target's error bar: the held-out median |error| per kernel class of its calibrated
-      // overlay (the largest in the CSV), none for an uncalibrated preset.
-      std::map<std::string, std::pair<double, std::string>> bars;
-      for (const auto& h : hws) {
-        const HwSpec spec = load_target_hw(h);
-        double worst = 0;
-        std::string text;
-        for (const auto& [cls, e] : spec.gpu.held_out_error) {
-          worst = std::max(worst, e);
-          text += (text.empty() ? "" : ", ") + cls + " " + fmt_num("%.1f", e * 100) + " %";
-        }
-        bars[h] = {worst, text.empty() ? "-" : text};
-      }
-      auto write_csv = [&](std::ostream& o) {
-        o << "trace,hw," << (vy ? vy->field + "," : "")
-          << "scenario,baseline_ns,predicted_ns,speedup,compute_bound_ns,memory_bound_ns,latency_bound_ns,error_bar\n";
-        for (const auto& c : cases) {
-          o << '"' << t.source << "\"," << c.hw << ",";
-          if (vy) o << '"' << c.vary_value << "\",";
-          o << c.scenario << "," << c.baseline << "," << c.predicted << ","
-            << (c.predicted ? static_cast<double>(c.baseline) / static_cast<double>(c.predicted) : 0.0) << "," << c.by_bound[0] << ","
-            << c.by_bound[1] << "," << c.by_bound[2] << "," << bars[c.hw].first << "\n";
-        }
-      };
-      if (!csv.empty()) write_output(csv, write_csv);
-      if (!svg.empty()) {
-        write_output(svg, [&](std::ostream& o) {
-          double ymax = 0;
-          for (const auto& c : cases) ymax = std::max(ymax, static_cast<double>(c.predicted));
-          ymax *= 1.1;
-          const std::size_t nv = vy->values.size();
-          PlotAxis x{0, static_cast<double>(nv - 1), false, vy->field, {}, {}};
-          for (std::size_t k = 0; k < nv; ++k) x.ticks.emplace_back(static_cast<double>(k), vy->values[k]);
-          SvgPlot p(800, 500, t.source + ": predicted time over " + vy->field, x,
-                    PlotAxis{0, ymax, false, "", [](double v) { return format_duration(static_cast<TimeNs>(v)); }, {}}, 90, 160, 40, 60);
-          p.grid();
-          std::size_t line = 0;
-          std::vector<std::pair<std::string, std::string>> leg;
-          for (const auto& h : hws)
-            for (const auto& sc : scs) {
-              std::vector<std::pair<double, double>> pts;
-              std::size_t k = 0;
-              for (const auto& c : cases)
-                if (c.hw == h && c.scenario == sc.name) pts.emplace_back(static_cast<double>(k++), static_cast<double>(c.predicted));
-              p.polyline(pts, SvgPlot::color(line));
-              leg.emplace_back(SvgPlot::color(line), h + " / " + sc.name);
-              ++line;
-            }
-          p.legend(leg, 800 - 150, 50);
-          p.write(o);
-        });
-      }
-      if (csv != "-") {
-        std::printf("%-26s %-18s %-16s %14s %14s %9s  %s\n", "hw", vy ? vy->field.c_str() : "", "scenario", "baseline", "predicted",
-                    "speedup", "error bar (held-out kernels)");
-        for (const auto& c : cases)
-          std::printf("%-26s %-18s %-16s %14s %14s %8.3fx  %s\n", c.hw.c_str(), c.vary_value.c_str(), c.scenario.c_str(),
-                      format_duration(c.baseline).c_str(), format_duration(c.predicted).c_str(),
-                      c.predicted ? static_cast<double>(c.baseline) / static_cast<double>(c.predicted) : 0.0, bars[c.hw].second.c_str());
-      }
+      Bars bars = error_bars(hws);
+      if (!csv.empty()) write_output(csv, [&](std::ostream& o) { write_csv(o, t, vy, cases, bars); });
+      if (!svg.empty()) write_output(svg, [&](std::ostream& o) { write_svg(o, t, *vy, cases, hws, scs); });
+      if (csv != "-") print_table(vy, cases, bars);
       return 0;
     };
   });

@@ -1,5 +1,6 @@
 // bneck calibrate MEASUREMENTS.json -o FILE [--base PRESET] [--name NAME]
 // bneck validate-report MEASUREMENTS.json --hw FILE [--json FILE] [--svg FILE]
+#include <filesystem>
 #include <iomanip>
 #include <cmath>
 #include <iostream>
@@ -99,31 +100,37 @@ void add_validate_report(CLI::App& sub, Action& action) {
         });
       }
       if (json_out != "-") {
-        std::printf("%s on %s: %zu held-out measurements, median error %.1f %%, 90th percentile %.1f %%\n", h.name.c_str(),
-                    m.source.c_str(), r.held_out, r.median_error * 100, r.p90_error * 100);
-        std::printf("  %-12s %5s %9s %8s %8s %8s\n", "family", "n", "held-out", "MAPE", "median", "p90");
+        std::string files;  // the measurement files by name ("a.json + b.json")
+        for (std::size_t at = 0; at <= m.source.size();) {
+          const std::size_t plus = std::min(m.source.find(" + ", at), m.source.size());
+          files += (files.empty() ? "" : " + ") + std::filesystem::path(m.source.substr(at, plus - at)).filename().string();
+          at = plus + 3;
+        }
+        print_text("%s: %zu held-out measurements, median error %.1f %%, 90th percentile %.1f %% (%s)\n", h.name.c_str(), r.held_out,
+                   r.median_error * 100, r.p90_error * 100, files.c_str());
+        print_text("  %-12s %5s %9s %8s %8s %8s\n", "family", "n", "held-out", "MAPE", "median", "p90");
         for (const auto& f : r.families)
           if (f.modelled)
-            std::printf("  %-12s %5zu %9zu %7.1f%% %7.1f%% %7.1f%%\n", f.family.c_str(), f.n, f.held_out, f.mape * 100, f.median * 100,
+            print_text("  %-12s %5zu %9zu %7.1f%% %7.1f%% %7.1f%%\n", f.family.c_str(), f.n, f.held_out, f.mape * 100, f.median * 100,
                         f.p90 * 100);
           else
-            std::printf("  %-12s %5zu  (measured; no model predicts it yet)\n", f.family.c_str(), f.n);
+            print_text("  %-12s %5zu  (measured; no model predicts it yet)\n", f.family.c_str(), f.n);
         // The biggest held-out misses: where the model is least to be trusted on this GPU.
         std::vector<std::size_t> miss;
         for (std::size_t i = 0; i < m.items.size(); ++i)
           if (!m.items[i].train && r.predicted[i] > 0) miss.push_back(i);
         auto err = [&](std::size_t i) { return (r.predicted[i] - m.items[i].time_ns) / m.items[i].time_ns; };
         std::stable_sort(miss.begin(), miss.end(), [&](std::size_t a, std::size_t b) { return std::fabs(err(a)) > std::fabs(err(b)); });
-        if (!miss.empty()) std::printf("  biggest held-out misses:\n");
+        if (!miss.empty()) print_text("  biggest held-out misses:\n");
         for (std::size_t k = 0; k < miss.size() && k < 5; ++k) {
           const auto& x = m.items[miss[k]];
-          std::printf("    %-12s %-22s size %-12.4g measured %-10s predicted %-10s %+.1f%%\n", x.family.c_str(), x.name.c_str(),
+          print_text("    %-12s %-22s size %-12.4g measured %-10s predicted %-10s %+.1f%%\n", x.family.c_str(), x.name.c_str(),
                       measurement_size(x), format_duration(static_cast<TimeNs>(x.time_ns)).c_str(),
                       format_duration(static_cast<TimeNs>(r.predicted[miss[k]])).c_str(), 100 * err(miss[k]));
         }
         if (m.stability.is_object() && m.stability.contains("change") && m.stability["change"].is_number()) {
           double ch = m.stability["change"].get<double>();
-          std::printf("  stability: the reference copy changed %+.1f %% from the start of the run to the end%s\n", 100 * ch,
+          print_text("  stability: the reference copy changed %+.1f %% from the start of the run to the end%s\n", 100 * ch,
                       std::fabs(ch) > 0.05 ? " (over 5 %: clocks or other work; the figures may not hold)" : "");
         }
       }

@@ -42,7 +42,10 @@ void add_whatif(CLI::App& sub, Action& action) {
     const bool listing = self->count("--list-transforms") > 0;
     action = [extras, listing] {
       if (listing) {
-        std::cout << transform_help(list == "markdown");
+        if (list == "markdown")  // a document to paste: lines as markdown has them
+          write_output("-", [](std::ostream& o) { o << transform_help(true); });
+        else
+          std::cout << transform_help(false);
         return 0;
       }
       if (trace.empty()) throw InputError("whatif: TRACE is required");

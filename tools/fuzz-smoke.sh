@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # CI's short fuzz run: builds the libFuzzer harnesses of tests/fuzz with clang, ASan and
 # UBSan (the `fuzz` preset) and runs each for BNECK_FUZZ_SECONDS (default 8) on its seeds,
-# tests/fuzz/regressions and $BNECK_SHARED_DIR/fuzz-findings, so every known reproducer runs first under the
+# tests/fuzz/regressions and $BNECK_EXTRA_TRACES/fuzz-findings, so every known reproducer runs first under the
 # sanitizers. A crash, sanitizer report, leak, timeout (20 s an input) or an input taking more than
 # 4 GiB fails the run (libFuzzer exits non-zero; the input is saved under build-fuzz/tests/fuzz).
 set -euo pipefail

@@ -8,6 +8,7 @@
 
 #include "sim/base/error.hpp"
 #include "tools/commands.hpp"
+#include "tools/output.hpp"
 #include "tools/version.hpp"
 
 namespace bneck {
@@ -84,6 +85,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  limit_stdout_lines();  // text reports: no line over 200 characters (JSON, CSV and traces pass as they are)
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -131,11 +131,14 @@ class ContextParallel : public TransformStep {
         (attn == 0 ? "; no fused attention kernel: eager attention's GEMMs and softmax take 1/N of the work, no K/V exchange" : ""));
     c.log.push_back(text + ": strong scaling: the traced sequence is split, every GPU holds 1/" + std::to_string(n_) + " of it");
     const double weights = step_gemm_weights(ctx, [](OpId) { return true; });
+    c.memory = model_state_memory(ctx.trace, weights > 0 ? weights : -1);
+    if (ring_ && kv_block > 0) c.memory->buffers = kv_block;
     c.log.push_back(
         "  memory per GPU: parameters replicated (" +
         (weights > 0 ? "the GEMM weights of a step, " + format_bytes(static_cast<Bytes>(weights)) : std::string("no shapes")) +
         "), activations and K/V 1/" + std::to_string(n_) + " of one GPU's" +
-        (ring_ && kv_block > 0 ? ", plus one K/V block in flight (" + format_bytes(static_cast<Bytes>(kv_block)) + ")" : std::string()));
+        (ring_ && kv_block > 0 ? ", plus one K/V block in flight (" + format_bytes(static_cast<Bytes>(kv_block)) + ")" : std::string()) +
+        (weights > 0 ? "; " + memory_parts_text(*c.memory) : std::string()));
   }
 
  private:

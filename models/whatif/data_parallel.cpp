@@ -173,7 +173,7 @@ class DataParallel : public TransformStep {
                     std::to_string(ranks_) + " ranks (" + format_duration(comm_ns) + " by the collective model on " + c.spec.name + "; " +
                     format_duration(host_ns) + " of c10d host time), waited for at " + std::to_string(waited) + " bucket copies" +
                     (retimed ? "; " + std::to_string(retimed) + " communication kernels re-timed" : std::string()));
-    if (waited > 0) c.log.push_back(memory_line(t, total / waited));
+    if (waited > 0) c.log.push_back(memory_line(t, total / waited, c));
   }
 
   // A one-GPU trace without DDP: the gradients come from the backward pass, which PyTorch launches
@@ -292,7 +292,7 @@ class DataParallel : public TransformStep {
                     std::to_string(steps) + " backward passes (" + (grad_bytes_ ? "--grad-bytes" : "the forward GEMMs' weights") +
                     ", buckets of " + format_bytes(bucket_) + "; " + format_duration(comm_ns) + " by the collective model on " +
                     c.spec.name + ")");
-    if (steps > 0) c.log.push_back(memory_line(t, total / steps));
+    if (steps > 0) c.log.push_back(memory_line(t, total / steps, c));
   }
 
   // Strong scaling: the batch's kernels on 1/N of it (see the model card). Returns the log line.
@@ -323,19 +323,14 @@ class DataParallel : public TransformStep {
   // optimizer's state per parameter follows its name (PyTorch's `Optimizer.step#Adam.step` range:
   // Adam/AdamW keep two moments of the parameter's dtype, SGD none unless momentum, which the trace
   // does not say). Activations: not in the trace.
-  static std::string memory_line(const Trace& t, Bytes grads) {
-    std::string opt;
-    for (const Range& r : t.ranges) {
-      const std::string& n = t.strings.str(r.name);
-      if (n.rfind("Optimizer.step#", 0) == 0) {
-        opt = n.substr(15, n.find('.', 15) - 15);
-        break;
-      }
-    }
-    const bool adam = opt.find("Adam") != std::string::npos;
-    const Bytes state = adam ? 2 * grads : 0;
-    std::string what = opt.empty() ? "optimizer state: unknown (no Optimizer.step range)"
-                                   : "optimizer state (" + opt + ") " + shown(state) + (adam ? " (two moments)" : " (no momentum assumed)");
+  static std::string memory_line(const Trace& t, Bytes grads, WhatIfCase& c) {
+    const OptimizerState opt = optimizer_state(t);
+    const Bytes state = opt.per_param > 0 ? static_cast<Bytes>(opt.per_param) * grads : 0;
+    const double g = static_cast<double>(grads);
+    c.memory = MemoryPerGpu{g, g, opt.name.empty() ? -1.0 : static_cast<double>(state), -1, g};
+    std::string what = opt.name.empty() ? "optimizer state: unknown (no Optimizer.step range)"
+                                        : "optimizer state (" + opt.name + ") " + shown(state) +
+                                              (opt.per_param > 0 ? " (two moments)" : " (no momentum assumed)");
     return "  memory per GPU (replicated on every rank): parameters " + shown(grads) + ", gradients " + shown(grads) + ", DDP buckets " +
            shown(grads) + ", " + what + "; total " + shown(3 * grads + state) + " (activations: not in the trace)";
   }

@@ -123,11 +123,13 @@ class ExpertParallel : public TransformStep {
                          : std::string("the backward's expert GEMMs not found (no shapes, or --ep-experts): it keeps its time")));
     const double expert_w = step_gemm_weights(ctx, [&](OpId o) { return expert_op[o]; });
     const double other_w = step_gemm_weights(ctx, [&](OpId o) { return !expert_op[o]; });
-    if (expert_w + other_w > 0)
-      c.log.push_back(
-          "  memory per GPU: expert weights " + format_bytes(static_cast<Bytes>(expert_w / n_)) + " of " +
-          format_bytes(static_cast<Bytes>(expert_w)) + ", other weights replicated " + format_bytes(static_cast<Bytes>(other_w)) +
-          " (the GEMMs' second operands of a step; gradients and optimizer state in proportion; activations: not in the trace)");
+    if (expert_w + other_w > 0) {
+      c.memory = model_state_memory(t, expert_w / n_ + other_w);
+      c.log.push_back("  memory per GPU: expert weights " + format_bytes(static_cast<Bytes>(expert_w / n_)) + " of " +
+                      format_bytes(static_cast<Bytes>(expert_w)) + ", other weights replicated " +
+                      format_bytes(static_cast<Bytes>(other_w)) + " (the GEMMs' second operands of a step), " +
+                      memory_parts_text(*c.memory) + " (activations: not in the trace)");
+    }
   }
 
  private:

@@ -154,7 +154,7 @@ class Fsdp : public TransformStep {
                     " by the collective model on " + c.spec.name + "); optimizer on 1/" + std::to_string(group) + " of the parameters (" +
                     format_duration(opt_before) + " -> " + format_duration(opt_after) + ")");
     c.log.push_back(text + ": " + replica_scaling_line(strong_ ? Scaling::Strong : Scaling::Weak, n_, comp_before, comp_after));
-    c.log.push_back(memory_line(t, total_params, largest + second, group));
+    c.log.push_back(memory_line(t, total_params, largest + second, group, c));
   }
 
  private:
@@ -287,19 +287,13 @@ class Fsdp : public TransformStep {
     }
   }
 
-  std::string memory_line(const Trace& t, double params, double two_units, std::uint32_t group) const {
-    std::string opt;
-    for (const Range& r : t.ranges) {
-      const std::string& n = t.strings.str(r.name);
-      if (n.rfind("Optimizer.step#", 0) == 0) {
-        opt = n.substr(15, n.find('.', 15) - 15);
-        break;
-      }
-    }
-    const bool adam = opt.find("Adam") != std::string::npos;
-    const double state = adam ? 2 * params : 0, g = static_cast<double>(group);
+  std::string memory_line(const Trace& t, double params, double two_units, std::uint32_t group, WhatIfCase& c) const {
+    const OptimizerState opt = optimizer_state(t);
+    const double state = opt.per_param > 0 ? opt.per_param * params : 0, g = static_cast<double>(group);
     const double gathered = stage_ == 3 ? two_units : params;
     const double total = (stage_ == 3 ? params / g : params) + params / g + state / g + (stage_ == 3 ? gathered : 0);
+    c.memory = MemoryPerGpu{stage_ == 3 ? params / g : params, params / g, opt.name.empty() ? -1.0 : state / g, -1,
+                            stage_ == 3 ? gathered : 0};
     auto b = [](double x) {  // estimates: one decimal
       char buf[48];
       if (x >= double(1ull << 30))
@@ -311,8 +305,8 @@ class Fsdp : public TransformStep {
     return "  memory per GPU: parameters " + b(params) + " sharded " + std::to_string(group) + " ways (" + b(params / g) + ")" +
            (stage_ == 3 ? " + two units gathered " + b(gathered) : " + every parameter kept gathered (stage 2) " + b(params)) +
            ", gradients " + b(params / g) + ", optimizer state " +
-           (opt.empty() ? std::string("unknown (no Optimizer.step range)") : "(" + opt + ") " + b(state / g)) + "; total " + b(total) +
-           " (activations: not in the trace)";
+           (opt.name.empty() ? std::string("unknown (no Optimizer.step range)") : "(" + opt.name + ") " + b(state / g)) + "; total " +
+           b(total) + " (activations: not in the trace)";
   }
 
   std::uint32_t n_;

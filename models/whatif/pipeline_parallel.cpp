@@ -217,7 +217,7 @@ class PipelineParallel : public TransformStep {
     for (const Transfer& x : pending) add_transfer(c, st, x, n);
     wait_for_every_stage(t, g, ed, gr.regions, region_last);
     ed.commit();
-    log_summary(c, gr.regions, n, stage_weights);
+    log_summary(t, c, gr.regions, n, stage_weights);
   }
 
  private:
@@ -393,7 +393,8 @@ class PipelineParallel : public TransformStep {
     n.transfer_ns += d;
   }
 
-  void log_summary(WhatIfCase& c, const std::vector<Region>& regions, const Counts& n, const std::vector<double>& stage_weights) const {
+  void log_summary(const Trace& t, WhatIfCase& c, const std::vector<Region>& regions, const Counts& n,
+                   const std::vector<double>& stage_weights) const {
     c.log.push_back(text + ": " + std::to_string(regions.size()) + " steps of " +
                     std::to_string(regions.empty() ? 0 : regions[0].mbs.size()) + " microbatches on " + std::to_string(s_) + " stages (" +
                     (sched_ == Schedule::GPipe ? "gpipe" : "1f1b") + "), " + std::to_string(n.moved) + " device ops moved to stages 1.." +
@@ -418,7 +419,10 @@ class PipelineParallel : public TransformStep {
         mem += std::string(s ? ";" : "") + " stage " + std::to_string(s) + " weights " +
                format_bytes(static_cast<Bytes>(stage_weights[s])) + ", " + std::to_string(flight) + " microbatches in flight";
       }
+      c.memory = model_state_memory(t, *std::max_element(stage_weights.begin(), stage_weights.end()));
       c.log.push_back(mem);
+      c.log.push_back("  memory per GPU (the largest stage): weights " + format_bytes(static_cast<Bytes>(c.memory->parameters)) + ", " +
+                      memory_parts_text(*c.memory) + " (activations: not in the trace)");
     }
   }
   // Forward cut points as time fractions (S - 1 of them, rising): equal time, or where the

@@ -134,6 +134,8 @@ WhatIfReport run_whatif(const Trace& t, const WhatIfOptions& opt) {
         break;
       }
   rep.target_hw = pred.spec.name;
+  rep.memory = pred.memory;
+  rep.memory_capacity = pred.spec.gpu.memory_bytes;
   rep.base_graph = base.graph;
   rep.pred_graph = pred.graph;
   const Graph& bg = *base.graph;

@@ -58,6 +58,8 @@ struct WhatIfReport {
   Overlap baseline_overlap, predicted_overlap;
   std::vector<RankStats> baseline_ranks, predicted_ranks;  // one per process with device ops
   SimResult base_sim, pred_sim;
+  std::optional<MemoryPerGpu> memory;  // what one GPU holds under a parallel layout
+  Bytes memory_capacity = 0;           // the target GPU's memory
 };
 
 WhatIfReport run_whatif(const Trace& t, const WhatIfOptions& opt);

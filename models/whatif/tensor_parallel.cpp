@@ -128,10 +128,12 @@ class TensorParallel : public TransformStep {
                                        " times the traced one; split kernels keep their time, replicated ones do " + std::to_string(n_) +
                                        "x their work (" + format_duration(rep_before) + " -> " + format_duration(rep_after) +
                                        "), all-reduces " + std::to_string(n_) + "x the bytes"));
-    if (weights > 0)
+    if (weights > 0) {
+      c.memory = model_state_memory(t, weights / n_);
       c.log.push_back("  memory per GPU: sharded weights " + format_bytes(static_cast<Bytes>(weights / n_)) + " of " +
-                      format_bytes(static_cast<Bytes>(weights)) + " (the GEMMs' second operands in the first step, from shapes); " +
-                      "replicated weights (norms, embeddings) and activations: not counted");
+                      format_bytes(static_cast<Bytes>(weights)) + " (the GEMMs' second operands in the first step, from shapes), " +
+                      memory_parts_text(*c.memory) + "; replicated weights (norms, embeddings) and activations: not counted");
+    }
   }
 
  private:

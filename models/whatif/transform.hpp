@@ -10,6 +10,7 @@
 #pragma once
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,27 @@ struct WhatIfContext {
   std::vector<bool> select(const std::string& sel, bool device_only) const;
 };
 
+// What one GPU holds under a parallel layout (whatif --json `memory_per_gpu`), in bytes; a part
+// below 0 is one the trace cannot tell (JSON null). The pipeline's figure is its largest stage's.
+struct MemoryPerGpu {
+  double parameters = -1, gradients = -1, optimizer = -1, activations = -1;
+  double buffers = 0;  // what the layout adds beside them (DDP's gradient buckets, FSDP's gathered units)
+  double total() const;  // the known parts, buffers included
+};
+// The optimizer the trace's `Optimizer.step#NAME.step` range names ("" if none) and the state it
+// keeps per parameter byte (Adam, AdamW: two moments; another named one: none, as without momentum;
+// no such range: -1, unknown).
+struct OptimizerState {
+  std::string name;
+  double per_param = -1;
+};
+OptimizerState optimizer_state(const Trace& t);
+// `params` bytes of parameters on a GPU, with the gradients (as many, where the trace trains) and
+// the optimizer state (optimizer_state) that go with them; activations unknown.
+MemoryPerGpu model_state_memory(const Trace& t, double params);
+// "gradients 12 MiB, optimizer state 24 MiB; total 48 MiB" (unknown parts said so).
+std::string memory_parts_text(const MemoryPerGpu& m);
+
 struct WhatIfCase {
   std::shared_ptr<const Graph> graph;  // the base graph, or this case's own edited copy
   std::vector<TimeNs> durations;       // per trace op (synthetic nodes: by their DurationSource)
@@ -37,6 +59,7 @@ struct WhatIfCase {
   std::vector<std::string> log;
   std::vector<bool> scaled;  // ops a --scale selected (for Amdahl)
   double scale_factor = 0;   // the first --scale's factor, 0 if none
+  std::optional<MemoryPerGpu> memory;  // set by the parallel layouts
   // The case's own graph (copied from the base on first use) to edit.
   Graph& edit_graph();
 };

@@ -10,7 +10,7 @@ if [ -n "${NSYS_ENV:-}" ]; then source "$NSYS_ENV"; fi
 command -v nsys >/dev/null || { echo "capture.sh: nsys not found on PATH" >&2; exit 2; }
 nsys profile -o "$out" --force-overwrite true -t cuda,nvtx --cuda-graph-trace=node "$@"
 nsys export --type sqlite --force-overwrite true -o "$out.sqlite" "$out.nsys-rep" >/dev/null
-# Measured GPU span per NVTX range (definition: $BNECK_SHARED_DIR/traces/h200/README.md).
+# Measured GPU span per NVTX range (definition: $BNECK_EXTRA_TRACES/traces/h200/README.md).
 sqlite3 "$out.sqlite" "
 WITH r AS (SELECT n.rowid AS rid, COALESCE(n.text, s.value) AS name, n.start, n.end, n.globalTid
            FROM NVTX_EVENTS n LEFT JOIN StringIds s ON s.id = n.textId WHERE n.eventType = 59),

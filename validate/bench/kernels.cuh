@@ -67,7 +67,7 @@ __global__ void k_strided(float* out, const float* in, size_t n, int stride, siz
   if (i < n) out[i] = in[(i * stride) % span] * 1.5f;
 }
 
-// ---- fused chain (as $BNECK_SHARED_DIR/capture/chain.cu) ----------------------------------------------
+// ---- fused chain (as $BNECK_EXTRA_TRACES/capture/chain.cu) ----------------------------------------------
 template <class T>
 __device__ float ld(const T* p, size_t i) {
   return (float)p[i];

@@ -18,7 +18,7 @@ held-out rest is checked by tests/test_cross_gpu.cpp through bneck's own kernel 
       element per read and write: tensor-tensor ops 2 reads + 1 write, tensor-scalar and
       activations 1 + 1) over latency, over the preset's memory bandwidth; the access-width table
       is the parent's scaled by it.
-Usage: validate/external/fit_neusight.py NEUSIGHT_KERNELS_DIR   ($BNECK_SHARED_DIR/external/neusight/kernels)
+Usage: validate/external/fit_neusight.py NEUSIGHT_KERNELS_DIR   ($BNECK_EXTRA_TRACES/external/neusight/kernels)
 """
 import csv, json, math, os, statistics, sys
 

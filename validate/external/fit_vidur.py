@@ -20,7 +20,7 @@ median time per size at 12 sizes, 8 B .. 1 GiB nearest available, as a curve, it
 latency, the bus bandwidth from the largest two sizes); the 4- and 8-GPU all-reduce rows are held
 out (bneck moves the two-GPU curve to N by NCCL's ring steps and bus factor; tests/test_cross_gpu.cpp).
 Run after fit_neusight.py (which rewrites the H100 overlay): this merges into the overlays.
-Usage: validate/external/fit_vidur.py VIDUR_DIR   ($BNECK_SHARED_DIR/external/vidur)
+Usage: validate/external/fit_vidur.py VIDUR_DIR   ($BNECK_EXTRA_TRACES/external/vidur)
 """
 import csv, json, math, os, statistics, sys
 

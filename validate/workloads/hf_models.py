@@ -12,6 +12,8 @@
 #   llama_1b-train-1x1024     LlamaForCausalLM forward + LM loss + backward + AdamW step
 #   bert_base-inf-1x128       BertModel (hidden 768, 12 layers, 12 heads, ffn 3072) forward, no grad
 #   gpt2_medium-inf-4x512     GPT2LMHeadModel (n_embd 1024, 24 layers, 16 heads) forward, no grad
+#   gpt3_xl-*, opt_13-*       NeuSight's GPT-3 XL (GPT2LMHeadModel, n_embd 3072, 24 layers, 24 heads, 2048
+#                             positions) and OPT-1.3B; training = forward + LM loss + backward, no optimizer
 # Modes (one process may run several, --mode a,b,c; weights stay fp32 in every mode):
 #   fp32            torch.backends.cuda.matmul.allow_tf32 = False, torch.backends.cudnn.allow_tf32 = False
 #   tf32            both True
@@ -56,7 +58,13 @@ WORKLOADS = {
     "llama_1b-train-1x1024": ("llama_1b", True, 1, 1024),
     "bert_base-inf-1x128": ("bert_base", False, 1, 128),
     "gpt2_medium-inf-4x512": ("gpt2_medium", False, 4, 512),
+    # NeuSight's whole-model workloads (its configs; training = forward + loss.backward(), no optimizer)
+    "gpt3_xl-inf-2x2048": ("gpt3_xl", False, 2, 2048),
+    "gpt3_xl-train-1x2048": ("gpt3_xl", True, 1, 2048),
+    "opt_13-inf-2x2048": ("opt_1.3b", False, 2, 2048),
+    "opt_13-train-1x2048": ("opt_1.3b", True, 1, 2048),
 }
+NO_OPTIMIZER = {"gpt3_xl-train-1x2048", "opt_13-train-1x2048"}
 MODES = ("fp32", "tf32", "autocast-bf16", "compile", "graph")
 
 p = argparse.ArgumentParser()
@@ -80,6 +88,9 @@ for m in modes:
     if m not in MODES:
         sys.exit(f"unknown mode {m}")
 kind, train, B, S = WORKLOADS[a.workload]
+# BERT-base: SDPA attention (eager attention builds its mask from a host scalar, which a CUDA graph
+# cannot capture); every other workload eager attention.
+ATTN = "sdpa" if kind == "bert_base" else "eager"
 steps = a.steps or (10 if train else 20)
 dev = torch.device("cuda")
 torch.manual_seed(0)
@@ -117,6 +128,8 @@ def make_config():
         return BertModel, BertConfig(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096)
     if kind == "gpt2_large":
         return GPT2LMHeadModel, GPT2Config(n_embd=1280, n_layer=36, n_head=20)
+    if kind == "gpt3_xl":
+        return GPT2LMHeadModel, GPT2Config(n_embd=3072, n_layer=24, n_head=24, n_positions=2048, n_ctx=2048, activation_function="gelu_new")
     if kind == "bert_base":
         return BertModel, BertConfig(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072)
     if kind == "gpt2_medium":
@@ -131,7 +144,7 @@ def make_config():
 def build():
     cls, cfg = make_config()
     try:
-        cfg._attn_implementation = "eager"
+        cfg._attn_implementation = ATTN
     except Exception:
         pass
     errs = []
@@ -139,7 +152,7 @@ def build():
         try:
             if attempt == "from_config_cuda":
                 with torch.device(dev):
-                    m = cls._from_config(cfg, attn_implementation="eager")
+                    m = cls._from_config(cfg, attn_implementation=ATTN)
             elif attempt == "ctor_cuda":
                 with torch.device(dev):
                     m = cls(cfg)
@@ -161,7 +174,7 @@ vocab = model.config.vocab_size
 g = torch.Generator(device=dev).manual_seed(0)
 ids = torch.randint(0, vocab, (B, S), device=dev, generator=g)
 model.train(train)
-opt = torch.optim.AdamW(model.parameters(), lr=1e-4) if train else None
+opt = torch.optim.AdamW(model.parameters(), lr=1e-4) if train and a.workload not in NO_OPTIMIZER else None
 extra = {} if kind.startswith("bert") else {"use_cache": False}
 
 
@@ -194,8 +207,11 @@ def make_step(mode, m):
             else:
                 loss = m(input_ids=ids, labels=ids, **extra).loss
             loss.backward()
-            opt.step()
-            opt.zero_grad(set_to_none=True)
+            if opt is not None:
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+            else:
+                m.zero_grad(set_to_none=True)
     else:
         def step():
             with torch.no_grad():
@@ -277,7 +293,7 @@ def header(mode, part, what):
     out(part, f"config workload {a.workload} model {kind} {'train' if train else 'inference'} batch {B} seq {S} mode {mode} "
               f"part {what} params {nparams} vocab {vocab} attn {attn} build {how} build_s {build_s:.1f} "
               f"{precision_state()} autocast {'bf16' if mode == 'autocast-bf16' else 'none'} compiled {mode == 'compile'} "
-              f"optimizer {'AdamW(lr=1e-4, defaults)' if train else 'none'} torch {torch.__version__} "
+              f"optimizer {'AdamW(lr=1e-4, defaults)' if opt is not None else 'none'} torch {torch.__version__} "
               f"transformers {transformers.__version__} gpu {torch.cuda.get_device_name()}")
     if build_errs:
         out(part, "build_fallbacks " + " | ".join(build_errs))

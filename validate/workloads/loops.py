@@ -12,6 +12,14 @@
 #   train     a 4-layer transformer encoder (d 1024, 16 heads, batch 8 x 256) trained with AdamW;
 #             modes: plain, accum2 (2 microbatches a step, one optimizer step)
 #   cycle     BERT-like encoder inference cycling sequence lengths 64 / 128 / 256 (batch 8)
+#   vision    torchvision ResNet-18 training step, batch 32 x 3 x 224 x 224, SGD with momentum;
+#             modes: fp32, channels_last (bf16 autocast, channels-last memory format)
+#   dataload  a DataLoader (2 workers, pinned) feeding batches of 64 x 1024 floats through an MLP
+#             training step (AdamW); modes: plain
+#   decode    GPT-2 small (12 layers) decoding 40 tokens with its KV cache, batch 1, one token a
+#             step (a prefill step of 32 tokens first); modes: eager
+#   mixed     a CUDA graph of an MLP forward (8 x Linear(2048), batch 16) then an eager tail
+#             (softmax, top-k, an .item()); modes: plain
 # Every step ends with torch.cuda.synchronize() (as a loss.item() would). Timing: --warmup steps,
 # then --steps steps between CUDA events (and wall clock); prints per mode a line
 #   loop L mode M steps_ms ... median_ms X wall_median_ms Y
@@ -24,7 +32,7 @@ import argparse, statistics, sys, time
 import torch
 
 p = argparse.ArgumentParser()
-p.add_argument("--loop", required=True, choices=["copy", "stage", "host", "train", "cycle"])
+p.add_argument("--loop", required=True, choices=["copy", "stage", "host", "train", "cycle", "vision", "dataload", "decode", "mixed"])
 p.add_argument("--mode", required=True)
 p.add_argument("--steps", type=int, default=20)
 p.add_argument("--warmup", type=int, default=5)
@@ -146,7 +154,96 @@ def cycle_loop(mode):
     return step
 
 
-LOOPS = {"copy": copy_loop, "stage": stage_loop, "host": host_loop, "train": train_loop, "cycle": cycle_loop}
+def vision_loop(mode):
+    import torchvision
+    m = torchvision.models.resnet18().to(dev)
+    x = torch.randn(32, 3, 224, 224, device=dev)
+    y = torch.randint(0, 1000, (32,), device=dev)
+    if mode == "channels_last":
+        m = m.to(memory_format=torch.channels_last)
+        x = x.to(memory_format=torch.channels_last)
+    opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9)
+
+    def step(i):
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=(mode == "channels_last")):
+            loss = torch.nn.functional.cross_entropy(m(x), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        return loss
+    return step
+
+
+class _Batches(torch.utils.data.Dataset):
+    def __len__(self):
+        return 1 << 20
+
+    def __getitem__(self, i):
+        g = torch.Generator().manual_seed(i)
+        return torch.randn(64, 1024, generator=g), torch.randn(64, 256, generator=g)
+
+
+def dataload_loop(mode):
+    m = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.GELU(), torch.nn.Linear(4096, 4096), torch.nn.GELU(),
+                            torch.nn.Linear(4096, 256)).to(dev)
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
+    it = iter(torch.utils.data.DataLoader(_Batches(), batch_size=None, num_workers=2, pin_memory=True, prefetch_factor=4))
+
+    def step(i):
+        x, y = next(it)
+        x, y = x.to(dev, non_blocking=True), y.to(dev, non_blocking=True)
+        loss = torch.nn.functional.mse_loss(m(x), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        return loss
+    return step
+
+
+def decode_loop(mode):
+    from transformers import GPT2Config, GPT2LMHeadModel
+    m = GPT2LMHeadModel(GPT2Config(n_layer=12, n_embd=768, n_head=12)).to(dev).eval()
+    prompt = torch.randint(0, 50257, (1, 32), device=dev)
+    state = {}
+
+    def step(i):
+        # step 0 of every 41: the prefill; then one token a step with the cache
+        k = i % 41
+        with torch.no_grad():
+            if k == 0:
+                out = m(input_ids=prompt, use_cache=True)
+            else:
+                out = m(input_ids=state["tok"], past_key_values=state["past"], use_cache=True)
+        state["past"] = out.past_key_values
+        state["tok"] = out.logits[:, -1:].argmax(-1)
+        return state["tok"]
+    return step
+
+
+def mixed_loop(mode):
+    lins = torch.nn.Sequential(*[torch.nn.Sequential(torch.nn.Linear(2048, 2048), torch.nn.ReLU()) for _ in range(8)]).to(dev)
+    x = torch.randn(16, 2048, device=dev)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.no_grad(), torch.cuda.stream(side):
+        for _ in range(3):
+            lins(x)
+    torch.cuda.current_stream().wait_stream(side)
+    g = torch.cuda.CUDAGraph()
+    with torch.no_grad(), torch.cuda.graph(g):
+        out = lins(x)
+
+    def step(i):
+        g.replay()
+        with torch.no_grad():
+            p = torch.softmax(out, -1)
+            v, idx = torch.topk(p, 8, dim=-1)
+            return float(v.sum().item())
+    return step
+
+
+LOOPS = {"copy": copy_loop, "stage": stage_loop, "host": host_loop, "train": train_loop, "cycle": cycle_loop,
+         "vision": vision_loop, "dataload": dataload_loop, "decode": decode_loop, "mixed": mixed_loop}
 
 
 def count(step):

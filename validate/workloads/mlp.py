@@ -1,4 +1,4 @@
-# A validation workload for model-mode replay (not one of $BNECK_SHARED_DIR/traces): a 4-layer MLP training
+# A validation workload for model-mode replay (not one of $BNECK_EXTRA_TRACES/traces): a 4-layer MLP training
 # step (batch 4096, width 4096, GELU, AdamW), fp32 or bf16 autocast, NVTX step ranges with op shapes.
 # Usage: python3 mlp.py fp32|bf16
 import sys, torch
