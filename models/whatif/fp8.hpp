@@ -23,4 +23,8 @@ std::string recipe_in_use(const Trace& t, const std::vector<KernelWork>& work);
 // one quantization kernel's launch.
 std::unique_ptr<TransformStep> make_fp8_step(const std::string& scaling, std::string sel, TimeNs host);
 
+// --precision autocast-bf16 / autocast-fp16 (autocast.cpp): dtype the lower precision, sel the ops
+// it applies to, host a cast's host time (negative: the measured default).
+std::unique_ptr<TransformStep> make_autocast_step(Dtype dtype, std::string sel, TimeNs host);
+
 }  // namespace bneck

@@ -60,6 +60,7 @@ struct WhatIfCase {
   std::vector<bool> scaled;  // ops a --scale selected (for Amdahl)
   double scale_factor = 0;   // the first --scale's factor, 0 if none
   std::optional<MemoryPerGpu> memory;  // set by the parallel layouts
+  bool profiler_removed = false;       // --unprofile took the profiler's host cost out
   // The case's own graph (copied from the base on first use) to edit.
   Graph& edit_graph();
 };

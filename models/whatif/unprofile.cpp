@@ -97,6 +97,7 @@ class Unprofile : public TransformStep {
     const Trace& t = ctx.trace;
     const ProfilerSetting s = profiler_setting(t);
     if (!s.costs()) return;
+    c.profiler_removed = scale_ > 0;
     const double per_op = static_cast<double>(s.per_op) * scale_, per_call = static_cast<double>(s.per_call) * scale_;
     const double per_input = static_cast<double>(s.per_input) * scale_;
     // Recorded op ranges per thread, by start, with their cost; its running sum.

@@ -2,6 +2,8 @@
 #include "sim/analysis/structure_loops.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <string>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -13,6 +15,16 @@ namespace bneck::structure_loops {
 namespace {
 
 constexpr std::uint64_t kBase = 0x9E3779B97F4A7C15ull;  // odd: hashes of symbol runs mod 2^64
+
+// An optimizer step's kernel by its name: PyTorch's foreach and fused optimizers
+// (multi_tensor_apply_kernel, fused_adam), apex's and others' (adam, sgd, adagrad, rmsprop).
+bool optimizer_kernel(const std::string& name) {
+  std::string n = name;
+  for (char& c : n) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* k : {"multi_tensor_apply", "adam", "sgd", "adagrad", "rmsprop", "optimizer"})
+    if (n.find(k) != std::string::npos) return true;
+  return false;
+}
 
 }  // namespace
 
@@ -41,6 +53,7 @@ std::vector<Seq> launch_sequences(const Trace& t) {
     s.sym.resize(n);
     s.thread.resize(n);
     s.score.resize(n);
+    s.optimizer.assign(n, 0);
     TimeNs max_end = 0, max_score = 0;
     for (std::size_t k = 0; k < n; ++k) {
       const OpId d = v[k].second;
@@ -53,6 +66,7 @@ std::vector<Seq> launch_sequences(const Trace& t) {
         key |= static_cast<std::uint64_t>(c->copy_kind);
       s.sym[k] = symbols.emplace(key, static_cast<std::uint32_t>(symbols.size())).first->second;
       s.thread[k] = o.link != kNone ? t.ops[o.link].lane : kNone;
+      if (o.kind == OpKind::Kernel) s.optimizer[k] = optimizer_kernel(t.name(o));
       if (k > 0) {
         s.score[k] = std::max<TimeNs>(0, v[k].first - v[k - 1].first) + std::max<TimeNs>(0, o.start - max_end);
         max_score = std::max(max_score, s.score[k]);
@@ -312,14 +326,55 @@ std::optional<Loop> best_loop(const Seq& s, std::size_t lo, std::size_t hi, cons
   return choose(s, search.cands);
 }
 
+// The offsets of a loop's window where an instance may begin, by a training step's anatomy (its
+// forward, then the backward another thread launches, then the optimizer): where the window holds
+// an optimizer's kernels launched by one thread and ops of another thread (a backward), an
+// instance begins after the optimizer's last kernel that follows a backward and no later than the
+// next backward; with a backward and no optimizer, right after a backward. Anything else: every
+// offset.
+std::vector<char> anatomy_offsets(const Seq& s, const Loop& l) {
+  const std::size_t n = l.len, b = l.starts[0];
+  std::vector<char> ok(n, 1);
+  LaneId main = kNone;
+  for (std::size_t k = 0; k < n && main == kNone; ++k)
+    if (s.optimizer[b + k]) main = s.thread[b + k];
+  if (main == kNone) main = s.thread[b];
+  auto bw = [&](std::size_t k) { return s.thread[b + k % n] != main && s.thread[b + k % n] != kNone; };
+  std::size_t bw_ops = 0;
+  for (std::size_t k = 0; k < n; ++k) bw_ops += bw(k);
+  if (main == kNone || bw_ops == 0 || bw_ops == n) return ok;
+  std::fill(ok.begin(), ok.end(), 0);
+  bool any_opt = false;
+  for (std::size_t k = 0; k < n; ++k) {
+    if (!bw(k) || bw(k + 1)) continue;  // k: the last op of a backward run
+    std::size_t next = k + 1, last_opt = 0;
+    bool opt = false;
+    for (std::size_t m = k + 1; m < k + 1 + n && !bw(m); ++m, next = m)
+      if (s.optimizer[b + m % n]) {
+        opt = true;
+        last_opt = m;
+      }
+    if (opt) {
+      if (!any_opt) std::fill(ok.begin(), ok.end(), 0);  // the optimizer's segment rules
+      any_opt = true;
+      for (std::size_t m = last_opt + 1; m < std::max(next, last_opt + 2); ++m) ok[m % n] = 1;
+    } else if (!any_opt) {
+      ok[(k + 1) % n] = 1;
+    }
+  }
+  return ok;
+}
+
 // Rotates a loop's windows to the offset with the strongest boundary evidence (median over its
-// instances), keeping the rotated windows that still hold the loop's content; one more in front
-// when it does.
+// instances) that a training step's anatomy allows (anatomy_offsets), keeping the rotated windows
+// that still hold the loop's content; one more in front when it does.
 Loop rotate_to_boundary(const Seq& s, const Loop& l, std::size_t lo, std::size_t hi, const std::vector<std::uint32_t>& taken_prefix) {
   std::vector<TimeNs> v(l.starts.size());
   std::size_t best_r = 0;
   TimeNs best = -1;
+  const std::vector<char> allowed = anatomy_offsets(s, l);
   for (std::size_t r = 0; r < l.len; ++r) {
+    if (!allowed[r]) continue;
     for (std::size_t j = 0; j < l.starts.size(); ++j) v[j] = s.score[l.starts[j] + r];
     std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
     TimeNs m = v[v.size() / 2];

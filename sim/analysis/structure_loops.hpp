@@ -17,6 +17,7 @@ struct Seq {
   std::vector<std::uint32_t> sym;
   std::vector<LaneId> thread;        // launching thread (kNone: no launch recorded)
   std::vector<TimeNs> score;         // boundary evidence before the op: host time since the previous launch + GPU idle
+  std::vector<char> optimizer;       // an optimizer's kernel by its name (multi_tensor_apply, adam, sgd, ...)
   std::vector<std::uint64_t> h, pw;  // prefix hashes, powers of kBase
   std::uint64_t window(std::size_t i, std::size_t len) const { return h[i + len] - h[i] * pw[len]; }
 };

@@ -1,5 +1,5 @@
 // Nsight Systems SQLite export importer (nsys 2022.1 .. 2025.x; schema notes in
-// ../shared/docs/nsys-sqlite-schema.md). Every table and every non-core column is optional.
+// $BNECK_EXTRA_TRACES/docs/nsys-sqlite-schema.md). Every table and every non-core column is optional.
 #pragma once
 #include "traces/importer.hpp"
 

@@ -1,0 +1,253 @@
+// --precision autocast-bf16 / autocast-fp16. Model card: PyTorch's torch.autocast on CUDA, GPU and
+//   host. The forward's kernels are walked in launch order with the dtype of the activation they
+//   read (fp32 at first):
+//   - a GEMM (linear, matmul, bmm, convolution) or fused attention kernel runs in DTYPE on tensor
+//     cores (time x model(new) / model(old)) behind a cast of each fp32 input: a linear's weight and
+//     its bias (every call: no cache across calls), its activation where that is fp32; a batched
+//     GEMM's first operand where it is fp32 (attention probabilities after an fp32 softmax); a
+//     fused attention kernel's q, k, v where fp32. A GEMM right after another reads its input (q,
+//     k, v projections of one tensor). Its output is in DTYPE.
+//   - a norm, softmax or reduction (autocast's fp32 list) casts a DTYPE input up, and outputs fp32;
+//     a binary elementwise op (two tensors: a residual add, a mask) promotes to fp32. Elementwise
+//     kernels keep their time: moving them to DTYPE's bytes put the GPT-2 large 4x1024 and OPT-1.3B
+//     2x2048 forecasts 18 and 7 % below measured (61.7 and 95.6 ms against 75.2 and 102.6; 68.1
+//     and 103.8 ms without).
+//   Casts cost the GPU elements x (4 + DTYPE bytes) at the streaming rate plus the kernel tail
+//   (folded into the op they feed, on its stream), and the host kCastHost each (aten::to ->
+//   _to_copy -> empty_strided + copy_, its launch, and the autocast dispatch of the op it feeds),
+//   added to the call that launches that op. Where the profiler's host cost is kept
+//   (--unprofile off), each cast also pays the profiler's per-event costs for the four ops and the
+//   call it records. A training step (a backward on another thread) casts every gradient of a cast
+//   input back to fp32: as many casts again, their host time and GPU time spread over the
+//   backward's GEMM launches. cuBLAS's helper kernels (split-K scaling, bias epilogues) belong to
+//   their GEMM and keep their time. Without shapes (Nsight Systems without NVTX shapes, a profile
+//   without record_shapes) a linear is taken to have a bias, and a cast's elements are a third of
+//   its GEMM's bytes over 4.
+//   Measured (validate/reference/h200/loops, unprofiled, three processes): the host-bound loop of 48
+//   x (LayerNorm, Linear(256), GELU, add) at batch 1 runs 2.03 / 2.30 ms fp32 and 3.47 / 3.85 ms
+//   under autocast with its 144 casts (3 a Linear): 10.0 / 10.8 us a cast; BERT-base 1x128 (host-
+//   bound) 10.99 -> 13.30 ms with 195 casts a step: 11.8 us. kCastHost is their mean, 10.9 us
+//   (fitted on those two). Held out: BERT-large, GPT-2 large, OPT-1.3B, Llama (hf_models), GPT-2
+//   medium (loops) and the core block pair (docs/whatif.md).
+#include <algorithm>
+#include <cmath>
+
+#include "models/whatif/fp8.hpp"
+#include "models/whatif/transform.hpp"
+#include "sim/base/units.hpp"
+
+namespace bneck {
+namespace {
+
+constexpr TimeNs kCastHost = 10'900;  // ns: one cast's host time unprofiled, H200 hosts (card above)
+
+enum class Dt { F32, Low };
+
+// Two tensor inputs: PyTorch's vectorized kernels carry their operands in a std::array of
+// inputs + output pointers; its binary functors name themselves (AUnary/BUnary: one tensor and a
+// scalar).
+bool binary_elementwise(const std::string& n) {
+  if (n.find("std::array<char*, 3") != std::string::npos || n.find("std::array<char*, 4") != std::string::npos) return true;
+  return n.find("BinaryFunctor") != std::string::npos && n.find("UnaryFunctor") == std::string::npos;
+}
+
+// cuBLAS's helpers around one GEMM call (split-K's beta scaling and reduction, cuBLASLt's bias
+// epilogue): part of the GEMM before or after them, no op of their own.
+bool gemm_helper(const std::string& n) {
+  return n.find("scal_kernel") != std::string::npos || n.find("epilogue") != std::string::npos || n.find("splitKreduce") != std::string::npos;
+}
+
+class Autocast : public TransformStep {
+ public:
+  Autocast(Dtype dtype, std::string sel, TimeNs host) : dtype_(dtype), sel_(std::move(sel)), host_(host) {}
+  void apply(const WhatIfContext& ctx, WhatIfCase& c) const override {
+    const Trace& t = ctx.trace;
+    const std::vector<bool> hit = ctx.select(sel_, true);
+    const LaneId main = forward_lane(t);
+    const TimeNs host = (host_ >= 0 ? host_ : kCastHost) + (c.profiler_removed ? 0 : profiler_cost_per_cast(t));
+    State s;
+    for (OpId i : forward_kernels(t, main)) step(ctx, c, i, hit[i], host, s);
+    const std::size_t bw_casts = has_backward(t) ? backward(ctx, c, hit, main, host, s) : 0;
+    c.log.push_back(text + " (the trace runs " + recipe_in_use(t, ctx.work) + "): " + std::to_string(s.gemms) + " GEMM/attention kernels in " +
+                    to_string(dtype_) + " on " + to_string(c.spec.gpu.best_unit(dtype_)) + ", " + std::to_string(s.casts) +
+                    " casts in the forward" + (bw_casts ? " and " + std::to_string(bw_casts) + " of gradients in the backward" : "") +
+                    " (" + format_duration(s.cast_gpu) + " on the GPU, " + format_duration(s.cast_host) + " on the host, " +
+                    format_duration(host) + " a cast" + (host_ >= 0 ? ", given" : c.profiler_removed ? "" : ", the profiler's cost kept") +
+                    "); norms, softmax and elementwise kernels fp32; " + format_duration(s.before) + " -> " +
+                    format_duration(s.after));
+  }
+
+ private:
+  struct State {
+    Dt cur = Dt::F32, last_act = Dt::F32;
+    bool prev_linear = false;  // the previous kernel (copies aside) was a linear GEMM
+    std::size_t gemms = 0, casts = 0;
+    TimeNs before = 0, after = 0, cast_gpu = 0, cast_host = 0;
+  };
+
+  // The profiler's cost of one cast's recorded events where it is kept: four ops (to, _to_copy,
+  // empty_strided, copy_) with about six inputs, and one CUDA call.
+  static TimeNs profiler_cost_per_cast(const Trace& t) {
+    const ProfilerSetting p = profiler_setting(t);
+    return 4 * p.per_op + p.per_call + 6 * p.per_input;
+  }
+
+  // The kernels `main` launches, in launch order.
+  static std::vector<OpId> forward_kernels(const Trace& t, LaneId main) {
+    std::vector<OpId> v;
+    for (OpId i = 0; i < t.ops.size(); ++i) {
+      const Op& o = t.ops[i];
+      if (o.kind == OpKind::Kernel && !(o.flags & Op::kFlagNccl) && o.link != kNone && t.ops[o.link].lane == main) v.push_back(i);
+    }
+    std::stable_sort(v.begin(), v.end(), [&](OpId a, OpId b) { return t.ops[t.ops[a].link].start < t.ops[t.ops[b].link].start; });
+    return v;
+  }
+
+  TimeNs cast_ns(const GpuSpec& g, double elems) const {
+    if (elems <= 0) return 0;
+    return static_cast<TimeNs>(std::llround(elems * (4 + dtype_bytes(dtype_)) / (g.memory_bandwidth * g.streaming_efficiency_for(16)) * 1e9)) +
+           g.kernel_tail;
+  }
+
+  // A GEMM's casts (count and GPU time) for an activation of dtype `act`.
+  std::pair<std::size_t, TimeNs> gemm_casts(const Trace& t, OpId i, const KernelWork& w, Dt act, const GpuSpec& g) const {
+    const bool attention = w.cls == KernelClass::Attention, batched = attention || w.batch > 1;
+    double act_elems = 0, weight_elems = 0, bias_elems = 0;
+    bool bias = true;
+    if (w.from_shapes && w.out_rows > 0 && w.out_cols > 0 && w.flops > 0) {
+      const double batch = std::max(1.0, w.batch), inner = w.flops / (2 * batch * w.out_rows * w.out_cols);
+      act_elems = batch * w.out_rows * inner;
+      weight_elems = w.rhs_elems > 0 ? w.rhs_elems : inner * w.out_cols;
+      bias_elems = w.out_cols;
+      bias = w.op.find("mm") == std::string::npos || w.op.find("addmm") != std::string::npos;  // aten::mm, bmm, matmul: none
+    } else {
+      act_elems = weight_elems = w.bytes / 12;  // a third of its fp32 bytes each (no shapes)
+    }
+    std::size_t n = 0;
+    TimeNs d = 0;
+    if (act == Dt::F32) {
+      n += attention ? 3 : 1;
+      d += attention ? 3 * cast_ns(g, act_elems) : cast_ns(g, act_elems);
+    }
+    if (!batched) {
+      n += 1;
+      d += cast_ns(g, weight_elems);
+      if (bias) {
+        n += 1;
+        d += cast_ns(g, bias_elems);
+      }
+    }
+    (void)t;
+    (void)i;
+    return {n, d};
+  }
+
+  void step(const WhatIfContext& ctx, WhatIfCase& c, OpId i, bool hit, TimeNs host, State& s) const {
+    const Trace& t = ctx.trace;
+    const Op& o = t.ops[i];
+    const KernelWork& w = ctx.work[i];
+    const GpuSpec& g = c.spec.gpu;
+    const std::string& name = t.name(o);
+    const bool fp32 = w.dtype == Dtype::FP32 || w.dtype == Dtype::TF32;
+    const TimeNs d = c.durations[i];
+    TimeNs nd = d;
+    std::size_t n_cast = 0;
+    TimeNs cast = 0;
+    if (gemm_helper(name)) return;
+    if (is_compute_class(w.cls)) {
+      const bool linear = w.cls != KernelClass::Attention && w.batch <= 1;
+      const Dt act = linear && s.prev_linear ? s.last_act : s.cur;
+      if (fp32 && hit) {
+        KernelWork w2 = w;
+        w2.dtype = dtype_;
+        w2.unit = g.best_unit(dtype_);
+        w2.bytes = w.bytes * dtype_bytes(dtype_) / 4;
+        const double old_t = static_cast<double>(model_kernel(t, i, w, c.spec).time_ns);
+        const double new_t = static_cast<double>(model_kernel(t, i, w2, c.spec).time_ns);
+        nd = old_t > 0 ? static_cast<TimeNs>(std::llround(static_cast<double>(d) * new_t / old_t)) : d;
+        std::tie(n_cast, cast) = gemm_casts(t, i, w, act, g);
+        ++s.gemms;
+      }
+      s.last_act = act;
+      s.prev_linear = linear;
+      s.cur = Dt::Low;
+    } else if (w.cls == KernelClass::Norm || w.cls == KernelClass::Softmax || w.cls == KernelClass::Reduction) {
+      if (s.cur == Dt::Low && hit) {
+        n_cast = 1;
+        cast = cast_ns(g, w.bytes / 8);  // its input up (it reads and writes fp32)
+      }
+      s.cur = Dt::F32;
+      s.prev_linear = false;
+    } else if (w.cls == KernelClass::Elementwise && binary_elementwise(name)) {
+      s.cur = Dt::F32;  // promoted with an fp32 operand
+      s.prev_linear = false;
+    } else if (w.cls != KernelClass::Copy) {
+      s.prev_linear = false;
+    }
+    nd += cast;
+    if (n_cast > 0) {
+      const TimeNs h = host * static_cast<TimeNs>(n_cast);
+      c.durations[o.link] += h;  // the casts' host time, in the call that launches the op they feed
+      s.cast_host += h;
+      s.cast_gpu += cast;
+      s.casts += n_cast;
+    }
+    s.before += d;
+    s.after += nd;
+    c.durations[i] = nd;
+  }
+
+  // A training step: the backward's GEMMs run in DTYPE on the saved casts (the forward's rule),
+  // and each cast input's gradient is cast back to fp32: as many casts as the forward's, their host
+  // and GPU time spread over the backward's GEMM launches. Returns those casts.
+  std::size_t backward(const WhatIfContext& ctx, WhatIfCase& c, const std::vector<bool>& hit, LaneId main, TimeNs host, State& s) const {
+    const Trace& t = ctx.trace;
+    std::vector<OpId> bw;
+    for (OpId i = 0; i < t.ops.size(); ++i) {
+      const Op& o = t.ops[i];
+      if (hit[i] && o.kind == OpKind::Kernel && !(o.flags & Op::kFlagNccl) && o.link != kNone && t.ops[o.link].lane != main &&
+          is_compute_class(ctx.work[i].cls))
+        bw.push_back(i);
+    }
+    if (bw.empty()) return 0;
+    const GpuSpec& g = c.spec.gpu;
+    const double share = static_cast<double>(s.casts) / static_cast<double>(bw.size());
+    const TimeNs gpu_share = static_cast<TimeNs>(std::llround(static_cast<double>(s.cast_gpu) / static_cast<double>(bw.size())));
+    for (OpId i : bw) {
+      const KernelWork& w = ctx.work[i];
+      const TimeNs d = c.durations[i];
+      TimeNs nd = d;
+      if (w.dtype == Dtype::FP32 || w.dtype == Dtype::TF32) {
+        KernelWork w2 = w;
+        w2.dtype = dtype_;
+        w2.unit = g.best_unit(dtype_);
+        w2.bytes = w.bytes * dtype_bytes(dtype_) / 4;
+        const double old_t = static_cast<double>(model_kernel(t, i, w, c.spec).time_ns);
+        const double new_t = static_cast<double>(model_kernel(t, i, w2, c.spec).time_ns);
+        nd = old_t > 0 ? static_cast<TimeNs>(std::llround(static_cast<double>(d) * new_t / old_t)) : d;
+        ++s.gemms;
+      }
+      nd += gpu_share;
+      const TimeNs h = static_cast<TimeNs>(std::llround(share * static_cast<double>(host)));
+      c.durations[t.ops[i].link] += h;
+      s.cast_host += h;
+      s.cast_gpu += gpu_share;
+      s.before += d;
+      s.after += nd;
+      c.durations[i] = nd;
+    }
+    return s.casts;
+  }
+
+  Dtype dtype_;
+  std::string sel_;
+  TimeNs host_;
+};
+
+}  // namespace
+
+std::unique_ptr<TransformStep> make_autocast_step(Dtype dtype, std::string sel, TimeNs host) {
+  return std::make_unique<Autocast>(dtype, std::move(sel), host);
+}
+
+}  // namespace bneck
