@@ -54,7 +54,7 @@ void add_occupancy(CLI::App& sub, Action& action) {
       emit(json_out, j, [&] {
         print_text("%s: %u threads, %u registers, %s shared per block\n", h.name.c_str(), threads, regs, smem.c_str());
         print_text("  blocks per SM %u (limits: warps %u, registers %u, shared memory %u, blocks %u), limiter: %s\n", r.blocks_per_sm,
-                    r.by_warps, r.by_registers, r.by_shared_memory, r.by_blocks, r.limiter.c_str());
+                   r.by_warps, r.by_registers, r.by_shared_memory, r.by_blocks, r.limiter.c_str());
         print_text("  warps per SM %u, occupancy %.1f%%\n", r.warps_per_sm, r.occupancy * 100);
       });
       return 0;
@@ -76,7 +76,7 @@ void add_coalesce(CLI::App& sub, Action& action) {
                 {"bytes_moved", c.bytes_moved}, {"efficiency", c.efficiency}, {"dram_bytes_moved", c.dram_bytes_moved}};
       emit(json_out, j, [&] {
         print_text("a warp reading %u-byte elements %u apart: %u sectors of 32 B, %llu bytes moved for %u used (%.1f%%)\n", elem, stride,
-                    c.sectors_per_request, static_cast<unsigned long long>(c.bytes_moved), 32 * elem, c.efficiency * 100);
+                   c.sectors_per_request, static_cast<unsigned long long>(c.bytes_moved), 32 * elem, c.efficiency * 100);
       });
       return 0;
     };
@@ -126,7 +126,7 @@ void add_amdahl(CLI::App& sub, Action& action) {
         print_text("Amdahl: %.4g of the run made %sx faster: speedup %.4f", fraction, factor.c_str(), sp);
         if (j.contains("predicted_ns"))
           print_text(", %s -> %s (saves %s)", format_duration(j["total_ns"]).c_str(), format_duration(j["predicted_ns"]).c_str(),
-                      format_duration(j["saved_ns"]).c_str());
+                     format_duration(j["saved_ns"]).c_str());
         print_text("\n");
       });
       return 0;
@@ -167,9 +167,9 @@ void add_collective(CLI::App& sub, Action& action) {
                 {"bus_factor", bus_factor(k, ranks)}};
       emit(json_out, j, [&] {
         print_text("%s of %s on %u ranks of %s: %s (%s over %s at %s; latency part %s); algbw %s, busbw %s (x%.4g)\n", to_string(k),
-                    format_bytes(b).c_str(), ranks, h.name.c_str(), format_duration(e.time_ns).c_str(), e.algorithm.c_str(), e.link.c_str(),
-                    format_bandwidth(e.link_bandwidth).c_str(), format_duration(e.latency_ns).c_str(), format_bandwidth(algbw).c_str(),
-                    format_bandwidth(busbw).c_str(), bus_factor(k, ranks));
+                   format_bytes(b).c_str(), ranks, h.name.c_str(), format_duration(e.time_ns).c_str(), e.algorithm.c_str(), e.link.c_str(),
+                   format_bandwidth(e.link_bandwidth).c_str(), format_duration(e.latency_ns).c_str(), format_bandwidth(algbw).c_str(),
+                   format_bandwidth(busbw).c_str(), bus_factor(k, ranks));
       });
       return 0;
     };

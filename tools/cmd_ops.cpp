@@ -86,12 +86,12 @@ void add_ops(CLI::App& sub, Action& action) {
                       " regs " + std::to_string(lc->registers);
           if (const CopyInfo* ci = t.copy(op)) details = "  " + format_bytes(ci->bytes);
           print_text("%10u  %-10s %-6s %-8s %14s %12s  %s%s\n", i,
-                      op.kind == OpKind::Kernel && (op.flags & Op::kFlagNccl) ? "collective" : to_string(op.kind), dev.c_str(),
-                      stream.c_str(), format_duration(op.start - base).c_str(), format_duration(op.duration()).c_str(),
-                      short_name(t.name(op), 70).c_str(), details.c_str());
+                     op.kind == OpKind::Kernel && (op.flags & Op::kFlagNccl) ? "collective" : to_string(op.kind), dev.c_str(),
+                     stream.c_str(), format_duration(op.start - base).c_str(), format_duration(op.duration()).c_str(),
+                     short_name(t.name(op), 70).c_str(), details.c_str());
         }
         print_text("%zu matched%s\n", matched,
-                    matched > hits.size() ? (", " + std::to_string(hits.size()) + " listed (--limit)").c_str() : "");
+                   matched > hits.size() ? (", " + std::to_string(hits.size()) + " listed (--limit)").c_str() : "");
       }
       return 0;
     };

@@ -126,14 +126,14 @@ void add_roofline(CLI::App& sub, Action& action) {
         for (std::size_t i = 0; i < points.size() && i < 25; ++i) {
           const json& p = points[i];
           print_text("%-48s %-11s %6d %12s %12.3g %14s %s\n", short_name(p["name"], 46).c_str(), p["class"].get<std::string>().c_str(),
-                      p["count"].get<int>(), format_duration(static_cast<TimeNs>(p["time_ns"].get<double>())).c_str(),
-                      p["intensity"].get<double>(), format_op_rate(p["achieved_flop_per_s"]).c_str(),
-                      p["from_shapes"].get<bool>() ? "shapes" : "duration");
+                     p["count"].get<int>(), format_duration(static_cast<TimeNs>(p["time_ns"].get<double>())).c_str(),
+                     p["intensity"].get<double>(), format_op_rate(p["achieved_flop_per_s"]).c_str(),
+                     p["from_shapes"].get<bool>() ? "shapes" : "duration");
         }
         print_text("\nby class (time-weighted): %-10s %6s %12s %9s\n", "class", "count", "time", "of roof");
         for (const KernelPoint& c : class_points(kernel_points(t, work, src.gpu)))
           print_text("  %-35s %6zu %12s %8.1f %%\n", c.name.c_str(), c.count, format_duration(static_cast<TimeNs>(c.time_ns)).c_str(),
-                      100 * c.achieved_fraction());
+                     100 * c.achieved_fraction());
       }
       return 0;
     };

@@ -112,7 +112,7 @@ void add_validate_report(CLI::App& sub, Action& action) {
         for (const auto& f : r.families)
           if (f.modelled)
             print_text("  %-12s %5zu %9zu %7.1f%% %7.1f%% %7.1f%%\n", f.family.c_str(), f.n, f.held_out, f.mape * 100, f.median * 100,
-                        f.p90 * 100);
+                       f.p90 * 100);
           else
             print_text("  %-12s %5zu  (measured; no model predicts it yet)\n", f.family.c_str(), f.n);
         // The biggest held-out misses: where the model is least to be trusted on this GPU.
@@ -125,13 +125,13 @@ void add_validate_report(CLI::App& sub, Action& action) {
         for (std::size_t k = 0; k < miss.size() && k < 5; ++k) {
           const auto& x = m.items[miss[k]];
           print_text("    %-12s %-22s size %-12.4g measured %-10s predicted %-10s %+.1f%%\n", x.family.c_str(), x.name.c_str(),
-                      measurement_size(x), format_duration(static_cast<TimeNs>(x.time_ns)).c_str(),
-                      format_duration(static_cast<TimeNs>(r.predicted[miss[k]])).c_str(), 100 * err(miss[k]));
+                     measurement_size(x), format_duration(static_cast<TimeNs>(x.time_ns)).c_str(),
+                     format_duration(static_cast<TimeNs>(r.predicted[miss[k]])).c_str(), 100 * err(miss[k]));
         }
         if (m.stability.is_object() && m.stability.contains("change") && m.stability["change"].is_number()) {
           double ch = m.stability["change"].get<double>();
           print_text("  stability: the reference copy changed %+.1f %% from the start of the run to the end%s\n", 100 * ch,
-                      std::fabs(ch) > 0.05 ? " (over 5 %: clocks or other work; the figures may not hold)" : "");
+                     std::fabs(ch) > 0.05 ? " (over 5 %: clocks or other work; the figures may not hold)" : "");
         }
       }
       return 0;

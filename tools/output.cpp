@@ -72,7 +72,8 @@ class LineLimitBuf : public std::streambuf {
       out_->sputc('\n');
       return;
     }
-    const std::size_t indent = std::min<std::size_t>(body.find_first_not_of(' ') == std::string::npos ? 0 : body.find_first_not_of(' '), 40);
+    const std::size_t indent =
+        std::min<std::size_t>(body.find_first_not_of(' ') == std::string::npos ? 0 : body.find_first_not_of(' '), 40);
     const std::string cont(indent + 4, ' ');
     std::size_t at = 0;
     bool first = true;

@@ -54,7 +54,8 @@ bool binary_elementwise(const std::string& n) {
 // cuBLAS's helpers around one GEMM call (split-K's beta scaling and reduction, cuBLASLt's bias
 // epilogue): part of the GEMM before or after them, no op of their own.
 bool gemm_helper(const std::string& n) {
-  return n.find("scal_kernel") != std::string::npos || n.find("epilogue") != std::string::npos || n.find("splitKreduce") != std::string::npos;
+  return n.find("scal_kernel") != std::string::npos || n.find("epilogue") != std::string::npos ||
+         n.find("splitKreduce") != std::string::npos;
 }
 
 class Autocast : public TransformStep {
@@ -68,13 +69,15 @@ class Autocast : public TransformStep {
     State s;
     for (OpId i : forward_kernels(t, main)) step(ctx, c, i, hit[i], host, s);
     const std::size_t bw_casts = has_backward(t) ? backward(ctx, c, hit, main, host, s) : 0;
-    c.log.push_back(text + " (the trace runs " + recipe_in_use(t, ctx.work) + "): " + std::to_string(s.gemms) + " GEMM/attention kernels in " +
-                    to_string(dtype_) + " on " + to_string(c.spec.gpu.best_unit(dtype_)) + ", " + std::to_string(s.casts) +
-                    " casts in the forward" + (bw_casts ? " and " + std::to_string(bw_casts) + " of gradients in the backward" : "") +
-                    " (" + format_duration(s.cast_gpu) + " on the GPU, " + format_duration(s.cast_host) + " on the host, " +
-                    format_duration(host) + " a cast" + (host_ >= 0 ? ", given" : c.profiler_removed ? "" : ", the profiler's cost kept") +
-                    "); norms, softmax and elementwise kernels fp32; " + format_duration(s.before) + " -> " +
-                    format_duration(s.after));
+    c.log.push_back(
+        text + " (the trace runs " + recipe_in_use(t, ctx.work) + "): " + std::to_string(s.gemms) + " GEMM/attention kernels in " +
+        to_string(dtype_) + " on " + to_string(c.spec.gpu.best_unit(dtype_)) + ", " + std::to_string(s.casts) + " casts in the forward" +
+        (bw_casts ? " and " + std::to_string(bw_casts) + " of gradients in the backward" : "") + " (" + format_duration(s.cast_gpu) +
+        " on the GPU, " + format_duration(s.cast_host) + " on the host, " + format_duration(host) + " a cast" +
+        (host_ >= 0           ? ", given"
+         : c.profiler_removed ? ""
+                              : ", the profiler's cost kept") +
+        "); norms, softmax and elementwise kernels fp32; " + format_duration(s.before) + " -> " + format_duration(s.after));
   }
 
  private:
@@ -105,7 +108,8 @@ class Autocast : public TransformStep {
 
   TimeNs cast_ns(const GpuSpec& g, double elems) const {
     if (elems <= 0) return 0;
-    return static_cast<TimeNs>(std::llround(elems * (4 + dtype_bytes(dtype_)) / (g.memory_bandwidth * g.streaming_efficiency_for(16)) * 1e9)) +
+    return static_cast<TimeNs>(
+               std::llround(elems * (4 + dtype_bytes(dtype_)) / (g.memory_bandwidth * g.streaming_efficiency_for(16)) * 1e9)) +
            g.kernel_tail;
   }
 

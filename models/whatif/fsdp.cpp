@@ -292,8 +292,8 @@ class Fsdp : public TransformStep {
     const double state = opt.per_param > 0 ? opt.per_param * params : 0, g = static_cast<double>(group);
     const double gathered = stage_ == 3 ? two_units : params;
     const double total = (stage_ == 3 ? params / g : params) + params / g + state / g + (stage_ == 3 ? gathered : 0);
-    c.memory = MemoryPerGpu{stage_ == 3 ? params / g : params, params / g, opt.name.empty() ? -1.0 : state / g, -1,
-                            stage_ == 3 ? gathered : 0};
+    c.memory =
+        MemoryPerGpu{stage_ == 3 ? params / g : params, params / g, opt.name.empty() ? -1.0 : state / g, -1, stage_ == 3 ? gathered : 0};
     auto b = [](double x) {  // estimates: one decimal
       char buf[48];
       if (x >= double(1ull << 30))

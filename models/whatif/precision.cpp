@@ -105,8 +105,7 @@ std::unique_ptr<TransformStep> parse(const std::string& arg) {
 }
 
 const char* const kCompanions[] = {
-    "cast-host=DURATION: host time of one autocast cast (default 10.9 us, measured unprofiled) or fp8 quantization kernel (6 us)",
-    nullptr};
+    "cast-host=DURATION: host time of one autocast cast (default 10.9 us, measured unprofiled) or fp8 quantization kernel (6 us)", nullptr};
 
 }  // namespace
 

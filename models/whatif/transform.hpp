@@ -35,7 +35,7 @@ struct WhatIfContext {
 // below 0 is one the trace cannot tell (JSON null). The pipeline's figure is its largest stage's.
 struct MemoryPerGpu {
   double parameters = -1, gradients = -1, optimizer = -1, activations = -1;
-  double buffers = 0;  // what the layout adds beside them (DDP's gradient buckets, FSDP's gathered units)
+  double buffers = 0;    // what the layout adds beside them (DDP's gradient buckets, FSDP's gathered units)
   double total() const;  // the known parts, buffers included
 };
 // The optimizer the trace's `Optimizer.step#NAME.step` range names ("" if none) and the state it
@@ -57,8 +57,8 @@ struct WhatIfCase {
   std::vector<TimeNs> durations;       // per trace op (synthetic nodes: by their DurationSource)
   HwSpec spec;                         // the target after --hw
   std::vector<std::string> log;
-  std::vector<bool> scaled;  // ops a --scale selected (for Amdahl)
-  double scale_factor = 0;   // the first --scale's factor, 0 if none
+  std::vector<bool> scaled;            // ops a --scale selected (for Amdahl)
+  double scale_factor = 0;             // the first --scale's factor, 0 if none
   std::optional<MemoryPerGpu> memory;  // set by the parallel layouts
   bool profiler_removed = false;       // --unprofile took the profiler's host cost out
   // The case's own graph (copied from the base on first use) to edit.

@@ -162,12 +162,9 @@ json whatif_json(const WhatIfReport& r) {
   if (r.memory) {  // the parallel layouts' memory per GPU (null: a part the trace cannot tell)
     auto part = [](double b) { return b < 0 ? json(nullptr) : json(static_cast<Bytes>(std::llround(b))); };
     const MemoryPerGpu& m = *r.memory;
-    j["memory_per_gpu"] = {{"parameters_bytes", part(m.parameters)},
-                           {"gradients_bytes", part(m.gradients)},
-                           {"optimizer_bytes", part(m.optimizer)},
-                           {"activations_bytes", part(m.activations)},
-                           {"buffers_bytes", part(m.buffers)},
-                           {"total_bytes", part(m.total())},
+    j["memory_per_gpu"] = {{"parameters_bytes", part(m.parameters)}, {"gradients_bytes", part(m.gradients)},
+                           {"optimizer_bytes", part(m.optimizer)},   {"activations_bytes", part(m.activations)},
+                           {"buffers_bytes", part(m.buffers)},       {"total_bytes", part(m.total())},
                            {"capacity_bytes", r.memory_capacity}};
   }
   return j;
