@@ -155,8 +155,8 @@ HwSpec source_spec(const Trace& t, const std::string& override_spec) {
     std::string p = preset_for_device(d.name);
     if (!p.empty()) return load_hw(p);
   }
-  throw InputError(t.source, "cannot tell which GPU the trace was captured on (device '" +
-                                 (t.devices.empty() ? std::string("?") : t.devices[0].name) + "'): pass --source-hw SPEC");
+  throw InputError(t.source, "which GPU ran it? (device '" + (t.devices.empty() ? std::string("?") : t.devices[0].name) +
+                                 "', no preset): --source-hw SPEC");
 }
 
 }  // namespace bneck

@@ -102,7 +102,7 @@ void info_text(const Trace& t, const json& j, std::ostream& out) {
   out << line << "\n";
   if (!t.anomalies.empty()) {
     out << "anomalies (counted, not fatal):\n";
-    for (auto& [k, a] : t.anomalies) out << "  " << k << ": " << a.count << " (e.g. " << a.example << ")\n";
+    for (auto& [k, a] : t.anomalies) out << "  " << k << ": " << a.count << " (e.g. " << cut_list(a.example) << ")\n";
   }
 }
 

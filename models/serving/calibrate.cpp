@@ -394,10 +394,8 @@ CalibrationReport calibrate_step_model(const Trace& trace, StepCostModel& m, con
   } else {
     obs = engine_steps(trace, rep.steps_from);
     if (!log)
-      throw InputError(
-          trace.source,
-          "no ranges name the engine's step shapes ('forward q=N kv=N seqs=N'); " + std::to_string(obs.size()) +
-              " steps found by structure recognition: give the request log of the traced run (--trace-log LOG) to infer their batches");
+      throw InputError(trace.source, "no ranges name the step shapes ('forward q=N kv=N seqs=N'); " + std::to_string(obs.size()) +
+                                         " steps found: give the traced run's request log (--trace-log LOG) for their batches");
     if (log->engine.policy == Policy::Static)
       align_static_log(obs, *log, trace.source, rep);
     else

@@ -241,14 +241,10 @@ void align_log(std::vector<StepObs>& steps, const TraceLog& tl, const std::strin
   for (const auto& q : *tl.requests) shared = shared || !q.hash_ids.empty();
   shared = shared && !tl.engine.prefix_caching;
   if (share < 0.9)
-    throw InputError(tl.path, "disagrees with the engine steps of " + trace_path + ": " + std::to_string(agree) + " of " +
-                                  std::to_string(total) + " tokens (" + fmt(100 * share) +
-                                  " %) come out on the step the scheduler gives them (" + std::to_string(n) + " steps found, " +
-                                  std::to_string(k1 - k0) + " from the log's first arrival, " + std::to_string(rep.steps_scheduled) +
-                                  " filled); give the engine's settings as it ran (--max-batch-tokens, --max-seqs, --chunked-prefill, "
-                                  "--num-blocks" +
-                                  (shared ? std::string(", --prefix-caching: its requests share prefixes") : std::string()) +
-                                  ") and the log of the traced run");
+    throw InputError(tl.path, "disagrees with " + trace_path + ": " + std::to_string(agree) + "/" + std::to_string(total) +
+                                  " tokens on their steps (" + std::to_string(n) + " steps, " + std::to_string(k1 - k0) +
+                                  " after its first arrival); " + (shared ? std::string("--prefix-caching? ") : std::string()) +
+                                  "the log of the traced run, or --max-batch-tokens --max-seqs --chunked-prefill --num-blocks?");
 }
 
 // A static-batching engine's log aligned with the steps found. The log's batches are its requests
@@ -353,10 +349,9 @@ void align_static_log(std::vector<StepObs>& steps, const TraceLog& tl, const std
   const std::string batches_line =
       std::to_string(bs.size()) + " static batches (requests finished together) imply " + std::to_string(implied) + " steps";
   if (!fits || share < 0.9)
-    throw InputError(tl.path, "disagrees with the engine steps of " + trace_path + ": its " + batches_line + ", " + std::to_string(n) +
-                                  " found; " + std::to_string(agree_batches) + " of " + std::to_string(bs.size()) +
-                                  " batches agree in step count and duration; give the log of the traced run (a batch's requests share "
-                                  "their finish_s; each generates its longest output)");
+    throw InputError(tl.path, "disagrees with " + trace_path + ": its " + batches_line + ", " + std::to_string(n) + " found; " +
+                                  std::to_string(agree_batches) + " of " + std::to_string(bs.size()) +
+                                  " batches agree; give the log of the traced run");
   const std::string found = std::to_string(n) + " engine steps found (" + rep.steps_from + "); " + tl.path + ": " + batches_line;
   rep.alignment = found + "; the last " + std::to_string(rep.steps_in_log) + " steps are its batches, " + std::to_string(agree_batches) +
                   " of " + std::to_string(bs.size()) + " agreeing in step count and duration (" + fmt(100 * share) + " % of its tokens)";

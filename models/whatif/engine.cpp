@@ -333,12 +333,9 @@ std::vector<Transform> parse_transform_args(const std::vector<std::string>& args
       used.push_back(false);
       continue;
     }
-    if (!d) {
-      std::string names;
-      for (const TransformDef* t : transform_registry()) names += " --" + std::string(t->name);
-      throw InputError("whatif: unknown option or stray argument '" + args[i] + "' (transforms:" + names +
-                       " --scenario FILE; TRACE comes first)");
-    }
+    if (!d)
+      throw InputError("whatif: unknown option or stray argument '" + args[i] +
+                       "' (TRACE comes first; `bneck whatif --list-transforms` lists the transforms)");
     std::string arg = d->arg == TransformDef::Arg::Required ? next() : (has_val ? val : "");
     // Its companion options, as long as they follow it.
     while (i + 1 < args.size() && args[i + 1].rfind("--", 0) == 0) {

@@ -36,6 +36,26 @@ std::string signed_pct(double x) {
 
 }  // namespace
 
+std::string cut_list(const std::string& list, std::size_t max) {
+  if (list.size() <= max) return list;
+  std::vector<std::string> items;
+  for (std::size_t at = 0; at <= list.size();) {
+    std::size_t c = std::min(list.find(", ", at), list.size());
+    items.push_back(list.substr(at, c - at));
+    at = c + 2;
+  }
+  std::string out;
+  std::size_t kept = 0;
+  for (const auto& it : items) {
+    const std::string more = " and " + std::to_string(items.size() - kept - 1) + " more";
+    if (out.size() + 2 + it.size() + more.size() > max) break;
+    out += (kept++ ? ", " : "") + it;
+  }
+  if (kept == 0)
+    return items.size() == 1 ? short_name(list, max) : short_name(items[0], max / 2) + " and " + std::to_string(items.size() - 1) + " more";
+  return out + " and " + std::to_string(items.size() - kept) + " more";
+}
+
 std::string short_name(const std::string& name, std::size_t max) {
   std::string s = name;
   // Drop a leading "void " and the argument list of demangled kernel names (not the

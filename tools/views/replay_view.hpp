@@ -28,6 +28,9 @@ void write_two_timelines(std::ostream& out, const Trace& t, const Schedule& a, c
                          const Graph* graph_b = nullptr);
 nlohmann::json op_json(const Trace& t, OpId id, TimeNs start, TimeNs end);
 std::string short_name(const std::string& name, std::size_t max = 60);
+// A comma-separated list cut to at most `max` characters at a comma, with how many items it left
+// out ("a, b, c and 18 more"); a longer single item is shortened (short_name).
+std::string cut_list(const std::string& list, std::size_t max = 120);
 // Names as runs ("multi_tensor_apply x19": consecutive equal short names once, with their count),
 // comma-separated, wrapped to lines of at most `width` characters that start with `indent`.
 std::string runs_text(const std::vector<std::string>& names, const std::string& indent, std::size_t width = 110);
