@@ -152,3 +152,10 @@ std::size_t lines(const std::string& s) {
 }
 
 }  // namespace bneck::test
+
+namespace bneck::test {
+nlohmann::json memory_per_gpu_json(const WhatIfReport& r) {
+  const nlohmann::json j = whatif_json(r);
+  return j.contains("memory_per_gpu") ? j.at("memory_per_gpu") : nlohmann::json();
+}
+}  // namespace bneck::test

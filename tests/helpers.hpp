@@ -92,6 +92,8 @@ std::string write_temp(const std::string& text, const std::string& tag);
 // `bneck whatif PATH --range RANGE ARGS...` in process (no --range when RANGE is empty; the trace
 // is kept alive for the report);
 // "--sharing on|off" among the args sets the sharing model.
+// whatif --json's memory_per_gpu of a report (null where it has none).
+nlohmann::json memory_per_gpu_json(const WhatIfReport& r);
 WhatIfReport whatif_of(const std::string& path, const std::string& range, const std::vector<std::string>& args);
 
 }  // namespace bneck::test

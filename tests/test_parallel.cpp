@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 #include <deque>
 #include <fstream>
 
@@ -275,6 +276,17 @@ TEST_CASE("data-parallel what-if without DDP in the trace: buckets from the back
   INFO("T = " << T << " ns");
   CHECK(r.ranges[0].baseline_ns == 2600 * kNsPerUs);
   CHECK(r.ranges[0].predicted_ns == 2600 * kNsPerUs + T);
+  // Memory per GPU (memory_per_gpu in JSON): parameters and gradients 64 MiB each, DDP's buckets a
+  // copy of the gradients; no Optimizer.step range names the optimizer, so its state is unknown
+  // (null), as are the activations: total 3 x 64 = 192 MiB.
+  const nlohmann::json m = memory_per_gpu_json(r);
+  CHECK(m["parameters_bytes"] == 64ull << 20);
+  CHECK(m["gradients_bytes"] == 64ull << 20);
+  CHECK(m["buffers_bytes"] == 64ull << 20);
+  CHECK(m["optimizer_bytes"].is_null());
+  CHECK(m["activations_bytes"].is_null());
+  CHECK(m["total_bytes"] == 192ull << 20);
+  CHECK(m["capacity_bytes"] == hw.gpu.memory_bytes);
   // Without --grad-bytes and without shapes there is nothing to size the gradients by.
   WhatIfReport none = run(path, "step0", {"--data-parallel", "2"});
   CHECK(none.ranges[0].predicted_ns == none.ranges[0].baseline_ns);
@@ -312,7 +324,10 @@ TEST_CASE("DDP's finalize copies wait for the step's all-reduces, strong scaling
       {"name": "AR", "lane": 0, "start": "30 us", "end": "35 us"},
       {"name": "torch.distributed.ddp.reducer::copy_bucket_to_grad", "lane": 0, "start": "40 us", "end": "50 us"},
       {"name": "torch.distributed.ddp.reducer::copy_bucket_to_grad", "lane": 0, "start": "60 us", "end": "70 us"}]})";
-  for (std::size_t p; (p = w.find("\"AR\"")) != std::string::npos;) w.replace(p, 4, std::string("\"") + ar + "\"");
+  std::string quoted = "\"";  // appended piecewise (GCC 12 warns falsely on one expression)
+  quoted += ar;
+  quoted += "\"";
+  for (std::size_t p; (p = w.find("\"AR\"")) != std::string::npos;) w.replace(p, 4, quoted);
   const std::string path = write_temp(w, "ddp_fifo");
   WhatIfReport r = run(path, "step0", {"--data-parallel", "2", "--sharing", "off"});
   REQUIRE(r.ranges.size() == 1);

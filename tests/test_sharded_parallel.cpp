@@ -2,6 +2,7 @@
 // expert_parallel.cpp): hand-computed graphs, and runs on real one-GPU traces.
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 #include <cstdio>
 #include <string>
 
@@ -93,6 +94,17 @@ TEST_CASE("FSDP what-if: per-layer all-gathers and reduce-scatters around a trai
   // Memory: 64 MiB of parameters, gradients and AdamW's two moments over 2 GPUs, plus two units of
   // 16 MiB gathered: 32 + 32 + 64 + 32 = 160 MiB.
   CHECK(logged(r, "optimizer state (AdamW) 64.0 MiB; total 160.0 MiB"));
+  // The same figures in JSON (memory_per_gpu): activations the trace cannot tell (null).
+  {
+    const nlohmann::json m = memory_per_gpu_json(r);
+    CHECK(m["parameters_bytes"] == 32ull << 20);
+    CHECK(m["gradients_bytes"] == 32ull << 20);
+    CHECK(m["optimizer_bytes"] == 64ull << 20);
+    CHECK(m["buffers_bytes"] == 32ull << 20);
+    CHECK(m["activations_bytes"].is_null());
+    CHECK(m["total_bytes"] == 160ull << 20);
+    CHECK(m["capacity_bytes"] == hw.gpu.memory_bytes);
+  }
 
   // Stage 2 keeps the forward's parameters: no backward all-gathers; the exposed ones are the same.
   WhatIfReport s2 = whatif_of(path, "", {"--fsdp", "2", "--fsdp-stage", "2", "--param-bytes", "64 MiB", "--sharing", "off"});
