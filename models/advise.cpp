@@ -170,46 +170,42 @@ std::vector<AdviceSuggestion> candidates(const Trace& t, const std::vector<Kerne
   const double host = share(kHost) + share(kSync) + share(kGaps);
   const double idle = a.overlap.window_ns > 0 ? static_cast<double>(a.overlap.gpu_idle_ns) / static_cast<double>(a.overlap.window_ns) : 0;
   std::vector<AdviceSuggestion> cand;
-  auto add = [&](std::string title, std::vector<std::string> args, double err, std::string tradeoff, std::uint32_t gpus = 1) {
+  auto add = [&](std::string title, std::vector<std::string> args, std::string tradeoff, std::uint32_t gpus = 1) {
     AdviceSuggestion s;
     s.title = std::move(title);
     s.args = std::move(args);
-    s.error_bar = err;
     s.tradeoff = std::move(tradeoff);
     s.gpus = gpus;
     cand.push_back(std::move(s));
   };
   const double k = std::max<double>(1, static_cast<double>(kernels));
   if (host >= 0.1 || idle >= 0.1)
-    add("CUDA graphs over each step", {"--cuda-graph"}, 0.08,
+    add("CUDA graphs over each step", {"--cuda-graph"},
         "static shapes and memory addresses; the step is captured once; host-side logic inside it must move out");
   if (static_cast<double>(fp32_math) / k >= 0.1) {
-    add("bf16 autocast", {"--precision", "autocast-bf16"}, 0.12,
-        "numerics: bf16 keeps 8 mantissa bits in matmuls; check the loss or accuracy");
-    add("TF32 matmuls", {"--precision", "tf32"}, 0.12, "numerics: 10 mantissa bits in matmul inputs; one flag (allow_tf32)");
-    add("the whole model in bf16", {"--precision", "bf16"}, 0.12,
-        "numerics: weights and optimizer state in bf16 need master weights or care");
+    add("bf16 autocast", {"--precision", "autocast-bf16"}, "numerics: bf16 keeps 8 mantissa bits in matmuls; check the loss or accuracy");
+    add("TF32 matmuls", {"--precision", "tf32"}, "numerics: 10 mantissa bits in matmul inputs; one flag (allow_tf32)");
+    add("the whole model in bf16", {"--precision", "bf16"}, "numerics: weights and optimizer state in bf16 need master weights or care");
   }
   if (static_cast<double>(half_gemm) / k >= 0.2 && hw.gpu.peak_of(Dtype::FP8, ComputeUnit::Tensor) > 0)
-    add("fp8 linear layers (per-tensor scaling)", {"--precision", "fp8-tensor"}, 0.12,
+    add("fp8 linear layers (per-tensor scaling)", {"--precision", "fp8-tensor"},
         "numerics: e4m3 forward, e5m2 gradients with dynamic scales; Transformer Engine or torchao; the quantization passes cost "
         "bandwidth");
   if (static_cast<double>(pointwise) / k >= 0.1)
-    add("fuse the pointwise chains (torch.compile)", {"--fuse", "auto"}, 0.05, "compile time; graph breaks and recompiles on new shapes");
+    add("fuse the pointwise chains (torch.compile)", {"--fuse", "auto"}, "compile time; graph breaks and recompiles on new shapes");
   if (a.overlap.exposed_communication_ns > a.span_ns / 20)
-    add("overlap the exposed communication", {"--overlap-comm"}, 0.10, "needs asynchronous collectives issued as their inputs are ready");
-  add("another GPU: B200", {"--hw", "b200"}, 0.15, "cost and availability; kernels re-timed by the model, not measured there");
+    add("overlap the exposed communication", {"--overlap-comm"}, "needs asynchronous collectives issued as their inputs are ready");
+  add("another GPU: B200", {"--hw", "b200"}, "cost and availability; kernels re-timed by the model, not measured there");
   if (host >= 0.2 || share(kLatency) >= 0.2) {  // launch-bound or small kernels: more work per launch
-    add("a 4x larger batch per step", {"--batch", "4"}, 0.15, "latency: each step takes longer; activation memory grows 4x (not checked)");
+    add("a 4x larger batch per step", {"--batch", "4"}, "latency: each step takes longer; activation memory grows 4x (not checked)");
     cand.back().batch = 4;
   }
   bool training = false;
   for (const AdvicePhase& p : a.phases) training = training || p.name == "@backward";
   if (training) {
-    add("data parallel on 2 GPUs", {"--data-parallel", "2"}, 0.15,
+    add("data parallel on 2 GPUs", {"--data-parallel", "2"},
         "weak scaling: the global batch doubles; the model replicated; all-reduce traffic", 2);
-    add("FSDP on 2 GPUs", {"--fsdp", "2"}, 0.15, "weak scaling; parameters sharded, all-gathered per layer; more communication than DDP",
-        2);
+    add("FSDP on 2 GPUs", {"--fsdp", "2"}, "weak scaling; parameters sharded, all-gathered per layer; more communication than DDP", 2);
   }
   return cand;
 }
@@ -227,6 +223,7 @@ void simulate(const Trace& t, const AdviseOptions& opt, const std::string& sourc
       WhatIfReport w = run_whatif(t, wo);
       s.baseline_ns = w.baseline_ns;
       s.predicted_ns = w.predicted_ns;
+      s.error_bar = w.error_bar;
       // Naive: the run shortened by the time its ops (device and host) save, as if nothing
       // overlapped, in proportion for a range; more GPUs: a perfect split of the work.
       double saved = 0;

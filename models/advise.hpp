@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "models/replay.hpp"
+#include "models/whatif/error_bar.hpp"
 
 namespace bneck {
 
@@ -38,7 +39,7 @@ struct AdviceSuggestion {
   std::uint32_t gpus = 1;         // GPUs it uses (the forecast is per step of every GPU)
   double batch = 1;               // samples per step relative to the traced (a larger batch)
   TimeNs baseline_ns = 0, predicted_ns = 0, amdahl_ns = 0;
-  double error_bar = 0;  // held-out median |error| of its family (fraction)
+  ErrorBar error_bar;  // the forecast's 80 % interval (the what-if's)
   std::string tradeoff;
   std::string error;  // non-empty: the what-if could not run (why)
   // Time per traced batch: the forecast over the GPUs that share the work (weak scaling).

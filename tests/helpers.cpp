@@ -116,6 +116,16 @@ std::string write_temp(const std::string& text, const std::string& tag) {
   return path;
 }
 
+double measured_median(const std::string& path, const std::string& range) {
+  Trace t = load_trace(path);
+  ReplayOptions o;
+  o.range_regex = range;
+  ReplayReport r = run_replay(t, o);
+  std::vector<double> v;
+  for (const auto& rr : r.ranges) v.push_back(static_cast<double>(rr.measured_span_ns));
+  return median(v);
+}
+
 WhatIfReport whatif_of(const std::string& path, const std::string& range, const std::vector<std::string>& args) {
   static std::deque<Trace> keep;  // the reports point at their traces
   Trace* t = &keep.emplace_back(load_trace(path));

@@ -94,6 +94,8 @@ std::string write_temp(const std::string& text, const std::string& tag);
 // "--sharing on|off" among the args sets the sharing model.
 // whatif --json's memory_per_gpu of a report (null where it has none).
 nlohmann::json memory_per_gpu_json(const WhatIfReport& r);
+// The median measured span of a trace's ranges matching `range`.
+double measured_median(const std::string& path, const std::string& range);
 WhatIfReport whatif_of(const std::string& path, const std::string& range, const std::vector<std::string>& args);
 
 }  // namespace bneck::test

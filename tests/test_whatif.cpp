@@ -25,16 +25,6 @@ WhatIfReport whatif(const std::string& path, const std::string& range, std::vect
   return run_whatif(*t, opt);
 }
 
-double measured_median(const std::string& path, const std::string& range) {
-  Trace t = load_trace(path);
-  ReplayOptions o;
-  o.range_regex = range;
-  ReplayReport r = run_replay(t, o);
-  std::vector<double> v;
-  for (const auto& rr : r.ranges) v.push_back(static_cast<double>(rr.measured_span_ns));
-  return median(v);
-}
-
 double rel(double a, double b) { return std::fabs(a - b) / b; }
 
 }  // namespace

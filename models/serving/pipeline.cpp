@@ -58,6 +58,20 @@ void size_kv_cache(const ServeJob& job, ServeOutcome& out) {
                      "the weights (" + format_bytes(out.llm.weight_bytes()) + ") leave no memory for a KV cache on " + out.hw.name);
 }
 
+// A measured log's mean requests in flight: their latencies summed over the span (0: no times).
+double in_flight(const std::vector<Request>& log) {
+  TimeNs first = -1, last = -1;
+  double sum = 0;
+  for (const Request& r : log) {
+    const TimeNs end = !r.token_times.empty() ? r.token_times.back() : r.measured_finish;
+    if (end < 0) continue;
+    sum += static_cast<double>(end - r.arrival);
+    first = first < 0 ? r.arrival : std::min(first, r.arrival);
+    last = std::max(last, end);
+  }
+  return last > first && first >= 0 ? sum / static_cast<double>(last - first) : 0;
+}
+
 std::string fmt_scale(double s) {
   char b[32];
   std::snprintf(b, sizeof b, "%.3g", s);
@@ -82,6 +96,7 @@ void calibrate(const ServeJob& job, ServeOutcome& out) {
   if (!traced_path.empty()) traced = load_request_log(traced_path);
   if (static_log(traced)) {
     ce.policy = Policy::Static;
+    out.calibration_policy = Policy::Static;
     std::size_t most = 1;
     for (const auto& g : static_batches(traced)) most = std::max(most, g.size());
     ce.max_seqs = static_cast<std::int64_t>(most);
@@ -93,6 +108,7 @@ void calibrate(const ServeJob& job, ServeOutcome& out) {
     for (const auto& r : traced) most = std::max(most, (r.prompt + r.output + ce.block_size - 1) / ce.block_size);
     ce.num_blocks = std::max(ce.num_blocks, most * ce.max_seqs);
   }
+  out.calibration_load = in_flight(traced);
   const TraceLog tl{&traced, traced_path, ce};
   out.calibration = calibrate_step_model(t, out.model, traced_path.empty() ? nullptr : &tl);
   if (traced_path.empty()) return;
@@ -123,6 +139,32 @@ void calibrate(const ServeJob& job, ServeOutcome& out) {
   }
   out.model = std::move(fitted);
   out.calibration = rep;
+}
+
+// The intervals of the forecast (error_bars.hpp): CUDA graphs from an eager calibration run once
+// more without them.
+void attach_bars(const ServeJob& job, ServeOutcome& out) {
+  ServeBarInputs in;
+  in.calibrated = !job.calibrate_trace.empty();
+  in.static_from_continuous = in.calibrated && out.engine.policy == Policy::Static && out.calibration_policy == Policy::Continuous;
+  in.gpu_fraction = out.result.busy > 0 ? static_cast<double>(out.result.gpu_busy) / static_cast<double>(out.result.busy) : 1;
+  const Metrics& m = out.simulated;
+  double sum_ms = 0;
+  for (double e : m.req_e2el)
+    if (!std::isnan(e)) sum_ms += e;
+  const double load = m.duration_s > 0 ? sum_ms / (m.duration_s * 1e3) : 0;
+  in.load_ratio = out.calibration_load > 0 && load > 0 ? load / out.calibration_load : 1;
+  in.ttft = m.ttft.median, in.tpot = m.tpot.median, in.e2el = m.e2el.median, in.duration = m.duration_s;
+  in.graphs_from_eager = in.calibrated && out.engine.cuda_graph;
+  if (in.graphs_from_eager) {
+    EngineConfig eager = out.engine;
+    eager.cuda_graph = false;
+    const ServeResult r = simulate(out.requests, eager, out.model, false);
+    out.without_graphs = summarize(out.requests, r.requests, job.slo);
+    const Metrics& e = out.without_graphs;
+    in.ttft_eager = e.ttft.median, in.tpot_eager = e.tpot.median, in.e2el_eager = e.e2el.median, in.duration_eager = e.duration_s;
+  }
+  out.bars = serve_error_bars(in);
 }
 
 void sweep(const ServeJob& job, ServeOutcome& out) {
@@ -218,6 +260,7 @@ ServeOutcome run_serving(const ServeJob& job) {
   out.simulated = summarize(out.requests, out.result.requests, job.slo);
   for (const auto& r : out.requests) out.has_measured = out.has_measured || r.measured();
   if (out.has_measured) out.measured = summarize_measured(out.requests, job.slo);
+  attach_bars(job, out);
   sweep(job, out);
   out.total_s = seconds_since(t0);
   return out;

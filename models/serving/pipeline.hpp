@@ -8,6 +8,7 @@
 
 #include "hw/spec.hpp"
 #include "models/serving/calibrate.hpp"
+#include "models/serving/error_bars.hpp"
 #include "models/serving/serve.hpp"
 
 namespace bneck::serve {
@@ -49,7 +50,11 @@ struct ServeOutcome {
   double knee_rate = 0;         // the first rate whose completions fall below 90 % of its arrivals (0: none)
   double best_rate = 0;         // the goodput-maximizing rate (throughput without SLOs)
   double simulation_s = 0, sweep_s = 0, total_s = 0;
-  std::vector<std::string> notes;  // what the engine's settings left out or assumed (shared prefixes)
+  std::vector<std::string> notes;                  // what the engine's settings left out or assumed (shared prefixes)
+  Policy calibration_policy = Policy::Continuous;  // of the calibration's engine
+  double calibration_load = 0;                     // the calibration log's mean requests in flight (0: none measured)
+  Metrics without_graphs;                          // CUDA graphs forecast from an eager calibration: the same run without them
+  ServeBars bars;                                  // the 80 % intervals of the medians and the duration
 };
 
 // Runs it. Bad input is an InputError naming the file (and line) or the option.

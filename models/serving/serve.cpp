@@ -227,6 +227,7 @@ class Simulator {
   void record(const StepShape& sh, std::int64_t prefills, StepTime t) {
     ++res_.step_count;
     res_.busy += t.total();
+    res_.gpu_busy += std::min(t.gpu, t.total());
     if (keep_) res_.steps.push_back({now_, t, sh, prefills});
   }
 

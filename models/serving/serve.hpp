@@ -123,7 +123,8 @@ struct ServeResult {
   std::int64_t new_shapes = 0;  // steps that met their shape first (and paid shape_build)
   // Prompt tokens at admission (a recomputed request's again) and those found in the prefix cache.
   std::int64_t prompt_tokens = 0, prefix_hit_tokens = 0;
-  TimeNs busy = 0;
+  TimeNs busy = 0;      // the engine's steps, summed
+  TimeNs gpu_busy = 0;  // their GPU time, summed
 };
 
 // Throws InputError naming the request if one can never fit the KV cache (or a static batch).

@@ -1,10 +1,13 @@
 #include "models/whatif/run.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "models/retarget.hpp"
+#include "models/whatif/error_bar.hpp"
 #include "models/sharing.hpp"
 #include "sim/base/error.hpp"
 
@@ -104,6 +107,53 @@ HwSpec unidentified_source(const Trace& t, const WhatIfOptions& opt, std::string
   return s;
 }
 
+namespace {
+
+// The coefficient of variation of the measured spans of the largest group of ranges that repeat
+// (names equal but for their digits: step0, step1, ...), within 1.3x of its median (repeats_center).
+double repeats_spread(const std::vector<WhatIfRange>& ranges) {
+  std::map<std::string, std::vector<double>> groups;
+  for (const WhatIfRange& r : ranges) {
+    std::string key;
+    for (char ch : r.name)
+      if (!std::isdigit(static_cast<unsigned char>(ch))) key += ch;
+    groups[key].push_back(static_cast<double>(r.measured_span_ns));
+  }
+  const std::vector<double>* best = nullptr;
+  for (const auto& [k, v] : groups)
+    if (!best || v.size() > best->size()) best = &v;
+  if (!best || best->size() < 2) return 0;
+  const double m = median(*best);
+  double sum = 0, sq = 0, n = 0;
+  for (double x : *best)
+    if (x <= 1.3 * m && x * 1.3 >= m) sum += x, sq += x * x, ++n;
+  if (n < 2 || sum <= 0) return 0;
+  const double mean = sum / n;
+  return std::sqrt(std::max(0.0, (sq - n * mean * mean) / (n - 1))) / mean;
+}
+
+// The forecast's interval and its ranges' (error_bar.hpp).
+void attach_error_bars(WhatIfReport& rep, const std::vector<Transform>& transforms, const WhatIfCase& pred) {
+  ErrorContext ec;
+  const Overlap& o = rep.predicted_overlap;  // the run's, or the ranges' mean
+  ec.gpu_busy_after = o.window_ns > 0 ? static_cast<double>(o.gpu_busy_ns) / static_cast<double>(o.window_ns) : 1;
+  if (!rep.ranges.empty()) {
+    double sum = 0;
+    for (const WhatIfRange& r : rep.ranges) sum += r.busy_after;
+    ec.gpu_busy_after = sum / static_cast<double>(rep.ranges.size());
+  }
+  ec.spread = repeats_spread(rep.ranges);
+  ec.target = pred.spec;
+  if (pred.profiler_removed_ns > 0 && rep.baseline.length() > 0) {
+    ec.profiler_share = static_cast<double>(pred.profiler_removed_ns) / static_cast<double>(rep.baseline.length());
+    ec.profiler_cv = pred.profiler_cost_cv;
+  }
+  rep.error_bar = error_bar(transforms, ec, rep.predicted_ns);
+  for (WhatIfRange& r : rep.ranges) r.error_bar = scaled_bar(rep.error_bar, r.predicted_ns);
+}
+
+}  // namespace
+
 WhatIfReport run_whatif(const Trace& t, const WhatIfOptions& opt) {
   WhatIfReport rep;
   rep.trace = &t;
@@ -159,6 +209,7 @@ WhatIfReport run_whatif(const Trace& t, const WhatIfOptions& opt) {
   if (opt.range_regex) {
     Regex re = range_regex(*opt.range_regex);
     std::vector<RangeSpan> bs = range_spans(bg, rep.base_sim, re), ps = range_spans(pg, rep.pred_sim, re);
+    const std::vector<bool> every(pg.num_nodes(), true);
     std::vector<double> meas, b, p, am;
     for (std::size_t k = 0; k < bs.size(); ++k) {
       if (bs[k].nodes.empty()) continue;
@@ -175,6 +226,9 @@ WhatIfReport run_whatif(const Trace& t, const WhatIfOptions& opt) {
       }
       wr.cp_before = cp_names(bg, range_critical_path(rep.base_sim, bs[k]));
       wr.path_after = range_critical_path(rep.pred_sim, ps[k]);
+      wr.busy_after = wr.predicted_ns > 0
+                          ? static_cast<double>(busy_union(ps[k].nodes, every, rep.pred_sim)) / static_cast<double>(wr.predicted_ns)
+                          : 1;
       wr.cp_after = cp_names(pg, wr.path_after);
       meas.push_back(static_cast<double>(wr.measured_span_ns));
       b.push_back(static_cast<double>(wr.baseline_ns));
@@ -220,6 +274,7 @@ WhatIfReport run_whatif(const Trace& t, const WhatIfOptions& opt) {
   });
   for (std::size_t k = 0; k < changed.size() && k < 50; ++k)
     rep.slack_changes.push_back({t.name(t.ops[changed[k]]), changed[k], sb[changed[k]], sp[changed[k]]});
+  attach_error_bars(rep, transforms, pred);
   return rep;
 }
 

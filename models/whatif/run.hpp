@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "models/whatif/error_bar.hpp"
 #include "models/whatif/transform.hpp"
 #include "sim/analysis/ranges.hpp"
 
@@ -31,6 +32,8 @@ struct WhatIfRange {
   TimeNs amdahl_ns = 0;
   std::vector<std::string> cp_before, cp_after;  // device-op names on the range's critical path
   std::vector<OpId> path_after;                  // the predicted critical path (nodes)
+  ErrorBar error_bar;                            // around predicted_ns
+  double busy_after = 1;                         // the forecast's GPU busy fraction of its span
 };
 
 struct WhatIfReport {
@@ -58,6 +61,7 @@ struct WhatIfReport {
   Overlap baseline_overlap, predicted_overlap;
   std::vector<RankStats> baseline_ranks, predicted_ranks;  // one per process with device ops
   SimResult base_sim, pred_sim;
+  ErrorBar error_bar;                  // around predicted_ns: where the measured time lies, 4 times in 5
   std::optional<MemoryPerGpu> memory;  // what one GPU holds under a parallel layout
   Bytes memory_capacity = 0;           // the target GPU's memory
 };

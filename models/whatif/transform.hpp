@@ -61,6 +61,8 @@ struct WhatIfCase {
   double scale_factor = 0;             // the first --scale's factor, 0 if none
   std::optional<MemoryPerGpu> memory;  // set by the parallel layouts
   bool profiler_removed = false;       // --unprofile took the profiler's host cost out
+  TimeNs profiler_removed_ns = 0;      // how much host time it took out
+  double profiler_cost_cv = 0;         // its per-event cost's spread over programs (ProfilerSetting::cost_cv)
   // The case's own graph (copied from the base on first use) to edit.
   Graph& edit_graph();
 };
@@ -163,6 +165,7 @@ struct ProfilerSetting {
   TimeNs per_call = 0;     // per recorded CUDA call
   TimeNs per_input = 0;    // per input a recorded op's shapes list (PyTorch profiler with record_shapes)
   std::string unmodelled;  // a setting the trace shows whose cost is not taken out (said in the log)
+  double cost_cv = 0;      // the per-event cost's coefficient of variation over the programs it was measured on
   bool costs() const { return per_op > 0 || per_call > 0 || per_input > 0; }
 };
 ProfilerSetting profiler_setting(const Trace& t);

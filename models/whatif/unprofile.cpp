@@ -11,6 +11,7 @@
 //   host); `replay` never does.
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <map>
 
 #include "models/whatif/transform.hpp"
@@ -35,6 +36,16 @@ namespace bneck {
 // validate/reference/h200/hf_models), where the 5.44 us an event is off by +13, +34 and +78 %.
 constexpr TimeNs kKinetoShapesPerOp = 5440, kKinetoPerOp = 4580, kKinetoStackPerOp = 8880, kKinetoPerCall = 0;
 constexpr TimeNs kKinetoPerInput = 2250;
+
+// The coefficient of variation of a per-event cost over the programs it was measured on (the
+// figures above, fitted and held out): how far one program's cost may lie from the constant.
+double cost_cv(std::initializer_list<double> us) {
+  double m = 0, v = 0;
+  for (double x : us) m += x;
+  m /= static_cast<double>(us.size());
+  for (double x : us) v += (x - m) * (x - m);
+  return std::sqrt(v / static_cast<double>(us.size() - 1)) / m;
+}
 
 // Inputs in a range name's shapes ("aten::addmm, sizes = [[1024], [8, 1024], []]": 3).
 std::size_t shape_inputs(const std::string& name) {
@@ -71,11 +82,13 @@ ProfilerSetting profiler_setting(const Trace& t) {
     if (t.anomalies.count(kKinetoMemoryNote)) s.name += ", profile_memory";
     s.per_op = s.per_call = stack ? kKinetoStackPerOp : shaped > 0 ? kKinetoShapesPerOp : kKinetoPerOp;
     if (shaped > 0 && !stack) s.per_op = s.per_call = 0, s.per_input = kKinetoPerInput;
+    s.cost_cv = stack ? cost_cv({7.69, 10.07, 5.36}) : shaped > 0 ? cost_cv({1.96, 2.54, 2.50, 2.26, 1.82}) : cost_cv({2.14, 7.01, 4.55});
     (void)kKinetoPerCall;
   } else if (nsys) {
     s.name = ops > 0 ? std::string("Nsight Systems with PyTorch op ranges (emit_nvtx") + (shaped ? ", shapes)" : ")") : "Nsight Systems";
     s.per_op = ops > 0 ? kNsysNvtxPerOp : 0;
     s.per_call = ops > 0 ? kNsysNvtxPerOp : kNsysPerCall;
+    s.cost_cv = ops > 0 ? cost_cv({5.64, 3.65, 5.19}) : cost_cv({2.61, 4.04, 8.52});
     // OS runtime tracing intercepts every libc call it covers and records only those longer than
     // --osrt-threshold (1 us by default): 0 / 0 / 5 recorded calls a step on the three programs of
     // profiler_overhead/run_more.sh, while their steps took 1.04 / 1.67 / 1.12x (medians of 3
@@ -171,6 +184,8 @@ class Unprofile : public TransformStep {
                                        format_duration(static_cast<TimeNs>(per_input))
                                  : std::to_string(n_calls) + " CUDA calls x " + format_duration(static_cast<TimeNs>(per_call)) + ", " +
                                        std::to_string(n_ops) + " recorded ops x " + format_duration(static_cast<TimeNs>(per_op));
+    c.profiler_removed_ns = removed;
+    c.profiler_cost_cv = s.cost_cv;
     c.log.push_back(text + ": " + s.name + ": " + format_duration(removed) + " of host time taken out (" + each +
                     "; --unprofile off keeps it)" +
                     (s.unmodelled.empty() ? "" : "; kept: " + s.unmodelled + ", --unprofiled-time scales it"));

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "sim/base/units.hpp"
+#include "tools/views/whatif_view.hpp"
 
 namespace bneck {
 
@@ -74,7 +75,7 @@ nlohmann::json advice_json(const Advice& a) {
                         {"baseline_ns", s.baseline_ns},
                         {"predicted_ns", s.predicted_ns},
                         {"amdahl_ns", s.amdahl_ns},
-                        {"error_bar", s.error_bar},
+                        {"error_bar", error_bar_json(s.error_bar)},
                         {"tradeoff", s.tradeoff},
                         {"speedup", speedup(s)},
                         {"throughput", throughput(s)}};
@@ -119,7 +120,8 @@ void print_advice_text(const Advice& a, const std::string& source, std::ostream&
                   k.blocks_per_sm, k.limiter.c_str(), k.waves, k.wave_efficiency * 100);
     out << std::string(b).substr(0, 200) << "\n";
   }
-  out << "\nWhat to change, best first (forecast of the whole run; Amdahl: the changed ops' time saved, as if nothing overlapped)\n";
+  out << "\nWhat to change, best first (forecast of the whole run [its 80 % interval]; Amdahl: the changed ops' time saved, as if nothing "
+         "overlapped)\n";
   int rank = 0;
   for (const AdviceSuggestion& s : a.suggestions) {
     if (!s.error.empty()) {
@@ -131,11 +133,12 @@ void print_advice_text(const Advice& a, const std::string& source, std::ostream&
     const std::string more = s.gpus > 1    ? " a step on each of " + std::to_string(s.gpus) + " GPUs, throughput " + tp + "x"
                              : s.batch > 1 ? std::string(" throughput ") + tp + "x"
                                            : "";
-    std::snprintf(b, sizeof b, "  %d. %-40s %10s -> %10s  %.2fx +-%.0f %%  (Amdahl %s)%s", ++rank, s.title.c_str(),
-                  format_duration(s.baseline_ns).c_str(), format_duration(s.predicted_ns).c_str(), speedup(s), s.error_bar * 100,
-                  format_duration(s.amdahl_ns).c_str(), more.c_str());
+    std::snprintf(b, sizeof b, "  %d. %-40s %10s -> %10s  %.2fx [%s]  (Amdahl %s)%s", ++rank, s.title.c_str(),
+                  format_duration(s.baseline_ns).c_str(), format_duration(s.predicted_ns).c_str(), speedup(s),
+                  bar_text(s.error_bar).c_str(), format_duration(s.amdahl_ns).c_str(), more.c_str());
     out << std::string(b).substr(0, 200) << "\n";
     out << ("     bneck whatif TRACE " + joined(s.args) + "   trade-off: " + s.tradeoff).substr(0, 200) << "\n";
+    if (!s.error_bar.basis.empty()) out << ("     interval (80 %): " + s.error_bar.basis.front()).substr(0, 200) << "\n";
   }
 }
 

@@ -19,6 +19,7 @@
     if (a >= 1e3) return (ns / 1e3).toFixed(3) + " us";
     return Math.round(ns) + " ns";
   };
+  const interval = (b) => (b && b.high_ns ? fmt(b.low_ns) + " .. " + fmt(b.high_ns) : "-");
   const pct = (a, b) => (b ? ((a / b - 1) * 100).toFixed(2) + " %" : "-");
   const section = (id, title) => { const s = el("section", { id: id }, document.body); el("h2", {}, s, title); return s; };
   const table = (parent, head, rows) => {
@@ -51,9 +52,9 @@
     const paths = Object.entries(A.critical_path_by_class).sort((x, y) => y[1] - x[1]);
     table(ad, ["critical path", "time", "share"], paths.map(([c, ns]) => [c, fmt(ns), (100 * ns / Math.max(1, A.critical_path_ns)).toFixed(1) + " %"]));
     let rank = 0;
-    table(ad, ["#", "change", "baseline", "forecast", "speedup", "error bar", "Amdahl", "trade-off", "bneck whatif TRACE ..."],
+    table(ad, ["#", "change", "baseline", "forecast", "speedup", "80 % interval", "Amdahl", "trade-off", "bneck whatif TRACE ..."],
       A.suggestions.filter((x) => !x.error).map((x) => [++rank, x.title, fmt(x.baseline_ns), fmt(x.predicted_ns),
-        x.speedup.toFixed(2) + "x", "+-" + (100 * x.error_bar).toFixed(0) + " %", fmt(x.amdahl_ns), x.tradeoff, x.args.join(" ")]));
+        x.speedup.toFixed(2) + "x", interval(x.error_bar), fmt(x.amdahl_ns), x.tradeoff, x.args.join(" ")]));
   }
 
   // Timelines: measured and simulated, one row per stream, zoom (wheel) and pan (drag) together.
@@ -186,8 +187,9 @@
   // What-if: baseline vs forecast vs Amdahl.
   if (D.whatif) {
     const W2 = D.whatif, wi = section("whatif", "What-if: " + (W2.transforms || []).join("; "));
-    table(wi, ["", "measured", "baseline (replay)", "forecast", "Amdahl"], [["mean over ranges", fmt(W2.measured_ns), fmt(W2.baseline_ns), fmt(W2.predicted_ns) + " (" + pct(W2.predicted_ns, W2.baseline_ns) + ")", W2.amdahl ? fmt(W2.amdahl.predicted_ns) : "-"]]);
-    if ((W2.ranges || []).length) table(wi, ["range", "baseline", "forecast", "change", "Amdahl"], W2.ranges.map((r) => [r.name, fmt(r.baseline_ns), fmt(r.predicted_ns), pct(r.predicted_ns, r.baseline_ns), r.amdahl ? fmt(r.amdahl.predicted_ns) : "-"]));
+    table(wi, ["", "measured", "baseline (replay)", "forecast", "80 % interval", "Amdahl"], [["mean over ranges", fmt(W2.measured_ns), fmt(W2.baseline_ns), fmt(W2.predicted_ns) + " (" + pct(W2.predicted_ns, W2.baseline_ns) + ")", interval(W2.error_bar), W2.amdahl ? fmt(W2.amdahl.predicted_ns) : "-"]]);
+    if (W2.error_bar && W2.error_bar.basis) table(wi, ["the interval's sources, the largest first"], W2.error_bar.basis.map((b) => [b]));
+    if ((W2.ranges || []).length) table(wi, ["range", "baseline", "forecast", "change", "80 % interval", "Amdahl"], W2.ranges.map((r) => [r.name, fmt(r.baseline_ns), fmt(r.predicted_ns), pct(r.predicted_ns, r.baseline_ns), interval(r.error_bar), r.amdahl ? fmt(r.amdahl.predicted_ns) : "-"]));
     table(wi, ["moved onto the critical path", "moved off it"], [[(W2.moved_onto_critical_path || []).slice(0, 12).join(", ") || "(none)", (W2.moved_off_critical_path || []).slice(0, 12).join(", ") || "(none)"]]);
   }
   document.title = "bneck report: ok";

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <iomanip>
 #include <iostream>
+#include <sstream>
 
 #include "hw/spec.hpp"
 #include "models/serving/calibrate.hpp"
@@ -322,6 +323,12 @@ json serve_json(const ServeJob& job, const ServeOutcome& out) {
     j["goodput_best_rate"] = out.best_rate;
     j["sweep_s"] = out.sweep_s;
   }
+  if (out.bars.valid)
+    j["error_bars"] = {{"median_ttft_ms", out.bars.ttft_ms},
+                       {"median_tpot_ms", out.bars.tpot_ms},
+                       {"median_e2el_ms", out.bars.e2el_ms},
+                       {"duration_s", out.bars.duration_s},
+                       {"basis", out.bars.basis}};
   j["simulation_s"] = out.simulation_s;
   return j;
 }
@@ -372,6 +379,16 @@ void print_serve_text(const ServeJob& job, const ServeOutcome& out, std::ostream
   print_row(o, "output throughput", m.output_throughput, meas.output_throughput, has_meas, "tokens/s");
   if (slo.ttft > 0 || slo.tpot > 0)
     print_row(o, "request goodput", m.request_goodput, meas.request_goodput, has_meas, "requests/s (within the SLOs)");
+  if (out.bars.valid) {
+    auto iv = [&](const std::array<double, 2>& b, int prec) {
+      std::ostringstream x;
+      x << std::fixed << std::setprecision(prec) << b[0] << " .. " << b[1];
+      return x.str();
+    };
+    o << "  80 % intervals: median TTFT " << iv(out.bars.ttft_ms, 1) << " ms, median TPOT " << iv(out.bars.tpot_ms, 1) << " ms, median E2E "
+      << iv(out.bars.e2el_ms, 0) << " ms, duration " << iv(out.bars.duration_s, 2) << " s\n";
+    for (const auto& b : out.bars.basis) o << "    " << b << "\n";
+  }
   o << "  " << res.step_count << " engine steps (" << res.new_shapes << " on a shape met the first time), " << res.preemptions
     << " preemptions, " << res.padded_tokens << " padding tokens; simulated in " << std::setprecision(3) << sim_s << " s (" << total_s
     << " s in all)\n";

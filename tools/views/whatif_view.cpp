@@ -35,6 +35,10 @@ void print_whatif_text(const WhatIfReport& r, const WhatIfOptions& opt, std::ost
       << (r.unprofiled.empty() ? "  (replay of the trace)" : "  (replay without the profiler's host cost: " + r.unprofiled + ")")
       << "\n  predicted " << format_duration(r.predicted_ns) << "  (speedup " << r.speedup << "x, "
       << pct(static_cast<double>(r.predicted_ns - r.baseline_ns) / static_cast<double>(std::max<TimeNs>(1, r.baseline_ns))) << ")\n";
+  if (r.error_bar.valid()) {
+    out << "  interval  " << bar_text(r.error_bar) << "  (80 %: the measured time lies inside 4 times in 5)\n";
+    for (const auto& b : r.error_bar.basis) out << "            " << b << "\n";
+  }
   if (r.ranges.size() > 1) {  // repeated steps: their spread is the profiled run's own noise (the host's pace varies)
     TimeNs lo = r.ranges[0].predicted_ns, hi = lo;
     for (const auto& w : r.ranges) lo = std::min(lo, w.predicted_ns), hi = std::max(hi, w.predicted_ns);
@@ -113,6 +117,8 @@ void print_whatif_text(const WhatIfReport& r, const WhatIfOptions& opt, std::ost
   }
 }
 
+json error_bar_json(const ErrorBar& b) { return {{"low_ns", b.low_ns}, {"high_ns", b.high_ns}, {"basis", b.basis}}; }
+
 json whatif_json(const WhatIfReport& r) {
   json j;
   j["source"] = r.trace->source;
@@ -124,6 +130,7 @@ json whatif_json(const WhatIfReport& r) {
   j["unprofiled"] = r.unprofiled;  // the profiler whose host cost baseline and forecast leave out ("": none)
   j["unprofile_log"] = r.unprofile_log;
   j["predicted_ns"] = r.predicted_ns;
+  j["error_bar"] = error_bar_json(r.error_bar);
   j["speedup"] = r.speedup;
   {
     const auto& base = r.baseline_ranks;
@@ -145,6 +152,7 @@ json whatif_json(const WhatIfReport& r) {
                {"measured_span_ns", w.measured_span_ns},
                {"baseline_ns", w.baseline_ns},
                {"predicted_ns", w.predicted_ns},
+               {"error_bar", error_bar_json(w.error_bar)},
                {"critical_path_before", w.cp_before},
                {"critical_path_after", w.cp_after}};
     if (r.has_amdahl) rj["amdahl"] = {{"fraction", w.amdahl_fraction}, {"factor", r.amdahl_factor}, {"predicted_ns", w.amdahl_ns}};

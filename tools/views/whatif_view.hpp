@@ -13,6 +13,8 @@ namespace bneck {
 
 void print_whatif_text(const WhatIfReport& r, const WhatIfOptions& opt, std::ostream& out);
 nlohmann::json whatif_json(const WhatIfReport& r);
+// {"low_ns", "high_ns", "basis": [reasons, the largest first]} (whatif, advise)
+nlohmann::json error_bar_json(const ErrorBar& b);
 void write_whatif_chrome_trace(const WhatIfReport& r, std::ostream& out);
 
 }  // namespace bneck

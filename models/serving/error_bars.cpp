@@ -1,0 +1,107 @@
+// Serving forecasts' intervals (error_bars.hpp has the model card).
+#include "models/serving/error_bars.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <utility>
+
+#include "models/whatif/error_bar.hpp"
+
+namespace bneck::serve {
+namespace {
+
+// Forecast / measured - 1 of the fit runs (docs/serving.md, runs 1 and 2): Poisson 3/s, 10/s,
+// CUDA graphs 6/s, offline; run 1 first.
+const std::vector<double> kTtft = {-0.020, 0.018, 0.021, 0.122, -0.082, -0.003, -0.011, 0.028};
+const std::vector<double> kTpot = {0.030, 0.059, -0.045, 0.079, -0.020, 0.018, 0.003, -0.039};
+const std::vector<double> kE2el = {0.055, 0.039, -0.044, 0.096, -0.015, 0.031, 0.002, -0.033};
+// Static batching from a continuous engine's calibration, makespan (docs/serving.md).
+const std::vector<double> kStatic = {0.148, -0.020, 0.47, 0.34};
+
+// The uncalibrated model's step against the engine's measured (docs/serving.md: 1.2 ms against 55-65 ms).
+constexpr double kUncalibratedGap = 55.0 / 1.2;
+
+// Repeated runs of one program on one machine (medians of TPOT, ms): their pooled coefficient of variation.
+double host_pace_cv() {
+  const std::vector<std::vector<double>> runs = {{69.0, 59.4, 70.5}, {64.7, 59.6, 79.1}, {60.4, 67.1, 62.0}};
+  double ss = 0, dof = 0;
+  for (const auto& r : runs) {
+    double m = 0;
+    for (double x : r) m += x;
+    m /= static_cast<double>(r.size());
+    for (double x : r) ss += (x / m - 1) * (x / m - 1);
+    dof += static_cast<double>(r.size() - 1);
+  }
+  return std::sqrt(ss / dof);
+}
+
+std::string pct(double x) {
+  char b[32];
+  std::snprintf(b, sizeof b, "+-%.0f %%", 100 * x);
+  return b;
+}
+
+}  // namespace
+
+ServeBars serve_error_bars(const ServeBarInputs& in) {
+  ServeBars out;
+  out.valid = true;
+  std::vector<std::pair<double, std::string>> parts;
+  struct Metric {
+    const std::vector<double>* errors;
+    double forecast, eager;
+    std::array<double, 2>* bar;
+  };
+  const Metric metrics[] = {{&kTtft, in.ttft, in.ttft_eager, &out.ttft_ms},
+                            {&kTpot, in.tpot, in.tpot_eager, &out.tpot_ms},
+                            {&kE2el, in.e2el, in.e2el_eager, &out.e2el_ms},
+                            {&kE2el, in.duration, in.duration_eager, &out.duration_s}};
+  const double pace = 1.282 * host_pace_cv();
+  const bool host_bound = in.gpu_fraction < 0.6;
+  const double r = in.load_ratio > 1.5 ? std::log2(in.load_ratio) : 0;
+  const ErrorFamily st = family_stats("static", kStatic);
+  for (std::size_t k = 0; k < 4; ++k) {
+    const Metric& m = metrics[k];
+    const ErrorFamily f = family_stats("serve", *m.errors);
+    if (!in.calibrated) {  // the hardware model alone: its GPU time is a floor; the host's work it lacks
+      *m.bar = {m.forecast / (1 + f.half_width), m.forecast * kUncalibratedGap};
+      continue;
+    }
+    double bias = f.bias, var = f.half_width * f.half_width;
+    if (host_bound) var += pace * pace;
+    if (r > 0) var += (f.half_width * r) * (f.half_width * r);
+    if (in.static_from_continuous) bias += st.bias, var += st.half_width * st.half_width;
+    auto [lo, hi] = measured_interval(m.forecast, bias, std::sqrt(var));
+    if (in.graphs_from_eager && m.eager > 0) hi = std::max(hi, measured_interval(m.eager, bias, std::sqrt(var)).second);
+    *m.bar = {lo, hi};
+    if (k == 1) {  // the basis, in TPOT's terms
+      parts.emplace_back(f.half_width, "the calibrated engine's held-out TPOT error " + pct(f.half_width) + " (" + std::to_string(f.n) +
+                                           " runs at other loads, offline, CUDA graphs)");
+      if (host_bound)
+        parts.emplace_back(pace, "host-bound engine (GPU " + std::to_string(static_cast<int>(std::lround(100 * in.gpu_fraction))) +
+                                     " % of the step): the host's run-to-run pace " + pct(pace));
+      if (r > 0) {
+        char b[64];
+        std::snprintf(b, sizeof b, "%.1fx", in.load_ratio);
+        parts.emplace_back(f.half_width * r, std::string("load ") + b + " the calibration's (requests in flight): " +
+                                                 pct(f.half_width * r) + " more, per-sequence host work not measured there");
+      }
+      if (in.static_from_continuous)
+        parts.emplace_back(st.half_width, "static batching from a continuous engine's calibration " + pct(st.half_width));
+      if (in.graphs_from_eager)
+        parts.emplace_back(1.0,
+                           "CUDA graphs from an eager calibration: the host work a graph removes is not measured; up to the run "
+                           "without graphs");
+    }
+  }
+  if (!in.calibrated)
+    parts.emplace_back(1.0,
+                       "uncalibrated: the hardware model alone, without the engine's host work (a Python engine's step measured 46x "
+                       "the model's); calibrate with --calibrate TRACE");
+  std::sort(parts.begin(), parts.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (auto& p : parts) out.basis.push_back(std::move(p.second));
+  return out;
+}
+
+}  // namespace bneck::serve

@@ -1,0 +1,47 @@
+// The 80 % intervals of a serving forecast: median TTFT, TPOT, E2E latency and the duration.
+// Model card:
+//   Each metric keeps the signed errors (forecast / measured - 1) of the fit runs of
+//   docs/serving.md (runs 1 and 2, each calibrated on its own machine's calibration run, forecast
+//   at other loads, offline and with CUDA graphs); their bias and prediction half-width
+//   (models/whatif/error_bar.hpp) give the interval of a calibrated forecast, widened in
+//   quadrature by:
+//   - the host's run-to-run pace where the engine is host-bound (the simulated GPU time under
+//     60 % of the steps' time): the coefficient of variation of repeated runs of one program on
+//     one machine (validate/reference/h200/serving/plain/repeats: TPOT 69.0 / 59.4 / 70.5,
+//     64.7 / 59.6 / 79.1, 60.4 / 67.1 / 62.0 ms), x 1.282;
+//   - a load beyond the calibration's (requests in flight, mean, r times the calibration log's,
+//     r > 1.5): w x log2(r) more, the host's per-sequence work not being measured there;
+//   - CUDA graphs forecast from an eager calibration: how much host work the graph takes away is
+//     not measured, so the interval reaches the same run without graphs (its upper end);
+//   - static batching forecast from a continuous engine's calibration: the errors of those
+//     forecasts (docs/serving.md: +14.8, -2.0, +47, +34 % in makespan);
+//   - no calibration: the hardware model alone, without the engine's host work: its GPU time is a
+//     floor (the lower end, less the fit's half-width); the upper end is the gap measured between
+//     the model and a Python engine (docs/serving.md: 55 ms a step where the model says 1.2 ms).
+#pragma once
+#include <array>
+#include <string>
+#include <vector>
+
+namespace bneck::serve {
+
+struct ServeBars {
+  bool valid = false;
+  std::array<double, 2> ttft_ms{}, tpot_ms{}, e2el_ms{}, duration_s{};  // [low, high]
+  std::vector<std::string> basis;                                       // the sources, the largest first
+};
+
+struct ServeBarInputs {
+  bool calibrated = false;
+  bool static_from_continuous = false;  // forecast static batching, calibrated on a continuous engine
+  double gpu_fraction = 1;              // simulated GPU time over the steps' time
+  double load_ratio = 1;                // requests in flight, forecast over the calibration log's
+  bool graphs_from_eager = false;
+  // The forecast's medians and duration, and (graphs_from_eager) the same without graphs.
+  double ttft = 0, tpot = 0, e2el = 0, duration = 0;
+  double ttft_eager = 0, tpot_eager = 0, e2el_eager = 0, duration_eager = 0;
+};
+
+ServeBars serve_error_bars(const ServeBarInputs& in);
+
+}  // namespace bneck::serve

@@ -1,0 +1,68 @@
+// Error bars of forecasts: an 80 % interval around each forecast, from the errors its transforms'
+// families measured on held-out cases (docs/fidelity.md), widened where the forecast leaves what
+// was validated. Model card:
+//   Each family keeps the signed errors (forecast / measured - 1) of the cases it was fitted on:
+//   their mean b and standard deviation s give the interval of the error e of a new forecast,
+//   e in [b - w, b + w], w = t(0.9, n - 1) x s x sqrt(1 + 1/n) (a prediction interval of a normal
+//   sample of n; n < 3: 1.645 x the errors' RMS). Several transforms add their b and their w in
+//   quadrature; so do the widenings:
+//   - host-bound after the change (the forecast's GPU busy under 60 % of its span) where the
+//     change moved the GPU's or the host's work: the host model's measured errors on host-bound
+//     cases (the profiler's cost taken out too much or too little, the host's run-to-run pace);
+//   - the profiler's cost taken out (--unprofile) where the forecast is host-bound: that cost's
+//     per-event spread over the programs it was measured on (its coefficient of variation, x 1.282)
+//     times the removed time over the host span left (a host step 3x its profiler-free length
+//     moves 2x as much as the cost per event);
+//   - the trace's own spread: the coefficient of variation of its repeated ranges' measured spans;
+//   - a target GPU (--hw): the held-out median |error| of its kernel classes (the spec's
+//     held_out_error, time-weighted), as a normal's s = median / 0.674; none: unvalidated;
+//   - more GPUs than validated (2): w x (1 + log2(N / 2) / 2);
+//   - a transform no measurement checked: the widest family's w, said so.
+//   The measured time then lies in [forecast / (1 + b + w), forecast / (1 + b - w)].
+#pragma once
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "models/whatif/transform.hpp"
+#include "sim/base/units.hpp"
+
+namespace bneck {
+
+struct ErrorBar {
+  TimeNs low_ns = 0, high_ns = 0;   // where the measured time lies, 4 times in 5
+  double bias = 0, half_width = 0;  // of the relative error forecast / measured - 1
+  std::vector<std::string> basis;   // each source in words, the largest first
+  bool valid() const { return high_ns > 0; }
+};
+
+// What the interval of one forecast depends on, beside its transforms.
+struct ErrorContext {
+  double gpu_busy_after = 1;  // the forecast's GPU busy fraction of its span
+  double spread = 0;          // coefficient of variation of the trace's repeated measured spans
+  HwSpec target;              // the spec after the transforms (its held_out_error for --hw)
+  bool retargeted = false;    // a --hw changed the GPU
+  // The profiler's host cost taken out, over the unprofiled host span, and its per-event cost's
+  // coefficient of variation over programs (--unprofile).
+  double profiler_share = 0, profiler_cv = 0;
+};
+
+ErrorBar error_bar(const std::vector<Transform>& transforms, const ErrorContext& ctx, TimeNs predicted_ns);
+// The same relative interval around another forecast of the case (a range's).
+ErrorBar scaled_bar(const ErrorBar& bar, TimeNs predicted_ns);
+// "12.3 ms .. 14.1 ms"
+std::string bar_text(const ErrorBar& bar);
+
+// One family's measured errors, for docs and tests: name, n, bias, half-width.
+struct ErrorFamily {
+  std::string name;
+  std::size_t n = 0;
+  double bias = 0, half_width = 0;
+};
+std::vector<ErrorFamily> error_families();
+// The bias and the 80 % prediction half-width of a family's signed errors (the model card's rule).
+ErrorFamily family_stats(const std::string& name, const std::vector<double>& errors);
+// [forecast / (1 + bias + w), forecast / (1 + bias - w)]: where the measured value lies.
+std::pair<double, double> measured_interval(double forecast, double bias, double half_width);
+
+}  // namespace bneck

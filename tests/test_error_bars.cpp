@@ -1,0 +1,161 @@
+// Error bars: the 80 % intervals of whatif forecasts hold on the references in validate/reference
+// (docs/fidelity.md, "Error bars"), and their rules compute as the model card says.
+#include <catch2/catch.hpp>
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "helpers.hpp"
+#include "models/whatif/error_bar.hpp"
+
+using namespace bneck;
+using namespace bneck::test;
+
+namespace {
+
+struct Case {
+  std::string family, trace, range;
+  std::vector<std::string> args;
+  double measured_ms;  // unprofiled median (or the measured pair's)
+  bool held_out;       // not among the families' fit errors
+};
+
+std::vector<Case> reference_cases() {
+  std::vector<Case> c;
+  const std::string co = core("");
+  c.push_back({"measured",
+               co + "streams_base.sqlite",
+               "round[1-5]",
+               {"--scale", "2:name~k_compute"},
+               measured_median(co + "streams_fast.sqlite", "round[1-5]") / 1e6,
+               false});
+  for (std::string p : {"fp32", "bf16"})
+    for (std::string n : {"2", "4"})
+      c.push_back({"fuse",
+                   co + "chain.sqlite",
+                   p + "_chain" + n,
+                   {"--fuse", "range~" + p + "_chain" + n},
+                   measured_median(co + "chain.sqlite", p + "_fused" + n) / 1e6,
+                   false});
+  c.push_back({"autocast",
+               co + "block_fp32.sqlite",
+               "step.*",
+               {"--unprofile=off", "--precision", "autocast-bf16"},
+               measured_median(co + "block_bf16.sqlite", "step.*") / 1e6,
+               false});
+  c.push_back({"cuda-graph",
+               co + "decode_eager.sqlite",
+               "tok.*",
+               {"--cuda-graph"},
+               measured_median(co + "decode_graph.sqlite", "tok.*") / 1e6,
+               false});
+  for (const auto& m : hf_measured()) {
+    c.push_back({"tf32", hf(m.workload), "step.*", {"--precision", "tf32"}, m.tf32_ms, false});
+    c.push_back({"autocast", hf(m.workload), "step.*", {"--precision", "autocast-bf16"}, m.autocast_ms, false});
+    c.push_back({"fuse", hf(m.workload), "step.*", {"--fuse", "auto"}, m.compile_ms, false});
+  }
+  // Held out: the Llama pairs (test_precision.cpp), the loops (validate/reference/h200/loops: medians
+  // of the unprofiled processes), the parallel held-out sizes (test_parallel.cpp).
+  const std::string ll = source_dir() + "/validate/reference/h200/hf_models/llama/";
+  struct Llama {
+    const char* w;
+    double tf32, autocast, compile;
+  };
+  for (const Llama& l : {Llama{"llama_1b-inf-4x1024", 57.865, 50.146, 195.690}, Llama{"llama_1b-train-1x1024", 84.662, 94.440, 172.914}}) {
+    const std::string p = ll + l.w + ".fp32.kineto.json.gz";
+    c.push_back({"tf32", p, "step.*", {"--precision", "tf32"}, l.tf32, true});
+    c.push_back({"autocast", p, "step.*", {"--precision", "autocast-bf16"}, l.autocast, true});
+    c.push_back({"fuse", p, "step.*", {"--fuse", "auto"}, l.compile, true});
+  }
+  const std::string lk = std::string(BNECK_TEST_DATA) + "/loops/k/";
+  c.push_back({"autocast", lk + "host.fp32.json.gz", "step.*", {"--precision", "autocast-bf16"}, 3.88, true});
+  c.push_back({"tf32", lk + "host.fp32.json.gz", "step.*", {"--precision", "tf32"}, 2.94, true});
+  const std::string bb = lk + "bert_base-inf-1x128.fp32.kineto.json.gz", gm = lk + "gpt2_medium-inf-4x512.fp32.kineto.json.gz";
+  c.push_back({"autocast", bb, "step.*", {"--precision", "autocast-bf16"}, 13.30, true});
+  c.push_back({"tf32", bb, "step.*", {"--precision", "tf32"}, 9.23, true});
+  c.push_back({"cuda-graph", bb, "step.*", {"--cuda-graph"}, 3.24, true});
+  c.push_back({"autocast", gm, "step.*", {"--precision", "autocast-bf16"}, 18.43, true});
+  c.push_back({"tf32", gm, "step.*", {"--precision", "tf32"}, 17.18, true});
+  const std::string par = source_dir() + "/validate/reference/h200/parallel/",
+                    ho = source_dir() + "/validate/reference/h200/parallel_heldout/";
+  const std::vector<std::string> pp = {"--pipeline-parallel", "2", "--microbatch-range", "microbatch.*"};
+  std::vector<std::string> pp1 = pp;
+  pp1.insert(pp1.end(), {"--schedule", "1f1b"});
+  struct Par {
+    std::string dir, trace;
+    std::vector<std::string> args;
+    double ms;
+    bool held;
+  };
+  for (const Par& p :
+       {Par{par, "dp", {"--data-parallel", "2"}, 6.06, false}, Par{par, "tp", {"--tensor-parallel", "2"}, 3.36, false},
+        Par{par, "pp", pp, 14.45, false}, Par{par, "pp", pp1, 14.38, false}, Par{ho, "dp", {"--data-parallel", "2"}, 11.81, true},
+        Par{ho, "tp", {"--tensor-parallel", "2"}, 4.67, true}, Par{ho, "pp", pp, 21.37, true}, Par{ho, "pp", pp1, 20.81, true}})
+    c.push_back({"parallel", p.dir + p.trace + "_1gpu_rank0.json.gz", "step.*", p.args, p.ms, p.held});
+  return c;
+}
+
+}  // namespace
+
+// Fit and held out together, 40 forecasts. At this commit: 38 of 40 inside (95 %; the fit cases
+// 23 of 23, the held-out 15 of 17: the 48-layer loop at batch 1 under TF32, -55.6 %, whose traced
+// host the profiler slowed 2x past its own length, and GPT-2 medium under TF32, -12.7 % against
+// +-13 %), median half-width 10.3 % of the forecast. The bar: 80 % inside, a median half-width of at most 15 %.
+TEST_CASE("error bars: 80 % intervals hold on the references, and are not wider than they need", "[whatif][error_bar][e2e]") {
+  if (!std::filesystem::exists(hf("bert_large-inf-8x512"))) {
+    WARN("no unpacked hf_models traces: skipped");
+    return;
+  }
+  std::size_t inside = 0, held = 0, held_inside = 0;
+  std::vector<double> half;
+  std::map<std::string, std::pair<int, int>> by_family;  // inside, all
+  for (const Case& c : reference_cases()) {
+    const WhatIfReport w = whatif_of(c.trace, c.range, c.args);
+    const double lo = static_cast<double>(w.error_bar.low_ns) / 1e6, hi = static_cast<double>(w.error_bar.high_ns) / 1e6;
+    const double p = static_cast<double>(w.predicted_ns) / 1e6;
+    const bool in = lo <= c.measured_ms && c.measured_ms <= hi;
+    INFO(c.trace << " " << c.args.back() << ": forecast " << p << " ms, interval " << lo << " .. " << hi << ", measured " << c.measured_ms);
+    CHECK(lo < p);
+    CHECK(p < hi);
+    CHECK_FALSE(w.error_bar.basis.empty());
+    inside += in;
+    held += c.held_out;
+    held_inside += c.held_out && in;
+    half.push_back((hi - lo) / 2 / p);
+    by_family[c.family].first += in;
+    ++by_family[c.family].second;
+  }
+  const double coverage = static_cast<double>(inside) / static_cast<double>(half.size());
+  INFO("coverage " << coverage << " (held out " << held_inside << " of " << held << "), median half-width " << median(half));
+  CHECK(half.size() == 40);
+  CHECK(coverage >= 0.8);
+  CHECK(static_cast<double>(held_inside) / static_cast<double>(held) >= 0.8);
+  CHECK(median(half) <= 0.15);
+  for (const auto& [f, n] : by_family) {
+    INFO(f << ": " << n.first << " of " << n.second);
+    CHECK(static_cast<double>(n.first) / n.second >= 0.6);
+  }
+}
+
+// The rules by hand: TF32's fit errors {0, -7.2, +9.9, -1.0 %}: mean b = +0.425 %, squared
+// deviations 0.0018 + 58.14 + 89.78 + 2.03 = 150.13 (%^2), sample s = sqrt(150.13 / 3) = 7.074 %,
+// w = t(0.9, 3) x s x sqrt(1 + 1/4) = 1.638 x 7.074 x 1.118 = 12.955 %. A forecast of 100 ms: the
+// measured time in [100 / (1 + b + w), 100 / (1 + b - w)] = [88.20, 114.32] ms.
+TEST_CASE("error bars: a family's prediction interval and its composition (hand-computed)", "[whatif][error_bar]") {
+  const ErrorFamily f = family_stats("tf32", {0.000, -0.072, 0.099, -0.010});
+  CHECK(f.bias == Approx(0.00425).margin(1e-6));
+  CHECK(f.half_width == Approx(0.12955).epsilon(1e-3));
+  const auto [lo, hi] = measured_interval(100, f.bias, f.half_width);
+  CHECK(lo == Approx(88.20).epsilon(1e-3));
+  CHECK(hi == Approx(114.32).epsilon(1e-3));
+  // Fewer than 3 errors: no bias, 1.645 x their RMS ({+6.4, -5.3 %}: RMS 5.87 %, w 9.66 %).
+  const ErrorFamily g = family_stats("cuda-graph", {0.064, -0.053});
+  CHECK(g.bias == 0);
+  CHECK(g.half_width == Approx(1.645 * std::sqrt((0.064 * 0.064 + 0.053 * 0.053) / 2)).epsilon(1e-6));
+  // The table's families are those of docs/fidelity.md, each at least 1 % wide.
+  for (const ErrorFamily& e : error_families()) {
+    INFO(e.name);
+    CHECK(e.n >= 2);
+    CHECK(e.half_width >= 0.01);
+  }
+}
