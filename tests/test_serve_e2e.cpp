@@ -9,6 +9,7 @@
 #include "helpers.hpp"
 #include "serve_helpers.hpp"
 #include "models/serving/calibrate.hpp"
+#include "models/serving/pipeline.hpp"
 #include "sim/base/error.hpp"
 #include "traces/importer.hpp"
 
@@ -274,4 +275,81 @@ TEST_CASE("serve calibration says in one line when a plain profile and a log do 
   small.max_batch_tokens = 128;
   const TraceLog wrong_engine{&traced, "cal.jsonl", small};
   CHECK_THROWS_WITH(calibrate_step_model(t, m, &wrong_engine), Catch::Contains("disagrees") && Catch::Contains("--max-batch-tokens"));
+}
+
+// The intervals of serving forecasts (models/serving/error_bars.hpp) on the runs its fit errors
+// leave out (runs 1 and 2 are the fit): the plain capture's held-out loads with their repeats
+// (8 runs), run 3's offline run, the static engine's two held-out batch sizes. At this commit, of
+// 31 medians (TTFT, TPOT, E2E; static: E2E and makespan) 22 inside (71 %), median half-width
+// 15.1 %. The 9 outside are the host's slow runs: TTFT of four plain runs (forecast 90-92 ms,
+// measured 106.6-142.6), TPOT and E2E of the first 4/s run and of the third runs (TPOT 69.0, 70.5,
+// 79.1 ms against 58.5-59.5 forecast .. 68.1-69.2: that machine's host ran 17-25 % slower than the
+// calibration's). Checked: at least 70 % inside, each interval around its forecast.
+TEST_CASE("serve's 80 % intervals on held-out runs", "[serve][e2e][error_bar]") {
+  std::size_t inside = 0, all = 0;
+  std::vector<double> half;
+  auto check = [&](const char* what, double sim, const std::array<double, 2>& bar, double meas) {
+    INFO(what << ": forecast " << sim << ", interval " << bar[0] << " .. " << bar[1] << ", measured " << meas);
+    CHECK(bar[0] < sim);
+    CHECK(sim < bar[1]);
+    ++all;
+    inside += bar[0] <= meas && meas <= bar[1];
+    half.push_back((bar[1] - bar[0]) / 2 / sim);
+  };
+  auto job_of = [](const std::string& dir, const std::string& log, const std::string& warmup) {
+    ServeJob j;
+    j.model_path = dir + "config.json";
+    j.hw = "h200-sxm";
+    j.requests_path = dir + log;
+    j.engine = captured_engine();
+    if (!warmup.empty()) j.warmup_path = dir + warmup;
+    return j;
+  };
+  const std::string plain = kServe + "plain/";
+  for (const auto& [log, base] : std::vector<std::pair<std::string, std::string>>{{"rate4", "rate4"},
+                                                                                  {"rate8", "rate8"},
+                                                                                  {"graph6", "graph6"},
+                                                                                  {"repeats/rate4.r1", "rate4"},
+                                                                                  {"repeats/rate4.r2", "rate4"},
+                                                                                  {"repeats/rate8.r1", "rate8"},
+                                                                                  {"repeats/rate8.r2", "rate8"},
+                                                                                  {"repeats/graph6.r1", "graph6"}}) {
+    ServeJob j = job_of(plain, log + ".jsonl", base + "_warmup.jsonl");
+    j.calibrate_trace = serving_trace("plain");
+    j.trace_log = plain + "cal_plain.jsonl";
+    j.calibrate_log = plain + "cal_plain_unprof.jsonl";
+    j.engine.cuda_graph = base == "graph6";
+    const ServeOutcome o = run_serving(j);
+    INFO(log << ": " << o.bars.basis.front());
+    REQUIRE(o.bars.valid);
+    check("TTFT", o.simulated.ttft.median, o.bars.ttft_ms, o.measured.ttft.median);
+    check("TPOT", o.simulated.tpot.median, o.bars.tpot_ms, o.measured.tpot.median);
+    check("E2E", o.simulated.e2el.median, o.bars.e2el_ms, o.measured.e2el.median);
+  }
+  {
+    const std::string r3 = kServe + "run3/";
+    ServeJob j = job_of(r3, "offline.jsonl", "offline_warmup.jsonl");
+    j.calibrate_trace = serving_trace("run3");
+    j.calibrate_log = r3 + "cal_unprof.jsonl";
+    j.engine.wake = 234'000;
+    const ServeOutcome o = run_serving(j);
+    check("TTFT", o.simulated.ttft.median, o.bars.ttft_ms, o.measured.ttft.median);
+    check("TPOT", o.simulated.tpot.median, o.bars.tpot_ms, o.measured.tpot.median);
+    check("E2E", o.simulated.e2el.median, o.bars.e2el_ms, o.measured.e2el.median);
+  }
+  const std::string st = kServe + "static/";
+  for (const auto& [log, batch] : std::vector<std::pair<std::string, std::int64_t>>{{"static16", 16}, {"static64", 64}}) {
+    ServeJob j = job_of(st, log + ".jsonl", "");
+    j.calibrate_trace = serving_trace("static");
+    j.trace_log = st + "cal_static.jsonl";
+    j.calibrate_log = st + "cal_static_unprof.jsonl";
+    j.engine.policy = Policy::Static;
+    j.engine.max_seqs = batch;
+    const ServeOutcome o = run_serving(j);
+    check("E2E", o.simulated.e2el.median, o.bars.e2el_ms, o.measured.e2el.median);
+    check("makespan", o.simulated.duration_s, o.bars.duration_s, o.measured.duration_s);
+  }
+  INFO(inside << " of " << all << " inside, median half-width " << median(half));
+  CHECK(all == 31);
+  CHECK(static_cast<double>(inside) / static_cast<double>(all) >= 0.7);
 }

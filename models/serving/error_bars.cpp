@@ -22,18 +22,18 @@ const std::vector<double> kStatic = {0.148, -0.020, 0.47, 0.34};
 // The uncalibrated model's step against the engine's measured (docs/serving.md: 1.2 ms against 55-65 ms).
 constexpr double kUncalibratedGap = 55.0 / 1.2;
 
-// Repeated runs of one program on one machine (medians of TPOT, ms): their pooled coefficient of variation.
-double host_pace_cv() {
+// Repeated runs of one program on one machine (medians of TPOT, ms): each run's deviation from its
+// group's mean, the sample a new run's pace is drawn from.
+std::vector<double> host_pace_deviations() {
   const std::vector<std::vector<double>> runs = {{69.0, 59.4, 70.5}, {64.7, 59.6, 79.1}, {60.4, 67.1, 62.0}};
-  double ss = 0, dof = 0;
+  std::vector<double> d;
   for (const auto& r : runs) {
     double m = 0;
     for (double x : r) m += x;
     m /= static_cast<double>(r.size());
-    for (double x : r) ss += (x / m - 1) * (x / m - 1);
-    dof += static_cast<double>(r.size() - 1);
+    for (double x : r) d.push_back(x / m - 1);
   }
-  return std::sqrt(ss / dof);
+  return d;
 }
 
 std::string pct(double x) {
@@ -57,7 +57,7 @@ ServeBars serve_error_bars(const ServeBarInputs& in) {
                             {&kTpot, in.tpot, in.tpot_eager, &out.tpot_ms},
                             {&kE2el, in.e2el, in.e2el_eager, &out.e2el_ms},
                             {&kE2el, in.duration, in.duration_eager, &out.duration_s}};
-  const double pace = 1.282 * host_pace_cv();
+  const double pace = family_stats("host pace", host_pace_deviations()).half_width;
   const bool host_bound = in.gpu_fraction < 0.6;
   const double r = in.load_ratio > 1.5 ? std::log2(in.load_ratio) : 0;
   const ErrorFamily st = family_stats("static", kStatic);
@@ -73,7 +73,7 @@ ServeBars serve_error_bars(const ServeBarInputs& in) {
     if (r > 0) var += (f.half_width * r) * (f.half_width * r);
     if (in.static_from_continuous) bias += st.bias, var += st.half_width * st.half_width;
     auto [lo, hi] = measured_interval(m.forecast, bias, std::sqrt(var));
-    if (in.graphs_from_eager && m.eager > 0) hi = std::max(hi, measured_interval(m.eager, bias, std::sqrt(var)).second);
+    if (in.graphs_from_eager && r > 0 && m.eager > 0) hi = std::max(hi, measured_interval(m.eager, bias, std::sqrt(var)).second);
     *m.bar = {lo, hi};
     if (k == 1) {  // the basis, in TPOT's terms
       parts.emplace_back(f.half_width, "the calibrated engine's held-out TPOT error " + pct(f.half_width) + " (" + std::to_string(f.n) +

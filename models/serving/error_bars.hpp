@@ -6,13 +6,14 @@
 //   (models/whatif/error_bar.hpp) give the interval of a calibrated forecast, widened in
 //   quadrature by:
 //   - the host's run-to-run pace where the engine is host-bound (the simulated GPU time under
-//     60 % of the steps' time): the coefficient of variation of repeated runs of one program on
-//     one machine (validate/reference/h200/serving/plain/repeats: TPOT 69.0 / 59.4 / 70.5,
-//     64.7 / 59.6 / 79.1, 60.4 / 67.1 / 62.0 ms), x 1.282;
+//     60 % of the steps' time): the prediction half-width of the deviations of repeated runs of one
+//     program on one machine from their mean (validate/reference/h200/serving/plain/repeats: TPOT
+//     69.0 / 59.4 / 70.5, 64.7 / 59.6 / 79.1, 60.4 / 67.1 / 62.0 ms);
 //   - a load beyond the calibration's (requests in flight, mean, r times the calibration log's,
 //     r > 1.5): w x log2(r) more, the host's per-sequence work not being measured there;
-//   - CUDA graphs forecast from an eager calibration: how much host work the graph takes away is
-//     not measured, so the interval reaches the same run without graphs (its upper end);
+//   - CUDA graphs forecast from an eager calibration at a load beyond the calibration's (as above):
+//     the graphs' gain was validated near the calibration's load (the fit runs' CUDA-graph rows),
+//     not beyond it, so the interval reaches the same run without graphs (its upper end);
 //   - static batching forecast from a continuous engine's calibration: the errors of those
 //     forecasts (docs/serving.md: +14.8, -2.0, +47, +34 % in makespan);
 //   - no calibration: the hardware model alone, without the engine's host work: its GPU time is a
