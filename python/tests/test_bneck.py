@@ -30,6 +30,9 @@ def test_whatif_and_sweep():
     w = t.whatif(["--scale", "2:kind=kernel"], range="iter.*")
     assert w.predicted_ns < w.baseline_ns
     assert w.predicted_ns == t.whatif("--scale 2:kind=kernel", range="iter.*").predicted_ns
+    # The 80 % interval around the forecast, with its sources (as whatif --json).
+    assert w.error_bar["low_ns"] < w.predicted_ns < w.error_bar["high_ns"] and w.error_bar["basis"]
+    assert all(r["error_bar"]["low_ns"] < r["predicted_ns"] < r["error_bar"]["high_ns"] for r in w.ranges)
     s = t.sweep(hw=["h200-sxm", "h100-sxm"], scenarios={"fast": ["--scale", "2:kind=kernel"]}, range="iter.*")
     assert [(c["hw"], c["scenario"]) for c in s.cases] == [("h200-sxm", "baseline"), ("h200-sxm", "fast"), ("h100-sxm", "baseline"), ("h100-sxm", "fast")]
 
@@ -38,6 +41,9 @@ def test_serve():
     r = bneck.serve(model=CONFIG, hw="h200-sxm", num=50, rate=5, rates="1,5")
     assert r.completed == 50 and len(r.requests) == 50 and len(r.sweep) == 2
     assert r.median_tpot_ms > 0
+    # Uncalibrated: the hardware model alone, its interval says so.
+    lo, hi = r.error_bars["median_tpot_ms"]
+    assert lo < r.median_tpot_ms < hi and "uncalibrated" in r.error_bars["basis"][0]
     # The engine's warm-up and wake-up are options too (as --warmup-requests, --engine-wake).
     ref = os.path.join(ROOT, "validate", "reference", "h200", "serving")
     w = bneck.serve(model=CONFIG, hw="h200-sxm", requests=os.path.join(ref, "offline.jsonl"), block_size=64, num_blocks=1024,
