@@ -34,3 +34,18 @@ TEST_CASE("selectors pick ops by name, kind, stream, duration, range and id", "[
   CHECK_THROWS_AS(Selector::parse("dur>fast"), InputError);
   CHECK_THROWS_AS(Selector::parse("kind=banana"), InputError);
 }
+
+TEST_CASE("kind=kernel selects compute kernels; the NCCL kernels are kind=collective", "[selector]") {
+  // A two-GPU DDP step (validate/reference/h200/ddp): its all-reduce kernels are kernels to CUDA,
+  // collectives to a selector, never both.
+  Trace t = load_trace(source_dir() + "/validate/reference/h200/ddp/ddp2_rank0.json.gz");
+  std::size_t kernels = 0, nccl = 0;
+  for (const Op& o : t.ops) {
+    kernels += o.kind == OpKind::Kernel;
+    nccl += o.kind == OpKind::Kernel && (o.flags & Op::kFlagNccl);
+  }
+  REQUIRE(nccl > 0);
+  CHECK(count(t, "kind=collective") == nccl);
+  CHECK(count(t, "kind=kernel") == kernels - nccl);
+  CHECK(count(t, "kind=kernel&name~nccl") == 0);
+}

@@ -112,8 +112,9 @@ bool Selector::matches(OpId id) const {
       case Term::KindIs:
         if (term.value == "collective") {
           if (!(o.flags & Op::kFlagNccl)) return false;
-        } else if (term.value != to_string(o.kind))
+        } else if (term.value != to_string(o.kind) || (o.flags & Op::kFlagNccl)) {  // kernel: a collective's is not one
           return false;
+        }
         break;
       case Term::Stream:
         if (o.kind == OpKind::Api || t.lanes[o.lane].native_id != term.ids[0]) return false;
