@@ -335,3 +335,22 @@ TEST_CASE("test names carry no semicolon (ctest cuts a name there and its filter
     }
   }
 }
+TEST_CASE("a trace with no device work gets one line from advise, whatif and replay, no verdict", "[cli]") {
+  // A CPU-only PyTorch profile: an op and a runtime call, no kernel, copy or memset.
+  const std::string cpu =
+      write_temp(R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 0, "dur": 10},
+      {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 2, "dur": 5, "args": {"correlation": 7}}]})",
+                 "cpu_only.json");
+  for (const std::string cmd : {"advise", "whatif --scale 2:kind=kernel", "replay"}) {
+    INFO(cmd);
+    Run r = run(cmd.substr(0, cmd.find(' ')) + " '" + cpu + "'" + (cmd.find(' ') == std::string::npos ? "" : cmd.substr(cmd.find(' '))));
+    CHECK(r.code == 0);
+    CHECK(lines(r.out) == 1);
+    CHECK(r.out.find("no device work in this trace: nothing to") != std::string::npos);
+    CHECK(r.out.find("(1 host call, no kernel, copy or memset)") != std::string::npos);
+    CHECK(r.out.find("ottleneck") == std::string::npos);
+    CHECK(r.out.find("speedup") == std::string::npos);
+  }
+  Run j = run("whatif '" + cpu + "' --scale 2:kind=kernel --json -");
+  CHECK(nlohmann::json::parse(j.out)["no_device_work"].get<std::string>().rfind("no device work in this trace", 0) == 0);
+}

@@ -140,10 +140,10 @@ TEST_CASE("every third-party trace imports and replays at +0.00 %", "[formats][e
     ReplayReport rep = run_replay(t, ReplayOptions{});
     CHECK(rep.simulated.length() == rep.measured.length());
     // A what-if that keeps measured times runs whichever GPU it was (AMD GPUs and device-less
-    // exports name none of the presets): the kernels 2x faster shorten the GPU span.
+    // exports name none of the presets): the kernels and collectives 2x faster shorten the GPU span.
     WhatIfOptions wo;
     std::string scenario;
-    wo.transforms = parse_transform_args({"--scale", "2:kind=kernel"}, scenario);
+    wo.transforms = parse_transform_args({"--scale", "2:kind=kernel", "--scale", "2:kind=collective"}, scenario);
     WhatIfReport w;
     REQUIRE_NOTHROW(w = run_whatif(t, wo));
     CHECK(w.predicted.length() < w.baseline.length());

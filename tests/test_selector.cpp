@@ -35,7 +35,7 @@ TEST_CASE("selectors pick ops by name, kind, stream, duration, range and id", "[
   CHECK_THROWS_AS(Selector::parse("kind=banana"), InputError);
 }
 
-TEST_CASE("kind=kernel selects compute kernels; the NCCL kernels are kind=collective", "[selector]") {
+TEST_CASE("kind=kernel selects compute kernels, the NCCL kernels are kind=collective", "[selector]") {
   // A two-GPU DDP step (validate/reference/h200/ddp): its all-reduce kernels are kernels to CUDA,
   // collectives to a selector, never both.
   Trace t = load_trace(source_dir() + "/validate/reference/h200/ddp/ddp2_rank0.json.gz");

@@ -27,6 +27,7 @@ void add_advise(CLI::App& sub, Action& action) {
   sub.callback([&action] {
     action = [] {
       Trace t = load_with_options(trace, topt);
+      if (said_no_device_work(t, "advise on", json_out)) return 0;
       AdviseOptions o;
       if (!range.empty()) {
         add_structure_ranges_if_named(t, range);

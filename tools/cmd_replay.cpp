@@ -51,6 +51,7 @@ void add_replay(CLI::App& sub, Action& action) {
       if (!range.empty()) opt.range_regex = range;
       auto t0 = std::chrono::steady_clock::now();
       Trace t = load_with_options(trace, topt, {range});
+      if (!opt.durations_explicit && said_no_device_work(t, "replay on a GPU", json_out)) return 0;
       double import_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       double import_rss = peak_rss_mb();
       ReplayReport rep = run_replay(t, opt);

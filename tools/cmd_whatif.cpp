@@ -63,6 +63,7 @@ void add_whatif(CLI::App& sub, Action& action) {
         if (opt.unprofiled_time <= 0) throw InputError("--unprofiled-time " + unprofiled_time + ": must be positive");
       }
       Trace t = load_with_options({trace}, topt, structure_texts(extras, range));
+      if (said_no_device_work(t, "forecast", json_out)) return 0;
       WhatIfReport rep = run_whatif(t, opt);
       if (!json_out.empty()) write_output(json_out, [&](std::ostream& o) { o << json_text(whatif_json(rep), 1) << "\n"; });
       if (!chrome_out.empty()) write_output(chrome_out, [&](std::ostream& o) { write_whatif_chrome_trace(rep, o); });

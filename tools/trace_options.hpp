@@ -21,4 +21,10 @@ Trace load_with_options(const std::vector<std::string>& paths, const TraceOption
 // per-step diffusion what-if without --step-range): the texts for load_with_options.
 std::vector<std::string> structure_texts(std::vector<std::string> args, const std::string& range);
 
+// A trace with no timed device work (a CPU-only profile, an execution trace without timings,
+// launches whose kernels the trace lacks): says so in one line ("no device work in this trace:
+// nothing to forecast"; `what` names the command's object) on stdout unless JSON goes there, and as
+// {"source", "no_device_work"} to json_out; true when it did (the command then stops, exit 0).
+bool said_no_device_work(const Trace& t, const char* what, const std::string& json_out);
+
 }  // namespace bneck
