@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <deque>
 #include <filesystem>
@@ -114,6 +115,10 @@ std::string write_temp(const std::string& text, const std::string& tag) {
   std::string path = "/tmp/bneck_" + tag + "_" + std::to_string(::getpid()) + ".json";
   std::ofstream(path) << text;
   return path;
+}
+
+bool has_line(const WhatIfReport& r, const std::string& what) {
+  return std::any_of(r.log.begin(), r.log.end(), [&](const std::string& l) { return l.find(what) != std::string::npos; });
 }
 
 double measured_median(const std::string& path, const std::string& range) {

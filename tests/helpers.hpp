@@ -96,6 +96,8 @@ std::string write_temp(const std::string& text, const std::string& tag);
 nlohmann::json memory_per_gpu_json(const WhatIfReport& r);
 // The median measured span of a trace's ranges matching `range`.
 double measured_median(const std::string& path, const std::string& range);
+// A line of the what-if's log holds `what`.
+bool has_line(const WhatIfReport& r, const std::string& what);
 WhatIfReport whatif_of(const std::string& path, const std::string& range, const std::vector<std::string>& args);
 
 }  // namespace bneck::test

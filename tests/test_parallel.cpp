@@ -28,10 +28,6 @@ const std::string kPar = std::string(BNECK_SOURCE_DIR) + "/validate/reference/h2
 // The fixed part F of a bf16 GEMM's modelled time (the GEMM fit's overhead, or the kernel tail):
 // with its work inferred from the measured time d, model(k work) / model(work) makes it
 // F + k (d - F).
-bool has_line(const WhatIfReport& r, const std::string& what) {
-  return std::any_of(r.log.begin(), r.log.end(), [&](const std::string& l) { return l.find(what) != std::string::npos; });
-}
-
 double Fg() {
   const HwSpec hw = load_hw("h200-sxm-calibrated");
   auto fit = hw.gpu.gemm_fit.find(Dtype::BF16);

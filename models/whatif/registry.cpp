@@ -7,7 +7,7 @@ namespace bneck {
 extern const TransformDef kScaleTransform, kRemoveTransform, kFuseTransform, kPrecisionTransform, kCudaGraphTransform, kHwTransform,
     kOverlapCommTransform, kRanksTransform, kRepeatTransform, kDataParallelTransform, kTensorParallelTransform, kPipelineParallelTransform,
     kStepsTransform, kCfgTransform, kResolutionTransform, kFramesTransform, kFsdpTransform, kContextParallelTransform,
-    kExpertParallelTransform, kUnprofileTransform, kBatchTransform;
+    kExpertParallelTransform, kUnprofileTransform, kBatchTransform, kPinMemoryTransform, kOverlapCopiesTransform;
 
 const std::vector<const TransformDef*>& transform_registry() {
   static const std::vector<const TransformDef*> table = {
@@ -18,6 +18,8 @@ const std::vector<const TransformDef*>& transform_registry() {
       &kCudaGraphTransform,
       &kHwTransform,
       &kOverlapCommTransform,
+      &kPinMemoryTransform,
+      &kOverlapCopiesTransform,
       &kRanksTransform,
       &kRepeatTransform,
       &kDataParallelTransform,

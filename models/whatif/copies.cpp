@@ -1,0 +1,193 @@
+// --pin-memory[=SEL] and --overlap-copies[=SEL]: the copy-bound remedies.
+//
+// Model card, --pin-memory: host buffers page-locked, copies issued non_blocking. Each selected
+//   host<->device copy that touches pageable memory (default: all of them) moves at the pinned
+//   rate: the trace's own pinned copies of that direction where it has some of at least 1 MiB
+//   (their median bytes per second, plus the path's latency), else the spec's pinned path
+//   (models/transfer.hpp). Its launching call no longer waits for it (a pageable cudaMemcpyAsync
+//   returns when the copy is done; a pinned one at once): the call takes the median time of the
+//   trace's non-blocking copy calls (else the spec's launch overhead) and loses its host-sync edge;
+//   what the program does with the data still waits for the copy through stream order. A stream
+//   synchronization that is the thread's next call (PyTorch's blocking .to()) goes with it; the
+//   program's other synchronizations stay.
+// Model card, --overlap-copies: copies prefetched on a second stream, two buffers. Each selected
+//   host-to-device copy from pinned memory (default: every such copy on a stream that also runs
+//   kernels) moves to a copy stream of its device, issued where it was, and brings the next step's
+//   batch: the ops after copy k on its stream read what copy k-1 brought (the first copy's: its
+//   own, the loop's prologue) and no longer wait for copy k, which runs beside them. Copy k still
+//   starts after the ops before it on the compute stream (they read the buffer it overwrites) and
+//   after copy k-1. Pageable copies stay (the host waits for them: --pin-memory first).
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "models/transfer.hpp"
+#include "models/whatif/transform.hpp"
+#include "sim/base/error.hpp"
+#include "sim/base/stats.hpp"
+
+namespace bneck {
+namespace {
+
+bool host_device(const CopyInfo* ci) {
+  return ci && (ci->copy_kind == MemcpyKind::HtoD || ci->copy_kind == MemcpyKind::DtoH || ci->copy_kind == MemcpyKind::UvmHtoD ||
+                ci->copy_kind == MemcpyKind::UvmDtoH);
+}
+bool pageable(const CopyInfo* ci) { return ci && (ci->src == MemKind::Pageable || ci->dst == MemKind::Pageable); }
+bool to_device(const CopyInfo* ci) { return ci->copy_kind == MemcpyKind::HtoD || ci->copy_kind == MemcpyKind::UvmHtoD; }
+
+class PinMemory : public TransformStep {
+ public:
+  explicit PinMemory(std::string sel) : sel_(std::move(sel)) {}
+  bool needs_gpu_rates() const override { return false; }  // the trace's pinned copies, else the spec's path
+  void apply(const WhatIfContext& ctx, WhatIfCase& c) const override {
+    const Trace& t = ctx.trace;
+    const std::vector<bool> hit = sel_.empty() ? std::vector<bool>(t.ops.size(), true) : ctx.select(sel_, true);
+    // The trace's own pinned rates (bytes/s) by direction, and its non-blocking copy calls' time.
+    std::vector<double> rate[2];
+    std::vector<double> call;
+    for (const Op& o : t.ops) {
+      if (o.kind != OpKind::Memcpy) continue;
+      const CopyInfo* ci = t.copy(o);
+      if (!host_device(ci) || pageable(ci)) continue;
+      if (ci->bytes >= (1u << 20) && o.duration() > 0)
+        rate[to_device(ci)].push_back(static_cast<double>(ci->bytes) / (static_cast<double>(o.duration()) / 1e9));
+      if (o.link != kNone && t.ops[o.link].api_class() == ApiClass::MemcpyAsync)
+        call.push_back(static_cast<double>(t.ops[o.link].duration()));
+    }
+    const TimeNs call_ns = call.empty() ? c.spec.gpu.host_launch_overhead : static_cast<TimeNs>(std::llround(quantile(call, 0.5)));
+    // Host calls per thread in start order: a blocking copy's own stream synchronization (PyTorch's
+    // .to() without non_blocking) is the thread's next call.
+    std::map<LaneId, std::vector<OpId>> calls;
+    for (OpId i = 0; i < t.ops.size(); ++i)
+      if (t.ops[i].kind == OpKind::Api) calls[t.ops[i].lane].push_back(i);
+    for (auto& [l, v] : calls) std::sort(v.begin(), v.end(), [&](OpId a, OpId b) { return t.ops[a].start < t.ops[b].start; });
+    auto next_call = [&](OpId a) -> OpId {
+      const auto& v = calls[t.ops[a].lane];
+      auto it = std::upper_bound(v.begin(), v.end(), a, [&](OpId x, OpId y) { return t.ops[x].start < t.ops[y].start; });
+      return it == v.end() ? kNone : *it;
+    };
+    std::size_t syncs = 0;
+    Graph& g = c.edit_graph();
+    GraphEditor ed(g, text);
+    std::size_t n = 0;
+    TimeNs before = 0, after = 0;
+    for (OpId i = 0; i < t.ops.size(); ++i) {
+      const Op& o = t.ops[i];
+      if (o.kind != OpKind::Memcpy || !hit[i] || g.removed(i)) continue;
+      const CopyInfo* ci = t.copy(o);
+      if (!host_device(ci) || !pageable(ci)) continue;
+      const bool h2d = to_device(ci);
+      const MemKind src = h2d ? MemKind::Pinned : MemKind::Device, dst = h2d ? MemKind::Device : MemKind::Pinned;
+      const TimeNs spec_ns = transfer_time(c.spec, ci->copy_kind, src, dst, ci->bytes);
+      TimeNs d = spec_ns;
+      if (!rate[h2d].empty()) {
+        const TimeNs latency = transfer_time(c.spec, ci->copy_kind, src, dst, 0);
+        d = latency + static_cast<TimeNs>(std::llround(static_cast<double>(ci->bytes) / quantile(rate[h2d], 0.5) * 1e9));
+      }
+      before += c.durations[i];
+      c.durations[i] = std::min(c.durations[i], d);
+      after += c.durations[i];
+      ++n;
+      if (o.link != kNone && t.ops[o.link].api_class() == ApiClass::MemcpySync) {
+        ed.drop_in_edges(o.link, [](NodeId, const EdgeProps& p, const Graph&) { return p.type() == EdgeType::HostSync; });
+        c.durations[o.link] = std::min(c.durations[o.link], call_ns);
+        const OpId s = next_call(o.link);
+        if (s != kNone && t.ops[s].api_class() == ApiClass::StreamSync) {  // non_blocking: no sync of its own
+          ed.drop_in_edges(s, [](NodeId, const EdgeProps& p, const Graph&) { return p.type() == EdgeType::HostSync; });
+          c.durations[s] = 0;
+          ++syncs;
+        }
+      }
+    }
+    ed.commit();
+    if (n == 0)
+      throw InputError(text + ": no host<->device copy touching pageable memory" +
+                       (sel_.empty() ? "" : " among those " + sel_ + " selects"));
+    c.log.push_back(text + ": " + std::to_string(n) + " pageable copies pinned, " + format_duration(before) + " -> " +
+                    format_duration(after) + " (" +
+                    (rate[0].empty() && rate[1].empty() ? "the spec's pinned path" : "the trace's pinned copies' rate") +
+                    "); their calls return after " + format_duration(call_ns) + ", " + std::to_string(syncs) +
+                    " stream synchronizations right after them gone (non_blocking)");
+  }
+
+ private:
+  std::string sel_;
+};
+
+class OverlapCopies : public TransformStep {
+ public:
+  explicit OverlapCopies(std::string sel) : sel_(std::move(sel)) {}
+  bool needs_gpu_rates() const override { return false; }
+  void apply(const WhatIfContext& ctx, WhatIfCase& c) const override {
+    const Trace& t = ctx.trace;
+    Graph& g = c.edit_graph();
+    const std::vector<bool> hit = sel_.empty() ? std::vector<bool>(t.ops.size(), true) : ctx.select(sel_, true);
+    // Device ops per stream in start order; the streams that run kernels.
+    std::map<LaneId, std::vector<OpId>> lanes;
+    std::vector<bool> has_kernels(t.lanes.size(), false);
+    for (OpId i = 0; i < t.ops.size(); ++i) {
+      const Op& o = t.ops[i];
+      if (!is_device_op(o.kind) || g.removed(i)) continue;
+      lanes[o.lane].push_back(i);
+      has_kernels[o.lane] = has_kernels[o.lane] || o.kind == OpKind::Kernel;
+    }
+    GraphEditor ed(g, text);
+    std::size_t moved = 0, left_pageable = 0;
+    for (auto& [lane, ops] : lanes) {
+      if (!has_kernels[lane] || !t.lanes[lane].fifo) continue;
+      std::sort(ops.begin(), ops.end(), [&](OpId a, OpId b) { return t.ops[a].start < t.ops[b].start; });
+      std::vector<std::size_t> at;  // positions of the copies to move
+      for (std::size_t k = 0; k < ops.size(); ++k) {
+        const Op& o = t.ops[ops[k]];
+        const CopyInfo* ci = o.kind == OpKind::Memcpy ? t.copy(o) : nullptr;
+        if (!ci || !hit[ops[k]] || !to_device(ci) || !host_device(ci)) continue;
+        if (pageable(ci)) {
+          ++left_pageable;
+          continue;
+        }
+        at.push_back(k);
+      }
+      if (at.empty()) continue;
+      const LaneId side = add_comm_lane(ed, t.lanes[lane].device, t.lanes[lane].process, "copies of " + t.lane_label(lane));
+      for (std::size_t j = 0; j < at.size(); ++j) {
+        const std::size_t k = at[j];
+        const OpId cp = ops[k];
+        ed.move(cp, side);  // its call and the ops before it on the stream (the buffer's last reader) still gate it
+        if (j > 0) ed.add_edge(ops[at[j - 1]], cp, EdgeType::StreamOrder, DepType::EndToStart, 0);  // the copy stream's order
+        ++moved;
+        if (k + 1 >= ops.size() || t.ops[ops[k + 1]].kind == OpKind::Memcpy) continue;
+        // What followed the copy reads the batch the copy before it brought (the first: its own, the
+        // loop's prologue) and follows the op before the copy on the stream.
+        const OpId next = ops[k + 1];
+        ed.drop_in_edges(next, [](NodeId, const EdgeProps& p, const Graph&) { return p.type() == EdgeType::StreamOrder; });
+        if (k > 0) ed.add_edge(ops[k - 1], next, EdgeType::StreamOrder, DepType::EndToStart, 0);
+        ed.add_edge(j == 0 ? cp : ops[at[j - 1]], next, EdgeType::Event, DepType::EndToStart, 0);
+      }
+    }
+    ed.commit();
+    if (moved == 0)
+      throw InputError(text + ": no pinned host-to-device copy on a stream with kernels" +
+                       (left_pageable ? " (" + std::to_string(left_pageable) + " pageable: --pin-memory first)" : std::string()));
+    c.log.push_back(text + ": " + std::to_string(moved) +
+                    " host-to-device copies prefetched on a copy stream (each brings the next step's batch, two buffers)" +
+                    (left_pageable ? "; " + std::to_string(left_pageable) + " pageable copies left (--pin-memory first)" : std::string()));
+  }
+
+ private:
+  std::string sel_;
+};
+
+std::unique_ptr<TransformStep> parse_pin(const std::string& arg) { return std::make_unique<PinMemory>(checked_selector(arg)); }
+std::unique_ptr<TransformStep> parse_overlap(const std::string& arg) { return std::make_unique<OverlapCopies>(checked_selector(arg)); }
+
+}  // namespace
+
+extern const TransformDef kPinMemoryTransform{
+    "pin-memory", "SEL", TransformDef::Arg::Optional,
+    "copies touching pageable host memory (default: all) move at the pinned rate; their calls stop waiting (non_blocking)", parse_pin};
+extern const TransformDef kOverlapCopiesTransform{
+    "overlap-copies", "SEL", TransformDef::Arg::Optional,
+    "pinned host-to-device copies (default: those on streams with kernels) prefetched one step ahead on a copy stream", parse_overlap};
+
+}  // namespace bneck
