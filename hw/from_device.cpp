@@ -126,4 +126,91 @@ nlohmann::json spec_from_device(const nlohmann::json& d, const std::string& orig
       {"sources", src}};
 }
 
+namespace {
+
+// AMD Instinct parts: dense FLOPs per CU per clock (datasheet peak / CUs / peak engine clock),
+// the peak engine clock and the HBM bandwidth. CDNA3: MI300X 304 CUs at 2.1 GHz, FP64 81.7 /
+// 163.4 (matrix), FP32 163.4, TF32 653.7, FP16/BF16 1307.4, FP8 and INT8 2614.9 TFLOP/s, 5.3 TB/s
+// (MI325X 6 TB/s; MI300A 228 CUs). CDNA2: MI250X 220 CUs at 1.7 GHz, FP64 47.9 / 95.7, FP32 47.9 /
+// 95.7 (matrix), FP16/BF16 383, INT8 383, 3.2 TB/s; MI210 104 CUs, 1.6 TB/s.
+struct AmdPart {
+  const char* match;  // in the device name, lower case
+  const char* arch;
+  double clock_ghz, bandwidth_tbs;
+  double fp64, fp32, fp16, t_fp64, t_fp32, t_fp16, t_fp8, t_int8;
+  const char* extends;  // the preset whose other figures (efficiencies, links) stand in
+};
+constexpr AmdPart kAmd[] = {
+    {"mi325", "CDNA3", 2.1, 6.0, 128, 256, 512, 256, 1024, 2048, 4096, 4096, "h100-sxm"},
+    {"mi300", "CDNA3", 2.1, 5.3, 128, 256, 512, 256, 1024, 2048, 4096, 4096, "h100-sxm"},
+    {"mi250", "CDNA2", 1.7, 3.2, 128, 128, 256, 256, 256, 1024, 0, 1024, "a100-sxm-80gb"},
+    {"mi210", "CDNA2", 1.7, 1.6, 128, 128, 256, 256, 256, 1024, 0, 1024, "a100-sxm-80gb"},
+};
+
+}  // namespace
+
+nlohmann::json spec_from_trace_device(const std::string& name, unsigned sm_count, int cc_major, int cc_minor, double memory_bytes,
+                                      double clock_hz, std::string& why) {
+  using nlohmann::json;
+  why.clear();
+  if (name.empty() || sm_count == 0) return nullptr;
+  std::string lower = name;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  char mem[64] = "";
+  if (memory_bytes > 0) std::snprintf(mem, sizeof mem, ", %.0f GiB", memory_bytes / (1u << 30));
+  if (lower.find("amd") != std::string::npos || lower.find("instinct") != std::string::npos || lower.find("radeon") != std::string::npos) {
+    const AmdPart* p = nullptr;
+    for (const AmdPart& a : kAmd)
+      if (lower.find(a.match) != std::string::npos) {
+        p = &a;
+        break;
+      }
+    if (!p) return nullptr;
+    const double clock = clock_hz > 0 ? clock_hz : p->clock_ghz * 1e9, per = sm_count * clock;
+    json peak = json::object();
+    auto put = [&](const char* dtype, const char* unit, double f) { peak[dtype][unit] = tflops(f * per); };
+    put("fp64", "simt", p->fp64);
+    put("fp64", "tensor", p->t_fp64);
+    put("fp32", "simt", p->fp32);
+    put("tf32", "tensor", p->t_fp32);
+    put("bf16", "simt", p->fp16);
+    put("bf16", "tensor", p->t_fp16);
+    put("fp16", "simt", p->fp16);
+    put("fp16", "tensor", p->t_fp16);
+    put("fp8", "tensor", p->t_fp8);
+    put("int8", "tensor", p->t_int8);
+    json gpu = {{"name", name},
+                {"sm_count", sm_count},
+                {"clock", std::to_string(clock / 1e9) + " GHz"},
+                {"memory_bandwidth", std::to_string(p->bandwidth_tbs * 1e3) + " GB/s"},
+                {"peak", peak}};
+    if (memory_bytes > 0) gpu["memory"] = std::to_string(static_cast<long long>(memory_bytes)) + " B";
+    char b[300];
+    std::snprintf(b, sizeof b,
+                  "%s has no preset: a spec from its device properties (%u CUs%s) and %s rates per CU at %.1f GHz (%s), "
+                  "%.1f TB/s; the rest %s's",
+                  name.c_str(), sm_count, mem, p->arch, clock / 1e9, clock_hz > 0 ? "its clock" : "guessed", p->bandwidth_tbs, p->extends);
+    why = b;
+    return json{{"name", spec_slug(name)}, {"extends", p->extends}, {"description", why}, {"gpu", gpu}};
+  }
+  if (cc_major <= 0) return nullptr;
+  // NVIDIA: the validate path's rule on the properties a trace records; the clock (none recorded)
+  // the architecture's typical boost.
+  const double clock = clock_hz > 0 ? clock_hz : cc_major >= 9 ? 1.98e9 : cc_major == 8 ? 1.7e9 : 1.5e9;
+  json d = {{"name", name},
+            {"sm_count", sm_count},
+            {"clock_khz", clock / 1e3},
+            {"cc", std::to_string(cc_major) + "." + std::to_string(cc_minor)}};
+  if (memory_bytes > 0) d["memory_bytes"] = memory_bytes;
+  json spec = spec_from_device(d, name);
+  char b[300];
+  std::snprintf(b, sizeof b,
+                "%s has no preset: a spec from its device properties (%u SMs%s, compute capability %d.%d) and its "
+                "architecture's rates per SM at %.2f GHz (%s); the rest h100-sxm's",
+                name.c_str(), sm_count, mem, cc_major, cc_minor, clock / 1e9, clock_hz > 0 ? "its clock" : "guessed");
+  why = b;
+  spec["description"] = why;
+  return spec;
+}
+
 }  // namespace bneck

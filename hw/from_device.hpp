@@ -12,6 +12,16 @@ namespace bneck {
 // lacks the name, SM count or clock.
 nlohmann::json spec_from_device(const nlohmann::json& device, const std::string& origin);
 
+// A base spec for the GPU a trace names but no preset matches, from the device properties the
+// trace records (name, SMs or CUs, compute capability, memory: Kineto's deviceProperties, nsys's
+// TARGET_INFO_GPU) and per-architecture rates per SM (CU) and clock at the architecture's boost
+// clock (guessed, as the trace records no clock): NVIDIA by compute capability (above), AMD
+// Instinct by part name (CDNA2, CDNA3, their datasheet peaks / CUs / peak engine clock, their
+// memory bandwidth). "" in `why` and a null JSON when the properties do not tell (no SM count,
+// an AMD part not in the table); else `why` says what the spec rests on, in one line.
+nlohmann::json spec_from_trace_device(const std::string& name, unsigned sm_count, int cc_major, int cc_minor, double memory_bytes,
+                                      double clock_hz, std::string& why);
+
 // "NVIDIA GeForce RTX 4090" -> "nvidia-geforce-rtx-4090".
 std::string spec_slug(const std::string& device_name);
 

@@ -397,7 +397,18 @@ HwSpec parse_hw(const json& j, const std::string& origin) {
   return h;
 }
 
+namespace {
+std::map<std::string, HwSpec>& trace_specs() {
+  static std::map<std::string, HwSpec> m;
+  return m;
+}
+}  // namespace
+
+void remember_trace_spec(const HwSpec& h) { trace_specs()[h.name] = h; }
+
 HwSpec load_hw(const std::string& name_or_path) {
+  auto it = trace_specs().find(name_or_path);
+  if (it != trace_specs().end()) return it->second;
   return with_json_errors(name_or_path, [&] {
     std::vector<std::string> chain;
     json j = resolve(name_or_path, chain, 0);

@@ -155,10 +155,14 @@ struct HwSpec {
   ClusterSpec cluster;
   nlohmann::json resolved;                     // the merged JSON
   std::map<std::string, std::string> sources;  // field path ("gpu.memory_bandwidth") -> source
+  std::string from_trace;                      // non-empty: built from a trace's device properties (what it rests on)
 };
 
 // A preset name ("h200-sxm") or a path to a JSON file. Throws InputError naming the file/field.
 HwSpec load_hw(const std::string& name_or_path);
+// A spec built from a trace's device properties (spec_from_trace_device), loadable by its name for
+// the rest of the process (the replay's own roofline names its source GPU).
+void remember_trace_spec(const HwSpec& h);
 // The GPU to forecast on: a preset name with a calibrated overlay ("h200-sxm" ->
 // "h200-sxm-calibrated", made by `bneck calibrate` on that GPU) loads the overlay, since measured
 // figures beat the datasheet's; files and other presets load as they are. (For the datasheet alone,

@@ -32,6 +32,7 @@ std::string pct(double x) {
 // The class an op's time on the critical path counts under.
 const char* path_class(const Trace& t, OpId o, const KernelWork& w, const HwSpec& hw, TimeNs d) {
   const Op& op = t.ops[o];
+  if (op.kind == OpKind::Api && op.api_class() == ApiClass::MemcpySync) return kCopies;  // the host waits for its copy
   if (op.kind == OpKind::Api) return t.name(op).find("ynchronize") != std::string::npos ? kSync : kHost;
   if (op.flags & Op::kFlagNccl) return kComm;
   if (op.kind != OpKind::Kernel) return is_device_op(op.kind) ? kCopies : kHost;
@@ -150,9 +151,17 @@ void path_by_class(const Trace& t, const std::vector<KernelWork>& work, const Hw
 
 // Candidates generated from the profile.
 std::vector<AdviceSuggestion> candidates(const Trace& t, const std::vector<KernelWork>& work, const HwSpec& hw, const Advice& a) {
-  TimeNs kernels = 0, fp32_math = 0, half_gemm = 0, pointwise = 0;
+  TimeNs kernels = 0, fp32_math = 0, half_gemm = 0, pointwise = 0, pageable = 0, pinned_h2d = 0;
   for (OpId o = 0; o < t.ops.size(); ++o) {
     const Op& op = t.ops[o];
+    if (op.kind == OpKind::Memcpy) {
+      const CopyInfo* ci = t.copy(op);
+      const bool hd = ci && (ci->copy_kind == MemcpyKind::HtoD || ci->copy_kind == MemcpyKind::DtoH);
+      if (hd && (ci->src == MemKind::Pageable || ci->dst == MemKind::Pageable))
+        pageable += op.duration();
+      else if (hd && ci->copy_kind == MemcpyKind::HtoD)
+        pinned_h2d += op.duration();
+    }
     if (op.kind != OpKind::Kernel || (op.flags & Op::kFlagNccl)) continue;
     kernels += op.duration();
     if (is_compute_class(work[o].cls) && work[o].dtype == Dtype::FP32) fp32_math += op.duration();
@@ -176,9 +185,23 @@ std::vector<AdviceSuggestion> candidates(const Trace& t, const std::vector<Kerne
     s.args = std::move(args);
     s.tradeoff = std::move(tradeoff);
     s.gpus = gpus;
+    s.hardware = gpus > 1 || s.args.front() == "--hw";
     cand.push_back(std::move(s));
   };
   const double k = std::max<double>(1, static_cast<double>(kernels));
+  const double span = std::max<double>(1, static_cast<double>(a.span_ns));
+  // Copy-bound remedies: pageable copies pinned; pinned copies in series with compute prefetched.
+  if (static_cast<double>(pageable) / span >= 0.05)
+    add("pinned host memory for the copies", {"--pin-memory"},
+        "page-locked buffers (pin_memory=True, .pin_memory()) and non_blocking copies; pinned memory is a limited resource");
+  if (static_cast<double>(pinned_h2d) / span >= 0.05 || (pageable > 0 && share(kCopies) >= 0.2))
+    add("copies prefetched on a second stream",
+        pinned_h2d > 0 ? std::vector<std::string>{"--overlap-copies"} : std::vector<std::string>{"--pin-memory", "--overlap-copies"},
+        "a second buffer and a copy stream (a prefetching loader); the next batch's memory is held a step early");
+  // Host synchronizations on the path: moved out of the step.
+  if (share(kSync) >= 0.1)
+    add("host synchronizations out of the step", {"--remove", "kind=api&name~ynchronize"},
+        "the values read on the host (.item(), printing, a blocking copy) are read later or less often; the step's own ordering stays");
   if (host >= 0.1 || idle >= 0.1)
     add("CUDA graphs over each step", {"--cuda-graph"},
         "static shapes and memory addresses; the step is captured once; host-side logic inside it must move out");
@@ -238,8 +261,8 @@ void simulate(const Trace& t, const AdviseOptions& opt, const std::string& sourc
                                : static_cast<TimeNs>(std::llround(static_cast<double>(s.baseline_ns) * std::max(0.0, 1 - saved / whole)));
     } catch (const InputError& e) { s.error = e.what(); }
   }
-  // Ranked by the forecast step time of each GPU: more GPUs win only by being faster per GPU (their
-  // throughput, per traced batch, is shown beside).
+  // Ranked by the forecast step time of each GPU (more GPUs and a larger batch: their throughput,
+  // per traced batch, shown beside); hardware apart.
   std::stable_sort(cand.begin(), cand.end(), [](const AdviceSuggestion& x, const AdviceSuggestion& y) {
     if (x.error.empty() != y.error.empty()) return x.error.empty();
     return x.predicted_ns < y.predicted_ns;
@@ -278,6 +301,22 @@ std::vector<AdviceKernel> kernels_that_matter(const Trace& t, const HwSpec& hw) 
   return out;
 }
 
+// The opening line: the bottleneck, its share of the critical path, the best program change.
+std::string verdict(const Advice& a) {
+  std::string v = a.bottleneck + ": " + a.evidence.substr(0, std::min(a.evidence.find(';'), a.evidence.find(" (")));
+  const AdviceSuggestion* best = nullptr;
+  for (const AdviceSuggestion& s : a.suggestions)
+    if (s.error.empty() && s.predicted_ns < s.baseline_ns) {
+      best = &s;
+      break;
+    }
+  if (!best) return v + "; no program change forecast to help";
+  char b[64];
+  std::snprintf(b, sizeof b, "%.2fx",
+                best->baseline_ns > 0 && best->effective_ns() > 0 ? static_cast<double>(best->baseline_ns) / best->effective_ns() : 1.0);
+  return v + "; best program change: " + best->title + ", " + b + " [" + bar_text(best->error_bar) + "]";
+}
+
 }  // namespace
 
 Advice advise(const Trace& t, const AdviseOptions& opt) {
@@ -296,6 +335,7 @@ Advice advise(const Trace& t, const AdviseOptions& opt) {
     a.assumed_hw = "the trace does not say which GPU ran it: an H100 SXM's rates assumed (--source-hw SPEC gives the real one)";
   }
   const HwSpec hw = pick_source(t, source);
+  if (!hw.from_trace.empty()) a.assumed_hw = hw.from_trace;
   ro.source_hw = source;
   ro.hw = hw.name;  // retargeted to itself: the replay's roofline aggregation by kernel class
   ReplayReport rep = run_replay(t, ro);
@@ -321,7 +361,8 @@ Advice advise(const Trace& t, const AdviseOptions& opt) {
   a.kernels = kernels_that_matter(t, hw);
   std::vector<AdviceSuggestion> cand = candidates(t, work, hw, a);
   simulate(t, opt, source, cand);
-  a.suggestions = std::move(cand);
+  for (AdviceSuggestion& s : cand) (s.hardware ? a.hardware : a.suggestions).push_back(std::move(s));
+  a.verdict = verdict(a);
   return a;
 }
 

@@ -41,7 +41,8 @@ struct AdviceSuggestion {
   TimeNs baseline_ns = 0, predicted_ns = 0, amdahl_ns = 0;
   ErrorBar error_bar;  // the forecast's 80 % interval (the what-if's)
   std::string tradeoff;
-  std::string error;  // non-empty: the what-if could not run (why)
+  std::string error;      // non-empty: the what-if could not run (why)
+  bool hardware = false;  // another GPU or more GPUs, not a change to the program
   // Time per traced batch: the forecast over the GPUs that share the work (weak scaling).
   double effective_ns() const { return static_cast<double>(predicted_ns) / gpus / batch; }
 };
@@ -67,7 +68,9 @@ struct Advice {
   std::vector<AdviceKernel> kernels;  // the five kernels that take most time
   std::string bottleneck, evidence;
   std::vector<AdvicePhase> phases;
-  std::vector<AdviceSuggestion> suggestions;  // best first
+  std::vector<AdviceSuggestion> suggestions;  // changes to the program, best first
+  std::vector<AdviceSuggestion> hardware;     // other GPUs and more GPUs, best first, for comparison
+  std::string verdict;                        // the bottleneck, its share, the best program change
 };
 
 struct AdviseOptions {

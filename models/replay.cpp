@@ -264,7 +264,8 @@ ReplayReport run_replay(const Trace& t, const ReplayOptions& opt) {
   progress.phase("graph built (" + std::to_string(rep.graph->num_edges()) + " edges)");
   if (opt.sharing && t.measured) {  // on the trace's GPU; a GPU no preset matches replays without sharing
     try {
-      enable_sharing(*rep.graph, source_spec(t, opt.source_hw));
+      const HwSpec src = source_spec(t, opt.source_hw);
+      if (src.from_trace.empty()) enable_sharing(*rep.graph, src);  // rates from device properties: not calibrated enough to share
     } catch (const InputError&) {}
   }
   rep.graph_s = secs_since(t0);

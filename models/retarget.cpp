@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 
+#include "hw/from_device.hpp"
 #include "models/collective.hpp"
 #include "models/occupancy.hpp"
 #include "models/transfer.hpp"
@@ -154,6 +155,17 @@ HwSpec source_spec(const Trace& t, const std::string& override_spec) {
   for (const auto& d : t.devices) {
     std::string p = preset_for_device(d.name);
     if (!p.empty()) return load_hw(p);
+  }
+  // No preset: the properties the trace records, beside the architecture's rates.
+  for (const auto& d : t.devices) {
+    std::string why;
+    const nlohmann::json spec = spec_from_trace_device(d.name, d.sm_count, static_cast<int>(d.cc_major), static_cast<int>(d.cc_minor),
+                                                       static_cast<double>(d.memory_bytes), d.clock_hz, why);
+    if (spec.is_null()) continue;
+    HwSpec h = load_hw_json(spec, t.source);
+    h.from_trace = why;
+    remember_trace_spec(h);
+    return h;
   }
   throw InputError(t.source, "which GPU ran it? (device '" + (t.devices.empty() ? std::string("?") : t.devices[0].name) +
                                  "', no preset): --source-hw SPEC");

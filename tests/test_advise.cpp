@@ -37,16 +37,6 @@ const AdviceSuggestion& first(const Advice& a) {
 
 namespace {
 
-// The median measured span of the ranges matching `range` (the optimized program's side of a pair).
-double measured_median(const std::string& path, const std::string& range) {
-  Trace t = load_trace(path);
-  ReplayOptions o;
-  o.range_regex = range;
-  std::vector<double> v;
-  for (const auto& r : run_replay(t, o).ranges) v.push_back(static_cast<double>(r.measured_span_ns));
-  return median(v);
-}
-
 // decode_eager (the GPU busy a tenth of each token) against decode_graph measured (the extra
 // folder's pair: 0.144 ms a token).
 void decode_advice(TracePath at) {
@@ -140,4 +130,38 @@ TEST_CASE("advise, replay and roofline share one roofline aggregation", "[advise
     CHECK(static_cast<double>(it->measured_ns) == Approx(c.time_ns));
     CHECK(it->achieved_fraction == Approx(c.achieved_fraction()).epsilon(1e-9));
   }
+}
+
+// Copy-bound loops (validate/reference/h200/loops; unprofiled medians as in test_whatif.cpp): 64 MiB
+// pageable copies each step -> pinned memory first, within 10 % of the pinned loop (1.945 ms); a
+// pinned batch copied in series with compute -> prefetching first, within 3 % of the prefetching
+// loop (0.806 ms); the core memcpy trace's pageable copies -> pinned memory first, within 10 % of
+// its pinned copies. Other GPUs and more GPUs sit in their own list, never among the program's.
+TEST_CASE("advise: copy-bound runs get the copy remedies first, hardware apart", "[advise][e2e]") {
+  const std::string k = std::string(BNECK_TEST_DATA) + "/loops/k/";
+  const Advice pin = advise_of(k + "copy.pageable.json.gz", "step.*");
+  CHECK(pin.bottleneck == "copy-bound");
+  CHECK(first(pin).args == std::vector<std::string>{"--pin-memory"});
+  CHECK(std::abs(static_cast<double>(first(pin).predicted_ns) / 1.945e6 - 1) < 0.10);
+  CHECK(pin.verdict.rfind("copy-bound: copies are", 0) == 0);
+  CHECK(pin.verdict.find("best program change: pinned host memory for the copies") != std::string::npos);
+  const Advice pre = advise_of(k + "stage.serial.json.gz", "step.*");
+  CHECK(first(pre).args == std::vector<std::string>{"--overlap-copies"});
+  CHECK(std::abs(static_cast<double>(first(pre).predicted_ns) / 0.806e6 - 1) < 0.03);
+  const Advice mc = advise_of(core("memcpy.sqlite"), "h2d_pageable_268435456");
+  CHECK(first(mc).args == std::vector<std::string>{"--pin-memory"});
+  CHECK(std::abs(static_cast<double>(first(mc).predicted_ns) / measured_median(core("memcpy.sqlite"), "h2d_pinned_268435456") - 1) < 0.10);
+  for (const Advice* a : {&pin, &pre, &mc}) {
+    for (const AdviceSuggestion& s : a->suggestions) CHECK_FALSE(s.hardware);
+    REQUIRE_FALSE(a->hardware.empty());
+    CHECK(a->hardware.front().args.front() == "--hw");
+  }
+  // The bundled demo: copy-bound, and a change to its copies ranks first.
+  const Advice demo = advise_of(demo_trace(), "");
+  CHECK(demo.bottleneck == "copy-bound");
+  CHECK(first(demo).args == std::vector<std::string>{"--overlap-copies"});
+  const nlohmann::json j = advice_json(demo);
+  CHECK(j["hardware"][0]["args"][0] == "--hw");
+  CHECK(j["verdict"].get<std::string>().find("best program change: copies prefetched") != std::string::npos);
+  for (const auto& e : j["suggestions"]) CHECK(e["args"][0] != "--hw");
 }

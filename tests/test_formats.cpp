@@ -150,7 +150,7 @@ TEST_CASE("every third-party trace imports and replays at +0.00 %", "[formats][e
   }
 }
 
-TEST_CASE("a what-if on a GPU's rates says so when the trace names no known GPU", "[formats][extended]") {
+TEST_CASE("a GPU with no preset gets a spec from the trace's device properties, said, and wide intervals", "[formats][extended]") {
   const std::string f = extra_dir() + "/traces/thirdparty/tracelens/mi210__gpu_only_trace__gpu_only_trace.json.gz";
   if (!fs::exists(f)) {
     WARN("no " << f << ": skipped");
@@ -159,14 +159,28 @@ TEST_CASE("a what-if on a GPU's rates says so when the trace names no known GPU"
   const Trace t = load_trace(f);
   WhatIfOptions wo;
   std::string scenario;
-  wo.transforms = parse_transform_args({"--scale", "2:kind=kernel"}, scenario);
-  const WhatIfReport w = run_whatif(t, wo);
-  CHECK(w.source_hw == "'AMD Instinct MI210' (no preset)");
-  REQUIRE_FALSE(w.log.empty());
-  CHECK(w.log.front().find("no hardware model, sharing off") != std::string::npos);
   wo.transforms = parse_transform_args({"--precision", "bf16"}, scenario);
-  CHECK_THROWS_WITH(run_whatif(t, wo), Catch::Contains("AMD Instinct MI210") && Catch::Contains("--source-hw") &&
-                                           Catch::Contains("--precision bf16 prices work on the GPU's rates"));
+  const WhatIfReport w = run_whatif(t, wo);
+  CHECK(w.source_hw == "amd-instinct-mi210");
+  REQUIRE_FALSE(w.log.empty());
+  // 104 CUs and 64 GiB from deviceProperties; CDNA2's rates at its 1.7 GHz peak engine clock.
+  CHECK(w.log.front().find("AMD Instinct MI210 has no preset: a spec from its device properties (104 CUs, 64 GiB) and CDNA2 rates") !=
+        std::string::npos);
+  REQUIRE(w.error_bar.valid());
+  CHECK(std::any_of(w.error_bar.basis.begin(), w.error_bar.basis.end(),
+                    [](const std::string& b) { return b.find("rates come from its device properties") != std::string::npos; }));
+  // CDNA2 bf16 matrix: 1024 FLOPs per CU per clock x 104 CUs x 1.7 GHz = 181.0 TFLOP/s (the datasheet's 181).
+  const HwSpec s = load_hw("amd-instinct-mi210");
+  CHECK(s.gpu.peak_of(Dtype::BF16, ComputeUnit::Tensor) == Approx(1024.0 * 104 * 1.7e9).epsilon(1e-3));
+  // A device no property names: measured times only, said.
+  Trace u = t;
+  for (auto& d : u.devices) {
+    const std::uint32_t id = d.id;
+    d = Device{};
+    d.id = id;
+  }
+  wo.transforms = parse_transform_args({"--scale", "2:kind=kernel"}, scenario);
+  CHECK(run_whatif(u, wo).log.front().find("no hardware model, sharing off") != std::string::npos);
 }
 
 TEST_CASE("the key scan of a gzip file obeys the decompression-bomb bound", "[formats][robust]") {

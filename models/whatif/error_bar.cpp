@@ -198,6 +198,13 @@ ErrorBar error_bar(const std::vector<Transform>& transforms, const ErrorContext&
                               "x the host span left): its per-event cost varies " + fmt_num("%.0f", 100 * ctx.profiler_cv) +
                               " % between programs, " + pct(w));
   }
+  if (ctx.rates_guessed) {
+    var += widest * widest;
+    parts.emplace_back(widest, ctx.target.name +
+                                   "'s rates come from its device properties and its architecture, not measured: the widest "
+                                   "family's " +
+                                   pct(widest));
+  }
   if (ctx.spread > 0) {
     const double w = 1.282 * ctx.spread;
     var += w * w;

@@ -16,6 +16,8 @@
 //   - the trace's own spread: the coefficient of variation of its repeated ranges' measured spans;
 //   - a target GPU (--hw): the held-out median |error| of its kernel classes (the spec's
 //     held_out_error, time-weighted), as a normal's s = median / 0.674; none: unvalidated;
+//   - rates built from the trace's device properties (a GPU with no preset) where a transform
+//     prices work on them: the widest family's w, said so;
 //   - more GPUs than validated (2): w x (1 + log2(N / 2) / 2);
 //   - a transform no measurement checked: the widest family's w, said so.
 //   The measured time then lies in [forecast / (1 + b + w), forecast / (1 + b - w)].
@@ -45,6 +47,7 @@ struct ErrorContext {
   // The profiler's host cost taken out, over the unprofiled host span, and its per-event cost's
   // coefficient of variation over programs (--unprofile).
   double profiler_share = 0, profiler_cv = 0;
+  bool rates_guessed = false;  // a transform prices work on rates built from the trace's device properties
 };
 
 ErrorBar error_bar(const std::vector<Transform>& transforms, const ErrorContext& ctx, TimeNs predicted_ns);

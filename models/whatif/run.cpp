@@ -144,6 +144,7 @@ void attach_error_bars(WhatIfReport& rep, const std::vector<Transform>& transfor
   }
   ec.spread = repeats_spread(rep.ranges);
   ec.target = pred.spec;
+  for (const Transform& tr : transforms) ec.rates_guessed = ec.rates_guessed || (!pred.spec.from_trace.empty() && tr->needs_gpu_rates());
   if (pred.profiler_removed_ns > 0 && rep.baseline.length() > 0) {
     ec.profiler_share = static_cast<double>(pred.profiler_removed_ns) / static_cast<double>(rep.baseline.length());
     ec.profiler_cv = pred.profiler_cost_cv;
@@ -162,7 +163,7 @@ WhatIfReport run_whatif(const Trace& t, const WhatIfOptions& opt) {
   Graph built = build_graph(t);
   std::vector<KernelWork> work = estimate_work(t, source);
   // Sharing takes the persistent GEMMs' tiles from the work (HBM demands stay by class).
-  if (opt.sharing && t.measured && unidentified.empty()) enable_sharing(built, source, &work, false);
+  if (opt.sharing && t.measured && unidentified.empty() && source.from_trace.empty()) enable_sharing(built, source, &work, false);
   auto graph = std::make_shared<const Graph>(std::move(built));
   rep.source_hw = source.name;
   WhatIfEngine engine(t, graph, source, std::move(work));
@@ -176,6 +177,7 @@ WhatIfReport run_whatif(const Trace& t, const WhatIfOptions& opt) {
   WhatIfCase pred = engine.apply(transforms);
   rep.log = pred.log;
   if (!unidentified.empty()) rep.log.insert(rep.log.begin(), unidentified);
+  if (!source.from_trace.empty()) rep.log.insert(rep.log.begin(), source.from_trace);
   if (unprofile)  // the profiler's line apart from the user's transforms
     for (auto it = rep.log.begin(); it != rep.log.end(); ++it)
       if (it->rfind("--unprofile", 0) == 0) {

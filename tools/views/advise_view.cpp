@@ -67,21 +67,27 @@ nlohmann::json advice_json(const Advice& a) {
                             {"occupancy_limiter", k.limiter},
                             {"waves", k.waves},
                             {"wave_efficiency", k.wave_efficiency}});
-  j["suggestions"] = nlohmann::json::array();
-  for (const AdviceSuggestion& s : a.suggestions) {
-    nlohmann::json e = {{"title", s.title},
-                        {"args", s.args},
-                        {"gpus", s.gpus},
-                        {"baseline_ns", s.baseline_ns},
-                        {"predicted_ns", s.predicted_ns},
-                        {"amdahl_ns", s.amdahl_ns},
-                        {"error_bar", error_bar_json(s.error_bar)},
-                        {"tradeoff", s.tradeoff},
-                        {"speedup", speedup(s)},
-                        {"throughput", throughput(s)}};
-    if (!s.error.empty()) e["error"] = s.error;
-    j["suggestions"].push_back(e);
-  }
+  auto list = [&](const std::vector<AdviceSuggestion>& v) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const AdviceSuggestion& s : v) {
+      nlohmann::json e = {{"title", s.title},
+                          {"args", s.args},
+                          {"gpus", s.gpus},
+                          {"baseline_ns", s.baseline_ns},
+                          {"predicted_ns", s.predicted_ns},
+                          {"amdahl_ns", s.amdahl_ns},
+                          {"error_bar", error_bar_json(s.error_bar)},
+                          {"tradeoff", s.tradeoff},
+                          {"speedup", speedup(s)},
+                          {"throughput", throughput(s)}};
+      if (!s.error.empty()) e["error"] = s.error;
+      out.push_back(e);
+    }
+    return out;
+  };
+  j["verdict"] = a.verdict;
+  j["suggestions"] = list(a.suggestions);  // changes to the program
+  j["hardware"] = list(a.hardware);        // other GPUs, more GPUs
   return j;
 }
 
@@ -92,6 +98,7 @@ void print_advice_text(const Advice& a, const std::string& source, std::ostream&
       << "\n";
   if (!a.assumed_hw.empty()) out << "  " << a.assumed_hw << "\n";
   out << "\n";
+  out << ("Verdict: " + a.verdict).substr(0, 200) << "\n\n";
   out << "Bottleneck: " << a.bottleneck << "\n  " << a.evidence << "\n";
   for (const AdvicePhase& p : a.phases) {
     std::snprintf(b, sizeof b, "  %-11s x%-4zu span %10s  busy %10s  %s: %s", p.name.c_str(), p.instances,
@@ -120,26 +127,32 @@ void print_advice_text(const Advice& a, const std::string& source, std::ostream&
                   k.blocks_per_sm, k.limiter.c_str(), k.waves, k.wave_efficiency * 100);
     out << std::string(b).substr(0, 200) << "\n";
   }
-  out << "\nWhat to change, best first (forecast of the whole run [its 80 % interval]; Amdahl: the changed ops' time saved, as if nothing "
-         "overlapped)\n";
-  int rank = 0;
-  for (const AdviceSuggestion& s : a.suggestions) {
-    if (!s.error.empty()) {
-      out << "  -  " << s.title << ": not forecast (" << s.error.substr(0, 150) << ")\n";
-      continue;
+  auto print_list = [&](const std::vector<AdviceSuggestion>& v) {
+    int rank = 0;
+    for (const AdviceSuggestion& s : v) {
+      if (!s.error.empty()) {
+        out << "  -  " << s.title << ": not forecast (" << s.error.substr(0, 150) << ")\n";
+        continue;
+      }
+      char tp[32];
+      std::snprintf(tp, sizeof tp, "%.2f", throughput(s));
+      const std::string more = s.gpus > 1    ? " a step on each of " + std::to_string(s.gpus) + " GPUs, throughput " + tp + "x"
+                               : s.batch > 1 ? std::string(" throughput ") + tp + "x"
+                                             : "";
+      std::snprintf(b, sizeof b, "  %d. %-40s %10s -> %10s  %.2fx [%s]  (Amdahl %s)%s", ++rank, s.title.c_str(),
+                    format_duration(s.baseline_ns).c_str(), format_duration(s.predicted_ns).c_str(), speedup(s),
+                    bar_text(s.error_bar).c_str(), format_duration(s.amdahl_ns).c_str(), more.c_str());
+      out << std::string(b).substr(0, 200) << "\n";
+      out << ("     bneck whatif TRACE " + joined(s.args) + "   trade-off: " + s.tradeoff).substr(0, 200) << "\n";
+      if (!s.error_bar.basis.empty()) out << ("     interval (80 %): " + s.error_bar.basis.front()).substr(0, 200) << "\n";
     }
-    char tp[32];
-    std::snprintf(tp, sizeof tp, "%.2f", throughput(s));
-    const std::string more = s.gpus > 1    ? " a step on each of " + std::to_string(s.gpus) + " GPUs, throughput " + tp + "x"
-                             : s.batch > 1 ? std::string(" throughput ") + tp + "x"
-                                           : "";
-    std::snprintf(b, sizeof b, "  %d. %-40s %10s -> %10s  %.2fx [%s]  (Amdahl %s)%s", ++rank, s.title.c_str(),
-                  format_duration(s.baseline_ns).c_str(), format_duration(s.predicted_ns).c_str(), speedup(s),
-                  bar_text(s.error_bar).c_str(), format_duration(s.amdahl_ns).c_str(), more.c_str());
-    out << std::string(b).substr(0, 200) << "\n";
-    out << ("     bneck whatif TRACE " + joined(s.args) + "   trade-off: " + s.tradeoff).substr(0, 200) << "\n";
-    if (!s.error_bar.basis.empty()) out << ("     interval (80 %): " + s.error_bar.basis.front()).substr(0, 200) << "\n";
-  }
+    if (v.empty()) out << "  (none applies)\n";
+  };
+  out << "\nWhat to change in the program, best first (forecast of the whole run [its 80 % interval]; Amdahl: the changed ops' time "
+         "saved, as if nothing overlapped)\n";
+  print_list(a.suggestions);
+  out << "\nHardware, for comparison (the same program on another GPU or more GPUs)\n";
+  print_list(a.hardware);
 }
 
 }  // namespace bneck

@@ -45,16 +45,22 @@
   // Advice: the bottleneck and the changes that remove it, ranked by forecast.
   if (D.advice) {
     const A = D.advice, ad = section("advice", "What holds it back, and what to change");
+    if (A.verdict) el("p", {}, ad, "Verdict: " + A.verdict);
     el("p", {}, ad, "Bottleneck: " + A.bottleneck.class + ". " + A.bottleneck.evidence);
     if (A.assumed_hw) el("div", { class: "muted" }, ad, A.assumed_hw);
     if (A.phases.length) table(ad, ["phase", "instances", "span", "GPU busy", "bottleneck", "evidence"],
       A.phases.map((p) => [p.phase, p.instances, fmt(p.span_ns), fmt(p.busy_ns), p.bottleneck, p.evidence]));
     const paths = Object.entries(A.critical_path_by_class).sort((x, y) => y[1] - x[1]);
     table(ad, ["critical path", "time", "share"], paths.map(([c, ns]) => [c, fmt(ns), (100 * ns / Math.max(1, A.critical_path_ns)).toFixed(1) + " %"]));
-    let rank = 0;
-    table(ad, ["#", "change", "baseline", "forecast", "speedup", "80 % interval", "Amdahl", "trade-off", "bneck whatif TRACE ..."],
-      A.suggestions.filter((x) => !x.error).map((x) => [++rank, x.title, fmt(x.baseline_ns), fmt(x.predicted_ns),
-        x.speedup.toFixed(2) + "x", interval(x.error_bar), fmt(x.amdahl_ns), x.tradeoff, x.args.join(" ")]));
+    const ranked = (title, list) => {
+      let rank = 0;
+      el("h3", {}, ad, title);
+      table(ad, ["#", "change", "baseline", "forecast", "speedup", "80 % interval", "Amdahl", "trade-off", "bneck whatif TRACE ..."],
+        (list || []).filter((x) => !x.error).map((x) => [++rank, x.title, fmt(x.baseline_ns), fmt(x.predicted_ns),
+          x.speedup.toFixed(2) + "x", interval(x.error_bar), fmt(x.amdahl_ns), x.tradeoff, x.args.join(" ")]));
+    };
+    ranked("Changes to the program, best first", A.suggestions);
+    ranked("Hardware, for comparison", A.hardware);
   }
 
   // Timelines: measured and simulated, one row per stream, zoom (wheel) and pan (drag) together.

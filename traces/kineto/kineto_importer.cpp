@@ -469,14 +469,28 @@ class Reader : public nlohmann::json::json_sax_t {
       if (it != process_.end()) t_.processes[it->second].name = n;
     }
     if (rank_ != kNone && host_process_ != kNone) t_.processes[host_process_].rank = rank_;
-    // Device properties by id.
-    for (auto& d : t_.devices)
+    // Device properties by id; a device the properties do not list (a process that sees one GPU of
+    // a node by another id, a virtual function) takes them where they all name one GPU.
+    bool one_kind = !devices_.empty();
+    for (const auto& p : devices_) one_kind = one_kind && p.name == devices_[0].name && !p.name.empty();
+    for (auto& d : t_.devices) {
+      bool found = false;
       for (const auto& p : devices_)
         if (p.id == d.id) {
           std::uint32_t id = d.id;
           d = p;
           d.id = id;
+          found = true;
         }
+      if (!found && one_kind) {
+        t_.note("kineto: device without its properties", Severity::Info,
+                "device " + std::to_string(d.id) + " takes those of device " + std::to_string(devices_[0].id) + " (" + devices_[0].name +
+                    "): every GPU the properties list is one");
+        std::uint32_t id = d.id;
+        d = devices_[0];
+        d.id = id;
+      }
+    }
     if (t_.devices.empty() && !devices_.empty()) t_.devices.push_back(devices_[0]);
     std::uint64_t unlinked = 0;
     for (auto [op_id, corr] : pending_) {
