@@ -301,4 +301,20 @@ ReplayReport run_replay(const Trace& t, const ReplayOptions& opt) {
   return rep;
 }
 
+std::string no_device_work_line(const Trace& t, const std::string& what) {
+  std::size_t device = 0, timed = 0, api = 0;
+  for (const Op& o : t.ops) {
+    if (o.kind == OpKind::Api) {
+      ++api;
+      continue;
+    }
+    ++device;
+    timed += o.duration() > 0;
+  }
+  if (timed > 0) return "";
+  const std::string why = device == 0 ? std::to_string(api) + (api == 1 ? " host call" : " host calls") + ", no kernel, copy or memset"
+                                      : std::to_string(device) + " device ops, none with a duration (an execution trace without timings?)";
+  return "no device work in this trace: nothing to " + what + " (" + why + ")";
+}
+
 }  // namespace bneck

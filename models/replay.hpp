@@ -97,4 +97,8 @@ ReplayReport run_replay(const Trace& t, const ReplayOptions& opt);
 // Peak resident set size of this process so far, MiB (Linux; 0 elsewhere).
 double peak_rss_mb();
 
+// "no device work in this trace: nothing to WHAT (why)" for a trace with no timed kernel, copy or
+// memset (a CPU-only profile, an execution trace without timings); "" when it has some.
+std::string no_device_work_line(const Trace& t, const std::string& what);
+
 }  // namespace bneck

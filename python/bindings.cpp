@@ -28,6 +28,8 @@ using namespace bneck;
 namespace {
 
 std::string replay_text(const std::shared_ptr<Trace>& t, std::optional<std::string> range, std::string hw, bool sharing) {
+  const std::string none = no_device_work_line(*t, "replay on a GPU");
+  if (!none.empty()) return json_text(nlohmann::json{{"source", t->source}, {"no_device_work", none}}, -1);
   ReplayOptions o;
   o.range_regex = std::move(range);
   o.hw = std::move(hw);
@@ -42,6 +44,8 @@ std::string whatif_text(const std::shared_ptr<Trace>& t, const std::vector<std::
   o.range_regex = std::move(range);
   o.sharing = sharing;
   o.transforms = parse_transform_args(args, o.scenario_name);
+  const std::string none = no_device_work_line(*t, "forecast");
+  if (!none.empty()) return json_text(nlohmann::json{{"source", t->source}, {"no_device_work", none}}, -1);
   WhatIfReport r = run_whatif(*t, o);
   return json_text(whatif_json(r), -1);
 }

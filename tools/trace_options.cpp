@@ -3,6 +3,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "models/replay.hpp"
 #include "sim/analysis/structure.hpp"
 #include "tools/output.hpp"
 #include "traces/importer.hpp"
@@ -40,19 +41,8 @@ std::vector<std::string> structure_texts(std::vector<std::string> args, const st
 }
 
 bool said_no_device_work(const Trace& t, const char* what, const std::string& json_out) {
-  std::size_t device = 0, timed = 0, api = 0;
-  for (const Op& o : t.ops) {
-    if (o.kind == OpKind::Api) {
-      ++api;
-      continue;
-    }
-    ++device;
-    timed += o.duration() > 0;
-  }
-  if (timed > 0) return false;
-  std::string why = device == 0 ? std::to_string(api) + (api == 1 ? " host call" : " host calls") + ", no kernel, copy or memset"
-                                : std::to_string(device) + " device ops, none with a duration (an execution trace without timings?)";
-  const std::string line = "no device work in this trace: nothing to " + std::string(what) + " (" + why + ")";
+  const std::string line = no_device_work_line(t, what);
+  if (line.empty()) return false;
   if (!json_out.empty())
     write_output(json_out, [&](std::ostream& o) {
       o << json_text(nlohmann::json{{"source", t.source}, {"no_device_work", line}}, 1) << "\n";

@@ -78,3 +78,12 @@ def test_dataframes():
     r = bneck.load(DEMO).replay(range="iter.*")
     df = r.frame("ranges")
     assert isinstance(df, pd.DataFrame) and len(df) == 6
+
+
+def test_no_device_work(tmp_path):
+    # A CPU-only profile: one line instead of a forecast, as the CLI says it.
+    p = tmp_path / "cpu_only.json"
+    p.write_text('{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 0, "dur": 10}]}')
+    t = bneck.load(str(p))
+    assert t.whatif("--scale 2:kind=kernel").no_device_work.startswith("no device work in this trace: nothing to forecast")
+    assert "no_device_work" in t.replay()
