@@ -200,3 +200,31 @@ TEST_CASE("HTA's critical-path golden test: the same GPU ops, and the runtime ca
   CHECK(inside >= 230);
   CHECK(common == inside);
 }
+
+TEST_CASE("a Chrome trace as a bare array of events, legacy ProfilerStep ops, and a range that matches nothing", "[kineto][formats]") {
+  // The legacy profiler (PyTorch 1.8, export_chrome_trace): the events alone in an array, host ops on
+  // a "CPU functions" row without a category; ProfilerStep#N among them are the steps.
+  const std::string legacy = write_temp(
+      R"([{"name": "ProfilerStep#1", "ph": "X", "ts": 10.0, "dur": 100.0, "tid": 1, "pid": "CPU functions", "args": {}},
+ {"name": "aten::mm", "ph": "X", "ts": 20.0, "dur": 30.5, "tid": 1, "pid": "CPU functions", "args": {}},
+ {"name": "ProfilerStep#2", "ph": "X", "ts": 120.0, "dur": 90.0, "tid": 1, "pid": "CPU functions", "args": {}},
+ {"name": "cudaLaunchKernel", "ph": "X", "cat": "cuda_runtime", "ts": 130, "dur": 5, "tid": 1, "pid": 1, "args": {"correlation": 3}},
+ {"name": "gemm", "ph": "X", "cat": "kernel", "ts": 140, "dur": 50, "tid": 7, "pid": 0, "args": {"correlation": 3, "stream": 7, "device": 0}}])",
+      "legacy_array.json");
+  const Trace t = load_trace(legacy);
+  CHECK(t.format == "kineto-json");
+  REQUIRE(t.ranges.size() == 2);  // the two steps; aten::mm without shapes is no range
+  CHECK(t.strings.str(t.ranges[0].name) == "ProfilerStep#1");
+  CHECK(t.ranges[1].end - t.ranges[1].start == 90'000);
+  CHECK(t.device_op_count() == 1);
+  CHECK(t.anomalies.count("kineto: a bare array of events (no traceEvents object)") == 1);
+  // A modern trace whose ProfilerStep is an op ("cat": "Operator", PyTorch 1.9).
+  const std::string op =
+      write_temp(R"({"traceEvents": [{"name": "ProfilerStep#7", "ph": "X", "cat": "Operator", "ts": 5, "dur": 50, "tid": 1, "pid": 1}]})",
+                 "operator_step.json");
+  REQUIRE(load_trace(op).ranges.size() == 1);
+  // --range matching nothing: said on stderr.
+  Run r = run("replay '" + demo_trace() + "' --range 'nothing.*'");
+  CHECK(r.code == 0);
+  CHECK_THAT(r.err, Catch::Contains("--range 'nothing.*' matches no range of"));
+}

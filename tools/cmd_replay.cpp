@@ -55,6 +55,9 @@ void add_replay(CLI::App& sub, Action& action) {
       double import_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       double import_rss = peak_rss_mb();
       ReplayReport rep = run_replay(t, opt);
+      if (opt.range_regex && rep.ranges.empty())
+        std::cerr << "bneck: warning: --range '" << *opt.range_regex << "' matches no range of " << t.source << " (it has "
+                  << t.ranges.size() << "; bneck info lists their names)\n";
       rep.import_s = import_s;
       rep.import_rss_mb = import_rss;
       // The structure the trace shows (bneck structure), up to a million device ops (beyond, the

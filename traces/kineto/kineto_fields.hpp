@@ -23,6 +23,7 @@ struct Ev {
   std::string name;
   std::int64_t pid = 0, tid = 0;
   bool pid_num = false, tid_num = false;
+  bool legacy_cpu = false;  // the legacy profiler's host row ("CPU functions")
   TimeNs ts = 0, dur = 0;
   bool has_ts = false, has_dur = false;
   // args

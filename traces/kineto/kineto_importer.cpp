@@ -67,7 +67,10 @@ class Reader : public nlohmann::json::json_sax_t {
         ev_.has_cat = true;
         break;
       case Field::Name: ev_.name = std::move(v); break;
-      case Field::Pid: ev_.pid_num = false; break;  // "Spans", "Traces": not an activity
+      case Field::Pid:  // "Spans", "Traces": not an activity; the legacy profiler's host rows: "CPU functions"
+        ev_.pid_num = v == "CPU functions";
+        if (ev_.pid_num) ev_.pid = 0, ev_.legacy_cpu = true;
+        break;
       case Field::Tid:
         ev_.tid = static_cast<std::int64_t>(std::hash<std::string>{}(v)&0x7FFFFFFF);
         ev_.tid_num = true;
@@ -128,6 +131,14 @@ class Reader : public nlohmann::json::json_sax_t {
     return true;
   }
   bool start_array(std::size_t) override {
+    if (depth_ == 0) {  // a bare array of events: read as the traceEvents of an object around it
+      depth_ = 2;
+      bare_ = true;
+      top_ = Top::Events;
+      saw_events_ = true;
+      t_.note("kineto: a bare array of events (no traceEvents object)", Severity::Info, "read as its traceEvents");
+      return true;
+    }
     ++depth_;
     if (depth_ == 2 && key_depth1_ == "traceEvents") {
       top_ = Top::Events;
@@ -156,6 +167,11 @@ class Reader : public nlohmann::json::json_sax_t {
     return true;
   }
   bool end_array() override {
+    if (bare_ && depth_ == 2) {
+      top_ = Top::None;
+      depth_ = 0;
+      return true;
+    }
     if (depth_ == 2) top_ = Top::None;
     if (in_args_ && depth_ == 5) {
       list_field_ = false;
@@ -329,6 +345,13 @@ class Reader : public nlohmann::json::json_sax_t {
       t_.note(kKinetoMemoryNote, Severity::Info, "event " + std::to_string(events_));
       return;
     }
+    // The legacy profiler (export_chrome_trace of torch.autograd.profiler, PyTorch 1.8 and before):
+    // host ops on "CPU functions" with no category are op ranges (ProfilerStep#N among them).
+    if (ev_.legacy_cpu && !ev_.has_cat) {
+      ev_.cat = Cat::CpuOp;
+      ev_.has_cat = true;
+      if (legacy_++ == 0) t_.note("kineto: the legacy profiler's host ops (\"CPU functions\")", Severity::Info, "read as op ranges");
+    }
     if (ev_.ph != 'X' || !ev_.has_cat || !ev_.pid_num || !ev_.has_ts) return;
     if (!ev_.has_dur) ev_.dur = 0;
     if (ev_.dur < 0) {
@@ -448,6 +471,8 @@ class Reader : public nlohmann::json::json_sax_t {
       name = ev_.name + ", sizes = " + dims_text(ev_.dims);
     } else if (ev_.name.rfind("torch.distributed.ddp.reducer::", 0) == 0) {
       name = ev_.name;  // DDP's reducer steps (copy_bucket_to_grad: after the bucket all-reduces)
+    } else if (ev_.name.rfind("ProfilerStep#", 0) == 0) {
+      name = ev_.name;  // the profiler's steps as PyTorch 1.9 and the legacy profiler record them (an op)
     } else {
       return;  // a cpu_op without shapes: nothing the models use
     }
@@ -577,6 +602,8 @@ class Reader : public nlohmann::json::json_sax_t {
   LaunchInterner launches_;
   Ev ev_;
   Device dev_;
+  bool bare_ = false;       // the root is the events array itself
+  std::size_t legacy_ = 0;  // legacy host ops read
   std::vector<Device> devices_;
   std::string key_depth1_, key_, error_;
   Field field_ = Field::None;
@@ -600,6 +627,18 @@ int KinetoImporter::sniff(const SniffInput& in) const {
   std::string_view head = in.head;
   // Still compressed: a gzip file whose content could not be read; the importer says why.
   if (head.size() >= 2 && static_cast<unsigned char>(head[0]) == 0x1f && static_cast<unsigned char>(head[1]) == 0x8b) return 10;
+  // A Chrome trace as a bare array of events (PyTorch 1.8-era exports, chrome://tracing's own).
+  std::size_t i = 0;
+  while (i < head.size() && (head[i] == ' ' || head[i] == '\t' || head[i] == '\r' || head[i] == '\n' || head[i] == '\xef' ||
+                             head[i] == '\xbb' || head[i] == '\xbf'))
+    ++i;
+  if (i < head.size() && head[i] == '[') {
+    std::size_t j = head.find_first_not_of(" \t\r\n", i + 1);
+    const bool events =
+        j != std::string_view::npos && (head[j] == '{' || head[j] == ']') &&
+        ((head.find("\"ph\"") != std::string_view::npos && head.find("\"ts\"") != std::string_view::npos) || head[j] == ']');
+    return events ? 70 : 0;
+  }
   if (!json_object_start(head)) return 0;
   if (in.keys) return in.has_key("traceEvents") ? 80 : 0;
   if (head.find("\"traceEvents\"") != std::string_view::npos || head.find("\"schemaVersion\"") != std::string_view::npos ||
