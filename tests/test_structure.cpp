@@ -155,3 +155,20 @@ TEST_CASE("a GPU-only trace's structure is usable as ranges over device time", "
   REQUIRE(it->instances.size() >= 2);
   check_replayed_as_ranges(t, s, "iteration");
 }
+
+TEST_CASE("a level is offered only when its instances are one unit: an unbounded spread is rejected, said", "[structure][e2e]") {
+  // block_fp32 (the core set): a 134-op training step x 7 is a level (spread 0.3 %); the "layers"
+  // its search finds inside span from microseconds to the whole backward (their middle 80 % spread
+  // about 19,000 % of the median): not a level, listed as not offered with why.
+  const Structure st = find_structure(load_trace(core("block_fp32.sqlite")));
+  REQUIRE(st.level("iteration") != nullptr);
+  CHECK(st.level("iteration")->instances.size() == 7);
+  CHECK(st.level("layer") == nullptr);
+  REQUIRE(st.rejected.size() == 1);
+  CHECK(st.rejected[0].name == "layer");
+  CHECK_THAT(st.rejected[0].rejected, Catch::Contains("not one repeated unit"));
+  Run r = run("structure '" + core("block_fp32.sqlite") + "'");
+  CHECK_THAT(r.out, Catch::Contains("not offered: @layer (42 instances)"));
+  Run bad = run("replay '" + core("block_fp32.sqlite") + "' --range @layer");
+  CHECK_THAT(bad.err, Catch::Contains("@layer is not a level of") && Catch::Contains("not one repeated unit"));
+}

@@ -1,6 +1,7 @@
 #include "sim/analysis/structure.hpp"
 
 #include <algorithm>
+#include <iostream>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -8,6 +9,7 @@
 
 #include "sim/analysis/ranges.hpp"
 #include "sim/analysis/structure_loops.hpp"
+#include "sim/base/stats.hpp"
 
 namespace bneck {
 namespace {
@@ -52,6 +54,8 @@ std::string symbol_name(const Trace& t, const Seq& s, std::uint32_t sym) {
   return "?";
 }
 
+constexpr double kMaxSpread = 5;
+
 void summarize(StructureLevel& lv) {
   std::sort(lv.instances.begin(), lv.instances.end(), [](const StructureInstance& a, const StructureInstance& b) {
     return std::make_tuple(a.rank, a.start_ns, a.loop) < std::make_tuple(b.rank, b.start_ns, b.loop);
@@ -71,6 +75,13 @@ void summarize(StructureLevel& lv) {
   lv.period_ns = static_cast<TimeNs>(median(periods));
   auto [mn, mx] = std::minmax_element(spans.begin(), spans.end());
   lv.spread = lv.median_ns > 0 ? (*mx - *mn) / static_cast<double>(lv.median_ns) : 0;
+  // A level is one unit repeated: the middle 80 % of its spans within kMaxSpread of the median
+  // (warm-ups and a slow outlier aside). Beyond, it is not offered (Structure::rejected).
+  const double p10 = quantile(spans, 0.1), p90 = quantile(spans, 0.9);
+  if (lv.median_ns > 0 && (p90 - p10) / static_cast<double>(lv.median_ns) > kMaxSpread)
+    lv.rejected = "its middle 80 % of spans spread " +
+                  std::to_string(static_cast<long long>(std::llround(100 * (p90 - p10) / static_cast<double>(lv.median_ns)))) +
+                  " % of their median (at most " + std::to_string(static_cast<int>(100 * kMaxSpread)) + " %): not one repeated unit";
 }
 
 // Annotations help where present: a PyTorch profile's ProfilerStep#N ranges are its steps. When
@@ -119,12 +130,12 @@ const StructureLevel* Structure::level(const std::string& name) const {
 
 Structure find_structure(const Trace& t) {
   Structure st;
-  StructureLevel iter{"iteration", "", {}, 0, 0, 0}, layer{"layer", "", {}, 0, 0, 0};
-  StructureLevel fwd{"forward", "the ops before each backward pass in each iteration", {}, 0, 0, 0};
-  StructureLevel bwd{"backward", "the runs of each iteration's ops launched by another thread (an autograd engine)", {}, 0, 0, 0};
+  StructureLevel iter{"iteration", "", {}, 0, 0, 0, {}}, layer{"layer", "", {}, 0, 0, 0, {}};
+  StructureLevel fwd{"forward", "the ops before each backward pass in each iteration", {}, 0, 0, 0, {}};
+  StructureLevel bwd{"backward", "the runs of each iteration's ops launched by another thread (an autograd engine)", {}, 0, 0, 0, {}};
   StructureLevel mb{
-      "microbatch", "a forward and the backward after it, where an iteration holds two or more (gradient accumulation)", {}, 0, 0, 0};
-  StructureLevel run{"run", "each process's launches, first to last", {}, 0, 0, 0};
+      "microbatch", "a forward and the backward after it, where an iteration holds two or more (gradient accumulation)", {}, 0, 0, 0, {}};
+  StructureLevel run{"run", "each process's launches, first to last", {}, 0, 0, 0, {}};
   std::uint32_t loop_id = 0, inner_id = 0;
   for (const Seq& s : launch_sequences(t)) {
     const std::size_t n = s.sym.size();
@@ -191,7 +202,7 @@ Structure find_structure(const Trace& t) {
   for (StructureLevel* lv : {&run, &iter, &layer, &mb, &fwd, &bwd})
     if (!lv->instances.empty()) {
       summarize(*lv);
-      st.levels.push_back(std::move(*lv));
+      (lv->rejected.empty() ? st.levels : st.rejected).push_back(std::move(*lv));
     }
   // Conventions the trace follows, for the reader of info and replay.
   std::map<std::string, std::size_t> families;
@@ -282,7 +293,11 @@ std::pair<std::string, std::string> default_loop_ranges(const Trace& t) {
 
 bool add_structure_ranges_if_named(Trace& t, const std::string& text) {
   if (text.find('@') == std::string::npos) return false;
-  add_structure_ranges(t, find_structure(t));
+  const Structure st = find_structure(t);
+  for (const StructureLevel& lv : st.rejected)
+    if (text.find("@" + lv.name) != std::string::npos)
+      std::cerr << "bneck: warning: @" << lv.name << " is not a level of " << t.source << ": " << lv.rejected << "\n";
+  add_structure_ranges(t, st);
   return true;
 }
 

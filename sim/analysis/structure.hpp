@@ -51,11 +51,13 @@ struct StructureLevel {
   TimeNs period_ns = 0;                      // median start-to-start distance of consecutive instances
   TimeNs median_ns = 0;                      // median span
   double spread = 0;                         // (max - min) / median of the spans
+  std::string rejected;                      // non-empty: why it is not offered (Structure::rejected)
 };
 
 struct Structure {
   std::vector<StructureLevel> levels;
   std::vector<std::string> conventions;  // what the trace follows (annotations, autograd thread, graphs)
+  std::vector<StructureLevel> rejected;  // loops found whose instances are not one unit (their spans spread too far)
   const StructureLevel* level(const std::string& name) const;
 };
 

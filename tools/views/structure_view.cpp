@@ -28,7 +28,11 @@ nlohmann::json structure_json(const Structure& s, bool instances) {
     }
     levels.push_back(l);
   }
-  return {{"levels", levels}, {"conventions", s.conventions}};
+  nlohmann::json rejected = nlohmann::json::array();
+  for (const StructureLevel& lv : s.rejected)
+    rejected.push_back(
+        {{"name", lv.name}, {"how", lv.how}, {"instances", lv.instances.size()}, {"spread", lv.spread}, {"why", lv.rejected}});
+  return {{"levels", levels}, {"rejected_levels", rejected}, {"conventions", s.conventions}};
 }
 
 void print_structure_summary(const Structure& s, std::ostream& out, const char* indent) {
@@ -40,6 +44,9 @@ void print_structure_summary(const Structure& s, std::ostream& out, const char* 
         << "\n";
     out.unsetf(std::ios::fixed);
   }
+  for (const StructureLevel& lv : s.rejected)
+    out << indent
+        << ("not offered: @" + lv.name + " (" + std::to_string(lv.instances.size()) + " instances): " + lv.rejected).substr(0, 190) << "\n";
   for (const auto& c : s.conventions) out << indent << "convention: " << c << "\n";
 }
 
