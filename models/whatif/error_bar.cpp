@@ -198,6 +198,22 @@ ErrorBar error_bar(const std::vector<Transform>& transforms, const ErrorContext&
                               "x the host span left): its per-event cost varies " + fmt_num("%.0f", 100 * ctx.profiler_cv) +
                               " % between programs, " + pct(w));
   }
+  bool layout = false;
+  for (const Transform& tr : transforms) layout = layout || family_of(tr->text) == "parallel";
+  if (layout && ctx.gpu_busy_after < 0.6) {
+    const double w = (13.04 - 9.31) / (13.04 + 9.31);
+    var += w * w;
+    parts.emplace_back(w,
+                       "a step on several ranks waits for its slowest host (host-bound): the two-GPU DDP capture's ranks differed 1.4x "
+                       "in autograd host time, " +
+                           pct(w));
+  }
+  if (ctx.rank_wait > 0.01) {
+    const double w = 1.282 * ctx.rank_wait;
+    var += w * w;
+    parts.emplace_back(w, "the trace's ranks wait for each other at collectives (up to " + fmt_num("%.0f", 100 * ctx.rank_wait) +
+                              " % of the span): " + pct(w));
+  }
   if (ctx.rates_guessed) {
     var += widest * widest;
     parts.emplace_back(widest, ctx.target.name +
