@@ -151,7 +151,7 @@ void path_by_class(const Trace& t, const std::vector<KernelWork>& work, const Hw
 
 // Candidates generated from the profile.
 std::vector<AdviceSuggestion> candidates(const Trace& t, const std::vector<KernelWork>& work, const HwSpec& hw, const Advice& a) {
-  TimeNs kernels = 0, fp32_math = 0, half_gemm = 0, pointwise = 0, pageable = 0, pinned_h2d = 0;
+  TimeNs kernels = 0, fp32_math = 0, half_gemm = 0, pointwise = 0, fp32_pointwise = 0, pageable = 0, pinned_h2d = 0;
   for (OpId o = 0; o < t.ops.size(); ++o) {
     const Op& op = t.ops[o];
     if (op.kind == OpKind::Memcpy) {
@@ -169,8 +169,10 @@ std::vector<AdviceSuggestion> candidates(const Trace& t, const std::vector<Kerne
       half_gemm += op.duration();
     const KernelClass k = work[o].cls;
     if (k == KernelClass::Elementwise || k == KernelClass::Norm || k == KernelClass::Softmax || k == KernelClass::Reduction ||
-        k == KernelClass::Copy)
+        k == KernelClass::Copy) {
       pointwise += op.duration();
+      if (work[o].dtype == Dtype::FP32) fp32_pointwise += op.duration();
+    }
   }
   auto share = [&](const char* c) {
     auto it = a.path_by_class.find(c);
