@@ -128,10 +128,10 @@ TEST_CASE("FSDP what-if: per-layer all-gathers and reduce-scatters around a trai
   CHECK(st.predicted_ns < r.predicted_ns);
   CHECK(st.predicted_ns > 6 * kNsPerMs + 1400 * kNsPerUs);
 
-  // Without shapes or --param-bytes there is nothing to gather: the step is unchanged but for the
-  // optimizer's share.
-  WhatIfReport none = whatif_of(path, "", {"--fsdp", "2", "--sharing", "off"});
-  CHECK(logged(none, "0 all-gathers"));
+  // Without shapes or --param-bytes nothing sizes the parameters: one clear line, never a silent
+  // step with no all-gathers.
+  CHECK_THROWS_WITH(whatif_of(path, "", {"--fsdp", "2", "--sharing", "off"}),
+                    Catch::Contains("no GEMM shapes in the trace to size the parameters: give --param-bytes BYTES"));
   std::remove(path.c_str());
 }
 

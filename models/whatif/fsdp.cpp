@@ -269,6 +269,8 @@ class Fsdp : public TransformStep {
       double shaped = weights(s.root);
       for (const Unit& u : s.fwd) shaped += weights(u);
       const bool by_time = param_bytes_ > 0 || shaped <= 0;
+      if (shaped <= 0 && param_bytes_ == 0)
+        throw InputError(t.source, text + ": no GEMM shapes in the trace to size the parameters: give --param-bytes BYTES");
       double total_time = gemm_time(s.root);
       for (const Unit& u : s.fwd) total_time += gemm_time(u);
       auto params = [&](const Unit& u) {
