@@ -88,6 +88,7 @@ void calibrate(const ServeJob& job, ServeOutcome& out) {
   }
   const Trace t = load_trace(job.calibrate_trace);
   EngineConfig ce = out.engine;
+  if (job.trace_max_seqs > 0) ce.max_seqs = job.trace_max_seqs;  // the traced engine's, where the forecast's differs
   ce.policy = Policy::Continuous;
   ce.cuda_graph = false;
   ce.warmup.clear();

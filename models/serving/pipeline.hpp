@@ -25,6 +25,7 @@ struct ServeJob {
   // Calibration: a trace of the real engine; the traced run's request log (a plain profile's
   // batches; default: calibrate_log); a log whose inter-token latency sets the host's speed.
   std::string calibrate_trace, trace_log, calibrate_log;
+  std::int64_t trace_max_seqs = 0;  // the traced engine's sequences per step (0: the forecast's)
   Slo slo;
   std::vector<double> rates;  // a rate sweep (requests/s), empty: none
   bool keep_steps = false;    // ServeOutcome::result.steps (a chrome trace)

@@ -45,6 +45,8 @@ void add_serve_options(CLI::App& app, ServeArgs& a) {
   app.add_option("--policy", a.policy, "continuous | static")->check(CLI::IsMember({"continuous", "static"}))->capture_default_str();
   app.add_option("--max-batch-tokens", a.max_batch_tokens, "tokens per step (the scheduler's budget)")->capture_default_str();
   app.add_option("--max-seqs", a.max_seqs, "sequences per step (static: the batch size)")->capture_default_str();
+  app.add_option("--trace-max-seqs", a.trace_max_seqs,
+                 "the traced engine's sequences per step, where the forecast's --max-seqs differs (default: --max-seqs)");
   app.add_option("--block-size", a.block_size, "KV-cache block, tokens")->capture_default_str();
   app.add_option("--num-blocks", a.num_blocks, "KV-cache blocks (default: from --kv-memory)");
   app.add_option("--kv-memory", a.kv_memory, "memory for the KV cache ('60 GiB'; default: 90 % of the GPU less weights and activations)");
@@ -202,6 +204,7 @@ ServeJob serve_job(const ServeArgs& a) {
   eng.policy = a.policy == "static" ? Policy::Static : Policy::Continuous;
   eng.max_batch_tokens = a.max_batch_tokens;
   eng.max_seqs = a.max_seqs;
+  job.trace_max_seqs = a.trace_max_seqs;
   eng.block_size = a.block_size;
   eng.num_blocks = a.num_blocks > 0 ? a.num_blocks : 0;
   eng.chunked_prefill = a.chunked;

@@ -19,7 +19,7 @@ struct ServeArgs {
       policy = "continuous", kv_memory, slo_ttft, slo_tpot, rates, chrome_out, warmup_path, wake, trace_log, step_costs,
       prompt_len = "32..512", output_len = "16..128", arrival = "poisson", shared_prefix;
   std::int64_t max_batch_tokens = 8192, max_seqs = 256, block_size = 16, num_blocks = 0, chunked = 0, num = 0, q_pad = 64, kv_pad = 16384,
-               prefix_hash_block = 512;
+               prefix_hash_block = 512, trace_max_seqs = 0;
   double rate = 0, watermark = 0;
   std::uint64_t seed = 1;
   bool cuda_graph = false, prefix_caching = false;
