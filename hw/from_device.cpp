@@ -13,26 +13,46 @@ namespace {
 // Dense FLOPs per SM per clock by compute capability: SIMT FP64/FP32/FP16 and tensor FP64, TF32,
 // FP16/BF16, FP8, INT8 (0: none). From datasheet peaks / (SMs x boost clock) of: V100 (7.0), T4
 // (7.5), A100 (8.0), A10/RTX 3090 (8.6), L40S (8.9), H100 SXM (9.0), B200 (10.0), RTX 5090 (12.0).
+struct Rates {
+  double fp64, fp32, fp16, t_fp64, t_tf32, t_fp16, t_fp8, t_int8;
+};
 struct ArchRates {
   int major, minor;
   const char* arch;
-  double fp64, fp32, fp16, t_fp64, t_tf32, t_fp16, t_fp8, t_int8;
+  Rates r;
 };
 constexpr ArchRates kArch[] = {
-    {7, 0, "Volta", 64, 128, 256, 0, 0, 1024, 0, 0},
-    {7, 5, "Turing", 4, 128, 256, 0, 0, 1024, 0, 2048},
-    {8, 0, "Ampere (GA100)", 64, 128, 512, 128, 1024, 2048, 0, 4096},
-    {8, 6, "Ampere (GA10x)", 4, 256, 256, 0, 256, 512, 0, 2048},
-    {8, 9, "Ada Lovelace", 4, 256, 256, 0, 512, 1024, 2048, 2048},
-    {9, 0, "Hopper", 128, 256, 512, 256, 2048, 4096, 8192, 8192},
-    {10, 0, "Blackwell (datacenter)", 128, 256, 512, 128, 4096, 8192, 16384, 16384},
-    {12, 0, "Blackwell (client)", 4, 256, 256, 0, 512, 1024, 2048, 2048},
+    {7, 0, "Volta", {64, 128, 256, 0, 0, 1024, 0, 0}},
+    {7, 5, "Turing", {4, 128, 256, 0, 0, 1024, 0, 2048}},
+    {8, 0, "Ampere (GA100)", {64, 128, 512, 128, 1024, 2048, 0, 4096}},
+    {8, 6, "Ampere (GA10x)", {4, 256, 256, 0, 256, 512, 0, 2048}},
+    {8, 9, "Ada Lovelace", {4, 256, 256, 0, 512, 1024, 2048, 2048}},
+    {9, 0, "Hopper", {128, 256, 512, 256, 2048, 4096, 8192, 8192}},
+    {10, 0, "Blackwell (datacenter)", {128, 256, 512, 128, 4096, 8192, 16384, 16384}},
+    {12, 0, "Blackwell (client)", {4, 256, 256, 0, 512, 1024, 2048, 2048}},
 };
 
 std::string tflops(double flop_per_s) {
   char b[64];
   std::snprintf(b, sizeof b, "%.4g TFLOP/s", flop_per_s / 1e12);
   return b;
+}
+
+// A spec's "peak" object: the rates per SM (CU) and clock x `per` SM-clocks a second (0: none).
+nlohmann::json peak_json(const Rates& r, double per) {
+  nlohmann::json peak = nlohmann::json::object();
+  auto put = [&](const char* dtype, const char* unit, double flop_per_clk) { peak[dtype][unit] = tflops(flop_per_clk * per); };
+  put("fp64", "simt", r.fp64);
+  put("fp64", "tensor", r.t_fp64);
+  put("fp32", "simt", r.fp32);
+  put("tf32", "tensor", r.t_tf32);
+  put("bf16", "simt", r.fp16);
+  put("bf16", "tensor", r.t_fp16);
+  put("fp16", "simt", r.fp16);
+  put("fp16", "tensor", r.t_fp16);
+  put("fp8", "tensor", r.t_fp8);
+  put("int8", "tensor", r.t_int8);
+  return peak;
 }
 
 }  // namespace
@@ -95,21 +115,7 @@ nlohmann::json spec_from_device(const nlohmann::json& d, const std::string& orig
       gpu[field] = std::to_string(static_cast<long long>(num(key))) + " B";
       src[std::string("gpu.") + field] = prop;
     }
-  json peak = json::object();
-  auto put = [&](const char* dtype, const char* unit, double flop_per_clk) {  // 0: the architecture has none
-    peak[dtype][unit] = tflops(flop_per_clk * per);
-  };
-  put("fp64", "simt", a->fp64);
-  put("fp64", "tensor", a->t_fp64);
-  put("fp32", "simt", a->fp32);
-  put("tf32", "tensor", a->t_tf32);
-  put("bf16", "simt", a->fp16);
-  put("bf16", "tensor", a->t_fp16);
-  put("fp16", "simt", a->fp16);
-  put("fp16", "tensor", a->t_fp16);
-  put("fp8", "tensor", a->t_fp8);
-  put("int8", "tensor", a->t_int8);
-  gpu["peak"] = peak;
+  gpu["peak"] = peak_json(a->r, per);
   char cc[32];
   std::snprintf(cc, sizeof cc, "%d.%d", a->major, a->minor);
   src["gpu.peak"] = std::string("guessed: ") + a->arch + " rates per SM and clock (cc " + cc +
@@ -137,14 +143,14 @@ struct AmdPart {
   const char* match;  // in the device name, lower case
   const char* arch;
   double clock_ghz, bandwidth_tbs;
-  double fp64, fp32, fp16, t_fp64, t_fp32, t_fp16, t_fp8, t_int8;
+  Rates r;              // t_tf32: the FP32 matrix rate
   const char* extends;  // the preset whose other figures (efficiencies, links) stand in
 };
 constexpr AmdPart kAmd[] = {
-    {"mi325", "CDNA3", 2.1, 6.0, 128, 256, 512, 256, 1024, 2048, 4096, 4096, "h100-sxm"},
-    {"mi300", "CDNA3", 2.1, 5.3, 128, 256, 512, 256, 1024, 2048, 4096, 4096, "h100-sxm"},
-    {"mi250", "CDNA2", 1.7, 3.2, 128, 128, 256, 256, 256, 1024, 0, 1024, "a100-sxm-80gb"},
-    {"mi210", "CDNA2", 1.7, 1.6, 128, 128, 256, 256, 256, 1024, 0, 1024, "a100-sxm-80gb"},
+    {"mi325", "CDNA3", 2.1, 6.0, {128, 256, 512, 256, 1024, 2048, 4096, 4096}, "h100-sxm"},
+    {"mi300", "CDNA3", 2.1, 5.3, {128, 256, 512, 256, 1024, 2048, 4096, 4096}, "h100-sxm"},
+    {"mi250", "CDNA2", 1.7, 3.2, {128, 128, 256, 256, 256, 1024, 0, 1024}, "a100-sxm-80gb"},
+    {"mi210", "CDNA2", 1.7, 1.6, {128, 128, 256, 256, 256, 1024, 0, 1024}, "a100-sxm-80gb"},
 };
 
 }  // namespace
@@ -167,23 +173,11 @@ nlohmann::json spec_from_trace_device(const std::string& name, unsigned sm_count
       }
     if (!p) return nullptr;
     const double clock = clock_hz > 0 ? clock_hz : p->clock_ghz * 1e9, per = sm_count * clock;
-    json peak = json::object();
-    auto put = [&](const char* dtype, const char* unit, double f) { peak[dtype][unit] = tflops(f * per); };
-    put("fp64", "simt", p->fp64);
-    put("fp64", "tensor", p->t_fp64);
-    put("fp32", "simt", p->fp32);
-    put("tf32", "tensor", p->t_fp32);
-    put("bf16", "simt", p->fp16);
-    put("bf16", "tensor", p->t_fp16);
-    put("fp16", "simt", p->fp16);
-    put("fp16", "tensor", p->t_fp16);
-    put("fp8", "tensor", p->t_fp8);
-    put("int8", "tensor", p->t_int8);
     json gpu = {{"name", name},
                 {"sm_count", sm_count},
                 {"clock", std::to_string(clock / 1e9) + " GHz"},
                 {"memory_bandwidth", std::to_string(p->bandwidth_tbs * 1e3) + " GB/s"},
-                {"peak", peak}};
+                {"peak", peak_json(p->r, per)}};
     if (memory_bytes > 0) gpu["memory"] = std::to_string(static_cast<long long>(memory_bytes)) + " B";
     char b[300];
     std::snprintf(b, sizeof b,

@@ -19,9 +19,13 @@
 
 namespace bneck {
 
+std::size_t json_content_start(std::string_view head) {
+  const std::size_t bom = head.substr(0, 3) == "\xEF\xBB\xBF" ? 3 : 0;
+  return head.find_first_not_of(" \t\r\n", bom);
+}
+
 bool json_object_start(std::string_view head) {
-  if (head.substr(0, 3) == "\xEF\xBB\xBF") head.remove_prefix(3);
-  auto p = head.find_first_not_of(" \t\r\n");
+  const std::size_t p = json_content_start(head);
   return p != std::string_view::npos && head[p] == '{';
 }
 

@@ -38,6 +38,9 @@ std::optional<std::vector<std::pair<std::string, std::string>>> json_top_level_k
 
 // True if `head`, after an optional UTF-8 byte-order mark and whitespace, opens a JSON object.
 bool json_object_start(std::string_view head);
+// Where the JSON content of `head` begins (a UTF-8 byte-order mark and whitespace skipped): its
+// offset, or npos when there is none.
+std::size_t json_content_start(std::string_view head);
 
 class Importer {
  public:

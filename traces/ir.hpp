@@ -164,6 +164,14 @@ struct CopyInfo {  // memcpy and memset
   MemcpyKind copy_kind = MemcpyKind::Unknown;
   MemKind src = MemKind::Unknown;
   MemKind dst = MemKind::Unknown;
+  // Either side in pageable host memory (the copy goes through a staging buffer; the call blocks).
+  bool pageable() const { return src == MemKind::Pageable || dst == MemKind::Pageable; }
+  // Between the host and a device (UVM migrations included).
+  bool host_device() const {
+    return copy_kind == MemcpyKind::HtoD || copy_kind == MemcpyKind::DtoH || copy_kind == MemcpyKind::UvmHtoD ||
+           copy_kind == MemcpyKind::UvmDtoH;
+  }
+  bool to_device() const { return copy_kind == MemcpyKind::HtoD || copy_kind == MemcpyKind::UvmHtoD; }
 };
 
 struct ApiInfo {                 // only for api ops whose class needs it (events, syncs)

@@ -36,12 +36,6 @@ std::vector<double> host_pace_deviations() {
   return d;
 }
 
-std::string pct(double x) {
-  char b[32];
-  std::snprintf(b, sizeof b, "+-%.0f %%", 100 * x);
-  return b;
-}
-
 }  // namespace
 
 ServeBars serve_error_bars(const ServeBarInputs& in) {
@@ -59,7 +53,7 @@ ServeBars serve_error_bars(const ServeBarInputs& in) {
                             {&kE2el, in.duration, in.duration_eager, &out.duration_s}};
   const double pace = family_stats("host pace", host_pace_deviations()).half_width;
   const bool host_bound = in.gpu_fraction < 0.6;
-  const double r = in.load_ratio > 1.5 ? std::log2(in.load_ratio) : 0;
+  const double r = in.load_ratio > kLoadBeyondCalibration ? std::log2(in.load_ratio) : 0;
   const ErrorFamily st = family_stats("static", kStatic);
   for (std::size_t k = 0; k < 4; ++k) {
     const Metric& m = metrics[k];
@@ -76,19 +70,19 @@ ServeBars serve_error_bars(const ServeBarInputs& in) {
     if (in.graphs_from_eager && r > 0 && m.eager > 0) hi = std::max(hi, measured_interval(m.eager, bias, std::sqrt(var)).second);
     *m.bar = {lo, hi};
     if (k == 1) {  // the basis, in TPOT's terms
-      parts.emplace_back(f.half_width, "the calibrated engine's held-out TPOT error " + pct(f.half_width) + " (" + std::to_string(f.n) +
-                                           " runs at other loads, offline, CUDA graphs)");
+      parts.emplace_back(f.half_width, "the calibrated engine's held-out TPOT error " + plus_minus(f.half_width) + " (" +
+                                           std::to_string(f.n) + " runs at other loads, offline, CUDA graphs)");
       if (host_bound)
         parts.emplace_back(pace, "host-bound engine (GPU " + std::to_string(static_cast<int>(std::lround(100 * in.gpu_fraction))) +
-                                     " % of the step): the host's run-to-run pace " + pct(pace));
+                                     " % of the step): the host's run-to-run pace " + plus_minus(pace));
       if (r > 0) {
         char b[64];
         std::snprintf(b, sizeof b, "%.1fx", in.load_ratio);
         parts.emplace_back(f.half_width * r, std::string("load ") + b + " the calibration's (requests in flight): " +
-                                                 pct(f.half_width * r) + " more, per-sequence host work not measured there");
+                                                 plus_minus(f.half_width * r) + " more, per-sequence host work not measured there");
       }
       if (in.static_from_continuous)
-        parts.emplace_back(st.half_width, "static batching from a continuous engine's calibration " + pct(st.half_width));
+        parts.emplace_back(st.half_width, "static batching from a continuous engine's calibration " + plus_minus(st.half_width));
       if (in.graphs_from_eager)
         parts.emplace_back(1.0,
                            "CUDA graphs from an eager calibration: the host work a graph removes is not measured; up to the run "

@@ -43,6 +43,10 @@ struct ServeBarInputs {
   double ttft_eager = 0, tpot_eager = 0, e2el_eager = 0, duration_eager = 0;
 };
 
+// Loads beyond this many times the calibration's widen the interval (and CUDA graphs there reach
+// the eager run: only then is the run without graphs needed).
+constexpr double kLoadBeyondCalibration = 1.5;
+
 ServeBars serve_error_bars(const ServeBarInputs& in);
 
 }  // namespace bneck::serve

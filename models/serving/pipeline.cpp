@@ -142,8 +142,8 @@ void calibrate(const ServeJob& job, ServeOutcome& out) {
   out.calibration = rep;
 }
 
-// The intervals of the forecast (error_bars.hpp): CUDA graphs from an eager calibration run once
-// more without them.
+// The intervals of the forecast (error_bars.hpp): CUDA graphs from an eager calibration beyond its
+// load run once more without them.
 void attach_bars(const ServeJob& job, ServeOutcome& out) {
   ServeBarInputs in;
   in.calibrated = !job.calibrate_trace.empty();
@@ -157,7 +157,7 @@ void attach_bars(const ServeJob& job, ServeOutcome& out) {
   in.load_ratio = out.calibration_load > 0 && load > 0 ? load / out.calibration_load : 1;
   in.ttft = m.ttft.median, in.tpot = m.tpot.median, in.e2el = m.e2el.median, in.duration = m.duration_s;
   in.graphs_from_eager = in.calibrated && out.engine.cuda_graph;
-  if (in.graphs_from_eager) {
+  if (in.graphs_from_eager && in.load_ratio > kLoadBeyondCalibration) {  // the eager run bounds the interval only there
     EngineConfig eager = out.engine;
     eager.cuda_graph = false;
     const ServeResult r = simulate(out.requests, eager, out.model, false);

@@ -29,13 +29,6 @@
 namespace bneck {
 namespace {
 
-bool host_device(const CopyInfo* ci) {
-  return ci && (ci->copy_kind == MemcpyKind::HtoD || ci->copy_kind == MemcpyKind::DtoH || ci->copy_kind == MemcpyKind::UvmHtoD ||
-                ci->copy_kind == MemcpyKind::UvmDtoH);
-}
-bool pageable(const CopyInfo* ci) { return ci && (ci->src == MemKind::Pageable || ci->dst == MemKind::Pageable); }
-bool to_device(const CopyInfo* ci) { return ci->copy_kind == MemcpyKind::HtoD || ci->copy_kind == MemcpyKind::UvmHtoD; }
-
 class PinMemory : public TransformStep {
  public:
   explicit PinMemory(std::string sel) : sel_(std::move(sel)) {}
@@ -49,9 +42,9 @@ class PinMemory : public TransformStep {
     for (const Op& o : t.ops) {
       if (o.kind != OpKind::Memcpy) continue;
       const CopyInfo* ci = t.copy(o);
-      if (!host_device(ci) || pageable(ci)) continue;
+      if (!ci || !ci->host_device() || ci->pageable()) continue;
       if (ci->bytes >= (1u << 20) && o.duration() > 0)
-        rate[to_device(ci)].push_back(static_cast<double>(ci->bytes) / (static_cast<double>(o.duration()) / 1e9));
+        rate[ci->to_device()].push_back(static_cast<double>(ci->bytes) / (static_cast<double>(o.duration()) / 1e9));
       if (o.link != kNone && t.ops[o.link].api_class() == ApiClass::MemcpyAsync)
         call.push_back(static_cast<double>(t.ops[o.link].duration()));
     }
@@ -76,8 +69,8 @@ class PinMemory : public TransformStep {
       const Op& o = t.ops[i];
       if (o.kind != OpKind::Memcpy || !hit[i] || g.removed(i)) continue;
       const CopyInfo* ci = t.copy(o);
-      if (!host_device(ci) || !pageable(ci)) continue;
-      const bool h2d = to_device(ci);
+      if (!ci || !ci->host_device() || !ci->pageable()) continue;
+      const bool h2d = ci->to_device();
       const MemKind src = h2d ? MemKind::Pinned : MemKind::Device, dst = h2d ? MemKind::Device : MemKind::Pinned;
       const TimeNs spec_ns = transfer_time(c.spec, ci->copy_kind, src, dst, ci->bytes);
       TimeNs d = spec_ns;
@@ -141,8 +134,8 @@ class OverlapCopies : public TransformStep {
       for (std::size_t k = 0; k < ops.size(); ++k) {
         const Op& o = t.ops[ops[k]];
         const CopyInfo* ci = o.kind == OpKind::Memcpy ? t.copy(o) : nullptr;
-        if (!ci || !hit[ops[k]] || !to_device(ci) || !host_device(ci)) continue;
-        if (pageable(ci)) {
+        if (!ci || !hit[ops[k]] || !ci->to_device()) continue;
+        if (ci->pageable()) {
           ++left_pageable;
           continue;
         }

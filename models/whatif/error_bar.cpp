@@ -129,13 +129,13 @@ double ranks_of(const std::string& text) {
   } catch (const std::exception&) { return 1; }
 }
 
-std::string pct(double x) {
+}  // namespace
+
+std::string plus_minus(double x) {
   char b[32];
   std::snprintf(b, sizeof b, "+-%.0f %%", 100 * x);
   return b;
 }
-
-}  // namespace
 
 std::vector<ErrorFamily> error_families() {
   std::vector<ErrorFamily> v;
@@ -147,84 +147,76 @@ ErrorBar error_bar(const std::vector<Transform>& transforms, const ErrorContext&
   ErrorBar bar;
   std::vector<std::pair<double, std::string>> parts;  // (w, words)
   double var = 0;
-  bool changed_work = false;
+  // One source of error: its half-width adds in quadrature, its words go to the basis.
+  auto widen = [&](double w, std::string why) {
+    var += w * w;
+    parts.emplace_back(w, std::move(why));
+  };
+  bool changed_work = false, layout = false;
   double widest = 0;
   for (const Family& f : families()) widest = std::max(widest, stats(f.name).half_width);
   for (const Transform& tr : transforms) {
     const std::string fam = family_of(tr->text);
     if (fam.empty()) continue;
     changed_work = changed_work || (fam != "measured" && fam != "cuda-graph");  // a graph takes host work away
+    layout = layout || fam == "parallel";
     if (fam == "hw") {
       double sum = 0;
       std::size_t n = 0;
       for (const auto& [cls, e] : ctx.target.gpu.held_out_error) sum += e, ++n;
       const double w = n ? 1.282 * (sum / static_cast<double>(n)) / 0.674 : widest;
-      parts.emplace_back(w, n ? ctx.target.name + ": its kernel classes' held-out error " + pct(w)
-                              : ctx.target.name + ": no held-out measurement of this GPU, the widest family's " + pct(w));
-      var += w * w;
+      widen(w, n ? ctx.target.name + ": its kernel classes' held-out error " + plus_minus(w)
+                 : ctx.target.name + ": no held-out measurement of this GPU, the widest family's " + plus_minus(w));
       continue;
     }
     if (fam == "?") {
-      parts.emplace_back(widest, tr->text + ": not checked on measurements, the widest family's " + pct(widest));
-      var += widest * widest;
+      widen(widest, tr->text + ": not checked on measurements, the widest family's " + plus_minus(widest));
       continue;
     }
     const ErrorFamily& s = stats(fam);
     double w = s.half_width;
-    std::string why = std::string(words(fam)) + ": measured error " + pct(w) + " (" + std::to_string(s.n) + " validated cases)";
+    std::string why = std::string(words(fam)) + ": measured error " + plus_minus(w) + " (" + std::to_string(s.n) + " validated cases)";
     if (fam == "parallel") {
       const double n = ranks_of(tr->text);
       if (n > 2) {
         w *= 1 + std::log2(n / 2) / 2;
-        why += ", widened to " + pct(w) + ": " + fmt_num("%.0f", n) + " GPUs, 2 measured";
+        why += ", widened to " + plus_minus(w) + ": " + fmt_num("%.0f", n) + " GPUs, 2 measured";
       }
     }
     bar.bias += s.bias;
-    var += w * w;
-    parts.emplace_back(w, why);
+    widen(w, why);
   }
-  if (changed_work && ctx.gpu_busy_after < 0.6) {
+  const bool host_bound = ctx.gpu_busy_after < 0.6;
+  if (changed_work && host_bound) {
     const ErrorFamily& h = stats("host");
     bar.bias += h.bias;
-    var += h.half_width * h.half_width;
-    parts.emplace_back(h.half_width, std::string(words("host")) + "'s measured error " + pct(h.half_width) + " (the GPU busy " +
-                                         fmt_num("%.0f", 100 * ctx.gpu_busy_after) + " % of the span; bias " +
-                                         fmt_num("%+.0f", 100 * h.bias) + " %)");
+    widen(h.half_width, std::string(words("host")) + "'s measured error " + plus_minus(h.half_width) + " (the GPU busy " +
+                            fmt_num("%.0f", 100 * ctx.gpu_busy_after) + " % of the span; bias " + fmt_num("%+.0f", 100 * h.bias) + " %)");
   }
-  if (ctx.gpu_busy_after < 0.6 && ctx.profiler_share > 0.05 && ctx.profiler_cv > 0) {
+  if (host_bound && ctx.profiler_share > 0.05 && ctx.profiler_cv > 0) {
     const double w = 1.282 * ctx.profiler_cv * ctx.profiler_share;
-    var += w * w;
-    parts.emplace_back(w, "the profiler's host cost taken out (" + fmt_num("%.2f", ctx.profiler_share) +
-                              "x the host span left): its per-event cost varies " + fmt_num("%.0f", 100 * ctx.profiler_cv) +
-                              " % between programs, " + pct(w));
+    widen(w, "the profiler's host cost taken out (" + fmt_num("%.2f", ctx.profiler_share) +
+                 "x the host span left): its per-event cost varies " + fmt_num("%.0f", 100 * ctx.profiler_cv) + " % between programs, " +
+                 plus_minus(w));
   }
-  bool layout = false;
-  for (const Transform& tr : transforms) layout = layout || family_of(tr->text) == "parallel";
-  if (layout && ctx.gpu_busy_after < 0.6) {
+  if (layout && host_bound) {
     const double w = (13.04 - 9.31) / (13.04 + 9.31);
-    var += w * w;
-    parts.emplace_back(w,
-                       "a step on several ranks waits for its slowest host (host-bound): the two-GPU DDP capture's ranks differed 1.4x "
-                       "in autograd host time, " +
-                           pct(w));
+    widen(w,
+          "a step on several ranks waits for its slowest host (host-bound): the two-GPU DDP capture's ranks differed 1.4x in autograd "
+          "host time, " +
+              plus_minus(w));
   }
   if (ctx.rank_wait > 0.01) {
     const double w = 1.282 * ctx.rank_wait;
-    var += w * w;
-    parts.emplace_back(w, "the trace's ranks wait for each other at collectives (up to " + fmt_num("%.0f", 100 * ctx.rank_wait) +
-                              " % of the span): " + pct(w));
+    widen(w, "the trace's ranks wait for each other at collectives (up to " + fmt_num("%.0f", 100 * ctx.rank_wait) +
+                 " % of the span): " + plus_minus(w));
   }
-  if (ctx.rates_guessed) {
-    var += widest * widest;
-    parts.emplace_back(widest, ctx.target.name +
-                                   "'s rates come from its device properties and its architecture, not measured: the widest "
-                                   "family's " +
-                                   pct(widest));
-  }
+  if (ctx.rates_guessed)
+    widen(widest, ctx.target.name + "'s rates come from its device properties and its architecture, not measured: the widest family's " +
+                      plus_minus(widest));
   if (ctx.spread > 0) {
     const double w = 1.282 * ctx.spread;
-    var += w * w;
-    parts.emplace_back(w, "the trace's own run-to-run spread " + pct(w) + " (its repeated ranges)");
+    widen(w, "the trace's own run-to-run spread " + plus_minus(w) + " (its repeated ranges)");
   }
   bar.half_width = std::sqrt(var);
   std::sort(parts.begin(), parts.end(), [](const auto& a, const auto& b) { return a.first > b.first; });

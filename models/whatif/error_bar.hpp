@@ -61,6 +61,8 @@ ErrorBar error_bar(const std::vector<Transform>& transforms, const ErrorContext&
 ErrorBar scaled_bar(const ErrorBar& bar, TimeNs predicted_ns);
 // "12.3 ms .. 14.1 ms"
 std::string bar_text(const ErrorBar& bar);
+// A relative half-width in words: 0.134 -> "+-13 %".
+std::string plus_minus(double half_width);
 
 // One family's measured errors, for docs and tests: name, n, bias, half-width.
 struct ErrorFamily {

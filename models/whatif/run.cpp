@@ -126,7 +126,7 @@ double repeats_spread(const std::vector<WhatIfRange>& ranges) {
   const double m = median(*best);
   double sum = 0, sq = 0, n = 0;
   for (double x : *best)
-    if (x <= 1.3 * m && x * 1.3 >= m) sum += x, sq += x * x, ++n;
+    if (near_median(x, m)) sum += x, sq += x * x, ++n;
   if (n < 2 || sum <= 0) return 0;
   const double mean = sum / n;
   return std::sqrt(std::max(0.0, (sq - n * mean * mean) / (n - 1))) / mean;

@@ -143,7 +143,7 @@ double repeats_center(const std::vector<double>& v, const std::vector<double>& m
   double sum = 0;
   std::size_t n = 0;
   for (std::size_t i = 0; i < v.size() && i < measured.size(); ++i)
-    if (measured[i] <= 1.3 * m && measured[i] * 1.3 >= m) sum += v[i], ++n;
+    if (near_median(measured[i], m)) sum += v[i], ++n;
   return n ? sum / static_cast<double>(n) : median(v);
 }
 

@@ -58,6 +58,8 @@ double median(std::vector<double> v);
 // varies from step to step (0.85-1.24x the median over 30 profiled GPT-2 steps), and the median of
 // three such steps moves about 1.35x as far as their mean.
 double repeats_center(const std::vector<double>& v, const std::vector<double>& measured);
+// A repeat counts when its measured span lies within 1.3x of their median either way.
+inline bool near_median(double x, double m) { return x <= 1.3 * m && x * 1.3 >= m; }
 // repeats_center of the simulated spans of the ranges that launched device work; nullopt if none did.
 std::optional<TimeNs> simulated_center(const std::vector<RangeSpan>& spans);
 

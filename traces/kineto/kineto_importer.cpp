@@ -533,8 +533,7 @@ class Reader : public nlohmann::json::json_sax_t {
       if (api.api_class() == ApiClass::GraphLaunch) t_.ops[op_id].flags |= Op::kFlagGraphNode;
       // A cudaMemcpyAsync touching pageable host memory returns only when the copy is done.
       const CopyInfo* ci = t_.copy(t_.ops[op_id]);
-      if (ci && t_.ops[op_id].kind == OpKind::Memcpy && api.api_class() == ApiClass::MemcpyAsync &&
-          (ci->src == MemKind::Pageable || ci->dst == MemKind::Pageable))
+      if (ci && t_.ops[op_id].kind == OpKind::Memcpy && api.api_class() == ApiClass::MemcpyAsync && ci->pageable())
         api.set_api_class(ApiClass::MemcpySync);
     }
     // Synchronizations: the cuda_sync record of an API call says what it waited on.
@@ -628,11 +627,8 @@ int KinetoImporter::sniff(const SniffInput& in) const {
   // Still compressed: a gzip file whose content could not be read; the importer says why.
   if (head.size() >= 2 && static_cast<unsigned char>(head[0]) == 0x1f && static_cast<unsigned char>(head[1]) == 0x8b) return 10;
   // A Chrome trace as a bare array of events (PyTorch 1.8-era exports, chrome://tracing's own).
-  std::size_t i = 0;
-  while (i < head.size() && (head[i] == ' ' || head[i] == '\t' || head[i] == '\r' || head[i] == '\n' || head[i] == '\xef' ||
-                             head[i] == '\xbb' || head[i] == '\xbf'))
-    ++i;
-  if (i < head.size() && head[i] == '[') {
+  const std::size_t i = json_content_start(head);
+  if (i != std::string_view::npos && head[i] == '[') {
     std::size_t j = head.find_first_not_of(" \t\r\n", i + 1);
     const bool events =
         j != std::string_view::npos && (head[j] == '{' || head[j] == ']') &&

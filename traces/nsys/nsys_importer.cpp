@@ -534,7 +534,7 @@ class Reader {
       if (op.kind != OpKind::Memcpy || op.link == kNone) continue;
       Op& api = t_.ops[op.link];
       const CopyInfo* ci = t_.copy(op);
-      bool pageable = ci && (ci->src == MemKind::Pageable || ci->dst == MemKind::Pageable);
+      bool pageable = ci && ci->pageable();
       if (api.api_class() == ApiClass::MemcpyAsync && pageable) api.set_api_class(ApiClass::MemcpySync);
     }
   }
