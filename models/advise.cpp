@@ -156,10 +156,10 @@ std::vector<AdviceSuggestion> candidates(const Trace& t, const std::vector<Kerne
     const Op& op = t.ops[o];
     if (op.kind == OpKind::Memcpy) {
       const CopyInfo* ci = t.copy(op);
-      const bool hd = ci && (ci->copy_kind == MemcpyKind::HtoD || ci->copy_kind == MemcpyKind::DtoH);
-      if (hd && (ci->src == MemKind::Pageable || ci->dst == MemKind::Pageable))
+      const bool hd = ci && ci->host_device();
+      if (hd && ci->pageable())
         pageable += op.duration();
-      else if (hd && ci->copy_kind == MemcpyKind::HtoD)
+      else if (hd && ci->to_device())
         pinned_h2d += op.duration();
     }
     if (op.kind != OpKind::Kernel || (op.flags & Op::kFlagNccl)) continue;

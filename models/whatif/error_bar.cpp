@@ -163,10 +163,12 @@ ErrorBar error_bar(const std::vector<Transform>& transforms, const ErrorContext&
     if (fam == "hw") {
       double sum = 0;
       std::size_t n = 0;
-      for (const auto& [cls, e] : ctx.target.gpu.held_out_error) sum += e, ++n;
+      if (ctx.target)
+        for (const auto& [cls, e] : ctx.target->gpu.held_out_error) sum += e, ++n;
+      const std::string gpu = ctx.target ? ctx.target->name : tr->text;
       const double w = n ? 1.282 * (sum / static_cast<double>(n)) / 0.674 : widest;
-      widen(w, n ? ctx.target.name + ": its kernel classes' held-out error " + plus_minus(w)
-                 : ctx.target.name + ": no held-out measurement of this GPU, the widest family's " + plus_minus(w));
+      widen(w, n ? gpu + ": its kernel classes' held-out error " + plus_minus(w)
+                 : gpu + ": no held-out measurement of this GPU, the widest family's " + plus_minus(w));
       continue;
     }
     if (fam == "?") {
@@ -211,8 +213,8 @@ ErrorBar error_bar(const std::vector<Transform>& transforms, const ErrorContext&
     widen(w, "the trace's ranks wait for each other at collectives (up to " + fmt_num("%.0f", 100 * ctx.rank_wait) +
                  " % of the span): " + plus_minus(w));
   }
-  if (ctx.rates_guessed)
-    widen(widest, ctx.target.name + "'s rates come from its device properties and its architecture, not measured: the widest family's " +
+  if (ctx.rates_guessed && ctx.target)
+    widen(widest, ctx.target->name + "'s rates come from its device properties and its architecture, not measured: the widest family's " +
                       plus_minus(widest));
   if (ctx.spread > 0) {
     const double w = 1.282 * ctx.spread;

@@ -45,10 +45,9 @@ struct ErrorBar {
 
 // What the interval of one forecast depends on, beside its transforms.
 struct ErrorContext {
-  double gpu_busy_after = 1;  // the forecast's GPU busy fraction of its span
-  double spread = 0;          // coefficient of variation of the trace's repeated measured spans
-  HwSpec target;              // the spec after the transforms (its held_out_error for --hw)
-  bool retargeted = false;    // a --hw changed the GPU
+  double gpu_busy_after = 1;       // the forecast's GPU busy fraction of its span
+  double spread = 0;               // coefficient of variation of the trace's repeated measured spans
+  const HwSpec* target = nullptr;  // the spec after the transforms (its held_out_error for --hw); set by run_whatif
   // The profiler's host cost taken out, over the unprofiled host span, and its per-event cost's
   // coefficient of variation over programs (--unprofile).
   double profiler_share = 0, profiler_cv = 0;
