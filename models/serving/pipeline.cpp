@@ -58,18 +58,24 @@ void size_kv_cache(const ServeJob& job, ServeOutcome& out) {
                      "the weights (" + format_bytes(out.llm.weight_bytes()) + ") leave no memory for a KV cache on " + out.hw.name);
 }
 
-// A measured log's mean requests in flight: their latencies summed over the span (0: no times).
-double in_flight(const std::vector<Request>& log) {
+// Mean requests in flight: their latencies summed over first arrival to last finish; `end(i)` is
+// request i's finish (< 0: none). 0 when nothing finished.
+template <class End>
+double in_flight(const std::vector<Request>& reqs, End end) {
   TimeNs first = -1, last = -1;
   double sum = 0;
-  for (const Request& r : log) {
-    const TimeNs end = !r.token_times.empty() ? r.token_times.back() : r.measured_finish;
-    if (end < 0) continue;
-    sum += static_cast<double>(end - r.arrival);
-    first = first < 0 ? r.arrival : std::min(first, r.arrival);
-    last = std::max(last, end);
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    const TimeNs e = end(i);
+    if (e < 0) continue;
+    sum += static_cast<double>(e - reqs[i].arrival);
+    first = first < 0 ? reqs[i].arrival : std::min(first, reqs[i].arrival);
+    last = std::max(last, e);
   }
   return last > first && first >= 0 ? sum / static_cast<double>(last - first) : 0;
+}
+// A measured log's.
+double measured_in_flight(const std::vector<Request>& log) {
+  return in_flight(log, [&](std::size_t i) { return !log[i].token_times.empty() ? log[i].token_times.back() : log[i].measured_finish; });
 }
 
 std::string fmt_scale(double s) {
@@ -109,7 +115,7 @@ void calibrate(const ServeJob& job, ServeOutcome& out) {
     for (const auto& r : traced) most = std::max(most, (r.prompt + r.output + ce.block_size - 1) / ce.block_size);
     ce.num_blocks = std::max(ce.num_blocks, most * ce.max_seqs);
   }
-  out.calibration_load = in_flight(traced);
+  out.calibration_load = measured_in_flight(traced);
   const TraceLog tl{&traced, traced_path, ce};
   out.calibration = calibrate_step_model(t, out.model, traced_path.empty() ? nullptr : &tl);
   if (traced_path.empty()) return;
@@ -150,10 +156,8 @@ void attach_bars(const ServeJob& job, ServeOutcome& out) {
   in.static_from_continuous = in.calibrated && out.engine.policy == Policy::Static && out.calibration_policy == Policy::Continuous;
   in.gpu_fraction = out.result.busy > 0 ? static_cast<double>(out.result.gpu_busy) / static_cast<double>(out.result.busy) : 1;
   const Metrics& m = out.simulated;
-  double sum_ms = 0;
-  for (double e : m.req_e2el)
-    if (!std::isnan(e)) sum_ms += e;
-  const double load = m.duration_s > 0 ? sum_ms / (m.duration_s * 1e3) : 0;
+  // The same measure as the calibration log's, on the simulated run.
+  const double load = in_flight(out.requests, [&](std::size_t i) { return out.result.requests[i].finish; });
   in.load_ratio = out.calibration_load > 0 && load > 0 ? load / out.calibration_load : 1;
   in.ttft = m.ttft.median, in.tpot = m.tpot.median, in.e2el = m.e2el.median, in.duration = m.duration_s;
   in.graphs_from_eager = in.calibrated && out.engine.cuda_graph;
