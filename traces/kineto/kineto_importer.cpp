@@ -350,7 +350,7 @@ class Reader : public nlohmann::json::json_sax_t {
     if (ev_.legacy_cpu && !ev_.has_cat) {
       ev_.cat = Cat::CpuOp;
       ev_.has_cat = true;
-      if (legacy_++ == 0) t_.note("kineto: the legacy profiler's host ops (\"CPU functions\")", Severity::Info, "read as op ranges");
+      ++legacy_;
     }
     if (ev_.ph != 'X' || !ev_.has_cat || !ev_.pid_num || !ev_.has_ts) return;
     if (!ev_.has_dur) ev_.dur = 0;
@@ -494,6 +494,7 @@ class Reader : public nlohmann::json::json_sax_t {
       if (it != process_.end()) t_.processes[it->second].name = n;
     }
     if (rank_ != kNone && host_process_ != kNone) t_.processes[host_process_].rank = rank_;
+    if (legacy_ > 0) t_.note("kineto: the legacy profiler's host ops (\"CPU functions\")", Severity::Info, "read as op ranges", legacy_);
     // Device properties by id; a device the properties do not list (a process that sees one GPU of
     // a node by another id, a virtual function) takes them where they all name one GPU.
     bool one_kind = !devices_.empty();
@@ -601,8 +602,8 @@ class Reader : public nlohmann::json::json_sax_t {
   LaunchInterner launches_;
   Ev ev_;
   Device dev_;
-  bool bare_ = false;       // the root is the events array itself
-  std::size_t legacy_ = 0;  // legacy host ops read
+  bool bare_ = false;         // the root is the events array itself
+  std::uint64_t legacy_ = 0;  // legacy host ops read
   std::vector<Device> devices_;
   std::string key_depth1_, key_, error_;
   Field field_ = Field::None;
