@@ -166,6 +166,64 @@ TEST_CASE("continuous batching: chunked prefill and decode, hand-computed", "[se
   CHECK(summarize(rs, r.requests, slo).request_goodput == Approx(1 / 0.04));
 }
 
+TEST_CASE("the host's work per step measured on a log's steps where the batch varies (hand-computed)", "[serve]") {
+  // The engine that wrote the log: every step's host time is 1.2 x (10 ms + 20 us per query token +
+  // 100 us per sequence): a step of 300 query tokens over 5 sequences takes 1.2 x (10 + 6 + 0.5) =
+  // 19.8 ms. 24 requests 25 ms apart, prompts 32..492 tokens, 12 outputs each: the log holds the
+  // simulated token times. Fitted from a model of 10 ms a step and no slopes: the scale 1.2 and
+  // both slopes back, every step told exactly.
+  EngineConfig e;
+  e.max_batch_tokens = 512;
+  e.max_seqs = 16;
+  e.block_size = 16;
+  e.num_blocks = 4096;
+  StepCostModel truth = fixed_step(10);
+  truth.launch = {10e6, 100e3, 20e3};
+  truth.host_scale = 1.2;
+  std::vector<Request> rs;
+  for (int i = 0; i < 24; ++i) rs.push_back(req(std::to_string(i), 25.0 * i, 32 + (i * 97) % 461, 12));
+  const ServeResult r = simulate(rs, e, truth, true);
+  for (std::size_t i = 0; i < rs.size(); ++i) rs[i].token_times = r.requests[i].token_times;
+  const std::vector<LogStep> steps = log_steps(rs);
+  CHECK(static_cast<std::int64_t>(steps.size()) == r.step_count);
+  StepCostModel m = fixed_step(10);
+  HostStepFit fit;
+  REQUIRE(fit_host_steps(rs, e, m, fit));
+  INFO(fit.note);
+  CHECK(fit.agreement == Approx(1));
+  CHECK(fit.q_fitted);
+  CHECK(fit.seq_fitted);
+  CHECK(fit.scale == Approx(1.2).epsilon(0.01));
+  CHECK(fit.per_token_ns == Approx(20e3).epsilon(0.02));
+  CHECK(fit.per_seq_ns == Approx(100e3).epsilon(0.05));
+  CHECK(fit.median_abs_log_error < 0.005);
+
+  // One batch shape only (4 requests at once, 8-token prompts, 40 outputs, 4 sequences a step): the
+  // decode steps are all 4 tokens over 4 sequences, 1.2 x (10 + 0.08 + 0.4) = 12.576 ms. Neither
+  // slope can be told apart from the fixed term: not fitted, the scale takes it all (1.2576).
+  std::vector<Request> one;
+  for (int i = 0; i < 4; ++i) one.push_back(req(std::to_string(i), 0, 8, 40));
+  e.max_seqs = 4;
+  const ServeResult r1 = simulate(one, e, truth, true);
+  for (std::size_t i = 0; i < one.size(); ++i) one[i].token_times = r1.requests[i].token_times;
+  StepCostModel m1 = fixed_step(10);
+  HostStepFit f1;
+  REQUIRE(fit_host_steps(one, e, m1, f1));
+  CHECK_FALSE(f1.q_fitted);
+  CHECK_FALSE(f1.seq_fitted);
+  CHECK(f1.scale == Approx(1.2576).epsilon(0.01));
+
+  // A log too short to tell anything, and a CUDA-graph engine's: nothing fitted, the model untouched.
+  std::vector<Request> few(one.begin(), one.begin() + 1);
+  few[0].output = 3;
+  few[0].token_times.resize(3);
+  StepCostModel m2 = fixed_step(10);
+  CHECK_FALSE(fit_host_steps(few, e, m2, f1));
+  CHECK(m2.host_scale == 1);
+  e.cuda_graph = true;
+  CHECK_FALSE(fit_host_steps(rs, e, m2, f1));
+}
+
 TEST_CASE("a shape met the first time pays the plan build, a warm-up builds it before, an idle engine wakes late", "[serve]") {
   // Every step 10 ms, plus 30 ms on a shape (q, kv) met the first time. Two requests of a 64-token
   // prompt and 2 output tokens, B arriving when A is done (100 ms), budget 64 tokens:

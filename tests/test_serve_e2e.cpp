@@ -379,4 +379,15 @@ TEST_CASE("serve forecasts another batch limit than the traced engine's (--trace
   CHECK(std::abs(o.simulated.tpot.median / o.measured.tpot.median - 1) < 0.10);
   CHECK(std::abs(o.simulated.e2el.median / o.measured.e2el.median - 1) < 0.20);
   CHECK((o.bars.tpot_ms[0] <= o.measured.tpot.median && o.measured.tpot.median <= o.bars.tpot_ms[1]));
+  // The host's work per step measured on the calibration log's 155 back-to-back steps (1-13
+  // sequences, 1-512 query tokens; fit_host_steps): at this commit x 1.16, 6.7 us per query token,
+  // no per-sequence slope, a median step error of 23 % (the plan builds' cost varies between 30 and
+  // 80 ms from one stretch of steps to the next, whatever the shape).
+  REQUIRE(o.calibration.host_fit.has_value());
+  const HostStepFit& f = *o.calibration.host_fit;
+  CHECK(f.agreement > 0.99);
+  CHECK(f.used > 150);
+  CHECK(f.scale == Approx(1.16).margin(0.05));
+  CHECK(f.per_token_ns / 1e3 == Approx(6.7).margin(1.5));
+  CHECK(f.per_seq_ns / 1e3 < 20);
 }

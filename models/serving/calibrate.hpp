@@ -38,6 +38,7 @@
 // same requests served without the profiler removes the profiler's overhead (40 % of each step
 // under Nsight Systems on an H200 machine).
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,17 @@ struct TraceLog {
   EngineConfig engine;
 };
 
+// What fit_host_steps (below) found.
+struct HostStepFit {
+  std::size_t steps = 0, used = 0;
+  double agreement = 0;
+  double scale = 1, per_token_ns = 0, per_seq_ns = 0;
+  bool q_fitted = false, seq_fitted = false;
+  double q_spread = 0, seq_spread = 0, q_lo = 0, q_hi = 0, seq_lo = 0, seq_hi = 0;
+  double median_abs_log_error = 0;
+  std::string note;
+};
+
 struct CalibrationReport {
   std::size_t steps = 0;   // with a shape, fitted
   std::string steps_from;  // what found them
@@ -62,7 +74,8 @@ struct CalibrationReport {
   TimeNs log_offset_ns = 0;
   std::string alignment;  // one line: what was found and how well it agrees
   double gpu_rms_ns = 0, launch_rms_ns = 0, prepare_rms_ns = 0;
-  double measured_itl_ms = 0, simulated_itl_ms = 0;  // the log's median inter-token latency (static: E2E), after scaling
+  double measured_itl_ms = 0, simulated_itl_ms = 0;
+  std::optional<HostStepFit> host_fit;  // the host's work per step fitted on the log's steps (fit_host_steps)  // the log's median inter-token latency (static: E2E), after scaling
 };
 
 // Fits `model` (from hardware_step_model) to the trace's engine steps: its 'forward' ranges when
@@ -74,6 +87,33 @@ CalibrationReport calibrate_step_model(const Trace& trace, StepCostModel& model,
 // Scales the host terms so the simulated median inter-token latency of `log` matches its measured one.
 void fit_host_scale(const std::vector<Request>& log, const EngineConfig& eng, StepCostModel& model, CalibrationReport& rep,
                     const std::string& log_path);
+
+
+// NNLS with one pass of outlier removal (rows whose residual exceeds 5 median absolute residuals).
+std::vector<double> robust_nnls(const std::vector<std::vector<double>>& a, const std::vector<double>& b, double* rms = nullptr);
+
+// The engine's steps from a request log alone: a step's tokens come out together, so the log's
+// token times fall in groups, one a step (gaps under 1 ms, or a quarter of the median spacing of
+// the groups where that is less). A step ran back to back with the one before (busy) when a request
+// was in flight as that one ended; it was scheduled then. Otherwise the engine was idle and woke on
+// the next arrival.
+struct LogStep {
+  TimeNs sched = 0, emit = 0;
+  bool busy = false;
+};
+std::vector<LogStep> log_steps(const std::vector<Request>& reqs);
+
+// The host's work per step as a function of the batch, fitted on a log's steps where the batch
+// varies. The scheduler replayed over the log's steps (replay_schedule) gives each its batch (90 %
+// of the tokens on the replayed step, or nothing is fitted); each back-to-back step's time (from
+// the previous step's tokens to its own) is fitted by NNLS to [host, q, seqs]: host is the model's
+// host time of that shape (prepare, launch, plan build, update) at scale 1, q and seqs its query
+// tokens and sequences. The coefficients: the host scale and the forward's host work per query token
+// and per sequence (added to the launch: CUDA graphs remove it, as the engine's graph runs show).
+// A slope whose feature spreads under 10 % over the steps is not fitted (the log cannot tell it).
+// On success sets m.host_scale and adds the slopes to m.launch; false (m untouched) when the log
+// cannot tell them, with why in fit.note.
+bool fit_host_steps(const std::vector<Request>& reqs, const EngineConfig& eng, StepCostModel& m, HostStepFit& fit);
 
 }  // namespace bneck::serve
 
