@@ -74,8 +74,8 @@ struct CalibrationReport {
   TimeNs log_offset_ns = 0;
   std::string alignment;  // one line: what was found and how well it agrees
   double gpu_rms_ns = 0, launch_rms_ns = 0, prepare_rms_ns = 0;
-  double measured_itl_ms = 0, simulated_itl_ms = 0;
-  std::optional<HostStepFit> host_fit;  // the host's work per step fitted on the log's steps (fit_host_steps)  // the log's median inter-token latency (static: E2E), after scaling
+  double measured_itl_ms = 0, simulated_itl_ms = 0;  // the log's median inter-token latency (static: E2E), after scaling
+  std::optional<HostStepFit> host_fit;               // the host's work per step fitted on the log's steps (fit_host_steps)
 };
 
 // Fits `model` (from hardware_step_model) to the trace's engine steps: its 'forward' ranges when
@@ -87,7 +87,6 @@ CalibrationReport calibrate_step_model(const Trace& trace, StepCostModel& model,
 // Scales the host terms so the simulated median inter-token latency of `log` matches its measured one.
 void fit_host_scale(const std::vector<Request>& log, const EngineConfig& eng, StepCostModel& model, CalibrationReport& rep,
                     const std::string& log_path);
-
 
 // NNLS with one pass of outlier removal (rows whose residual exceeds 5 median absolute residuals).
 std::vector<double> robust_nnls(const std::vector<std::vector<double>>& a, const std::vector<double>& b, double* rms = nullptr);

@@ -43,7 +43,8 @@ std::vector<LogStep> log_steps(const std::vector<Request>& reqs) {
   if (emit.size() > 2) {
     std::vector<double> gaps;
     for (std::size_t k = 1; k < emit.size(); ++k) gaps.push_back(static_cast<double>(emit[k] - emit[k - 1]));
-    if (const double q = 0.25 * quantile(gaps, 0.5); q < static_cast<double>(tol)) emit = group(tol = std::max<TimeNs>(1, static_cast<TimeNs>(q)));
+    if (const double q = 0.25 * quantile(gaps, 0.5); q < static_cast<double>(tol))
+      emit = group(tol = std::max<TimeNs>(1, static_cast<TimeNs>(q)));
   }
   // Requests in flight: arrived, their last token not yet out.
   std::vector<TimeNs> arrivals, finishes;
@@ -101,8 +102,8 @@ bool fit_host_steps(const std::vector<Request>& reqs, const EngineConfig& eng, S
   fit.steps = ls.size();
   fit.agreement = total ? static_cast<double>(agree) / static_cast<double>(total) : 0;
   if (fit.agreement < 0.9) {
-    fit.note = "the host's work per step from the log's steps: " + std::to_string(ls.size()) + " steps, but only " + fmt(100 * fit.agreement) +
-               " % of the tokens come out on the step the scheduler gives them (90 % needed): slopes not fitted";
+    fit.note = "the host's work per step from the log's steps: " + std::to_string(ls.size()) + " steps, but only " +
+               fmt(100 * fit.agreement) + " % of the tokens come out on the step the scheduler gives them (90 % needed): slopes not fitted";
     return false;
   }
   // The steps the engine ran back to back (a request in flight when the previous one ended): each
@@ -138,7 +139,8 @@ bool fit_host_steps(const std::vector<Request>& reqs, const EngineConfig& eng, S
   fit.seq_lo = seqs.empty() ? 0 : *std::min_element(seqs.begin(), seqs.end());
   fit.seq_hi = seqs.empty() ? 0 : *std::max_element(seqs.begin(), seqs.end());
   if (rows.size() < 16) {
-    fit.note = "the host's work per step from the log's steps: " + std::to_string(rows.size()) + " back-to-back host-bound steps, 16 needed";
+    fit.note =
+        "the host's work per step from the log's steps: " + std::to_string(rows.size()) + " back-to-back host-bound steps, 16 needed";
     return false;
   }
   // A slope the log's batches do not vary enough to tell (spread under 10 %) is not fitted.
@@ -176,12 +178,13 @@ bool fit_host_steps(const std::vector<Request>& reqs, const EngineConfig& eng, S
     if (d > 0) err.push_back(std::abs(std::log(static_cast<double>(m.time(sh, false, fresh).total()) / d)));
   }
   fit.median_abs_log_error = quantile(err, 0.5);
-  fit.note = "host work per step measured on " + std::to_string(rows.size()) + " back-to-back steps of the log (" + std::to_string(ls.size()) +
-             " steps from its token times, " + fmt(100 * fit.agreement) + " % of the tokens on the replayed step; query tokens " +
-             fmt(fit.q_lo) + ".." + fmt(fit.q_hi) + ", sequences " + fmt(fit.seq_lo) + ".." + fmt(fit.seq_hi) + "): host terms x " +
-             fmt(fit.scale) + ", launch + " + (by_q ? fmt(fit.per_token_ns / 1e3) + " us/token" : std::string("(per token: not seen to vary)")) +
-             " + " + (by_seq ? fmt(fit.per_seq_ns / 1e3) + " us/seq" : std::string("(per sequence: not seen to vary)")) +
-             "; median step error " + fmt(100 * (std::exp(fit.median_abs_log_error) - 1)) + " %";
+  fit.note = "host work per step measured on " + std::to_string(rows.size()) + " back-to-back steps of the log (" +
+             std::to_string(ls.size()) + " steps from its token times, " + fmt(100 * fit.agreement) +
+             " % of the tokens on the replayed step; query tokens " + fmt(fit.q_lo) + ".." + fmt(fit.q_hi) + ", sequences " +
+             fmt(fit.seq_lo) + ".." + fmt(fit.seq_hi) + "): host terms x " + fmt(fit.scale) + ", launch + " +
+             (by_q ? fmt(fit.per_token_ns / 1e3) + " us/token" : std::string("(per token: not seen to vary)")) + " + " +
+             (by_seq ? fmt(fit.per_seq_ns / 1e3) + " us/seq" : std::string("(per sequence: not seen to vary)")) + "; median step error " +
+             fmt(100 * (std::exp(fit.median_abs_log_error) - 1)) + " %";
   return true;
 }
 
