@@ -159,7 +159,44 @@ Structure find_structure(const Trace& t) {
           iter.instances.push_back(make_instance(t, s, a->starts[j], a->starts[j] + a->lens[j], id));
         continue;  // their insides differ: no layers copied by offset
       }
+    // Backward passes of the window [b, e): the runs of ops launched by a thread other than the
+    // first op's (the caller blocks in backward() while the autograd thread launches), each at
+    // least 8 ops and 2 % of the window; the forward pass before each; with two or more,
+    // microbatches (gradient accumulation: forward and backward, M times, then the optimizer).
+    auto passes = [&](std::size_t b, std::size_t e) {
+      std::vector<std::pair<std::size_t, std::size_t>> runs;
+      for (std::size_t i = b; i < e;) {
+        std::size_t j = i;
+        while (j < e && s.thread[j] != kNone && s.thread[j] != s.thread[b]) ++j;
+        if (j - i >= 8 && (j - i) * 50 >= e - b) runs.emplace_back(i - b, j - b);
+        i = j + 1;
+      }
+      return runs;
+    };
+    auto add_passes = [&](const std::vector<std::pair<std::size_t, std::size_t>>& runs, std::size_t b, std::uint32_t id) {
+      std::size_t prev = 0;
+      for (const auto& [rb, re] : runs) {
+        bwd.instances.push_back(make_instance(t, s, b + rb, b + re, id));
+        if (rb > prev) fwd.instances.push_back(make_instance(t, s, b + prev, b + rb, id));
+        if (runs.size() >= 2) mb.instances.push_back(make_instance(t, s, b + prev, b + re, id));
+        prev = re;
+      }
+    };
     for (const Loop& l : loops) {
+      if (auto cyc = structure_loops::split_alike(s, l)) {
+        // A cycle of alike-but-unequal units: each unit an iteration, no layers copied by offset.
+        if (iter.how.empty())
+          iter.how = "a cycle of " + std::to_string(cyc->starts.size() / l.starts.size()) + " alike, unequal units (" +
+                     std::to_string(l.len) + " device ops) x " + std::to_string(l.starts.size()) +
+                     ", cut at the host and GPU gaps as strong as its start";
+        const std::uint32_t id = loop_id++;
+        for (std::size_t j = 0; j < cyc->starts.size(); ++j) {
+          const std::size_t b = cyc->starts[j], e = b + cyc->lens[j];
+          iter.instances.push_back(make_instance(t, s, b, e, id));
+          add_passes(passes(b, e), b, id);
+        }
+        continue;
+      }
       if (iter.how.empty())
         iter.how = "a loop of " + std::to_string(l.len) + " device ops x " + std::to_string(l.starts.size()) + ", anchored on " +
                    symbol_name(t, s, l.anchor);
@@ -175,26 +212,8 @@ Structure find_structure(const Trace& t) {
         for (std::size_t b : l.starts)
           for (std::size_t ib : in.starts) layer.instances.push_back(make_instance(t, s, b + (ib - ref), b + (ib - ref) + in.len, lid));
       }
-      // Backward passes: the runs of ops launched by a thread other than the first op's (the caller
-      // blocks in backward() while the autograd thread launches), each at least 8 ops and 2 % of
-      // the iteration; the forward pass before each; with two or more, microbatches (gradient
-      // accumulation: forward and backward, M times, then the optimizer).
-      std::vector<std::pair<std::size_t, std::size_t>> runs;
-      for (std::size_t i = ref; i < ref + l.len;) {
-        std::size_t j = i;
-        while (j < ref + l.len && s.thread[j] != kNone && s.thread[j] != s.thread[ref]) ++j;
-        if (j - i >= 8 && (j - i) * 50 >= l.len) runs.emplace_back(i - ref, j - ref);
-        i = j + 1;
-      }
-      for (std::size_t b : l.starts) {
-        std::size_t prev = 0;
-        for (const auto& [rb, re] : runs) {
-          bwd.instances.push_back(make_instance(t, s, b + rb, b + re, id));
-          if (rb > prev) fwd.instances.push_back(make_instance(t, s, b + prev, b + rb, id));
-          if (runs.size() >= 2) mb.instances.push_back(make_instance(t, s, b + prev, b + re, id));
-          prev = re;
-        }
-      }
+      const auto runs = passes(ref, ref + l.len);
+      for (std::size_t b : l.starts) add_passes(runs, b, id);
     }
   }
   if (iter.instances.empty()) run.instances.clear();  // no loop: nothing to say

@@ -367,9 +367,12 @@ std::vector<char> anatomy_offsets(const Seq& s, const Loop& l) {
 
 // Rotates a loop's windows to the offset with the strongest boundary evidence (median over its
 // instances) that a training step's anatomy allows (anatomy_offsets), keeping the rotated windows
-// that still hold the loop's content; one more in front when it does.
-Loop rotate_to_boundary(const Seq& s, const Loop& l, std::size_t lo, std::size_t hi, const std::vector<std::uint32_t>& taken_prefix) {
-  std::vector<TimeNs> v(l.starts.size());
+// that still hold the loop's content; one more in front when it does. With `contrast` > 0, only
+// where that offset's evidence is `contrast` times the median offset's (a loop inside an
+// iteration: the host sync between decode tokens, not the launch gaps between layers).
+Loop rotate_to_boundary(const Seq& s, const Loop& l, std::size_t lo, std::size_t hi, const std::vector<std::uint32_t>& taken_prefix,
+                        double contrast = 0) {
+  std::vector<TimeNs> v(l.starts.size()), per_offset;
   std::size_t best_r = 0;
   TimeNs best = -1;
   const std::vector<char> allowed = anatomy_offsets(s, l);
@@ -378,12 +381,17 @@ Loop rotate_to_boundary(const Seq& s, const Loop& l, std::size_t lo, std::size_t
     for (std::size_t j = 0; j < l.starts.size(); ++j) v[j] = s.score[l.starts[j] + r];
     std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
     TimeNs m = v[v.size() / 2];
+    per_offset.push_back(m);
     if (m > best) {
       best = m;
       best_r = r;
     }
   }
   if (best_r == 0) return l;
+  if (contrast > 0) {
+    std::nth_element(per_offset.begin(), per_offset.begin() + static_cast<std::ptrdiff_t>(per_offset.size() / 2), per_offset.end());
+    if (static_cast<double>(best) < contrast * static_cast<double>(std::max<TimeNs>(1, per_offset[per_offset.size() / 2]))) return l;
+  }
   auto free_window = [&](std::size_t i) { return i + l.len <= hi && taken_prefix[i + l.len] == taken_prefix[i]; };
   std::vector<std::size_t> cand;
   if (l.starts[0] + best_r >= lo + l.len) cand.push_back(l.starts[0] + best_r - l.len);
@@ -419,6 +427,10 @@ std::vector<std::uint32_t> prefix_of(const std::vector<char>& taken) {
 
 }  // namespace
 
+// An inner loop's windows move to a boundary only where it stands out this much (decode tokens
+// split by a host sync: 6.8x the median gap in a host-bound GPT-2 decode).
+constexpr double kInnerContrast = 4;
+
 // Loops found greedily in [lo, hi): each takes its windows, the next searches the rest.
 std::vector<Loop> find_loops(const Seq& s, std::size_t lo, std::size_t hi, std::size_t min_len, bool boundary_rotation) {
   std::vector<Loop> loops;
@@ -431,14 +443,59 @@ std::vector<Loop> find_loops(const Seq& s, std::size_t lo, std::size_t hi, std::
     // A later loop is another phase of the run only at a comparable scale: a quarter of the first
     // loop's coverage and a sixteenth of its length (not a burst of weight copies at start-up).
     if (!loops.empty() && (l->coverage() * 4 < loops.front().coverage() || l->len * 16 < loops.front().len)) break;
-    Loop r = boundary_rotation ? rotate_to_boundary(s, *l, lo, hi, prefix) : *l;
-    if (!boundary_rotation) rotate_leftmost(s, r, lo);
+    Loop r = rotate_to_boundary(s, *l, lo, hi, prefix, boundary_rotation ? 0 : kInnerContrast);
+    if (!boundary_rotation && r.starts == l->starts) rotate_leftmost(s, r, lo);
     for (std::size_t st : r.starts)
       std::fill(taken.begin() + static_cast<std::ptrdiff_t>(st), taken.begin() + static_cast<std::ptrdiff_t>(st + r.len), 1);
     loops.push_back(std::move(r));
   }
   std::sort(loops.begin(), loops.end(), [](const Loop& a, const Loop& b) { return a.starts[0] < b.starts[0]; });
   return loops;
+}
+
+std::optional<Loop> split_alike(const Seq& s, const Loop& l) {
+  if (l.starts.size() < 2 || !l.lens.empty() || l.len < 8) return std::nullopt;
+  const std::vector<char> allowed = anatomy_offsets(s, l);
+  auto median_at = [&](std::size_t r) {
+    std::vector<TimeNs> v;
+    for (std::size_t st : l.starts)
+      if (st > 0) v.push_back(s.score[st + r]);
+    if (v.empty()) return TimeNs{0};
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
+  const TimeNs start = median_at(0);
+  if (start <= 0) return std::nullopt;
+  std::vector<TimeNs> at(l.len);
+  for (std::size_t r = 0; r < l.len; ++r) at[r] = median_at(r);
+  std::vector<TimeNs> sorted_at = at;
+  std::nth_element(sorted_at.begin(), sorted_at.begin() + static_cast<std::ptrdiff_t>(l.len / 2), sorted_at.end());
+  const TimeNs typical = std::max<TimeNs>(1, sorted_at[l.len / 2]);
+  std::vector<std::size_t> cuts{0};
+  for (std::size_t r = 1; r < l.len; ++r)
+    if (allowed[r] && 8 * at[r] >= start && at[r] >= 16 * typical) cuts.push_back(r);
+  if (cuts.size() < 2) return std::nullopt;
+  cuts.push_back(l.len);
+  std::vector<std::size_t> len;
+  for (std::size_t j = 0; j + 1 < cuts.size(); ++j) len.push_back(cuts[j + 1] - cuts[j]);
+  const auto [mn, mx] = std::minmax_element(len.begin(), len.end());
+  if (*mn < 4 || *mx > 2 * *mn) return std::nullopt;
+  const std::size_t b = l.starts[0];
+  std::size_t equal = 0;
+  for (std::size_t j = 0; j + 2 < cuts.size(); ++j)
+    equal += len[j] == len[j + 1] && s.window(b + cuts[j], len[j]) == s.window(b + cuts[j + 1], len[j + 1]);
+  if (2 * equal > len.size() - 1) return std::nullopt;
+  Loop out;
+  out.anchor = kBoundaryAnchor;
+  std::vector<std::size_t> sorted = len;
+  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2), sorted.end());
+  out.len = sorted[sorted.size() / 2];
+  for (std::size_t st : l.starts)
+    for (std::size_t j = 0; j + 1 < cuts.size(); ++j) {
+      out.starts.push_back(st + cuts[j]);
+      out.lens.push_back(len[j]);
+    }
+  return out;
 }
 
 // Instances that are alike but not equal (an inference engine's steps: the batch changes the
