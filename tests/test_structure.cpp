@@ -113,6 +113,24 @@ TEST_CASE("structure finds the stripped steps of nine loops of common kinds", "[
   CHECK(found == 194);
 }
 
+// Three more (structure2.tar.xz): BERT-base inference 8 x 128, GPT-2 generate() with its stopping
+// checks (one call a step), and a DiT-like denoising loop (25 steps of 8 blocks, no sync between
+// steps, then a decoder) whose units are the denoiser steps of 3 generations, the first a warm-up.
+TEST_CASE("structure finds the stripped steps of BERT inference, generate() and a denoising loop", "[structure][e2e]") {
+  const std::string d = std::string(BNECK_TEST_DATA) + "/loops/structure/";
+  Found bert = find_removed(d + "bert.sqlite", "step.*"), gen = find_removed(d + "generate.sqlite", "step.*");
+  CHECK(bert.ranges == 12);
+  CHECK(bert.found == 12);
+  CHECK(gen.ranges == 8);
+  CHECK(gen.found == 8);
+  // The denoiser steps of the two timed generations are found (the generations are the
+  // iterations, their steps the layer level); the warm-up generation's 25 are not: it is no
+  // instance of the loop (a known miss, docs/traces.md).
+  Found dit = find_removed(d + "dit.sqlite", "dstep.*");
+  CHECK(dit.ranges == 75);
+  CHECK(dit.found == 50);
+}
+
 TEST_CASE("structure of a training step without any annotation: iterations, forward and backward", "[structure]") {
   // Nsight Systems, -t cuda only: 3 warm-up and 8 timed steps; the CUDA events of the timed steps
   // measured step 12.31 ms and backward 5.10 ms (medians, nsys_noranges.log).

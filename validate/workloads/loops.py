@@ -20,6 +20,12 @@
 #             step (a prefill step of 32 tokens first); modes: eager
 #   mixed     a CUDA graph of an MLP forward (8 x Linear(2048), batch 16) then an eager tail
 #             (softmax, top-k, an .item()); modes: plain
+#   bert      Hugging Face BERT-base inference (random weights), batch 8 x 128, fp32; modes: plain
+#   dit       one generation a step: 25 denoiser steps of 8 DiT-like blocks (d 768, 12 heads, 256
+#             tokens, classifier-free guidance as a batch of 2), no sync between them, each in an
+#             NVTX range "dstep{k}" with --nvtx, then a convolutional decoder; modes: plain
+#   generate  Hugging Face GPT-2 small generate() (greedy, 24 new tokens, its stopping checks) of a
+#             16-token prompt, one call a step; modes: plain
 # Every step ends with torch.cuda.synchronize() (as a loss.item() would). Timing: --warmup steps,
 # then --steps steps between CUDA events (and wall clock); prints per mode a line
 #   loop L mode M steps_ms ... median_ms X wall_median_ms Y
@@ -32,7 +38,7 @@ import argparse, statistics, sys, time
 import torch
 
 p = argparse.ArgumentParser()
-p.add_argument("--loop", required=True, choices=["copy", "stage", "host", "train", "cycle", "vision", "dataload", "decode", "mixed"])
+p.add_argument("--loop", required=True, choices=["copy", "stage", "host", "train", "cycle", "vision", "dataload", "decode", "mixed", "bert", "dit", "generate"])
 p.add_argument("--mode", required=True)
 p.add_argument("--steps", type=int, default=20)
 p.add_argument("--warmup", type=int, default=5)
@@ -242,8 +248,74 @@ def mixed_loop(mode):
     return step
 
 
+def bert_loop(mode):
+    from transformers import BertConfig, BertModel
+    m = BertModel(BertConfig()).to(dev).eval()
+    ids = torch.randint(0, 30522, (8, 128), device=dev)
+
+    def step(i):
+        with torch.no_grad():
+            return m(input_ids=ids).last_hidden_state
+    return step
+
+
+def dit_loop(mode):
+    d, h = 768, 12
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.n1, self.n2 = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
+            self.qkv, self.o = torch.nn.Linear(d, 3 * d), torch.nn.Linear(d, d)
+            self.mlp = torch.nn.Sequential(torch.nn.Linear(d, 4 * d), torch.nn.GELU(), torch.nn.Linear(4 * d, d))
+            self.ada = torch.nn.Linear(d, 2 * d)
+
+        def forward(self, x, t):
+            sh, sc = self.ada(t).unsqueeze(1).chunk(2, -1)
+            y = self.n1(x) * (1 + sc) + sh
+            q, k, v = self.qkv(y).view(x.shape[0], -1, 3, h, d // h).permute(2, 0, 3, 1, 4)
+            a = torch.nn.functional.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(x.shape)
+            x = x + self.o(a)
+            return x + self.mlp(self.n2(x))
+
+    blocks = torch.nn.ModuleList([Block() for _ in range(8)]).to(dev).eval()
+    temb = torch.nn.Linear(1, d).to(dev)
+    dec = torch.nn.Sequential(torch.nn.Conv2d(d, 256, 3, padding=1), torch.nn.SiLU(), torch.nn.Upsample(scale_factor=4),
+                              torch.nn.Conv2d(256, 64, 3, padding=1), torch.nn.SiLU(), torch.nn.Conv2d(64, 3, 3, padding=1)).to(dev).eval()
+    lat0 = torch.randn(1, 256, d, device=dev)
+
+    @torch.no_grad()
+    def step(i):
+        lat = lat0.clone()
+        for k in range(25):
+            if a.nvtx:
+                torch.cuda.nvtx.range_push(f"dstep{k}")
+            x = torch.cat([lat, lat])
+            t = temb(torch.full((2, 1), 1.0 - k / 25, device=dev))
+            for b in blocks:
+                x = b(x, t)
+            cond, unc = x.chunk(2)
+            lat = lat - 0.04 * (unc + 5.0 * (cond - unc))
+            if a.nvtx:
+                torch.cuda.nvtx.range_pop()
+        return dec(lat.transpose(1, 2).reshape(1, d, 16, 16))
+    return step
+
+
+def generate_loop(mode):
+    from transformers import GPT2Config, GPT2LMHeadModel
+    m = GPT2LMHeadModel(GPT2Config(n_layer=12, n_embd=768, n_head=12)).to(dev).eval()
+    prompt = torch.randint(0, 50257, (1, 16), device=dev)
+
+    def step(i):
+        with torch.no_grad():
+            return m.generate(prompt, max_new_tokens=24, min_new_tokens=24, do_sample=False, pad_token_id=0)
+    return step
+
+
 LOOPS = {"copy": copy_loop, "stage": stage_loop, "host": host_loop, "train": train_loop, "cycle": cycle_loop,
-         "vision": vision_loop, "dataload": dataload_loop, "decode": decode_loop, "mixed": mixed_loop}
+         "vision": vision_loop, "dataload": dataload_loop, "decode": decode_loop, "mixed": mixed_loop,
+         "bert": bert_loop, "dit": dit_loop, "generate": generate_loop}
 
 
 def count(step):
