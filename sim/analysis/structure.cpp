@@ -182,6 +182,7 @@ Structure find_structure(const Trace& t) {
         prev = re;
       }
     };
+    std::size_t loop_end = 0;  // the end of the previous loop's last window
     for (const Loop& l : loops) {
       if (auto cyc = structure_loops::split_alike(s, l)) {
         // A cycle of alike-but-unequal units: each unit an iteration, no layers copied by offset.
@@ -204,6 +205,8 @@ Structure find_structure(const Trace& t) {
       for (std::size_t b : l.starts) iter.instances.push_back(make_instance(t, s, b, b + l.len, id));
       // Layers: inside one instance (all hold the same ops), copied into the others by offset.
       const std::size_t ref = l.starts[0];
+      const std::size_t prev_end = loop_end;
+      loop_end = l.starts.back() + l.len;
       for (const Loop& in : find_loops(s, ref, ref + l.len, 2, false)) {
         if (layer.how.empty())
           layer.how = "a loop of " + std::to_string(in.len) + " device ops x " + std::to_string(in.starts.size()) +
@@ -211,6 +214,16 @@ Structure find_structure(const Trace& t) {
         const std::uint32_t lid = inner_id++;
         for (std::size_t b : l.starts)
           for (std::size_t ib : in.starts) layer.instances.push_back(make_instance(t, s, b + (ib - ref), b + (ib - ref) + in.len, lid));
+        // The same windows before the loop's first instance: a warm-up iteration that differs
+        // elsewhere (first-call kernels) still holds its layers (a denoising loop's steps).
+        const std::uint64_t h = s.window(in.starts[0], in.len);
+        for (std::size_t p = prev_end; p + in.len <= l.starts[0];)
+          if (s.window(p, in.len) == h) {
+            layer.instances.push_back(make_instance(t, s, p, p + in.len, lid));
+            p += in.len;
+          } else {
+            ++p;
+          }
       }
       const auto runs = passes(ref, ref + l.len);
       for (std::size_t b : l.starts) add_passes(runs, b, id);
