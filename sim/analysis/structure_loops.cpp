@@ -16,6 +16,14 @@ namespace {
 
 constexpr std::uint64_t kBase = 0x9E3779B97F4A7C15ull;  // odd: hashes of symbol runs mod 2^64
 
+// The element at the middle (the upper one of an even count) of a non-empty `v`, reordering it.
+template <class T>
+T middle(std::vector<T>& v) {
+  const auto mid = static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), v.begin() + mid, v.end());
+  return v[static_cast<std::size_t>(mid)];
+}
+
 // An optimizer step's kernel by its name: PyTorch's foreach and fused optimizers
 // (multi_tensor_apply_kernel, fused_adam), apex's and others' (adam, sgd, adagrad, rmsprop).
 bool optimizer_kernel(const std::string& name) {
@@ -379,8 +387,7 @@ Loop rotate_to_boundary(const Seq& s, const Loop& l, std::size_t lo, std::size_t
   for (std::size_t r = 0; r < l.len; ++r) {
     if (!allowed[r]) continue;
     for (std::size_t j = 0; j < l.starts.size(); ++j) v[j] = s.score[l.starts[j] + r];
-    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-    TimeNs m = v[v.size() / 2];
+    const TimeNs m = middle(v);
     per_offset.push_back(m);
     if (m > best) {
       best = m;
@@ -388,10 +395,7 @@ Loop rotate_to_boundary(const Seq& s, const Loop& l, std::size_t lo, std::size_t
     }
   }
   if (best_r == 0) return l;
-  if (contrast > 0) {
-    std::nth_element(per_offset.begin(), per_offset.begin() + static_cast<std::ptrdiff_t>(per_offset.size() / 2), per_offset.end());
-    if (static_cast<double>(best) < contrast * static_cast<double>(std::max<TimeNs>(1, per_offset[per_offset.size() / 2]))) return l;
-  }
+  if (contrast > 0 && static_cast<double>(best) < contrast * static_cast<double>(std::max<TimeNs>(1, middle(per_offset)))) return l;
   auto free_window = [&](std::size_t i) { return i + l.len <= hi && taken_prefix[i + l.len] == taken_prefix[i]; };
   std::vector<std::size_t> cand;
   if (l.starts[0] + best_r >= lo + l.len) cand.push_back(l.starts[0] + best_r - l.len);
@@ -460,17 +464,14 @@ std::optional<Loop> split_alike(const Seq& s, const Loop& l) {
     std::vector<TimeNs> v;
     for (std::size_t st : l.starts)
       if (st > 0) v.push_back(s.score[st + r]);
-    if (v.empty()) return TimeNs{0};
-    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-    return v[v.size() / 2];
+    return v.empty() ? TimeNs{0} : middle(v);
   };
-  const TimeNs start = median_at(0);
-  if (start <= 0) return std::nullopt;
   std::vector<TimeNs> at(l.len);
   for (std::size_t r = 0; r < l.len; ++r) at[r] = median_at(r);
+  const TimeNs start = at[0];
+  if (start <= 0) return std::nullopt;
   std::vector<TimeNs> sorted_at = at;
-  std::nth_element(sorted_at.begin(), sorted_at.begin() + static_cast<std::ptrdiff_t>(l.len / 2), sorted_at.end());
-  const TimeNs typical = std::max<TimeNs>(1, sorted_at[l.len / 2]);
+  const TimeNs typical = std::max<TimeNs>(1, middle(sorted_at));
   std::vector<std::size_t> cuts{0};
   for (std::size_t r = 1; r < l.len; ++r)
     if (allowed[r] && 8 * at[r] >= start && at[r] >= 16 * typical) cuts.push_back(r);
@@ -488,8 +489,7 @@ std::optional<Loop> split_alike(const Seq& s, const Loop& l) {
   Loop out;
   out.anchor = kBoundaryAnchor;
   std::vector<std::size_t> sorted = len;
-  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2), sorted.end());
-  out.len = sorted[sorted.size() / 2];
+  out.len = middle(sorted);
   for (std::size_t st : l.starts)
     for (std::size_t j = 0; j + 1 < cuts.size(); ++j) {
       out.starts.push_back(st + cuts[j]);
@@ -520,8 +520,7 @@ std::optional<Loop> approximate_loop(const Seq& s) {
     for (std::size_t j = 0; j + 1 < q.size(); ++j) len.push_back(q[j + 1] - q[j]);
     if (len.size() < 4) continue;
     std::vector<std::size_t> sorted = len;
-    std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2), sorted.end());
-    const std::size_t med = sorted[sorted.size() / 2];
+    const std::size_t med = middle(sorted);
     if (med < 2) continue;
     std::size_t regular = 0;
     for (std::size_t l : len) regular += 4 * (l > med ? l - med : med - l) <= med;
@@ -564,9 +563,8 @@ std::optional<Loop> approximate_loop(const Seq& s) {
     if (l.starts.size() * 10 < (o.size() - 1) * 8) continue;
     std::vector<TimeNs> v;
     for (std::size_t p : l.starts) v.push_back(s.score[p]);
-    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-    if (v[v.size() / 2] > anchored_score) {
-      anchored_score = v[v.size() / 2];
+    if (const TimeNs m = middle(v); m > anchored_score) {
+      anchored_score = m;
       anchored = std::move(l);
     }
   }

@@ -48,9 +48,10 @@ std::vector<Loop> find_loops(const Seq& s, std::size_t lo, std::size_t hi, std::
 // sequence lengths 64, 128, 256: the exact repeat is the cycle): its windows cut where the
 // boundary evidence (median over the instances) is 16x the median offset's and an eighth of that
 // at the window's start (which holds the host's wait for the longest unit: 3.6 ms against 0.7 and
-// 1.1 ms between the units of a 3.3 ms median step), at the offsets a training step's anatomy allows, into segments of 4+ ops within 2x of
-// each other in length, at most half the neighbours equal (mostly equal ones are a finer exact loop: decode tokens after a prefill;
-// sequence lengths 64 and 128 may run the same kernels). Nothing otherwise.
+// 1.1 ms between the units of a 3.3 ms median step), at the offsets a training step's anatomy
+// allows, into segments of 4+ ops within 2x of each other in length, at most half the neighbours
+// equal (mostly equal ones are a finer exact loop: decode tokens after a prefill; sequence lengths
+// 64 and 128 may run the same kernels). Nothing otherwise.
 std::optional<Loop> split_alike(const Seq& s, const Loop& l);
 
 // Instances that are alike but not equal (an inference engine's steps: the batch changes the
