@@ -184,6 +184,8 @@ Structure find_structure(const Trace& t) {
     };
     std::size_t loop_end = 0;  // the end of the previous loop's last window
     for (const Loop& l : loops) {
+      const std::size_t prev_end = loop_end;
+      loop_end = l.starts.back() + l.len;
       if (auto cyc = structure_loops::split_alike(s, l)) {
         // A cycle of alike-but-unequal units: each unit an iteration, no layers copied by offset.
         if (iter.how.empty())
@@ -205,8 +207,6 @@ Structure find_structure(const Trace& t) {
       for (std::size_t b : l.starts) iter.instances.push_back(make_instance(t, s, b, b + l.len, id));
       // Layers: inside one instance (all hold the same ops), copied into the others by offset.
       const std::size_t ref = l.starts[0];
-      const std::size_t prev_end = loop_end;
-      loop_end = l.starts.back() + l.len;
       for (const Loop& in : find_loops(s, ref, ref + l.len, 2, false)) {
         if (layer.how.empty())
           layer.how = "a loop of " + std::to_string(in.len) + " device ops x " + std::to_string(in.starts.size()) +
