@@ -76,7 +76,8 @@ TEST_CASE("FSDP what-if: per-layer all-gathers and reduce-scatters around a trai
   // for the previous optimizer, which updates the parameters; the first one for its host call,
   // launch end 5 us + the c10d call's 30 us) and the last reduce-scatter (the optimizer waits for it).
   // The optimizer updates half the parameters: 200 us at half its work, tail + (200 us - tail) / 2.
-  // The run, from the first all-gather at 35 us: 3 x (A + 2.8 ms + R + O/2).
+  // The run, from the first all-gather at 35 us: 3 x (A + 2.8 ms + R + O/2). (`--host-speed 1`:
+  // every rank's host at the traced pace, not the slowest of the ranks': host_speed.cpp.)
   const std::string path = write_temp(training_steps(), "fsdp");
   const HwSpec hw = load_hw("h200-sxm-calibrated");
   const TimeNs A = collective_time(hw, CollKind::AllGather, 16ull << 20, 2).time_ns;
@@ -86,7 +87,7 @@ TEST_CASE("FSDP what-if: per-layer all-gathers and reduce-scatters around a trai
   INFO("A = " << A << " ns, R = " << R << " ns, optimizer " << O2 << " ns");
   REQUIRE(A < 250 * kNsPerUs);
   REQUIRE(A + R < 450 * kNsPerUs);
-  WhatIfReport r = whatif_of(path, "", {"--fsdp", "2", "--param-bytes", "64 MiB", "--sharing", "off"});
+  WhatIfReport r = whatif_of(path, "", {"--host-speed", "1", "--fsdp", "2", "--param-bytes", "64 MiB", "--sharing", "off"});
   CHECK(r.baseline_ns == 9 * kNsPerMs);
   CHECK(std::llabs(r.predicted_ns - 3 * (A + 2800 * kNsPerUs + R + O2)) <= 3);
   CHECK(logged(r, "stage 3, 3 steps of 4 units + root; 24 all-gathers, 12 reduce-scatters"));
@@ -107,7 +108,8 @@ TEST_CASE("FSDP what-if: per-layer all-gathers and reduce-scatters around a trai
   }
 
   // Stage 2 keeps the forward's parameters: no backward all-gathers; the exposed ones are the same.
-  WhatIfReport s2 = whatif_of(path, "", {"--fsdp", "2", "--fsdp-stage", "2", "--param-bytes", "64 MiB", "--sharing", "off"});
+  WhatIfReport s2 =
+      whatif_of(path, "", {"--host-speed", "1", "--fsdp", "2", "--fsdp-stage", "2", "--param-bytes", "64 MiB", "--sharing", "off"});
   CHECK(logged(s2, "stage 2, 3 steps of 4 units + root; 12 all-gathers, 12 reduce-scatters"));
   CHECK(std::llabs(s2.predicted_ns - 3 * (A + 2800 * kNsPerUs + R + O2)) <= 3);
   // 64 MiB kept gathered + 32 gradients + 64 optimizer state.
@@ -116,21 +118,23 @@ TEST_CASE("FSDP what-if: per-layer all-gathers and reduce-scatters around a trai
   // Hybrid: 4 GPUs in 2 groups of 2: gathers and scatters among 2, then the 8 MiB shard
   // all-reduced between the groups after each reduce-scatter; the last one is exposed too.
   const TimeNs AR = collective_time(hw, CollKind::AllReduce, 8ull << 20, 2).time_ns;
-  WhatIfReport hy = whatif_of(path, "", {"--fsdp", "4", "--fsdp-hybrid", "2", "--param-bytes", "64 MiB", "--sharing", "off"});
+  WhatIfReport hy =
+      whatif_of(path, "", {"--host-speed", "1", "--fsdp", "4", "--fsdp-hybrid", "2", "--param-bytes", "64 MiB", "--sharing", "off"});
   CHECK(logged(hy, "12 cross-group all-reduces"));
   CHECK(std::llabs(hy.predicted_ns - 3 * (A + 2800 * kNsPerUs + R + AR + O2)) <= 3);
 
   // Strong scaling: the global batch fixed, every forward and backward kernel does half the work
   // (8.4 ms of them, about halved: the kernel tail stays); the host, which launches an iteration
   // every 3 ms, then paces the run: at least 6 ms + the last iteration.
-  WhatIfReport st = whatif_of(path, "", {"--fsdp", "2", "--param-bytes", "64 MiB", "--scaling", "strong", "--sharing", "off"});
+  WhatIfReport st =
+      whatif_of(path, "", {"--host-speed", "1", "--fsdp", "2", "--param-bytes", "64 MiB", "--scaling", "strong", "--sharing", "off"});
   CHECK(logged(st, "strong scaling: the global batch is the traced one, each GPU computes 1/2 (8.400 ms -> 4.2"));
   CHECK(st.predicted_ns < r.predicted_ns);
   CHECK(st.predicted_ns > 6 * kNsPerMs + 1400 * kNsPerUs);
 
   // Without shapes or --param-bytes nothing sizes the parameters: one clear line, never a silent
   // step with no all-gathers.
-  CHECK_THROWS_WITH(whatif_of(path, "", {"--fsdp", "2", "--sharing", "off"}),
+  CHECK_THROWS_WITH(whatif_of(path, "", {"--host-speed", "1", "--fsdp", "2", "--sharing", "off"}),
                     Catch::Contains("no GEMM shapes in the trace to size the parameters: give --param-bytes BYTES"));
   std::remove(path.c_str());
 }
@@ -167,8 +171,9 @@ TEST_CASE("FSDP composed with tensor parallelism on the same step (hand-computed
   const double O2 = half(200 * us, tail);
   REQUIRE(R > T);
   REQUIRE(C + 3 * T + R + O2 < 2900 * us);
-  WhatIfReport r =
-      whatif_of(path, "", {"--fsdp", "2", "--param-bytes", "4 MiB", "--tensor-parallel", "2", "--tp-bytes", "4 KiB", "--sharing", "off"});
+  WhatIfReport r = whatif_of(
+      path, "",
+      {"--host-speed", "1", "--fsdp", "2", "--param-bytes", "4 MiB", "--tensor-parallel", "2", "--tp-bytes", "4 KiB", "--sharing", "off"});
   INFO("R " << R << " ns, T " << T << " ns, F " << F << " ns, C " << C << " ns");
   CHECK(logged(r, "36 kernels split 2 ways"));
   CHECK(logged(r, "12 all-reduces after the row-parallel GEMMs"));
@@ -187,10 +192,10 @@ TEST_CASE("FSDP composed with tensor parallelism on the same step (hand-computed
 
 TEST_CASE("FSDP what-if: bad options are one clear error", "[whatif][parallel][fsdp]") {
   const std::string path = write_temp(training_steps(), "fsdp_bad");
-  CHECK_THROWS_WITH(whatif_of(path, "", {"--fsdp", "0"}), Catch::Contains("--fsdp 0"));
-  CHECK_THROWS_WITH(whatif_of(path, "", {"--fsdp", "2", "--fsdp-stage", "1"}), Catch::Contains("--fsdp-stage 1"));
-  CHECK_THROWS_WITH(whatif_of(path, "", {"--fsdp", "4", "--fsdp-hybrid", "3"}), Catch::Contains("must divide"));
-  CHECK_THROWS_WITH(whatif_of(path, "", {"--fsdp", "2", "--scaling", "huge"}), Catch::Contains("--scaling huge"));
+  CHECK_THROWS_WITH(whatif_of(path, "", {"--host-speed", "1", "--fsdp", "0"}), Catch::Contains("--fsdp 0"));
+  CHECK_THROWS_WITH(whatif_of(path, "", {"--host-speed", "1", "--fsdp", "2", "--fsdp-stage", "1"}), Catch::Contains("--fsdp-stage 1"));
+  CHECK_THROWS_WITH(whatif_of(path, "", {"--host-speed", "1", "--fsdp", "4", "--fsdp-hybrid", "3"}), Catch::Contains("must divide"));
+  CHECK_THROWS_WITH(whatif_of(path, "", {"--host-speed", "1", "--fsdp", "2", "--scaling", "huge"}), Catch::Contains("--scaling huge"));
   std::remove(path.c_str());
 }
 

@@ -159,7 +159,8 @@ TEST_CASE("data-parallel what-if: a 1-rank DDP step gets its bucket all-reduces 
       {"name": "torch.distributed.ddp.reducer::copy_bucket_to_grad, sizes = [[4096]]", "lane": 0, "start": "4990 us", "end": "5020 us"}]})";
   std::string path = "/tmp/bneck_dp_" + std::to_string(::getpid()) + ".json";
   std::ofstream(path) << w;
-  WhatIfReport r = whatif(path, "step0", {parse_transform("data-parallel", "2")});
+  // `--host-speed 1`: both ranks' hosts at the traced pace (not the slowest of two: test_host.cpp).
+  WhatIfReport r = whatif(path, "step0", {parse_transform("host-speed", "1"), parse_transform("data-parallel", "2")});
   REQUIRE(r.ranges.size() == 1);
   const HwSpec hw = load_hw("h200-sxm-calibrated");
   const TimeNs T = collective_time(hw, CollKind::AllReduce, 64ull << 20, 2).time_ns;

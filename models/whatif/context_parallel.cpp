@@ -33,6 +33,7 @@ class ContextParallel : public TransformStep {
   ContextParallel(std::uint32_t n, bool ring, Bytes bytes) : n_(n), ring_(ring), bytes_(bytes) {}
 
   void apply(const WhatIfContext& ctx, WhatIfCase& c) const override {
+    add_layout_ranks(c, n_);
     const Trace& t = ctx.trace;
     std::map<LaneId, std::vector<OpId>> streams;  // kernels per stream, by start
     for (OpId i = 0; i < t.ops.size(); ++i)

@@ -73,6 +73,7 @@ class DataParallel : public TransformStep {
   DataParallel(std::uint32_t ranks, Bytes grad_bytes, Bytes bucket, Scaling scaling)
       : ranks_(ranks), grad_bytes_(grad_bytes), bucket_(bucket), scaling_(scaling) {}
   void apply(const WhatIfContext& ctx, WhatIfCase& c) const override {
+    add_layout_ranks(c, ranks_);
     const Trace& t = ctx.trace;
     c.log.push_back(text + ": " + scale_batch(ctx, c));
     // Collectives with kernels: re-timed for N ranks (as --ranks).

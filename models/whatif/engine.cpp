@@ -510,6 +510,7 @@ WhatIfCase WhatIfEngine::apply(const std::vector<Transform>& transforms) const {
   for (const auto& [op, d] : unblocked_) c.durations[op] = std::min(c.durations[op], d);  // the host's own pace
   if (!blocked_note_.empty() && !transforms.empty()) c.log.push_back(blocked_note_);
   for (const Transform& tr : transforms) tr->apply(ctx_, c);
+  slowest_host_of_ranks(ctx_.trace, c);
   return c;
 }
 

@@ -201,12 +201,11 @@ ErrorBar error_bar(const std::vector<Transform>& transforms, const ErrorContext&
                  "x the host span left): its per-event cost varies " + fmt_num("%.0f", 100 * ctx.profiler_cv) + " % between programs, " +
                  plus_minus(w));
   }
-  if (layout && host_bound) {
-    const double w = (13.04 - 9.31) / (13.04 + 9.31);
-    widen(w,
-          "a step on several ranks waits for its slowest host (host-bound): the two-GPU DDP capture's ranks differed 1.4x in autograd "
-          "host time, " +
-              plus_minus(w));
+  if (layout && host_bound && ctx.host_ranks > 1) {
+    const auto [lo, hi] = HostSpread::slowest_spread(ctx.host_ranks);
+    const double w = (hi - lo) / 2;
+    widen(w, "a step on " + fmt_num("%.0f", ctx.host_ranks) + " ranks waits for its slowest host (host-bound): its pace " +
+                 fmt_num("%.2f", lo) + " .. " + fmt_num("%.2f", hi) + "x the expected, " + plus_minus(w));
   }
   if (ctx.rank_wait > 0.01) {
     const double w = 1.282 * ctx.rank_wait;

@@ -20,9 +20,10 @@
 //     prices work on them: the widest family's w, said so;
 //   - ranks: a step on N ranks waits for its slowest host. A multi-rank trace: the largest share of
 //     its span one rank spent waiting for the others at collectives (measured) x 1.282; a layout
-//     forecast from fewer ranks, host-bound after the change: the spread of the two ranks' host
-//     work in the two-GPU DDP capture (validate/reference/h200/ddp: the autograd threads 13.04 and
-//     9.31 ms a profile, (a - b) / (a + b) = 16.7 %);
+//     forecast of N ranks from fewer, host-bound after the change: the forecast's host runs at the
+//     expected slowest of N processes' paces (host_speed.cpp); the 10th to 90th percentiles of
+//     that slowest pace over its mean give w = (p90 - p10) / 2 (HostSpread::slowest_spread: 2
+//     ranks 0.76 .. 1.46, +-35 %);
 //   - more GPUs than validated (2): w x (1 + log2(N / 2) / 2);
 //   - a transform no measurement checked: the widest family's w, said so.
 //   The measured time then lies in [forecast / (1 + b + w), forecast / (1 + b - w)].
@@ -53,6 +54,7 @@ struct ErrorContext {
   double profiler_share = 0, profiler_cv = 0;
   bool rates_guessed = false;  // a transform prices work on rates built from the trace's device properties
   double rank_wait = 0;        // a multi-rank trace: the largest share of its span a rank waited at collectives
+  double host_ranks = 0;       // a layout's ranks whose slowest host the forecast runs at (0: none)
 };
 
 ErrorBar error_bar(const std::vector<Transform>& transforms, const ErrorContext& ctx, TimeNs predicted_ns);

@@ -57,6 +57,7 @@ class ExpertParallel : public TransformStep {
       : n_(n), sel_(std::move(sel)), topk_(topk), imbalance_(imbalance), bytes_(bytes) {}
 
   void apply(const WhatIfContext& ctx, WhatIfCase& c) const override {
+    add_layout_ranks(c, n_);
     const Trace& t = ctx.trace;
     std::uint32_t experts = 0;
     std::vector<Region> regions = find_regions(ctx, experts);

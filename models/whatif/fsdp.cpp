@@ -57,6 +57,7 @@ class Fsdp : public TransformStep {
       : n_(n), stage_(stage), hybrid_(hybrid), param_bytes_(param_bytes), strong_(strong), call_(call) {}
 
   void apply(const WhatIfContext& ctx, WhatIfCase& c) const override {
+    add_layout_ranks(c, n_);
     const Trace& t = ctx.trace;
     std::vector<Step> steps = find_steps(ctx, c);
     if (steps.empty())

@@ -187,6 +187,7 @@ class PipelineParallel : public TransformStep {
         batch_(scaling == Scaling::Weak ? stages : 1) {}
 
   void apply(const WhatIfContext& ctx, WhatIfCase& c) const override {
+    add_layout_ranks(c, s_);
     const Trace& t = ctx.trace;
     Grouping gr = group(ctx, c);
     TimeNs before = 0, after = 0;

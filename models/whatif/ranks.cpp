@@ -19,6 +19,7 @@ class Ranks : public TransformStep {
  public:
   explicit Ranks(std::uint32_t ranks) : ranks_(ranks) {}
   void apply(const WhatIfContext& ctx, WhatIfCase& c) const override {
+    c.layout_ranks = ranks_;
     RetimedCollectives r = retime_collectives(ctx.trace, c, ranks_);
     c.log.push_back(text + ": " + std::to_string(ctx.trace.collectives.size()) + " collectives (" + std::to_string(r.kernels) +
                     " kernels) re-timed for " + std::to_string(ranks_) + " ranks on " + c.spec.name + ": communication " +

@@ -7,7 +7,7 @@ namespace bneck {
 extern const TransformDef kScaleTransform, kRemoveTransform, kFuseTransform, kPrecisionTransform, kCudaGraphTransform, kHwTransform,
     kOverlapCommTransform, kRanksTransform, kRepeatTransform, kDataParallelTransform, kTensorParallelTransform, kPipelineParallelTransform,
     kStepsTransform, kCfgTransform, kResolutionTransform, kFramesTransform, kFsdpTransform, kContextParallelTransform,
-    kExpertParallelTransform, kUnprofileTransform, kBatchTransform, kPinMemoryTransform, kOverlapCopiesTransform;
+    kExpertParallelTransform, kUnprofileTransform, kBatchTransform, kPinMemoryTransform, kOverlapCopiesTransform, kHostSpeedTransform;
 
 const std::vector<const TransformDef*>& transform_registry() {
   static const std::vector<const TransformDef*> table = {
@@ -29,6 +29,7 @@ const std::vector<const TransformDef*>& transform_registry() {
       &kContextParallelTransform,
       &kExpertParallelTransform,
       &kUnprofileTransform,
+      &kHostSpeedTransform,
       &kBatchTransform,
       &kStepsTransform,
       &kCfgTransform,

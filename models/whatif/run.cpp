@@ -148,6 +148,7 @@ void attach_error_bars(WhatIfReport& rep, const std::vector<Transform>& transfor
       if (r.span.length() > 0)
         ec.rank_wait = std::max(ec.rank_wait, static_cast<double>(r.waited_ns) / static_cast<double>(r.span.length()));
   ec.target = &pred.spec;
+  ec.host_ranks = pred.host_ranks;
   for (const Transform& tr : transforms) ec.rates_guessed = ec.rates_guessed || (!pred.spec.from_trace.empty() && tr->needs_gpu_rates());
   if (pred.profiler_removed_ns > 0 && rep.baseline.length() > 0) {
     ec.profiler_share = static_cast<double>(pred.profiler_removed_ns) / static_cast<double>(rep.baseline.length());

@@ -42,6 +42,7 @@ class TensorParallel : public TransformStep {
       : n_(n), comm_(std::move(comm)), split_(std::move(split)), bytes_(bytes), batch_(scaling == Scaling::Weak ? n : 1) {}
 
   void apply(const WhatIfContext& ctx, WhatIfCase& c) const override {
+    add_layout_ranks(c, n_);
     const Trace& t = ctx.trace;
     auto row = ctx.select(comm_, true);
     auto scope = ctx.select(split_, true);

@@ -63,6 +63,9 @@ struct WhatIfCase {
   bool profiler_removed = false;       // --unprofile took the profiler's host cost out
   TimeNs profiler_removed_ns = 0;      // how much host time it took out
   double profiler_cost_cv = 0;         // its per-event cost's spread over programs (ProfilerSetting::cost_cv)
+  double layout_ranks = 0;             // the ranks a parallel layout forecasts (0: the trace's own)
+  double host_ranks = 0;               // the ranks whose slowest host the forecast's host runs at (0: not applied)
+  bool host_pace_given = false;        // --host-speed set every rank's pace
   // The case's own graph (copied from the base on first use) to edit.
   Graph& edit_graph();
 };
@@ -169,6 +172,24 @@ struct ProfilerSetting {
   bool costs() const { return per_op > 0 || per_call > 0 || per_input > 0; }
 };
 ProfilerSetting profiler_setting(const Trace& t);
+// The host's pace from one process to the next (host_speed.cpp): each program's per-process median
+// host step over its median, measured on H200 hosts, sorted.
+struct HostSpread {
+  static const std::vector<double>& ratios();
+  static double expected_max(double n);                                     // E[max of n draws]
+  static double expected_max(double n, const std::vector<double>& sorted);  // of another sample
+  static double expected_slowest(double n, double k = 1);                   // E[max of n] / E[max of k]
+  static std::pair<double, double> slowest_spread(double n);                // 10th / 90th percentile of max of n over its mean
+};
+// Every CUDA call's own time and every host gap between calls on a thread x `factor`.
+void scale_host_work(const Trace& t, WhatIfCase& c, double factor);
+// Ranks with device work in the trace (at least 1).
+std::uint32_t traced_ranks(const Trace& t);
+// A layout forecast of more ranks than the trace's (c.layout_ranks): the host runs at the expected
+// slowest of them (logged). WhatIfEngine::apply calls it after the transforms.
+void slowest_host_of_ranks(const Trace& t, WhatIfCase& c);
+// A parallel layout of `n` ranks composes with the ones before it (n x theirs).
+inline void add_layout_ranks(WhatIfCase& c, double n) { c.layout_ranks = (c.layout_ranks > 0 ? c.layout_ranks : 1) * n; }
 // A communication stream on `device` of `process` named `name`.
 LaneId add_comm_lane(GraphEditor& ed, std::uint32_t device, std::uint32_t process, std::string name);
 // A communication kernel of fixed duration `d` on `lane`.
