@@ -127,6 +127,40 @@ void classify_phases(const Trace& t, const std::vector<KernelWork>& work, const 
 
 namespace {
 
+// The cause a host call's time on the critical path counts under.
+const char* host_term(const Op& op) {
+  switch (op.api_class()) {
+    case ApiClass::Launch:
+    case ApiClass::GraphLaunch: return "kernel launches";
+    case ApiClass::MemcpyAsync:
+    case ApiClass::MemcpySync: return "copy calls";
+    case ApiClass::EventRecord:
+    case ApiClass::StreamWait: return "event calls";
+    case ApiClass::StreamSync:
+    case ApiClass::EventSync:
+    case ApiClass::DeviceSync: return "synchronization waits";
+    case ApiClass::Other: break;
+  }
+  return "other runtime calls";
+}
+constexpr const char* kBetweenCalls = "framework and Python between calls";
+
+// What dominates the host's part of the path, and how far the host's pace moves between processes
+// (HostSpread: the 10th to 90th percentile of one process's pace over the median).
+void host_summary(Advice& a) {
+  TimeNs host = 0;
+  for (const auto& [k, v] : a.host_terms) host += v;
+  if (a.path_ns <= 0 || host * 4 < a.path_ns) return;
+  const auto top =
+      std::max_element(a.host_terms.begin(), a.host_terms.end(), [](const auto& x, const auto& y) { return x.second < y.second; });
+  const auto [lo, hi] = HostSpread::slowest_spread(1);
+  const double med = HostSpread::expected_max(1);
+  a.host_note = "the host holds " + pct(static_cast<double>(host) / static_cast<double>(a.path_ns)) + " of the critical path; " +
+                top->first + " dominate (" + pct(static_cast<double>(top->second) / static_cast<double>(a.path_ns)) + ")";
+  a.host_pace = "a process's host pace varies " + fmt_num("%.2f", lo * med) + " .. " + fmt_num("%.2f", hi * med) +
+                "x the median from one process to the next on one machine (measured): host-bound forecasts vary with it";
+}
+
 // The critical path by class: in end order, each op counts the time it adds after the one before
 // (a blocking call that waited for kernels counts only its own tail); the time between counts as gaps.
 void path_by_class(const Trace& t, const std::vector<KernelWork>& work, const HwSpec& hw, const WhatIfReport& base,
@@ -141,8 +175,13 @@ void path_by_class(const Trace& t, const std::vector<KernelWork>& work, const Hw
     for (OpId o : ops) {
       const TimeNs s = base.base_sim.start[o], e = base.base_sim.end[o];
       if (e <= prev) continue;
-      if (s > prev) a.path_by_class[kGaps] += s - prev;
+      const Op& op = t.ops[o];
+      if (s > prev) {
+        a.path_by_class[kGaps] += s - prev;
+        if (op.kind == OpKind::Api) a.host_terms[kBetweenCalls] += s - prev;  // host work before a call
+      }
       a.path_by_class[path_class(t, o, work[o], hw, e - s)] += e - std::max(s, prev);
+      if (op.kind == OpKind::Api) a.host_terms[host_term(op)] += e - std::max(s, prev);
       prev = e;
     }
     a.path_ns = prev - begin;
@@ -359,6 +398,7 @@ Advice advise(const Trace& t, const AdviseOptions& opt) {
       critical_path(base.base_sim, last_device_op(bg, sim_schedule(base.base_sim)), [&](OpId o) { return base.base_sim.end[o] > b0; });
   path_by_class(t, work, hw, base, path, a);
   classify_run(a);
+  host_summary(a);
   classify_phases(t, work, hw, base.base_sim, a);
   a.kernels = kernels_that_matter(t, hw);
   std::vector<AdviceSuggestion> cand = candidates(t, work, hw, a);

@@ -63,6 +63,11 @@ struct Advice {
   std::string assumed_hw;  // non-empty: the trace's GPU was not known (what was assumed)
   TimeNs span_ns = 0, path_ns = 0;
   std::map<std::string, TimeNs> path_by_class;  // critical path, by class
+  // The critical path's host time by cause: the framework and Python between CUDA calls (host gaps
+  // ending at a call), kernel launches, copy calls, event calls, synchronization waits, other calls.
+  std::map<std::string, TimeNs> host_terms;
+  std::string host_note;  // when the host holds a quarter of the path or more: what dominates
+  std::string host_pace;  // and how sure a host-bound forecast is (the pace between processes)
   Overlap overlap;
   std::vector<ClassRow> classes;      // the roofline aggregation by kernel class
   std::vector<AdviceKernel> kernels;  // the five kernels that take most time

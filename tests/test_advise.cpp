@@ -165,3 +165,24 @@ TEST_CASE("advise: copy-bound runs get the copy remedies first, hardware apart",
   CHECK(j["verdict"].get<std::string>().find("best program change: copies prefetched") != std::string::npos);
   for (const auto& e : j["suggestions"]) CHECK(e["args"][0] != "--hw");
 }
+
+TEST_CASE("advise names the host's part of the critical path by cause, and how far its pace moves", "[advise][host][e2e]") {
+  // validate/reference/h200/host: the 48-layer loop at batch 1 is host-bound (the GPU busy a fifth
+  // of a step): the host holds the whole critical path, split into kernel launches and the framework
+  // and Python between calls; BERT-large 8x512 fp32 is GPU-bound: no host note.
+  std::string dir = BNECK_TEST_DATA;  // appended piecewise (GCC 12 warns falsely on one expression)
+  dir += "/host/k/";
+  const Advice a = advise_of(dir + "host48.p1.json.gz", "step.*");
+  CHECK(a.bottleneck == "launch/host-bound");
+  REQUIRE(a.host_terms.count("kernel launches"));
+  REQUIRE(a.host_terms.count("framework and Python between calls"));
+  TimeNs host = 0;
+  for (const auto& [k, v] : a.host_terms) host += v;
+  CHECK(static_cast<double>(host) >= 0.95 * static_cast<double>(a.path_ns));
+  const auto top =
+      std::max_element(a.host_terms.begin(), a.host_terms.end(), [](const auto& x, const auto& y) { return x.second < y.second; });
+  CHECK_THAT(a.host_note, Catch::Contains(top->first + " dominate"));
+  CHECK_THAT(a.host_pace, Catch::Contains("from one process to the next"));
+  const Advice g = advise_of(dir + "bert_large.p2.json.gz", "step.*");
+  CHECK(g.host_note.empty());
+}

@@ -35,6 +35,10 @@ nlohmann::json advice_json(const Advice& a) {
   j["critical_path_ns"] = a.path_ns;
   j["critical_path_by_class"] = nlohmann::json::object();
   for (const auto& [c, ns] : a.path_by_class) j["critical_path_by_class"][c] = ns;
+  j["host_terms"] = nlohmann::json::object();
+  for (const auto& [c, ns] : a.host_terms) j["host_terms"][c] = ns;
+  j["host_note"] = a.host_note;
+  j["host_pace"] = a.host_pace;
   j["gpu_busy_ns"] = a.overlap.gpu_busy_ns;
   j["gpu_idle_ns"] = a.overlap.gpu_idle_ns;
   j["exposed_communication_ns"] = a.overlap.exposed_communication_ns;
@@ -113,7 +117,17 @@ void print_advice_text(const Advice& a, const std::string& source, std::ostream&
   }
   std::snprintf(b, sizeof b, "  GPU busy %s, idle %s, exposed communication %s", format_duration(a.overlap.gpu_busy_ns).c_str(),
                 format_duration(a.overlap.gpu_idle_ns).c_str(), format_duration(a.overlap.exposed_communication_ns).c_str());
-  out << b << "\n\nKernels on the roofline (time-weighted, measured)\n";
+  out << b << "\n";
+  if (!a.host_note.empty()) {
+    out << "\nThe host's part of the critical path, by cause\n";
+    for (const auto& [c, ns] : a.host_terms) {
+      std::snprintf(b, sizeof b, "  %-36s %12s  %5.1f %%", c.c_str(), format_duration(ns).c_str(),
+                    a.path_ns ? 100.0 * static_cast<double>(ns) / static_cast<double>(a.path_ns) : 0.0);
+      out << b << "\n";
+    }
+    out << "  " << a.host_note << "\n  " << a.host_pace << "\n";
+  }
+  out << "\nKernels on the roofline (time-weighted, measured)\n";
   for (const ClassRow& r : a.classes)
     if (r.measured_ns > 0) {
       std::snprintf(b, sizeof b, "  %-12s %6zu kernels %12s  %-8s bound, %5.1f %% of that peak", r.cls.c_str(), r.kernels,

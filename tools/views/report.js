@@ -52,6 +52,11 @@
       A.phases.map((p) => [p.phase, p.instances, fmt(p.span_ns), fmt(p.busy_ns), p.bottleneck, p.evidence]));
     const paths = Object.entries(A.critical_path_by_class).sort((x, y) => y[1] - x[1]);
     table(ad, ["critical path", "time", "share"], paths.map(([c, ns]) => [c, fmt(ns), (100 * ns / Math.max(1, A.critical_path_ns)).toFixed(1) + " %"]));
+    if (A.host_note) {
+      const hosts = Object.entries(A.host_terms || {}).sort((x, y) => y[1] - x[1]);
+      table(ad, ["the host's part, by cause", "time", "share"], hosts.map(([c, ns]) => [c, fmt(ns), (100 * ns / Math.max(1, A.critical_path_ns)).toFixed(1) + " %"]));
+      el("p", {}, ad, A.host_note + "; " + A.host_pace);
+    }
     const ranked = (title, list) => {
       let rank = 0;
       el("h3", {}, ad, title);
