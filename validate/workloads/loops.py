@@ -26,6 +26,10 @@
 #             NVTX range "dstep{k}" with --nvtx, then a convolutional decoder; modes: plain
 #   generate  Hugging Face GPT-2 small generate() (greedy, 24 new tokens, its stopping checks) of a
 #             16-token prompt, one call a step; modes: plain
+#   compiled  torch.compile'd encoder inference (4 layers, d 1024, 16 heads, batch 8 x 256); modes: plain
+#   ddp       a DDP training step on one rank (NCCL, world 1): 6 x (Linear(2048) + GELU), batch 64, SGD
+#   genvar    generate() as above with 8, 16, 24, 32 new tokens cycling from step to step
+#   vision_inf torchvision ResNet-50 inference, batch 16, bf16 autocast, channels-last
 # Every step ends with torch.cuda.synchronize() (as a loss.item() would). Timing: --warmup steps,
 # then --steps steps between CUDA events (and wall clock); prints per mode a line
 #   loop L mode M steps_ms ... median_ms X wall_median_ms Y
@@ -38,7 +42,8 @@ import argparse, statistics, sys, time
 import torch
 
 p = argparse.ArgumentParser()
-p.add_argument("--loop", required=True, choices=["copy", "stage", "host", "train", "cycle", "vision", "dataload", "decode", "mixed", "bert", "dit", "generate"])
+p.add_argument("--loop", required=True, choices=["copy", "stage", "host", "train", "cycle", "vision", "dataload", "decode", "mixed", "bert", "dit",
+                                                  "generate", "compiled", "ddp", "genvar", "vision_inf"])
 p.add_argument("--mode", required=True)
 p.add_argument("--steps", type=int, default=20)
 p.add_argument("--warmup", type=int, default=5)
@@ -313,9 +318,74 @@ def generate_loop(mode):
     return step
 
 
+def compiled_loop(mode):
+    # torch.compile'd encoder inference: 4 layers (d 1024, 16 heads), batch 8 x 256 (the warm-up
+    # steps compile it).
+    layer = torch.nn.TransformerEncoderLayer(1024, 16, 4096, batch_first=True, dropout=0.0)
+    m = torch.compile(torch.nn.TransformerEncoder(layer, 4, enable_nested_tensor=False).to(dev).eval())
+    x = torch.randn(8, 256, 1024, device=dev)
+
+    def step(i):
+        with torch.no_grad():
+            return m(x)
+    return step
+
+
+def ddp_loop(mode):
+    # A DDP training step on one rank (world 1, NCCL): 6 x (Linear(2048) + GELU), batch 64, SGD;
+    # the reducer's bucket all-reduces and copies run as on more ranks.
+    import os
+    import torch.distributed as dist
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", "29531")
+    if not dist.is_initialized():
+        dist.init_process_group("nccl", rank=0, world_size=1)
+    layers = []
+    for _ in range(6):
+        layers += [torch.nn.Linear(2048, 2048), torch.nn.GELU()]
+    m = torch.nn.parallel.DistributedDataParallel(torch.nn.Sequential(*layers).to(dev), device_ids=[0])
+    opt = torch.optim.SGD(m.parameters(), lr=1e-4)
+    x = torch.randn(64, 2048, device=dev)
+
+    def step(i):
+        loss = m(x).square().mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        return loss
+    return step
+
+
+def genvar_loop(mode):
+    # GPT-2 small generate() of a 16-token prompt, greedy, as many new tokens as the step asks:
+    # 8, 16, 24, 32, ... cycling (units alike but unequal).
+    from transformers import GPT2Config, GPT2LMHeadModel
+    m = GPT2LMHeadModel(GPT2Config(n_layer=12, n_embd=768, n_head=12)).to(dev).eval()
+    prompt = torch.randint(0, 50257, (1, 16), device=dev)
+
+    def step(i):
+        n = 8 * (1 + i % 4)
+        with torch.no_grad():
+            return m.generate(prompt, max_new_tokens=n, min_new_tokens=n, do_sample=False, pad_token_id=0)
+    return step
+
+
+def vision_inf_loop(mode):
+    # torchvision ResNet-50 inference, batch 16 x 3 x 224 x 224, bf16 autocast, channels-last.
+    import torchvision
+    m = torchvision.models.resnet50().to(dev).eval().to(memory_format=torch.channels_last)
+    x = torch.randn(16, 3, 224, 224, device=dev).to(memory_format=torch.channels_last)
+
+    def step(i):
+        with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
+            return m(x)
+    return step
+
+
 LOOPS = {"copy": copy_loop, "stage": stage_loop, "host": host_loop, "train": train_loop, "cycle": cycle_loop,
          "vision": vision_loop, "dataload": dataload_loop, "decode": decode_loop, "mixed": mixed_loop,
-         "bert": bert_loop, "dit": dit_loop, "generate": generate_loop}
+         "bert": bert_loop, "dit": dit_loop, "generate": generate_loop, "compiled": compiled_loop, "ddp": ddp_loop,
+         "genvar": genvar_loop, "vision_inf": vision_inf_loop}
 
 
 def count(step):
