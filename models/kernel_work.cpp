@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <optional>
 
 #include "models/occupancy.hpp"
 #include "models/roofline.hpp"
@@ -37,8 +38,9 @@ KernelClass classify_kernel(std::string_view name) {
       has(n, "implicit_convolve") || has(n, "implicit_gemm") || has(n, "wgrad") || has(n, "dgrad") || has(n, "winograd") ||
       has(n, "xmma_fprop") || (has(n, "conv") && !has(n, "convert")))
     return KernelClass::Conv;
+  // Tensile's GEMMs (rocBLAS, hipBLASLt on AMD GPUs): Cijk_Ailk_Bljk_<types>_..._MT<tile>_MI<mfma>_...
   if (has(n, "gemm") || has(n, "nvjet") || has(n, "cutlass") || has(n, "cublas") || has(n, "sgemm") || has(n, "hgemm") ||
-      has(n, "matmul") || has(n, "wgmma") || has(n, "xmma"))
+      has(n, "matmul") || has(n, "wgmma") || has(n, "xmma") || has(n, "cijk_"))
     return KernelClass::Gemm;
   if (has(n, "softmax")) return KernelClass::Softmax;
   if (has(n, "layer_norm") || has(n, "layernorm") || has(n, "rms_norm") || has(n, "rmsnorm") || has(n, "batch_norm") ||
@@ -53,8 +55,30 @@ KernelClass classify_kernel(std::string_view name) {
   return KernelClass::Other;
 }
 
+namespace {
+// A Tensile GEMM's input type, from the token after its index strings (Cijk_Ailk_Bljk_BBS_...:
+// bf16 in, bf16 out, fp32 compute; HHS fp16; S fp32; D fp64; F8 / B8 fp8; I8 int8).
+std::optional<Dtype> tensile_dtype(const std::string& n) {
+  const auto at = n.find("cijk_");
+  if (at == std::string::npos) return std::nullopt;
+  std::size_t p = at;
+  for (int k = 0; k < 3 && p != std::string::npos; ++k) p = n.find('_', p + 1);  // past cijk_, a..._, b..._
+  if (p == std::string::npos) return std::nullopt;
+  const std::string t = n.substr(p + 1, n.find('_', p + 1) - p - 1);
+  if (t.empty()) return std::nullopt;
+  if (t.rfind("f8", 0) == 0 || t.rfind("b8", 0) == 0 || t.rfind("f8b8", 0) == 0) return Dtype::FP8;
+  if (t.rfind("i8", 0) == 0) return Dtype::INT8;
+  if (t[0] == 'b') return Dtype::BF16;
+  if (t[0] == 'h') return Dtype::FP16;
+  if (t[0] == 's') return Dtype::FP32;
+  if (t[0] == 'd') return Dtype::FP64;
+  return std::nullopt;
+}
+}  // namespace
+
 Dtype kernel_dtype(std::string_view name, Dtype fallback) {
   std::string n = lower(name);
+  if (const std::optional<Dtype> d = tensile_dtype(n)) return *d;
   if (has(n, "e4m3") || has(n, "e5m2") || has(n, "fp8")) return Dtype::FP8;
   if (has(n, "bfloat16") || has(n, "bf16") || has(n, "__nv_bfloat16") || has(n, "c10::bfloat16")) return Dtype::BF16;
   if (has(n, "half") || has(n, "fp16") || has(n, "f16") || has(n, "hgemm")) return Dtype::FP16;

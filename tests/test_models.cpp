@@ -157,6 +157,13 @@ TEST_CASE("kernel classes, precisions and NVTX shapes", "[models][work]") {
   CHECK(kernel_dtype("void op_mul<__nv_bfloat16>(const T1 *, T1 *, unsigned long)") == Dtype::BF16);
   CHECK(kernel_dtype("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize256x128x8") == Dtype::FP32);
   CHECK(kernel_dtype("nvjet_sm90_tst_128x256_64x4_2x1_v_bz_coopA_NTN") == Dtype::BF16);
+  // Tensile (rocBLAS, hipBLASLt) GEMMs on AMD GPUs, as the MI300X traces name them: the type token
+  // after the index strings (BBS: bf16 in and out, fp32 compute; HHS fp16; S fp32).
+  const char* tensile_bf16 = "Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT256x192x64_MI16x16x1_SN_LDSB1_AFC1_AFEM1_AFEM1_ASEM1_CLR1";
+  CHECK(classify_kernel(tensile_bf16) == KernelClass::Gemm);
+  CHECK(kernel_dtype(tensile_bf16) == Dtype::BF16);
+  CHECK(kernel_dtype("Cijk_Ailk_Bljk_S_B_Bias_HA_S_SAV_UserArgs_MT16x16x128_MI16x16x1_SN_LDSB1_AFC1") == Dtype::FP32);
+  CHECK(kernel_dtype("Cijk_Ailk_Bljk_HHS_BH_MT128x128x32_MI32x32x8_SN") == Dtype::FP16);
   auto sz = parse_nvtx_sizes("aten::addmm, seq = 3, op_id = 9, sizes = [[6144], [8192, 2048], [2048, 6144]], input_op_ids = [(0,-1)]");
   REQUIRE(sz.size() == 3);
   CHECK(sz[0] == std::vector<std::int64_t>{6144});
