@@ -34,6 +34,12 @@ RetargetCostModel::RetargetCostModel(const Trace& t, HwSpec source, HwSpec targe
     : t_(t), source_(std::move(source)), target_(std::move(target)), mode_(mode), work_(std::move(work)) {
   work_.resize(t.ops.size());
   times_.assign(t.ops.size(), 0);
+  same_chip_ = same_chip(source_.gpu, target_.gpu);
+  if (same_chip_) {
+    same_chip_target_ = target_;
+    same_chip_target_.gpu.gemm_fit = source_.gpu.gemm_fit;
+    same_chip_target_.gpu.gemm_samples = source_.gpu.gemm_samples;
+  }
   if (mode_ != DurationMode::Measured)
     for (const Collective& c : t.collectives) {
       TimeNs tgt = collective_time(target_, c.kind, c.bytes, c.ranks()).time_ns;
@@ -57,10 +63,13 @@ RetargetCostModel::RetargetCostModel(const Trace& t, HwSpec source, HwSpec targe
       times_[i] = o.duration();
       continue;
     }
-    TimeNs tgt = model_device_op(t, i, work_[i], target_);
     // A GEMM the target measured at this shape: its time there, not the source's scaled (the
-    // source's kernel choice, tiles and waves do not carry over).
-    if (mode_ == DurationMode::Model || gemm_efficiency_by_shape(work_[i], target_.gpu)) {
+    // source's kernel choice, tiles and waves do not carry over); unless the target is the
+    // source's chip (same_chip): then the trace's kernels are the target's too, re-timed by the
+    // model with the source's GEMM efficiencies on both sides (what differs is memory).
+    const bool gemm = work_[i].cls == KernelClass::Gemm;
+    TimeNs tgt = model_device_op(t, i, work_[i], same_chip_ && gemm ? same_chip_target_ : target_);
+    if (mode_ == DurationMode::Model || (!same_chip_ && gemm_efficiency_by_shape(work_[i], target_.gpu))) {
       times_[i] = tgt;
     } else {
       TimeNs src = model_device_op(t, i, work_[i], source_);
@@ -91,7 +100,10 @@ std::vector<std::string> RetargetCostModel::assumptions() const {
     ++gemms;
     if (gemm_efficiency_by_shape(work_[i], g)) ++by_shape, by_shape_time += t_.ops[i].duration();
   }
-  if (by_shape > 0) {
+  if (same_chip_ && gemms > 0)
+    out.push_back(std::to_string(gemms) + " GEMM kernels keep the trace's: " + target_.name + " is its GPU's chip (" +
+                  std::to_string(g.sm_count) + " SMs at " + std::to_string(static_cast<int>(std::lround(g.clock_hz / 1e6))) + " MHz, the same FP32 rate)");
+  if (by_shape > 0 && !same_chip_) {
     std::string line = std::to_string(by_shape) + " of " + std::to_string(gemms) + " GEMM kernels (" + format_duration(by_shape_time) +
                        " measured) timed from " + target_.name + "'s measured GEMMs of the nearest shapes";
     out.push_back(line);
@@ -116,6 +128,11 @@ std::vector<std::string> RetargetCostModel::assumptions() const {
                   " measured): " + target_.name + " has no " + to_string(dtype) + " " + to_string(unit) + " rate; timed as " + instead);
   }
   return out;
+}
+
+bool same_chip(const GpuSpec& a, const GpuSpec& b) {
+  return a.sm_count > 0 && a.sm_count == b.sm_count && a.clock_hz == b.clock_hz &&
+         a.peak_of(Dtype::FP32, ComputeUnit::Simt) == b.peak_of(Dtype::FP32, ComputeUnit::Simt);
 }
 
 TimeNs RetargetCostModel::duration(OpId n, const Graph& g) const {

@@ -29,6 +29,10 @@ const char* to_string(DurationMode m);
 // The model's time for any device op on `hw` (kernels, copies, memsets).
 TimeNs model_device_op(const Trace& t, OpId i, const KernelWork& w, const HwSpec& hw);
 
+// Whether two GPUs are one chip with other memory (an H200 and an H100 SXM): the same SMs, clock
+// and FP32 rate, so the same libraries pick the same kernels on both.
+bool same_chip(const GpuSpec& a, const GpuSpec& b);
+
 class RetargetCostModel : public CostModel {
  public:
   // The work of each kernel estimated from the trace (estimate_work), or given (a workload
@@ -55,6 +59,8 @@ class RetargetCostModel : public CostModel {
   DurationMode mode_;
   std::vector<KernelWork> work_;
   std::vector<TimeNs> times_;
+  bool same_chip_ = false;    // the target is the source's chip (same_chip)
+  HwSpec same_chip_target_;  // then: the target with the source's GEMM efficiencies
   // Communication kernels: the collective model's time on the target (model mode) and the ratio
   // target/source (hybrid), applied to the measured part after the last member arrived.
   std::unordered_map<OpId, TimeNs> coll_model_;
