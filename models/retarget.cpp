@@ -102,7 +102,8 @@ std::vector<std::string> RetargetCostModel::assumptions() const {
   }
   if (same_chip_ && gemms > 0)
     out.push_back(std::to_string(gemms) + " GEMM kernels keep the trace's: " + target_.name + " is its GPU's chip (" +
-                  std::to_string(g.sm_count) + " SMs at " + std::to_string(static_cast<int>(std::lround(g.clock_hz / 1e6))) + " MHz, the same FP32 rate)");
+                  std::to_string(g.sm_count) + " SMs at " + std::to_string(static_cast<int>(std::lround(g.clock_hz / 1e6))) +
+                  " MHz, the same FP32 rate)");
   if (by_shape > 0 && !same_chip_) {
     std::string line = std::to_string(by_shape) + " of " + std::to_string(gemms) + " GEMM kernels (" + format_duration(by_shape_time) +
                        " measured) timed from " + target_.name + "'s measured GEMMs of the nearest shapes";

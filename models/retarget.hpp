@@ -59,7 +59,7 @@ class RetargetCostModel : public CostModel {
   DurationMode mode_;
   std::vector<KernelWork> work_;
   std::vector<TimeNs> times_;
-  bool same_chip_ = false;    // the target is the source's chip (same_chip)
+  bool same_chip_ = false;   // the target is the source's chip (same_chip)
   HwSpec same_chip_target_;  // then: the target with the source's GEMM efficiencies
   // Communication kernels: the collective model's time on the target (model mode) and the ratio
   // target/source (hybrid), applied to the measured part after the last member arrived.

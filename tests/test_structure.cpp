@@ -131,6 +131,21 @@ TEST_CASE("structure finds the stripped steps of BERT inference, generate() and 
   CHECK(dit.found == 75);
 }
 
+// Four more (structure3.tar.xz, run_loops4.sh): torch.compile'd encoder inference (15 steps), a DDP
+// training step on one rank (12), GPT-2 generate() of 8, 16, 24, 32 new tokens cycling (12: units
+// alike but unequal), ResNet-50 inference in bf16 (15).
+TEST_CASE("structure finds the stripped steps of a compiled model, a DDP step, generate() of varying lengths and ResNet-50",
+          "[structure][e2e]") {
+  const std::string d = std::string(BNECK_TEST_DATA) + "/loops/structure/";
+  const std::vector<std::pair<std::string, std::size_t>> loops = {{"compiled", 15}, {"ddp", 12}, {"genvar", 12}, {"vision_inf", 15}};
+  for (const auto& [name, steps] : loops) {
+    Found f = find_removed(d + name + ".sqlite", "step.*");
+    WARN(name << ": " << f.found << " of " << f.ranges);
+    CHECK(f.ranges == steps);
+    CHECK(f.found * 10 >= f.ranges * 9);
+  }
+}
+
 TEST_CASE("structure of a training step without any annotation: iterations, forward and backward", "[structure]") {
   // Nsight Systems, -t cuda only: 3 warm-up and 8 timed steps; the CUDA events of the timed steps
   // measured step 12.31 ms and backward 5.10 ms (medians, nsys_noranges.log).

@@ -23,7 +23,7 @@
 //     forecast of N ranks from fewer, host-bound after the change: the forecast's host runs at the
 //     expected slowest of N processes' paces (host_speed.cpp); the 10th to 90th percentiles of
 //     that slowest pace over its mean give w = (p90 - p10) / 2 (HostSpread::slowest_spread: 2
-//     ranks 0.76 .. 1.46, +-35 %);
+//     ranks 0.79 .. 1.36, +-29 %);
 //   - more GPUs than validated (2): w x (1 + log2(N / 2) / 2);
 //   - a transform no measurement checked: the widest family's w, said so.
 //   The measured time then lies in [forecast / (1 + b + w), forecast / (1 + b - w)].

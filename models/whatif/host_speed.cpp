@@ -10,14 +10,15 @@
 //   The same program's host runs at a pace that varies from one process to the next, on one
 //   machine, with nothing else running (validate/reference/h200/host, run_host.sh: the 48-layer
 //   loop at batch 1 in 5 processes one after another 1.95 / 1.99 / 2.88 / 3.50 / 2.21 ms, BERT-large
-//   8x512 under autocast 25.4 / 15.3 / 15.6 / 15.5 / 15.3 ms of host time a step), within a process
+//   8x512 under autocast 25.4 / 15.3 / 15.6 / 15.5 / 15.3 ms of host time a step, an hour later
+//   33.3 / 29.0 / 17.7 ms), within a process
 //   from one stretch of steps to the next (2.2 ms for 250 steps, then 3.4 ms for 35), and as much
 //   when processes run side by side (2, 4 and 8 at once: 2.1-3.7 ms). Each program's process
-//   medians over their median are the draws below (HostSpread::ratios: 54 processes of 12 program
-//   runs, 2026-12-01 .. 12-03; log-sd 0.24). A step on N ranks waits for its slowest host: a
+//   medians over their median are the draws below (HostSpread::ratios: 96 processes of 24 program
+//   runs, 2026-12-01 .. 12-03; log-sd 0.22). A step on N ranks waits for its slowest host: a
 //   layout forecast of N ranks from a trace of K (data, FSDP, tensor, pipeline, context, expert
-//   parallel, --ranks) runs the host at 1 / (E[max of N draws] / E[max of K draws]): x1.14 for 2
-//   ranks from 1, x1.29 for 4, x1.47 for 8 (expected_slowest). Its interval: the 10th and 90th
+//   parallel, --ranks) runs the host at 1 / (E[max of N draws] / E[max of K draws]): x1.12 for 2
+//   ranks from 1, x1.26 for 4, x1.41 for 8 (expected_slowest). Its interval: the 10th and 90th
 //   percentiles of the max of N over its mean (slowest_spread).
 //   Not modelled: which host thread (main, autograd, NCCL's) a slow pace hits; pinning; other
 //   machines' hosts (a trace from another machine carries its own pace).
@@ -51,6 +52,20 @@ const std::vector<std::vector<double>>& process_medians() {
       {1.988, 1.983, 1.869},     // MLP
       {10.024, 8.457, 6.931},    // GPT-2 small inference
       {29.128, 34.810, 27.498},  // GPT-2 small training
+      // validate/reference/h200/host/host2.log (2026-12-03, run_host2.sh), host_spread.py issue times
+      // where the host sets the step (wall times of the training steps):
+      {4.424, 2.243, 3.458},                                            // 48-layer loop fp32
+      {2.452, 2.889, 3.523},                                            // tf32
+      {7.120, 4.904, 4.694},                                            // autocast
+      {9.695, 6.406, 9.575},                                            // BERT-base 1x128 fp32
+      {9.797, 6.117, 8.819},                                            // tf32
+      {15.423, 9.843, 11.927},                                          // autocast
+      {40.910, 31.458, 30.390},                                         // GPT-2 small training (wall)
+      {5.147, 4.132, 4.739},                                            // DDP fp32 on one rank, 12 x Linear(4096)
+      {33.259, 28.973, 17.686},                                         // BERT-large 8x512 autocast
+      {23.546, 16.642, 18.668},                                         // GPT-2 medium 4x512 tf32
+      {30.972, 21.254, 23.613},                                         // autocast
+      {2.242, 2.358, 2.365, 3.392, 2.591, 3.400, 2.376, 2.612, 2.592},  // 48-layer loop alone, two at once (3 rounds)
   };
   return m;
 }

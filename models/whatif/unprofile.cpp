@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
-#include <cstdlib>
 #include <map>
 
 #include "models/whatif/transform.hpp"
@@ -164,11 +163,9 @@ class Unprofile : public TransformStep {
         const Op& p = t.ops[cs[k - 1]];
         const std::size_t lo = first_at(p.start), hi = first_at(t.ops[n].start);
         n_ops += hi - lo;
-        TimeNs cut = static_cast<TimeNs>(std::llround(sum.empty() ? 0.0 : sum[hi] - sum[lo])) + (call_cost - (d - nd));
-        const TimeNs gap = std::max<TimeNs>(0, t.ops[n].start - p.end());
-        if (const char* env = std::getenv("BNECK_EVAL_RATIO"); env && per_input > 0)
-          cut = hi > lo ? gap - static_cast<TimeNs>(std::llround(static_cast<double>(gap) / (1 + (std::atof(env) - 1) * scale_))) : 0;
+        const TimeNs cut = static_cast<TimeNs>(std::llround(sum.empty() ? 0.0 : sum[hi] - sum[lo])) + (call_cost - (d - nd));
         if (cut <= 0) continue;
+        const TimeNs gap = std::max<TimeNs>(0, t.ops[n].start - p.end());
         const TimeNs take = std::min(cut, gap);
         if (take <= 0) continue;
         removed += take;

@@ -200,6 +200,24 @@ Structure find_structure(const Trace& t) {
         }
         continue;
       }
+      if (auto outer = structure_loops::outer_of_runs(s, l, prev_end, n)) {
+        // Units of a varying number of the loop's instances (generate() calls of different
+        // lengths): each unit an iteration, the loop's instances its layers.
+        if (iter.how.empty())
+          iter.how = "units of a varying number of a loop of " + std::to_string(l.len) + " device ops (" + std::to_string(l.starts.size()) +
+                     " in " + std::to_string(outer->starts.size()) + " runs), cut at the strongest host and GPU gap between runs";
+        if (layer.how.empty())
+          layer.how = "a loop of " + std::to_string(l.len) + " device ops x " + std::to_string(l.starts.size()) + " in runs, anchored on " +
+                      symbol_name(t, s, l.anchor);
+        const std::uint32_t id = loop_id++, lid = inner_id++;
+        for (std::size_t j = 0; j < outer->starts.size(); ++j) {
+          const std::size_t b = outer->starts[j], e = b + outer->lens[j];
+          iter.instances.push_back(make_instance(t, s, b, e, id));
+          add_passes(passes(b, e), b, id);
+        }
+        for (std::size_t b : l.starts) layer.instances.push_back(make_instance(t, s, b, b + l.len, lid));
+        continue;
+      }
       if (iter.how.empty())
         iter.how = "a loop of " + std::to_string(l.len) + " device ops x " + std::to_string(l.starts.size()) + ", anchored on " +
                    symbol_name(t, s, l.anchor);

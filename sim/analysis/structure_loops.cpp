@@ -498,6 +498,54 @@ std::optional<Loop> split_alike(const Seq& s, const Loop& l) {
   return out;
 }
 
+std::optional<Loop> outer_of_runs(const Seq& s, const Loop& l, std::size_t lo, std::size_t hi) {
+  if (l.starts.size() < 3 || !l.lens.empty()) return std::nullopt;
+  // Runs of back-to-back windows, and the glue between consecutive runs.
+  std::vector<std::pair<std::size_t, std::size_t>> runs;  // [first window's start, last window's end)
+  for (std::size_t st : l.starts)
+    if (!runs.empty() && runs.back().second == st)
+      runs.back().second = st + l.len;
+    else
+      runs.emplace_back(st, st + l.len);
+  if (runs.size() < 3) return std::nullopt;
+  std::vector<std::size_t> count, glue;
+  for (const auto& [b, e] : runs) count.push_back((e - b) / l.len);
+  for (std::size_t j = 0; j + 1 < runs.size(); ++j) glue.push_back(runs[j + 1].first - runs[j].second);
+  if (*std::min_element(count.begin(), count.end()) == *std::max_element(count.begin(), count.end())) return std::nullopt;
+  std::vector<std::size_t> g = glue;
+  const std::size_t g_med = middle(g);
+  if (g_med == 0) return std::nullopt;
+  for (std::size_t x : glue)
+    if (x == 0 || x > 2 * g_med || 2 * x < g_med) return std::nullopt;
+  // Each unit starts at the strongest boundary of the glue before its run (the host's work between
+  // two calls: their setup, the last one's synchronization), the first one in as much glue before
+  // its run; the last ends as far after its run as the others' cuts lie after theirs.
+  auto cut_in = [&](std::size_t a, std::size_t b) {  // the op in (a, b] with the most evidence before it
+    std::size_t best = b;
+    for (std::size_t i = a + 1; i <= b && i < s.score.size(); ++i)
+      if (s.score[i] > s.score[best]) best = i;
+    return best;
+  };
+  std::vector<std::size_t> cuts;
+  cuts.push_back(cut_in(runs[0].first > lo + g_med ? runs[0].first - g_med : lo, runs[0].first));
+  std::vector<std::size_t> after;
+  for (std::size_t j = 0; j + 1 < runs.size(); ++j) {
+    const std::size_t c = cut_in(runs[j].second, runs[j + 1].first);
+    cuts.push_back(c);
+    after.push_back(c - runs[j].second);
+  }
+  cuts.push_back(std::min(hi, runs.back().second + middle(after)));
+  Loop out;
+  out.anchor = kBoundaryAnchor;
+  for (std::size_t j = 0; j + 1 < cuts.size(); ++j) {
+    out.starts.push_back(cuts[j]);
+    out.lens.push_back(cuts[j + 1] - cuts[j]);
+  }
+  std::vector<std::size_t> ls = out.lens;
+  out.len = middle(ls);
+  return out;
+}
+
 // Instances that are alike but not equal (an inference engine's steps: the batch changes the
 // kernels cuBLAS picks and the attention's): the segments between the strongest boundaries (the
 // top k of the host-plus-GPU gaps, k = 4, 6, 8, 12, ... up to 30 % of the ops) when at least 60 %

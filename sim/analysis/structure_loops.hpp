@@ -54,6 +54,14 @@ std::vector<Loop> find_loops(const Seq& s, std::size_t lo, std::size_t hi, std::
 // 64 and 128 may run the same kernels). Nothing otherwise.
 std::optional<Loop> split_alike(const Seq& s, const Loop& l);
 
+// A loop whose windows come in runs of back-to-back instances, runs of different lengths, with
+// alike glue between them (2x of its median, never empty): an outer loop whose units hold a
+// varying number of the inner loop's (generate() calls of 8, 16, 24, 32 new tokens: each its
+// prefill and setup, then the tokens). Its units: each starts at the strongest boundary evidence
+// in the glue before its run; the last ends as far after its run as the others' cuts lie after
+// theirs. At least 3 runs; nothing otherwise. [lo, hi) bounds the units.
+std::optional<Loop> outer_of_runs(const Seq& s, const Loop& l, std::size_t lo, std::size_t hi);
+
 // Instances that are alike but not equal (an inference engine's steps: the batch changes the
 // kernels cuBLAS picks and the attention's): the segments between the strongest boundaries (the
 // top k of the host-plus-GPU gaps, k = 4, 6, 8, 12, ... up to 30 % of the ops) when at least 60 %
