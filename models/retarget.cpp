@@ -110,7 +110,8 @@ std::vector<std::string> RetargetCostModel::assumptions() const {
     out.push_back(line);
   }
   if (!g.held_out_error.empty()) {
-    std::string line = "error bar (held-out median |error| of " + target_.name + "'s kernel model):";
+    std::string line =
+        "error bar (median |error| of " + target_.name + "'s kernel model on held-out kernels, whole models on released ones):";
     const char* sep = " ";
     for (const auto& [cls, e] : g.held_out_error) {
       char buf[64];

@@ -167,7 +167,7 @@ ErrorBar error_bar(const std::vector<Transform>& transforms, const ErrorContext&
         for (const auto& [cls, e] : ctx.target->gpu.held_out_error) sum += e, ++n;
       const std::string gpu = ctx.target ? ctx.target->name : tr->text;
       const double w = n ? 1.282 * (sum / static_cast<double>(n)) / 0.674 : widest;
-      widen(w, n ? gpu + ": its kernel classes' held-out error " + plus_minus(w)
+      widen(w, n ? gpu + ": its kernel classes' and whole models' measured error " + plus_minus(w)
                  : gpu + ": no held-out measurement of this GPU, the widest family's " + plus_minus(w));
       continue;
     }
