@@ -21,6 +21,10 @@
 //    the leftmost rotation), copied into every instance. Backward passes: the runs of a loop
 //    instance's ops launched by a thread other than the one launching its first op; the forward
 //    before each; microbatches (forward + backward) where an iteration holds two or more.
+// 4b. Units of a varying number of a loop's instances (generate() calls of different lengths): a
+//    loop whose windows run back to back in runs of different lengths, with alike glue between
+//    the runs (each call's setup and prefill), gives iterations that start at the strongest gap in
+//    the glue before each run; the loop's windows are their layers (outer_of_runs).
 // 5. Alike-but-unequal iterations (an engine's steps: the batch changes the kernels): where the
 //    exact loops cover less than 90 %, the segments between the strongest gaps, re-anchored on the
 //    kernel that occurs once a segment (approximate_loop), when they cover 1.5x as much.
