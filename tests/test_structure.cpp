@@ -198,8 +198,9 @@ TEST_CASE("structure on a hand-made launch sequence: 4 steps of 3 identical laye
 }
 
 TEST_CASE("a GPU-only trace's structure is usable as ranges over device time", "[structure][extended]") {
-  // An MI210 profile with no CPU activity (no launch calls): the instances become ranges on their
-  // first op's stream, holding the device's ops that start inside.
+  // An MI210 profile named a GPU-only trace: one training step (223 kernels launched by the main
+  // thread, then 339 by another: the backward), whose loop of 21 device ops x 2 is its layers (20,
+  // spread 253 %). The step is the iteration; it and its layers replay as ranges.
   const std::string f = extra_dir() + "/traces/thirdparty/tracelens/mi210__gpu_only_trace__gpu_only_trace.json.gz";
   if (!std::ifstream(f).good()) {
     WARN("no " << f << ": skipped");
@@ -209,8 +210,11 @@ TEST_CASE("a GPU-only trace's structure is usable as ranges over device time", "
   Structure s = find_structure(t);
   const StructureLevel* it = s.level("iteration");
   REQUIRE(it);
-  REQUIRE(it->instances.size() >= 2);
+  CHECK(it->instances.size() == 1);
+  REQUIRE(s.level("backward"));
+  CHECK(s.level("backward")->instances[0].ops.size() == 339);
   check_replayed_as_ranges(t, s, "iteration");
+  check_replayed_as_ranges(t, s, "layer");
 }
 
 TEST_CASE("a level is offered only when its instances are one unit: an unbounded spread is rejected, said", "[structure][e2e]") {
@@ -228,4 +232,33 @@ TEST_CASE("a level is offered only when its instances are one unit: an unbounded
   CHECK_THAT(r.out, Catch::Contains("not offered: @layer (48 instances)"));  // 6 x 7 steps, 6 in the warm-up before them
   Run bad = run("replay '" + core("block_fp32.sqlite") + "' --range @layer");
   CHECK_THAT(bad.err, Catch::Contains("@layer is not a level of") && Catch::Contains("not one repeated unit"));
+}
+
+TEST_CASE("one profiled training step: the step is the iteration with its layers, forward and backward, and --fsdp takes it",
+          "[structure][fsdp]") {
+  // validate/reference/h200/train_ranges/one_step.json.gz (cut_one_step.py): ProfilerStep#5 of the
+  // GPT-style training loop (4 layers, AdamW), its backward launched by the autograd thread; and
+  // the same without any range (one_step_bare). The loop found in one step is its layers (4 in the
+  // forward, 4 in the backward: 8); the step is the iteration (the profiler's step, or the run),
+  // with one forward and one backward, so FSDP finds its training step.
+  for (const char* f : {"one_step.json.gz", "one_step_bare.json.gz"}) {
+    INFO(f);
+    const std::string path = source_dir() + "/validate/reference/h200/train_ranges/" + f;
+    const Structure s = find_structure(load_trace(path));
+    const StructureLevel *it = s.level("iteration"), *fw = s.level("forward"), *bw = s.level("backward"), *ly = s.level("layer");
+    REQUIRE(it);
+    REQUIRE(fw);
+    REQUIRE(bw);
+    REQUIRE(ly);
+    CHECK(it->instances.size() == 1);
+    CHECK(fw->instances.size() == 1);
+    CHECK(bw->instances.size() == 1);
+    CHECK(ly->instances.size() == 8);
+    CHECK(fw->instances[0].end_ns <= bw->instances[0].start_ns + 1000);
+    const WhatIfReport w = whatif_of(path, "", {"--fsdp", "2"});
+    bool gathered = false;
+    for (const auto& l : w.log)
+      gathered = gathered || l.find("1 steps of 4 units + root; 9 all-gathers, 5 reduce-scatters") != std::string::npos;
+    CHECK(gathered);
+  }
 }

@@ -22,6 +22,49 @@ using structure_loops::launch_sequences;
 using structure_loops::Loop;
 using structure_loops::Seq;
 
+// An instance of `ops` (device ops in launch order): its GPU span and its launching calls' span.
+StructureInstance instance_of(const Trace& t, std::vector<OpId> ops, std::uint32_t rank, std::uint32_t loop, LaneId lane) {
+  StructureInstance in;
+  in.rank = rank;
+  in.loop = loop;
+  in.lane = lane;
+  in.ops = std::move(ops);
+  const Span gpu = measured_span(t, in.ops);
+  in.start_ns = gpu.begin;
+  in.end_ns = gpu.end;
+  bool first = true;
+  for (OpId d : in.ops) {
+    const Op& o = t.ops[d];
+    TimeNs hs = o.link != kNone ? t.ops[o.link].start : o.start;
+    in.host_start_ns = first ? hs : std::min(in.host_start_ns, hs);
+    in.host_end_ns = first ? hs : std::max(in.host_end_ns, hs);
+    first = false;
+  }
+  return in;
+}
+
+// The training passes of an instance's ops: the runs launched by a thread other than its first
+// op's (the caller blocks in backward() while the autograd thread launches), each at least 8 ops
+// and 2 % of the instance, and the forward before each: {forward, backward} pairs.
+std::vector<std::pair<std::vector<OpId>, std::vector<OpId>>> training_passes(const Trace& t, const std::vector<OpId>& ops) {
+  auto thread = [&](OpId d) { return t.ops[d].link != kNone ? t.ops[t.ops[d].link].lane : kNone; };
+  std::vector<std::pair<std::vector<OpId>, std::vector<OpId>>> out;
+  if (ops.empty()) return out;
+  const LaneId main = thread(ops[0]);
+  std::size_t prev = 0;
+  for (std::size_t i = 0; i < ops.size();) {
+    std::size_t j = i;
+    while (j < ops.size() && thread(ops[j]) != kNone && thread(ops[j]) != main) ++j;
+    if (j - i >= 8 && (j - i) * 50 >= ops.size()) {
+      out.emplace_back(std::vector<OpId>(ops.begin() + static_cast<std::ptrdiff_t>(prev), ops.begin() + static_cast<std::ptrdiff_t>(i)),
+                       std::vector<OpId>(ops.begin() + static_cast<std::ptrdiff_t>(i), ops.begin() + static_cast<std::ptrdiff_t>(j)));
+      prev = j;
+    }
+    i = j + 1;
+  }
+  return out;
+}
+
 StructureInstance make_instance(const Trace& t, const Seq& s, std::size_t b, std::size_t e, std::uint32_t loop) {
   StructureInstance in;
   in.rank = s.process < t.processes.size() && t.processes[s.process].rank != kNone ? t.processes[s.process].rank : s.process;
@@ -249,6 +292,69 @@ Structure find_structure(const Trace& t) {
   }
   if (iter.instances.empty()) run.instances.clear();  // no loop: nothing to say
   promote_profiler_steps(t, iter, layer);
+  // A training step the passes were not found in: a profile of one step (its ProfilerStep#N the
+  // iteration, or none: the loop found is its layers). Each iteration's passes from its ops; where
+  // the iterations hold none and a process's whole run holds one forward and one backward, that run
+  // is the step and the loop found its layers.
+  auto add_op_passes = [&](const StructureInstance& in) {
+    const auto p = training_passes(t, in.ops);
+    for (const auto& [f, b] : p) {
+      if (!f.empty()) fwd.instances.push_back(instance_of(t, f, in.rank, in.loop, in.lane));
+      bwd.instances.push_back(instance_of(t, b, in.rank, in.loop, in.lane));
+      if (p.size() >= 2) {
+        std::vector<OpId> both = f;
+        both.insert(both.end(), b.begin(), b.end());
+        mb.instances.push_back(instance_of(t, std::move(both), in.rank, in.loop, in.lane));
+      }
+    }
+    return !p.empty();
+  };
+  if (bwd.instances.empty()) {
+    bool any = false;
+    for (const StructureInstance& in : iter.instances) any = add_op_passes(in) || any;
+    if (!any) {
+      fwd.instances.clear(), mb.instances.clear();
+      // One forward and one backward, each a fifth of the run or more, every loop instance found
+      // inside one of them (layers, not steps).
+      auto one_step = [&](const StructureInstance& r) {
+        const auto p = training_passes(t, r.ops);
+        if (p.size() != 1 || 5 * p[0].first.size() < r.ops.size() || 5 * p[0].second.size() < r.ops.size()) return false;
+        const Span f = measured_span(t, p[0].first), b = measured_span(t, p[0].second);
+        for (const StructureInstance& in : iter.instances)
+          if (in.rank == r.rank && !(in.end_ns <= f.end || in.start_ns >= b.begin)) return false;
+        return true;
+      };
+      for (const StructureInstance& r : run.instances)
+        if (one_step(r)) {
+          if (layer.instances.empty()) {
+            layer.instances = std::move(iter.instances);
+            layer.how = iter.how + " (inside the one training step)";
+          }
+          iter.instances = {r};
+          iter.how = "the run, one training step: a forward and the backward another thread launches";
+          add_op_passes(r);
+          break;
+        }
+    }
+  }
+  // A warm-up before the first iteration (first-call kernels, another shape) is no instance: said
+  // where the device ops a process launched before it are half an iteration's or more.
+  for (const StructureInstance& r : run.instances) {
+    std::vector<const StructureInstance*> mine;
+    for (const StructureInstance& in : iter.instances)
+      if (in.rank == r.rank && !in.ops.empty()) mine.push_back(&in);
+    if (mine.size() < 2 || r.ops.empty()) continue;
+    const auto first = *std::min_element(mine.begin(), mine.end(), [](auto a, auto b) { return a->start_ns < b->start_ns; });
+    std::vector<double> count;
+    for (const StructureInstance* in : mine) count.push_back(static_cast<double>(in->ops.size()));
+    const auto at = std::find(r.ops.begin(), r.ops.end(), first->ops.front());
+    const std::size_t before = static_cast<std::size_t>(at - r.ops.begin());
+    if (at == r.ops.end() || 2 * static_cast<double>(before) < median(count)) continue;
+    const Span w = measured_span(t, std::vector<OpId>(r.ops.begin(), at));
+    st.notes.push_back("@iteration of rank " + std::to_string(r.rank) + ": the " + std::to_string(before) +
+                       " device ops before its first instance (" + format_duration(w.length()) +
+                       " of GPU span: a warm-up or setup that repeats no iteration) are left out");
+  }
   for (StructureLevel* lv : {&run, &iter, &layer, &mb, &fwd, &bwd})
     if (!lv->instances.empty()) {
       summarize(*lv);

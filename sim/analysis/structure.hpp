@@ -61,6 +61,7 @@ struct StructureLevel {
 struct Structure {
   std::vector<StructureLevel> levels;
   std::vector<std::string> conventions;  // what the trace follows (annotations, autograd thread, graphs)
+  std::vector<std::string> notes;        // what the levels leave out (a warm-up before the first iteration)
   std::vector<StructureLevel> rejected;  // loops found whose instances are not one unit (their spans spread too far)
   const StructureLevel* level(const std::string& name) const;
 };

@@ -32,7 +32,7 @@ nlohmann::json structure_json(const Structure& s, bool instances) {
   for (const StructureLevel& lv : s.rejected)
     rejected.push_back(
         {{"name", lv.name}, {"how", lv.how}, {"instances", lv.instances.size()}, {"spread", lv.spread}, {"why", lv.rejected}});
-  return {{"levels", levels}, {"rejected_levels", rejected}, {"conventions", s.conventions}};
+  return {{"levels", levels}, {"rejected_levels", rejected}, {"conventions", s.conventions}, {"notes", s.notes}};
 }
 
 void print_structure_summary(const Structure& s, std::ostream& out, const char* indent) {
@@ -48,6 +48,7 @@ void print_structure_summary(const Structure& s, std::ostream& out, const char* 
     out << indent
         << ("not offered: @" + lv.name + " (" + std::to_string(lv.instances.size()) + " instances): " + lv.rejected).substr(0, 190) << "\n";
   for (const auto& c : s.conventions) out << indent << "convention: " << c << "\n";
+  for (const auto& c : s.notes) out << indent << "note: " << c << "\n";
 }
 
 void print_structure_text(const Structure& s, std::ostream& out, std::size_t limit) {
