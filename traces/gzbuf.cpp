@@ -1,6 +1,8 @@
 #include "traces/gzbuf.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <sys/stat.h>
 
 #include "sim/base/error.hpp"
 
@@ -40,6 +42,43 @@ GzBuf::int_type GzBuf::underflow() {
     throw InputError(path_, "inflates to more than 250 times its compressed size: refused as a decompression bomb");
   setg(buf_, buf_, buf_ + n);
   return traits_type::to_int_type(*gptr());
+}
+
+WholeFile read_whole(const std::string& path, std::size_t padding) {
+  unsigned char magic[2] = {0, 0};
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) throw InputError(path, "cannot open for reading");
+  const std::size_t m = std::fread(magic, 1, 2, f);
+  struct stat st {};
+  const bool sized = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode);
+  WholeFile w;
+  auto grow = [&](std::size_t cap) {  // uninitialized: the reads write it
+    std::unique_ptr<char[]> d(new char[cap + padding]);
+    if (w.size) std::copy(w.data.get(), w.data.get() + w.size, d.get());
+    w.data = std::move(d);
+    w.capacity = cap + padding;
+  };
+  if (!(m == 2 && magic[0] == 0x1f && magic[1] == 0x8b) && sized) {  // plain: one read of its size
+    const auto size = static_cast<std::size_t>(st.st_size);
+    grow(size);
+    std::rewind(f);
+    w.size = std::fread(w.data.get(), 1, size, f);
+    std::fclose(f);
+    if (w.size != size)
+      throw InputError(path, "could not read the whole file (" + std::to_string(w.size) + " of " + std::to_string(size) + " bytes)");
+  } else {
+    std::fclose(f);
+    GzBuf buf(path);
+    grow(std::max<std::size_t>(1 << 20, sized ? static_cast<std::size_t>(st.st_size) * 8 : 0));
+    for (;;) {
+      if (w.capacity - padding - w.size < (1 << 16)) grow(2 * (w.capacity - padding));
+      const std::streamsize got = buf.sgetn(w.data.get() + w.size, static_cast<std::streamsize>(w.capacity - padding - w.size));
+      if (got <= 0) break;
+      w.size += static_cast<std::size_t>(got);
+    }
+  }
+  std::fill(w.data.get() + w.size, w.data.get() + w.capacity, ' ');
+  return w;
 }
 
 }  // namespace bneck

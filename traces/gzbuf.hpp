@@ -4,6 +4,7 @@
 #include <zlib.h>
 
 #include <cstdint>
+#include <memory>
 #include <streambuf>
 #include <string>
 
@@ -26,5 +27,14 @@ class GzBuf : public std::streambuf {
   char buf_[1 << 16];
   std::uint64_t total_ = 0;
 };
+
+// A file's whole content in memory, followed by `padding` spaces (what a SIMD parser reads past
+// the end).
+struct WholeFile {
+  std::unique_ptr<char[]> data;
+  std::size_t size = 0, capacity = 0;  // content; content + padding
+};
+// The whole file (gunzipped where it is gzip, with GzBuf's checks). Throws InputError.
+WholeFile read_whole(const std::string& path, std::size_t padding);
 
 }  // namespace bneck

@@ -62,6 +62,7 @@ std::vector<Seq> launch_sequences(const Trace& t) {
     s.thread.resize(n);
     s.score.resize(n);
     s.optimizer.assign(n, 0);
+    std::unordered_map<StrId, char> optimizer_by_name;
     TimeNs max_end = 0, max_score = 0;
     for (std::size_t k = 0; k < n; ++k) {
       const OpId d = v[k].second;
@@ -74,7 +75,11 @@ std::vector<Seq> launch_sequences(const Trace& t) {
         key |= static_cast<std::uint64_t>(c->copy_kind);
       s.sym[k] = symbols.emplace(key, static_cast<std::uint32_t>(symbols.size())).first->second;
       s.thread[k] = o.link != kNone ? t.ops[o.link].lane : kNone;
-      if (o.kind == OpKind::Kernel) s.optimizer[k] = optimizer_kernel(t.name(o));
+      if (o.kind == OpKind::Kernel) {  // by name id, each name read once
+        auto it = optimizer_by_name.find(o.name);
+        if (it == optimizer_by_name.end()) it = optimizer_by_name.emplace(o.name, optimizer_kernel(t.name(o))).first;
+        s.optimizer[k] = it->second;
+      }
       if (k > 0) {
         s.score[k] = std::max<TimeNs>(0, v[k].first - v[k - 1].first) + std::max<TimeNs>(0, o.start - max_end);
         max_score = std::max(max_score, s.score[k]);

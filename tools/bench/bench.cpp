@@ -208,8 +208,29 @@ int kineto_bench(const std::string& file, double mb, const std::string& bneck, b
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) die("bneck info failed");
   double rss_mb = static_cast<double>(ru.ru_maxrss) / 1024.0;
   std::printf("synthetic Kineto trace: %.0f MB\n", bytes / 1e6);
-  std::printf("  bneck info (streamed import, IR built): %.2f s = %.0f MB/s, peak RSS %.0f MiB (%.2f x the file)\n", s, bytes / 1e6 / s,
+  std::printf("  bneck info (import, IR built, structure): %.2f s = %.0f MB/s, peak RSS %.0f MiB (%.2f x the file)\n", s, bytes / 1e6 / s,
               rss_mb, rss_mb * 1048576.0 / bytes);
+  // bneck replay of it beside Python's json.load of the same file (where python3 runs).
+  auto timed = [&](const std::vector<std::string>& argv) {
+    const auto t1 = std::chrono::steady_clock::now();
+    pid_t q = fork();
+    if (q == 0) {
+      if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr)) _exit(1);
+      std::vector<char*> a;
+      for (const auto& x : argv) a.push_back(const_cast<char*>(x.c_str()));
+      a.push_back(nullptr);
+      execvp(a[0], a.data());
+      _exit(127);
+    }
+    int st = 0;
+    waitpid(q, &st, 0);
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? secs : -1.0;
+  };
+  const double replay = timed({bneck, "replay", file});
+  const double py = timed({"python3", "-c", "import json, sys; json.load(open(sys.argv[1]))", file});
+  if (replay > 0) std::printf("  bneck replay: %.2f s = %.0f MB/s\n", replay, bytes / 1e6 / replay);
+  if (replay > 0 && py > 0) std::printf("  Python json.load of it: %.2f s (bneck replay %.1fx faster)\n", py, py / replay);
   return 0;
 }
 

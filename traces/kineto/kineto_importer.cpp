@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <cstring>
-#include <nlohmann/json.hpp>
 #include <unordered_map>
 
 #include "sim/base/error.hpp"
 #include "traces/gzbuf.hpp"
+#include "traces/json/json_walk.hpp"
 #include "traces/kineto/kineto_fields.hpp"
 #include "traces/cuda_api.hpp"
 #include "traces/progress.hpp"
@@ -17,7 +17,7 @@ namespace {
 
 using namespace kineto;
 
-class Reader : public nlohmann::json::json_sax_t {
+class Reader : public JsonSax {
  public:
   Reader(const std::string& path, const ImportOptions& opt) : path_(path), progress_("importing " + path, opt.progress) {
     t_.source = path;
@@ -25,15 +25,15 @@ class Reader : public nlohmann::json::json_sax_t {
   }
 
   Trace run() {
-    GzBuf buf(path_);
-    buf_ = &buf;
-    std::istream in(&buf);
-    bool ok = false;
-    try {
-      ok = nlohmann::json::sax_parse(in, this, nlohmann::json::input_format_t::json, true);
-    } catch (const InputError&) { throw; } catch (const std::exception& e) {
-      throw InputError(path_, std::string("malformed JSON: ") + e.what());
-    }
+    // The document in memory (decompressed where gzipped), parsed by simdjson on demand: its
+    // values walked in order through the handlers below (traces/json/json_walk.hpp).
+    const WholeFile file = read_whole(path_, 64);  // simdjson's SIMDJSON_PADDING
+    std::string_view text(file.data.get(), file.capacity);
+    std::size_t n = file.size;
+    if (n >= 3 && text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3), n -= 3;  // a UTF-8 byte order mark
+    const JsonWalk w = walk_json(text.data(), n, text.size(), *this);
+    if (!w.ok && !w.handler_stop) parse_error(w.error_at, w.error);
+    const bool ok = w.ok;
     if (!ok) throw InputError(path_, error_.empty() ? "malformed JSON" : error_);
     if (!saw_events_) throw InputError(path_, "no \"traceEvents\" array: not a PyTorch profiler (Kineto) trace");
     progress_.phase("joining device ops to their launches", t_.ops.size());
@@ -100,11 +100,10 @@ class Reader : public nlohmann::json::json_sax_t {
     if (!list_field_) field_ = Field::None;
     return true;
   }
-  bool binary(nlohmann::json::binary_t&) override { return true; }
 
   // Depths: the root object is 1, traceEvents/deviceProperties arrays and distributedInfo 2,
   // an event or a device 3, an event's args 4, arrays inside args 5 (Input Dims' inner lists 6).
-  bool start_object(std::size_t) override {
+  bool start_object() override {
     ++depth_;
     if (depth_ == 3 && top_ == Top::Events) {
       ev_.reset();
@@ -112,7 +111,7 @@ class Reader : public nlohmann::json::json_sax_t {
     } else if (depth_ == 3 && top_ == Top::Devices) {
       dev_ = Device{};
       in_device_ = true;
-    } else if (depth_ == 4 && in_event_ && key_ == "args")
+    } else if (depth_ == 4 && in_event_ && args_key_)
       in_args_ = true;
     field_ = Field::None;
     return true;
@@ -130,7 +129,7 @@ class Reader : public nlohmann::json::json_sax_t {
     field_ = Field::None;
     return true;
   }
-  bool start_array(std::size_t) override {
+  bool start_array() override {
     if (depth_ == 0) {  // a bare array of events: read as the traceEvents of an object around it
       depth_ = 2;
       bare_ = true;
@@ -180,15 +179,18 @@ class Reader : public nlohmann::json::json_sax_t {
     --depth_;
     return true;
   }
-  bool key(std::string& k) override {
+  bool key(std::string& k, bool& skip) override {
+    args_key_ = false;
+    bool container = false;  // a value the handlers walk into for what it holds
     if (depth_ == 1) {
       key_depth1_ = k;
       field_ = Field::None;
       top_ = Top::None;
+      container = k == "traceEvents" || k == "deviceProperties" || k == "distributedInfo";
     } else if (depth_ == 2 && key_depth1_ == "distributedInfo")
       field_ = k == "rank" ? Field::Rank : k == "world_size" ? Field::WorldSize : Field::None;
     else if (depth_ == 3 && in_event_) {
-      key_ = k;
+      args_key_ = container = k == "args";
       field_ = event_field(k);
     } else if (depth_ == 3 && in_device_)
       field_ = device_field(k);
@@ -196,14 +198,13 @@ class Reader : public nlohmann::json::json_sax_t {
       field_ = arg_field(k);
     else
       field_ = Field::None;
+    skip = field_ == Field::None && !container;
     return true;
   }
-  bool parse_error(std::size_t pos, const std::string&, const nlohmann::json::exception& e) override {
-    std::string what = e.what();
-    auto p = what.find("] ");
-    error_ = "malformed JSON at byte " + std::to_string(pos) + (events_ ? " (after event " + std::to_string(events_) + ")" : "") + ": " +
-             (p == std::string::npos ? what : what.substr(p + 2));
-    return false;
+  void parse_error(std::size_t pos, const std::string& what) {
+    if (!error_.empty()) return;  // a handler's own error stands
+    error_ =
+        "malformed JSON at byte " + std::to_string(pos) + (events_ ? " (after event " + std::to_string(events_) + ")" : "") + ": " + what;
   }
 
  private:
@@ -597,7 +598,6 @@ class Reader : public nlohmann::json::json_sax_t {
 
   std::string path_;
   Progress progress_;
-  GzBuf* buf_ = nullptr;
   Trace t_;
   LaunchInterner launches_;
   Ev ev_;
@@ -605,7 +605,8 @@ class Reader : public nlohmann::json::json_sax_t {
   bool bare_ = false;         // the root is the events array itself
   std::uint64_t legacy_ = 0;  // legacy host ops read
   std::vector<Device> devices_;
-  std::string key_depth1_, key_, error_;
+  std::string key_depth1_, error_;
+  bool args_key_ = false;  // the event's key just read is "args"
   Field field_ = Field::None;
   Top top_ = Top::None;
   int depth_ = 0, list_pos_ = 0;

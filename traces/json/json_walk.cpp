@@ -1,0 +1,94 @@
+#include "traces/json/json_walk.hpp"
+
+#include <simdjson.h>
+
+#include <string_view>
+
+namespace bneck {
+namespace {
+
+namespace od = simdjson::ondemand;
+
+struct Walker {
+  JsonSax& sax;
+  std::string scratch;
+
+  bool object(od::object o) {
+    if (!sax.start_object()) return false;
+    for (auto field : o) {
+      scratch.assign(std::string_view(field.unescaped_key()));
+      bool skip = false;
+      if (!sax.key(scratch, skip)) return false;
+      if (skip) continue;  // On Demand passes over a value not read
+      if (!value(field.value())) return false;
+    }
+    return sax.end_object();
+  }
+  bool array(od::array a) {
+    if (!sax.start_array()) return false;
+    for (auto v : a)
+      if (!value(v.value())) return false;
+    return sax.end_array();
+  }
+  bool value(od::value v) {
+    switch (v.type()) {
+      case od::json_type::object: return object(v.get_object());
+      case od::json_type::array: return array(v.get_array());
+      case od::json_type::string: scratch.assign(std::string_view(v.get_string())); return sax.string(scratch);
+      case od::json_type::boolean: return sax.boolean(v.get_bool());
+      case od::json_type::null:
+        if (!v.is_null()) throw simdjson::simdjson_error(simdjson::N_ATOM_ERROR);
+        return sax.null();
+      case od::json_type::number:
+        switch (v.get_number_type()) {
+          case od::number_type::signed_integer: return sax.number_integer(v.get_int64());
+          case od::number_type::unsigned_integer: return sax.number_unsigned(v.get_uint64());
+          default: {
+            std::string_view raw = v.raw_json_token();
+            while (!raw.empty() && (raw.back() == ' ' || raw.back() == '\t' || raw.back() == '\n' || raw.back() == '\r'))
+              raw.remove_suffix(1);
+            scratch.assign(raw);
+            return sax.number_float(v.get_double(), scratch);
+          }
+        }
+    }
+    throw simdjson::simdjson_error(simdjson::TAPE_ERROR);
+  }
+};
+
+}  // namespace
+
+JsonWalk walk_json(const char* data, std::size_t len, std::size_t capacity, JsonSax& sax) {
+  JsonWalk w;
+  od::parser parser;
+  Walker walker{sax, {}};
+  auto fail = [&](od::document* doc, simdjson::error_code e) {
+    const char* at = nullptr;
+    w.error_at = doc && doc->current_location().get(at) == simdjson::SUCCESS ? static_cast<std::size_t>(at - data) : len;
+    w.error = simdjson::error_message(e);
+  };
+  try {
+    od::document doc = parser.iterate(simdjson::padded_string_view(data, len, capacity));
+    try {
+      bool ok = false;
+      switch (doc.type()) {
+        case od::json_type::object: ok = walker.object(doc.get_object()); break;
+        case od::json_type::array: ok = walker.array(doc.get_array()); break;
+        default: throw simdjson::simdjson_error(simdjson::TAPE_ERROR);  // a scalar document
+      }
+      if (!ok) {
+        w.handler_stop = true;
+        return w;
+      }
+      // Anything but whitespace after the root value: trailing content.
+      const char* at = nullptr;
+      if (doc.current_location().get(at) == simdjson::SUCCESS && at < data + len &&
+          std::string_view(at, static_cast<std::size_t>(data + len - at)).find_first_not_of(" \t\r\n") != std::string_view::npos)
+        throw simdjson::simdjson_error(simdjson::TRAILING_CONTENT);
+      w.ok = true;
+    } catch (const simdjson::simdjson_error& e) { fail(&doc, e.error()); }
+  } catch (const simdjson::simdjson_error& e) { fail(nullptr, e.error()); }
+  return w;
+}
+
+}  // namespace bneck

@@ -1,0 +1,40 @@
+// A JSON document walked in order through SAX-style handlers, parsed by simdjson (On Demand: its
+// structural indexing runs on the fastest SIMD kernel the CPU has, chosen at run time by the
+// library; the walk itself is scalar). The handlers are nlohmann's SAX shapes; a false return
+// stops the walk.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace bneck {
+
+class JsonSax {
+ public:
+  virtual ~JsonSax() = default;
+  virtual bool null() = 0;
+  virtual bool boolean(bool) = 0;
+  virtual bool number_integer(std::int64_t) = 0;
+  virtual bool number_unsigned(std::uint64_t) = 0;
+  virtual bool number_float(double, const std::string& text) = 0;  // text: the number as written
+  virtual bool string(std::string&) = 0;
+  virtual bool start_object() = 0;
+  virtual bool end_object() = 0;
+  virtual bool start_array() = 0;
+  virtual bool end_array() = 0;
+  // `skip`: the handler needs nothing of this key's value: the walk passes over it unread.
+  virtual bool key(std::string&, bool& skip) = 0;
+};
+
+struct JsonWalk {
+  bool ok = false;            // parsed to the end with every handler returning true
+  bool handler_stop = false;  // a handler returned false
+  std::size_t error_at = 0;   // byte offset of a parse error
+  std::string error;          // what was wrong (empty when ok or a handler stopped)
+};
+
+// `data[0, len)` followed by padding up to `capacity` (at least 64 bytes of it: simdjson's
+// SIMDJSON_PADDING).
+JsonWalk walk_json(const char* data, std::size_t len, std::size_t capacity, JsonSax& sax);
+
+}  // namespace bneck
