@@ -257,8 +257,16 @@ std::vector<AdviceSuggestion> candidates(const Trace& t, const std::vector<Kerne
         "bandwidth");
   if (static_cast<double>(pointwise) / k >= 0.1)
     add("fuse the pointwise chains (torch.compile)", {"--fuse", "auto"}, "compile time; graph breaks and recompiles on new shapes");
-  if (a.overlap.exposed_communication_ns > a.span_ns / 20)
+  if (a.overlap.exposed_communication_ns > a.span_ns / 20) {
     add("overlap the exposed communication", {"--overlap-comm"}, "needs asynchronous collectives issued as their inputs are ready");
+    bool fp32_reduce = false;  // fp32 gradient all-reduces (NCCL kernels named _f32)
+    for (const Collective& col : t.collectives)
+      fp32_reduce = fp32_reduce || (col.kind == CollKind::AllReduce && !col.members.empty() &&
+                                    t.name(t.ops[col.members[0]]).find("_f32") != std::string::npos);
+    if (fp32_reduce)
+      add("gradient all-reduces in bf16 (DDP's compression hook)", {"--grad-compress", "bf16"},
+          "numerics: gradients summed in bf16 (8 mantissa bits); register_comm_hook(bf16_compress_hook)");
+  }
   add("another GPU: B200", {"--hw", "b200"}, "cost and availability; kernels re-timed by the model, not measured there");
   if (host >= 0.2 || share(kLatency) >= 0.2) {  // launch-bound or small kernels: more work per launch
     add("a 4x larger batch per step", {"--batch", "4"}, "latency: each step takes longer; activation memory grows 4x (not checked)");

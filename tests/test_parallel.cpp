@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 #include <deque>
+#include <filesystem>
 #include <fstream>
 
 #include "helpers.hpp"
@@ -446,4 +447,43 @@ TEST_CASE("pipeline-parallel from a trace with no microbatch ranges: the structu
       INFO(file << " " << sched << ": named " << named.predicted_ns << " ns, from the structure " << bare.predicted_ns << " ns");
       CHECK(std::abs(static_cast<double>(bare.predicted_ns) / static_cast<double>(named.predicted_ns) - 1) < 0.02);
     }
+}
+
+TEST_CASE("gradient all-reduces in 16 bits: half the bytes and two casts each (hand-computed)", "[whatif][parallel]") {
+  // validate/reference/h200/ddp: DDP of 12 x Linear(4096) fp32 on two H200s, 72 all-reduces of
+  // 64 MiB (16,781,312 fp32 elements) a profile, NCCL kernels ..._f32_RING_LL. In bf16 each moves
+  // 32 MiB: its kernel takes T(32 MiB) / T(64 MiB) of its time, plus a cast down and one up of its
+  // elements (6 bytes an element each way at the streaming rate, plus the kernel tail each).
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("bneck_gc_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  for (const char* r : {"ddp2_rank0.json.gz", "ddp2_rank1.json.gz"})
+    fs::copy_file(source_dir() + "/validate/reference/h200/ddp/" + r, dir / r, fs::copy_options::overwrite_existing);
+  Trace t = load_traces({(dir / "ddp2_rank0.json.gz").string(), (dir / "ddp2_rank1.json.gz").string()});
+  REQUIRE(t.collectives.size() == 72);
+  const HwSpec hw = load_hw("h200-sxm-calibrated");
+  const Bytes b = t.collectives[0].bytes;
+  CHECK(b == 67125248);
+  const double ratio = static_cast<double>(collective_time(hw, CollKind::AllReduce, b / 2, 2).time_ns) /
+                       static_cast<double>(collective_time(hw, CollKind::AllReduce, b, 2).time_ns);
+  const TimeNs casts = grad_compress_casts(hw.gpu, b);
+  // 2 x 16.78 M elements x 6 B = 201 MB at the streaming rate (about 4 TB/s): about 50 us.
+  CHECK(casts > 30 * kNsPerUs);
+  CHECK(casts < 80 * kNsPerUs);
+  WhatIfOptions o;
+  o.transforms = {parse_transform("grad-compress", "bf16")};
+  o.range_regex = "step.*";
+  const WhatIfReport w = run_whatif(t, o);
+  bool said = false;
+  for (const auto& l : w.log) said = said || l.find("72 fp32 all-reduces in bf16, half the bytes") != std::string::npos;
+  CHECK(said);
+  // Every member kernel: its time x ratio + the casts (one collective checked by hand).
+  const OpId m = t.collectives[0].members[0];
+  WhatIfEngine e(t, std::make_shared<const Graph>(build_graph(t)), hw);
+  const WhatIfCase c = e.apply(o.transforms);
+  const WhatIfCase base = e.baseline();
+  CHECK(c.durations[m] == static_cast<TimeNs>(std::llround(static_cast<double>(base.durations[m]) * ratio)) + casts);
+  CHECK(w.predicted_ns < w.baseline_ns);
+  CHECK_THROWS_AS(parse_transform("grad-compress", "fp8"), InputError);
+  fs::remove_all(dir);
 }

@@ -42,6 +42,7 @@ struct CommCall {
   std::size_t range;
   Bytes bytes = 0;
   std::uint32_t group = 1;
+  bool fp32 = false;  // dtype Float: --grad-compress moves it in 16 bits
 };
 
 std::int64_t field_int(const std::string& n, const char* key) {
@@ -86,8 +87,9 @@ class DataParallel : public TransformStep {
       if (n.rfind("record_param_comms", 0) == 0 && field_str(n, "collective = ") == "allreduce") {
         std::int64_t group = field_int(n, "group_size = "), elems = field_int(n, "in_nelems = ");
         if (group > 1 || elems <= 0) continue;  // 2+ ranks: its kernels exist (re-timed above)
+        const std::string dt = field_str(n, "dtype = ");
         calls[t.ranges[r].lane].push_back(
-            {r, static_cast<Bytes>(static_cast<double>(elems) * dtype_size(field_str(n, "dtype = "))), static_cast<std::uint32_t>(1)});
+            {r, static_cast<Bytes>(static_cast<double>(elems) * dtype_size(dt)), static_cast<std::uint32_t>(1), dt == "Float"});
       } else if (n.rfind("torch.distributed.ddp.reducer::copy_bucket_to_grad", 0) == 0) {
         waits[t.lanes[t.ranges[r].lane].process].push_back(r);
       }
@@ -113,7 +115,7 @@ class DataParallel : public TransformStep {
       if (is_device_op(o.kind) && o.link != kNone && !(o.flags & Op::kFlagNccl)) device_of_api[o.link] = i;
     }
     std::map<std::uint32_t, LaneId> comm_lane;  // per device
-    std::size_t synthesized = 0, waited = 0;
+    std::size_t synthesized = 0, waited = 0, compressed = 0;
     Bytes total = 0;
     TimeNs comm_ns = 0, host_ns = 0;
     for (auto& [lane, cs] : calls) {
@@ -154,7 +156,11 @@ class DataParallel : public TransformStep {
         if (fresh)
           it->second = add_comm_lane(ed, dev, g.lanes[t.ops[last_device].lane].process,
                                      "NCCL stream (data-parallel, GPU " + std::to_string(dev) + ")");
-        TimeNs d = collective_time(c.spec, CollKind::AllReduce, call.bytes, ranks_).time_ns;
+        // --grad-compress before: an fp32 bucket all-reduced in 16 bits, cast down and up around it.
+        const bool half = c.grad_compress && call.fp32;
+        TimeNs d = collective_time(c.spec, CollKind::AllReduce, half ? call.bytes / 2 : call.bytes, ranks_).time_ns +
+                   (half ? grad_compress_casts(c.spec.gpu, call.bytes) : 0);
+        compressed += half;
         NodeId n = add_comm_node(ed, it->second,
                                  "ncclAllReduce (data-parallel " + std::to_string(ranks_) + " ranks, " + format_bytes(call.bytes) + ")", d);
         c.durations[anchor] += kCallHost;  // c10d's NCCL call on the thread, before the launch
@@ -173,7 +179,8 @@ class DataParallel : public TransformStep {
     c.log.push_back(text + ": " + std::to_string(synthesized) + " all-reduces of " + format_bytes(total) + " for " +
                     std::to_string(ranks_) + " ranks (" + format_duration(comm_ns) + " by the collective model on " + c.spec.name + "; " +
                     format_duration(host_ns) + " of c10d host time), waited for at " + std::to_string(waited) + " bucket copies" +
-                    (retimed ? "; " + std::to_string(retimed) + " communication kernels re-timed" : std::string()));
+                    (retimed ? "; " + std::to_string(retimed) + " communication kernels re-timed" : std::string()) +
+                    (compressed ? "; " + std::to_string(compressed) + " fp32 buckets in 16 bits (--grad-compress)" : std::string()));
     if (waited > 0) c.log.push_back(memory_line(t, total / waited, c));
   }
 

@@ -66,6 +66,7 @@ struct WhatIfCase {
   double layout_ranks = 0;             // the ranks a parallel layout forecasts (0: the trace's own)
   double host_ranks = 0;               // the ranks whose slowest host the forecast's host runs at (0: not applied)
   bool host_pace_given = false;        // --host-speed set every rank's pace
+  bool grad_compress = false;          // --grad-compress: fp32 gradient all-reduces in 16 bits
   // The case's own graph (copied from the base on first use) to edit.
   Graph& edit_graph();
 };
@@ -190,6 +191,8 @@ std::uint32_t traced_ranks(const Trace& t);
 void slowest_host_of_ranks(const Trace& t, WhatIfCase& c);
 // A parallel layout of `n` ranks composes with the ones before it (n x theirs).
 inline void add_layout_ranks(WhatIfCase& c, double n) { c.layout_ranks = (c.layout_ranks > 0 ? c.layout_ranks : 1) * n; }
+// The two casts around an fp32 gradient bucket of `fp32_bytes` all-reduced in 16 bits (--grad-compress).
+TimeNs grad_compress_casts(const GpuSpec& g, Bytes fp32_bytes);
 // A communication stream on `device` of `process` named `name`.
 LaneId add_comm_lane(GraphEditor& ed, std::uint32_t device, std::uint32_t process, std::string name);
 // A communication kernel of fixed duration `d` on `lane`.
