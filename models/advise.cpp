@@ -350,15 +350,33 @@ std::vector<AdviceKernel> kernels_that_matter(const Trace& t, const HwSpec& hw) 
   return out;
 }
 
-// The opening line: the bottleneck, its share of the critical path, the best program change.
+// Whether a change works on a bottleneck class (its cost removed), by its what-if's first word.
+bool remedies(const std::string& bottleneck, const std::vector<std::string>& args) {
+  if (args.empty()) return false;
+  const std::string& a = args[0];
+  if (bottleneck == "launch/host-bound" || bottleneck == "latency-bound")
+    return a == "--cuda-graph" || a == "--batch" || a == "--remove" || a == "--fuse";
+  if (bottleneck == "synchronization-bound") return a == "--remove" || a == "--cuda-graph";
+  if (bottleneck == "copy-bound") return a == "--pin-memory" || a == "--overlap-copies";
+  if (bottleneck == "exposed communication") return a == "--overlap-comm" || a == "--grad-compress";
+  if (bottleneck == "compute-bound") return a == "--precision";
+  if (bottleneck == "memory-bound") return a == "--fuse" || a == "--precision";
+  return true;
+}
+
+// The opening line: the bottleneck, its share of the critical path, the best program change for
+// it (among those that remove its cost, where the best of them saves at least half what the best
+// change overall saves; else the best overall).
 std::string verdict(const Advice& a) {
   std::string v = a.bottleneck + ": " + a.evidence.substr(0, std::min(a.evidence.find(';'), a.evidence.find(" (")));
-  const AdviceSuggestion* best = nullptr;
+  const AdviceSuggestion *best = nullptr, *any = nullptr;
   for (const AdviceSuggestion& s : a.suggestions)
     if (s.error.empty() && s.predicted_ns < s.baseline_ns) {
-      best = &s;
-      break;
+      if (!any) any = &s;
+      if (!best && remedies(a.bottleneck, s.args)) best = &s;
     }
+  auto saved = [](const AdviceSuggestion* x) { return x ? static_cast<double>(x->baseline_ns) - x->effective_ns() : 0.0; };
+  if (!best || 2 * saved(best) < saved(any)) best = any;
   if (!best) return v + "; no program change forecast to help";
   char b[64];
   std::snprintf(b, sizeof b, "%.2fx",
