@@ -30,7 +30,12 @@ TEST_CASE("Kineto timestamps: float microseconds to integer nanoseconds from the
   CHECK(kineto_us_to_ns("12.0004") == 12'000);  // below a nanosecond: rounded
   CHECK(kineto_us_to_ns("12.0005") == 12'001);
   CHECK(kineto_us_to_ns("1.5e3") == 1'500'000);
+  CHECK(kineto_us_to_ns("-2.5E-1") == -250);
+  // 20 mantissa digits would overflow the integer path; with an exponent the value is 1234.5678 us.
+  CHECK(kineto_us_to_ns("12345678000000000000e-16") == 1'234'568);
   CHECK_THROWS_AS(kineto_us_to_ns("12a"), InputError);
+  CHECK_THROWS_AS(kineto_us_to_ns("1e300"), InputError);  // 1e303 ns: past the 64-bit range
+  CHECK_THROWS_AS(kineto_us_to_ns("99999999999999999999"), InputError);
 }
 
 TEST_CASE("Kineto input errors name the file and the place", "[kineto][errors]") {

@@ -12,11 +12,15 @@ TimeNs kineto_us_to_ns(std::string_view s) {
   std::string_view t = s;
   bool neg = !t.empty() && t[0] == '-';
   if (neg) t.remove_prefix(1);
-  if (t.find_first_of("eE") != std::string_view::npos) {  // exponent: rare, fall back to double
+  auto via_double = [&s]() -> TimeNs {  // an exponent: rare, read as a double
     try {
-      return static_cast<TimeNs>(std::llround(std::stod(std::string(s)) * 1000.0));
+      double ns = std::stod(std::string(s)) * 1000.0;
+      if (!(std::fabs(ns) < 9.0e18)) throw std::out_of_range("timestamp");
+      return static_cast<TimeNs>(std::llround(ns));
+    } catch (const std::out_of_range&) {
+      throw InputError("timestamp '" + std::string(s) + "' out of range");
     } catch (const std::exception&) { throw InputError("timestamp '" + std::string(s) + "' is not a number"); }
-  }
+  };
   TimeNs whole = 0, frac = 0;
   int digits = 0;
   bool dot = false, any = false, round_up = false;
@@ -26,10 +30,14 @@ TimeNs kineto_us_to_ns(std::string_view s) {
       dot = true;
       continue;
     }
+    if (c == 'e' || c == 'E') return via_double();
     if (c < '0' || c > '9') throw InputError("timestamp '" + std::string(s) + "' is not a number");
     any = true;
     if (!dot) {
-      if (whole > (std::numeric_limits<TimeNs>::max() - 9) / 10 / 1000) throw InputError("timestamp '" + std::string(s) + "' out of range");
+      if (whole > (std::numeric_limits<TimeNs>::max() - 9) / 10 / 1000) {
+        if (t.find_first_of("eE") != std::string_view::npos) return via_double();  // a long mantissa with an exponent
+        throw InputError("timestamp '" + std::string(s) + "' out of range");
+      }
       whole = whole * 10 + (c - '0');
     } else if (digits < 3) {
       frac = frac * 10 + (c - '0');

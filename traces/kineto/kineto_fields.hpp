@@ -35,7 +35,20 @@ struct Ev {
   std::int64_t in_nelems = -1, out_nelems = -1, group_size = -1;
   std::vector<std::vector<std::int64_t>> dims;
   bool has_dims = false;
-  void reset() { *this = Ev{}; }
+  // The next event: fields back to their defaults, strings and lists emptied but their memory
+  // kept (an event a few dozen bytes of names, hundreds of thousands of events).
+  void reset() {
+    ph = 0;
+    cat = Cat::Other;
+    has_cat = pid_num = tid_num = legacy_cpu = has_ts = has_dur = has_dims = false;
+    pid = tid = 0;
+    ts = dur = 0;
+    correlation = stream = device = bytes = wait_on_stream = wait_record_corr = wait_event_id = regs = smem = -1;
+    in_nelems = out_nelems = group_size = -1;
+    for (int i = 0; i < 3; ++i) grid[i] = block[i] = 0;
+    for (std::string* x : {&name, &sync_kind, &arg_name, &memkind, &in_type, &coll_name, &dtype, &pg_name, &pg_ranks}) x->clear();
+    dims.clear();
+  }
 };
 
 // Which field a scalar goes to.

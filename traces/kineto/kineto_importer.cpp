@@ -66,7 +66,7 @@ class Reader : public JsonSax {
         ev_.cat = cat_of(v);
         ev_.has_cat = true;
         break;
-      case Field::Name: ev_.name = std::move(v); break;
+      case Field::Name: ev_.name.swap(v); break;
       case Field::Pid:  // "Spans", "Traces": not an activity; the legacy profiler's host rows: "CPU functions"
         ev_.pid_num = v == "CPU functions";
         if (ev_.pid_num) ev_.pid = 0, ev_.legacy_cpu = true;
@@ -77,24 +77,24 @@ class Reader : public JsonSax {
         break;
       case Field::Ts:
       case Field::Dur: return integer(0, &v);
-      case Field::SyncKind: ev_.sync_kind = std::move(v); break;
-      case Field::ArgName: ev_.arg_name = std::move(v); break;
-      case Field::Kind: ev_.memkind = std::move(v); break;
+      case Field::SyncKind: ev_.sync_kind.swap(v); break;
+      case Field::ArgName: ev_.arg_name.swap(v); break;
+      case Field::Kind: ev_.memkind.swap(v); break;
       case Field::InType:
-        if (ev_.in_type.empty()) ev_.in_type = std::move(v);
+        if (ev_.in_type.empty()) ev_.in_type.swap(v);
         break;
-      case Field::CollName: ev_.coll_name = std::move(v); break;
-      case Field::Dtype: ev_.dtype = std::move(v); break;
-      case Field::PgName: ev_.pg_name = std::move(v); break;
+      case Field::CollName: ev_.coll_name.swap(v); break;
+      case Field::Dtype: ev_.dtype.swap(v); break;
+      case Field::PgName: ev_.pg_name.swap(v); break;
       case Field::PgRanks:
         if (list_field_)
           ev_.pg_ranks += (ev_.pg_ranks.empty() ? "" : ",") + v;
         else
-          ev_.pg_ranks = std::move(v);
+          ev_.pg_ranks.swap(v);
         break;
       case Field::Stream: ev_.stream = parse_int_text(v); break;  // ROCm: "0x0"
       case Field::Bytes: ev_.bytes = parse_int_text(v); break;
-      case Field::DevName: dev_.name = std::move(v); break;
+      case Field::DevName: dev_.name.swap(v); break;
       default: break;
     }
     if (!list_field_) field_ = Field::None;
@@ -139,10 +139,10 @@ class Reader : public JsonSax {
       return true;
     }
     ++depth_;
-    if (depth_ == 2 && key_depth1_ == "traceEvents") {
+    if (depth_ == 2 && top_key_ == TopKey::Events) {
       top_ = Top::Events;
       saw_events_ = true;
-    } else if (depth_ == 2 && key_depth1_ == "deviceProperties")
+    } else if (depth_ == 2 && top_key_ == TopKey::Devices)
       top_ = Top::Devices;
     else if (in_args_ && depth_ == 5) {
       if (field_ == Field::Grid || field_ == Field::Block) {
@@ -183,14 +183,18 @@ class Reader : public JsonSax {
     args_key_ = false;
     bool container = false;  // a value the handlers walk into for what it holds
     if (depth_ == 1) {
-      key_depth1_ = k;
+      const std::string_view kv(k);
+      top_key_ = kv == "traceEvents"        ? TopKey::Events
+                 : kv == "deviceProperties" ? TopKey::Devices
+                 : kv == "distributedInfo"  ? TopKey::Dist
+                                            : TopKey::Other;
       field_ = Field::None;
       top_ = Top::None;
-      container = k == "traceEvents" || k == "deviceProperties" || k == "distributedInfo";
-    } else if (depth_ == 2 && key_depth1_ == "distributedInfo")
+      container = top_key_ != TopKey::Other;
+    } else if (depth_ == 2 && top_key_ == TopKey::Dist)
       field_ = k == "rank" ? Field::Rank : k == "world_size" ? Field::WorldSize : Field::None;
     else if (depth_ == 3 && in_event_) {
-      args_key_ = container = k == "args";
+      args_key_ = container = std::string_view(k) == "args";
       field_ = event_field(k);
     } else if (depth_ == 3 && in_device_)
       field_ = device_field(k);
@@ -605,7 +609,9 @@ class Reader : public JsonSax {
   bool bare_ = false;         // the root is the events array itself
   std::uint64_t legacy_ = 0;  // legacy host ops read
   std::vector<Device> devices_;
-  std::string key_depth1_, error_;
+  enum class TopKey : std::uint8_t { Other, Events, Devices, Dist };
+  TopKey top_key_ = TopKey::Other;
+  std::string error_;
   bool args_key_ = false;  // the event's key just read is "args"
   Field field_ = Field::None;
   Top top_ = Top::None;
