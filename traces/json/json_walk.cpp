@@ -11,14 +11,13 @@ namespace od = simdjson::ondemand;
 
 struct Walker {
   JsonSax& sax;
-  std::string scratch;
 
   bool object(od::object o) {
     if (!sax.start_object()) return false;
     for (auto field : o) {
-      scratch.assign(std::string_view(field.unescaped_key()));
+      const std::string_view k = field.unescaped_key();
       bool skip = false;
-      if (!sax.key(scratch, skip)) return false;
+      if (!sax.key(k, skip)) return false;
       if (skip) continue;  // On Demand passes over a value not read
       if (!value(field.value())) return false;
     }
@@ -34,7 +33,7 @@ struct Walker {
     switch (v.type()) {
       case od::json_type::object: return object(v.get_object());
       case od::json_type::array: return array(v.get_array());
-      case od::json_type::string: scratch.assign(std::string_view(v.get_string())); return sax.string(scratch);
+      case od::json_type::string: return sax.string(std::string_view(v.get_string()));
       case od::json_type::boolean: return sax.boolean(v.get_bool());
       case od::json_type::null:
         if (!v.is_null()) throw simdjson::simdjson_error(simdjson::N_ATOM_ERROR);
@@ -47,8 +46,7 @@ struct Walker {
             std::string_view raw = v.raw_json_token();
             while (!raw.empty() && (raw.back() == ' ' || raw.back() == '\t' || raw.back() == '\n' || raw.back() == '\r'))
               raw.remove_suffix(1);
-            scratch.assign(raw);
-            return sax.number_float(v.get_double(), scratch);
+            return sax.number_float(v.get_double(), raw);
           }
         }
     }
@@ -61,7 +59,7 @@ struct Walker {
 JsonWalk walk_json(const char* data, std::size_t len, std::size_t capacity, JsonSax& sax) {
   JsonWalk w;
   od::parser parser;
-  Walker walker{sax, {}};
+  Walker walker{sax};
   auto fail = [&](od::document* doc, simdjson::error_code e) {
     const char* at = nullptr;
     w.error_at = doc && doc->current_location().get(at) == simdjson::SUCCESS ? static_cast<std::size_t>(at - data) : len;

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace bneck {
 
@@ -16,14 +17,14 @@ class JsonSax {
   virtual bool boolean(bool) = 0;
   virtual bool number_integer(std::int64_t) = 0;
   virtual bool number_unsigned(std::uint64_t) = 0;
-  virtual bool number_float(double, const std::string& text) = 0;  // text: the number as written
-  virtual bool string(std::string&) = 0;
+  virtual bool number_float(double, std::string_view text) = 0;  // text: the number as written
+  virtual bool string(std::string_view) = 0;                     // valid until the handler returns
   virtual bool start_object() = 0;
   virtual bool end_object() = 0;
   virtual bool start_array() = 0;
   virtual bool end_array() = 0;
   // `skip`: the handler needs nothing of this key's value: the walk passes over it unread.
-  virtual bool key(std::string&, bool& skip) = 0;
+  virtual bool key(std::string_view, bool& skip) = 0;  // unescaped; valid until the handler returns
 };
 
 struct JsonWalk {

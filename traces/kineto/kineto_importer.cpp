@@ -55,46 +55,47 @@ class Reader : public JsonSax {
   bool number_unsigned(std::uint64_t v) override {
     return integer(v > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) ? -1 : static_cast<std::int64_t>(v), nullptr);
   }
-  bool number_float(double v, const std::string& s) override {
+  bool number_float(double v, std::string_view s) override {
     if (field_ == Field::Ts || field_ == Field::Dur) return integer(0, &s);
     return integer(static_cast<std::int64_t>(std::llround(v)), nullptr);
   }
-  bool string(std::string& v) override {
+  bool string(std::string_view v) override {
     switch (field_) {
       case Field::Ph: ev_.ph = v.empty() ? 0 : v[0]; break;
       case Field::Cat:
         ev_.cat = cat_of(v);
         ev_.has_cat = true;
         break;
-      case Field::Name: ev_.name.swap(v); break;
+      case Field::Name: ev_.name.assign(v); break;
       case Field::Pid:  // "Spans", "Traces": not an activity; the legacy profiler's host rows: "CPU functions"
         ev_.pid_num = v == "CPU functions";
         if (ev_.pid_num) ev_.pid = 0, ev_.legacy_cpu = true;
         break;
       case Field::Tid:
-        ev_.tid = static_cast<std::int64_t>(std::hash<std::string>{}(v)&0x7FFFFFFF);
+        ev_.tid = static_cast<std::int64_t>(std::hash<std::string_view>{}(v)&0x7FFFFFFF);
         ev_.tid_num = true;
         break;
       case Field::Ts:
       case Field::Dur: return integer(0, &v);
-      case Field::SyncKind: ev_.sync_kind.swap(v); break;
-      case Field::ArgName: ev_.arg_name.swap(v); break;
-      case Field::Kind: ev_.memkind.swap(v); break;
+      case Field::SyncKind: ev_.sync_kind.assign(v); break;
+      case Field::ArgName: ev_.arg_name.assign(v); break;
+      case Field::Kind: ev_.memkind.assign(v); break;
       case Field::InType:
-        if (ev_.in_type.empty()) ev_.in_type.swap(v);
+        if (ev_.in_type.empty()) ev_.in_type.assign(v);
         break;
-      case Field::CollName: ev_.coll_name.swap(v); break;
-      case Field::Dtype: ev_.dtype.swap(v); break;
-      case Field::PgName: ev_.pg_name.swap(v); break;
+      case Field::CollName: ev_.coll_name.assign(v); break;
+      case Field::Dtype: ev_.dtype.assign(v); break;
+      case Field::PgName: ev_.pg_name.assign(v); break;
       case Field::PgRanks:
-        if (list_field_)
-          ev_.pg_ranks += (ev_.pg_ranks.empty() ? "" : ",") + v;
-        else
-          ev_.pg_ranks.swap(v);
+        if (list_field_) {
+          if (!ev_.pg_ranks.empty()) ev_.pg_ranks += ',';
+          ev_.pg_ranks += v;
+        } else
+          ev_.pg_ranks.assign(v);
         break;
       case Field::Stream: ev_.stream = parse_int_text(v); break;  // ROCm: "0x0"
       case Field::Bytes: ev_.bytes = parse_int_text(v); break;
-      case Field::DevName: dev_.name.swap(v); break;
+      case Field::DevName: dev_.name.assign(v); break;
       default: break;
     }
     if (!list_field_) field_ = Field::None;
@@ -179,22 +180,21 @@ class Reader : public JsonSax {
     --depth_;
     return true;
   }
-  bool key(std::string& k, bool& skip) override {
+  bool key(std::string_view k, bool& skip) override {
     args_key_ = false;
     bool container = false;  // a value the handlers walk into for what it holds
     if (depth_ == 1) {
-      const std::string_view kv(k);
-      top_key_ = kv == "traceEvents"        ? TopKey::Events
-                 : kv == "deviceProperties" ? TopKey::Devices
-                 : kv == "distributedInfo"  ? TopKey::Dist
-                                            : TopKey::Other;
+      top_key_ = k == "traceEvents"        ? TopKey::Events
+                 : k == "deviceProperties" ? TopKey::Devices
+                 : k == "distributedInfo"  ? TopKey::Dist
+                                           : TopKey::Other;
       field_ = Field::None;
       top_ = Top::None;
       container = top_key_ != TopKey::Other;
     } else if (depth_ == 2 && top_key_ == TopKey::Dist)
       field_ = k == "rank" ? Field::Rank : k == "world_size" ? Field::WorldSize : Field::None;
     else if (depth_ == 3 && in_event_) {
-      args_key_ = container = std::string_view(k) == "args";
+      args_key_ = container = k == "args";
       field_ = event_field(k);
     } else if (depth_ == 3 && in_device_)
       field_ = device_field(k);
@@ -214,7 +214,8 @@ class Reader : public JsonSax {
  private:
   enum class Top : std::uint8_t { None, Events, Devices };
 
-  static std::int64_t parse_int_text(const std::string& v) {
+  static std::int64_t parse_int_text(std::string_view text) {
+    const std::string v(text);
     try {
       std::size_t pos = 0;
       long long x = std::stoll(v, &pos, 0);
@@ -228,7 +229,7 @@ class Reader : public JsonSax {
     if (v > kMax || v < -kMax) throw InputError("timestamp " + std::to_string(v) + " us out of range");
     return v * 1000;
   }
-  bool integer(std::int64_t v, const std::string* text) {
+  bool integer(std::int64_t v, const std::string_view* text) {
     try {
       switch (field_) {
         case Field::Ts:
