@@ -8,7 +8,9 @@
 
 namespace bneck {
 
-TimeNs kineto_us_to_ns(std::string_view s) {
+namespace {
+// Every form: a sign, an exponent, long integer parts, errors.
+TimeNs us_text_to_ns_general(std::string_view s) {
   std::string_view t = s;
   bool neg = !t.empty() && t[0] == '-';
   if (neg) t.remove_prefix(1);
@@ -55,6 +57,35 @@ TimeNs kineto_us_to_ns(std::string_view s) {
   if (whole > (std::numeric_limits<TimeNs>::max() - 1000) / 1000) throw InputError("timestamp '" + std::string(s) + "' out of range");
   TimeNs ns = whole * 1000 + frac + (round_up ? 1 : 0);
   return neg ? -ns : ns;
+}
+}  // namespace
+
+TimeNs kineto_us_to_ns(std::string_view s) {
+  // The usual form, `digits[.digits]` with at most 15 integer digits (no overflow possible), in
+  // one pass; anything else takes the general path.
+  const char* p = s.data();
+  const char* const e = p + s.size();
+  std::uint64_t whole = 0;
+  while (p < e && static_cast<unsigned>(*p - '0') < 10) whole = whole * 10 + static_cast<unsigned>(*p++ - '0');
+  const auto int_digits = p - s.data();
+  if (int_digits == 0 || int_digits > 15) return us_text_to_ns_general(s);
+  std::uint64_t frac = 0;
+  int digits = 0;
+  bool round_up = false;
+  if (p < e && *p == '.') {
+    for (++p; p < e && static_cast<unsigned>(*p - '0') < 10; ++p) {
+      if (digits < 3) {
+        frac = frac * 10 + static_cast<unsigned>(*p - '0');
+        ++digits;
+      } else if (digits == 3) {
+        round_up = *p >= '5';
+        ++digits;
+      }
+    }
+  }
+  if (p != e) return us_text_to_ns_general(s);
+  for (; digits < 3; ++digits) frac *= 10;
+  return static_cast<TimeNs>(whole * 1000 + frac + (round_up ? 1 : 0));
 }
 
 }  // namespace bneck
