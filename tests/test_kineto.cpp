@@ -38,6 +38,20 @@ TEST_CASE("Kineto timestamps: float microseconds to integer nanoseconds from the
   CHECK_THROWS_AS(kineto_us_to_ns("99999999999999999999"), InputError);
 }
 
+TEST_CASE("Kineto integers past 64 bits: valid JSON, read as doubles, and a timestamp that large refused", "[kineto][errors]") {
+  // A correlation id of 24 digits does not fit 64 bits; JSON allows it and the trace still imports.
+  const std::string big_id = write_temp(R"({"traceEvents":[{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":10,"dur":5,)"
+                                        R"("args":{"stream":7,"correlation":123456789012345678901234,"device":0}}]})",
+                                        "big_id.json");
+  CHECK(load_trace(big_id).device_op_count() == 1);
+  // A timestamp of 22 digits (1.2e21 us = 1.2e24 ns) is past the 64-bit nanosecond range: refused with its place.
+  const std::string big_ts =
+      write_temp(R"({"traceEvents":[{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1234567890123456789012,"dur":5,)"
+                 R"("args":{"stream":7,"correlation":1,"device":0}}]})",
+                 "big_ts.json");
+  CHECK_THROWS_WITH(load_trace(big_ts), Catch::Contains(big_ts) && Catch::Contains("out of range"));
+}
+
 TEST_CASE("Kineto input errors name the file and the place", "[kineto][errors]") {
   std::string good = rank_trace(0, 100, 700);
   std::ifstream in(good);

@@ -2,6 +2,8 @@
 
 #include <simdjson.h>
 
+#include <cstdlib>
+#include <string>
 #include <string_view>
 
 namespace bneck {
@@ -38,17 +40,24 @@ struct Walker {
       case od::json_type::null:
         if (!v.is_null()) throw simdjson::simdjson_error(simdjson::N_ATOM_ERROR);
         return sax.null();
-      case od::json_type::number:
-        switch (v.get_number_type()) {
-          case od::number_type::signed_integer: return sax.number_integer(v.get_int64());
-          case od::number_type::unsigned_integer: return sax.number_unsigned(v.get_uint64());
-          default: {
-            std::string_view raw = v.raw_json_token();
-            while (!raw.empty() && (raw.back() == ' ' || raw.back() == '\t' || raw.back() == '\n' || raw.back() == '\r'))
-              raw.remove_suffix(1);
-            return sax.number_float(v.get_double(), raw);
-          }
+      case od::json_type::number: {
+        std::string_view raw = v.raw_json_token();  // before the number is read: a float's text as written
+        while (!raw.empty() && (raw.back() == ' ' || raw.back() == '\t' || raw.back() == '\n' || raw.back() == '\r')) raw.remove_suffix(1);
+        od::number n;
+        if (const auto err = v.get_number().get(n); err != simdjson::SUCCESS) {
+          // An integer past 64 bits is valid JSON: read as a double, as other parsers do.
+          const std::string_view digits = !raw.empty() && raw[0] == '-' ? raw.substr(1) : raw;
+          if ((err != simdjson::NUMBER_ERROR && err != simdjson::INCORRECT_TYPE) || digits.empty() ||
+              digits.find_first_not_of("0123456789") != std::string_view::npos)
+            throw simdjson::simdjson_error(err);
+          return sax.number_float(std::strtod(std::string(raw).c_str(), nullptr), raw);
         }
+        switch (n.get_number_type()) {  // parsed once, its type with it
+          case od::number_type::signed_integer: return sax.number_integer(n.get_int64());
+          case od::number_type::unsigned_integer: return sax.number_unsigned(n.get_uint64());
+          default: return sax.number_float(n.get_double(), raw);
+        }
+      }
     }
     throw simdjson::simdjson_error(simdjson::TAPE_ERROR);
   }
