@@ -217,6 +217,46 @@ TEST_CASE("a larger batch (whatif --batch K): every kernel does K times its work
   std::remove(path.c_str());
 }
 
+// --batch-copies by hand. One thread: a 20 MB pageable copy (2,000 us: 10 GB/s, the trace's rate; over
+// 16 MiB, not batched), then four 50,000-byte pageable copies issued 50 us apart (call 20 us, copy
+// 10 us from 5 us into the call, its stream synchronization 1 us after the call), then a launch
+// (27 us after the last synchronization) of a 100 us kernel starting 10 us after its launch. Each
+// small copy is 5 us of latency plus 5 us of bytes, so the batched copy takes 5 + 200,000 B / 10 GB/s
+// = 25 us. The first three calls, their synchronizations and the host time after each go: the last
+// call starts where the first did (2,100 us), its copy runs 2,105 .. 2,130 us, the call returns 5 us
+// after it (as traced), the synchronization 1 us later (2,136 .. 2,138), the launch 27 us after
+// (2,165), the kernel 2,175 .. 2,275 us. GPU span from the first copy (5 us): 2,270 us (was 2,405).
+TEST_CASE("batched copies (whatif --batch-copies): a run of small copies becomes one (hand-computed)", "[whatif][copies]") {
+  const std::string path = write_temp(R"J({"format": "bneck-workload", "measured": true,
+ "devices": [{"name": "NVIDIA H200", "sm_count": 132, "compute_capability": "9.0"}],
+ "lanes": [{"kind": "thread", "name": "main"}, {"kind": "stream", "name": "s", "device": 0}],
+ "ops": [{"kind": "api", "name": "cudaMemcpyAsync", "lane": 0, "start": "0 us", "duration": "2010 us", "api_class": "memcpy_sync"},
+            {"kind": "memcpy", "name": "Memcpy HtoD (Pageable -> Device)", "lane": 1, "start": "5 us", "duration": "2000 us", "launched_by": 0, "bytes": 20000000, "copy_kind": "HtoD", "src_kind": "pageable", "dst_kind": "device"},
+            {"kind": "api", "name": "cudaStreamSynchronize", "lane": 0, "start": "2011 us", "duration": "2 us", "api_class": "stream_sync", "stream_lane": 1},
+            {"kind": "api", "name": "cudaMemcpyAsync", "lane": 0, "start": "2100 us", "duration": "20 us", "api_class": "memcpy_sync"},
+            {"kind": "memcpy", "name": "Memcpy HtoD (Pageable -> Device)", "lane": 1, "start": "2105 us", "duration": "10 us", "launched_by": 3, "bytes": 50000, "copy_kind": "HtoD", "src_kind": "pageable", "dst_kind": "device"},
+            {"kind": "api", "name": "cudaStreamSynchronize", "lane": 0, "start": "2121 us", "duration": "2 us", "api_class": "stream_sync", "stream_lane": 1},
+            {"kind": "api", "name": "cudaMemcpyAsync", "lane": 0, "start": "2150 us", "duration": "20 us", "api_class": "memcpy_sync"},
+            {"kind": "memcpy", "name": "Memcpy HtoD (Pageable -> Device)", "lane": 1, "start": "2155 us", "duration": "10 us", "launched_by": 6, "bytes": 50000, "copy_kind": "HtoD", "src_kind": "pageable", "dst_kind": "device"},
+            {"kind": "api", "name": "cudaStreamSynchronize", "lane": 0, "start": "2171 us", "duration": "2 us", "api_class": "stream_sync", "stream_lane": 1},
+            {"kind": "api", "name": "cudaMemcpyAsync", "lane": 0, "start": "2200 us", "duration": "20 us", "api_class": "memcpy_sync"},
+            {"kind": "memcpy", "name": "Memcpy HtoD (Pageable -> Device)", "lane": 1, "start": "2205 us", "duration": "10 us", "launched_by": 9, "bytes": 50000, "copy_kind": "HtoD", "src_kind": "pageable", "dst_kind": "device"},
+            {"kind": "api", "name": "cudaStreamSynchronize", "lane": 0, "start": "2221 us", "duration": "2 us", "api_class": "stream_sync", "stream_lane": 1},
+            {"kind": "api", "name": "cudaMemcpyAsync", "lane": 0, "start": "2250 us", "duration": "20 us", "api_class": "memcpy_sync"},
+            {"kind": "memcpy", "name": "Memcpy HtoD (Pageable -> Device)", "lane": 1, "start": "2255 us", "duration": "10 us", "launched_by": 12, "bytes": 50000, "copy_kind": "HtoD", "src_kind": "pageable", "dst_kind": "device"},
+            {"kind": "api", "name": "cudaStreamSynchronize", "lane": 0, "start": "2271 us", "duration": "2 us", "api_class": "stream_sync", "stream_lane": 1},
+            {"kind": "api", "name": "cudaLaunchKernel", "lane": 0, "start": "2300 us", "duration": "5 us", "api_class": "launch"},
+            {"kind": "kernel", "name": "k", "lane": 1, "start": "2310 us", "end": "2410 us", "launched_by": 15}]
+})J",
+                                      "batch_copies");
+  WhatIfReport r = whatif_of(path, "", {"--batch-copies", "--sharing", "off"});
+  CHECK(r.baseline_ns == 2'405'000);
+  CHECK(r.predicted_ns == 2'270'000);
+  CHECK(has_line(r, "4 copies in 1 runs (the longest 4) each made one copy, 40.000 us -> 25.000 us (the trace's copies' rate)"));
+  // A kernel launch between copies ends a run; only the copies a selector picks are batched.
+  CHECK_THROWS_WITH(whatif_of(path, "", {"--batch-copies=name~nothing"}), Catch::Contains("no run of two or more"));
+}
+
 // Copy-bound remedies against their measured programs (validate/reference/h200/loops, 2026-12-02):
 // 64 MiB of pageable host memory copied to the GPU each step before 4 bf16 GEMMs, unprofiled
 // median of three processes 5.15 ms, the same loop from pinned memory with non_blocking copies

@@ -17,6 +17,20 @@
 //   own, the loop's prologue) and no longer wait for copy k, which runs beside them. Copy k still
 //   starts after the ops before it on the compute stream (they read the buffer it overwrites) and
 //   after copy k-1. Pageable copies stay (the host waits for them: --pin-memory first).
+// Model card, --batch-copies: many small transfers in a row become one. A run is two or more
+//   host<->device copies (each at most 16 MiB, selected: default all) whose calls follow one another
+//   on one host thread, of one direction, one kind of host memory and one stream, with nothing
+//   between them but the stream synchronization that goes with a blocking copy (PyTorch's .to(),
+//   .item()) and calls that only take CPU time; a kernel launch or any other call ends it. The run
+//   becomes one copy of its bytes, issued by its last call, as a program that packs the tensors into
+//   one host buffer (a collate into one tensor) or stacks the values on the GPU (torch.stack(...)
+//   .tolist()) issues it: the calls before the last, their synchronizations and the host time
+//   between them go; the host time before the first call and after the last stays. The copy takes
+//   the run's own latency (the median of each copy's time less its bytes at the rate) plus its
+//   bytes at the rate of the trace's copies of that direction and memory of at least 1 MiB (their
+//   median), else the spec's path (models/transfer.hpp); never more than the run's copies took.
+//   Not priced: packing the host buffer (none where the batch already comes as one tensor) or the
+//   stack kernel.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -171,8 +185,140 @@ class OverlapCopies : public TransformStep {
   std::string sel_;
 };
 
+class BatchCopies : public TransformStep {
+ public:
+  explicit BatchCopies(std::string sel) : sel_(std::move(sel)) {}
+  bool needs_gpu_rates() const override { return false; }  // the trace's own copies, else the spec's path
+  void apply(const WhatIfContext& ctx, WhatIfCase& c) const override {
+    const Trace& t = ctx.trace;
+    Graph& g = c.edit_graph();
+    const std::vector<bool> hit = sel_.empty() ? std::vector<bool>(t.ops.size(), true) : ctx.select(sel_, true);
+    constexpr Bytes kMaxBytes = Bytes{16} << 20;
+    // The copy each call issued; the trace's rates (bytes/s) by direction and host memory.
+    std::vector<OpId> copy_of(t.ops.size(), kNone);
+    std::map<std::pair<bool, bool>, std::vector<double>> rates;
+    for (OpId i = 0; i < t.ops.size(); ++i) {
+      const Op& o = t.ops[i];
+      const CopyInfo* ci = o.kind == OpKind::Memcpy ? t.copy(o) : nullptr;
+      if (!ci || !ci->host_device()) continue;
+      if (ci->bytes >= (1u << 20) && o.duration() > 0)
+        rates[{ci->to_device(), ci->pageable()}].push_back(static_cast<double>(ci->bytes) / (static_cast<double>(o.duration()) / 1e9));
+      if (o.link != kNone && ci->bytes <= kMaxBytes && hit[i] && !g.removed(i)) copy_of[o.link] = i;
+    }
+    std::map<LaneId, std::vector<OpId>> calls;
+    for (OpId i = 0; i < t.ops.size(); ++i)
+      if (t.ops[i].kind == OpKind::Api && !g.removed(i)) calls[t.ops[i].lane].push_back(i);
+    GraphEditor ed(g, text);
+    std::size_t runs = 0, merged = 0, longest = 0;
+    TimeNs before = 0, after = 0;
+    bool spec_path = false;
+    // A run's copies, with the calls (and synchronizations, CPU-only calls) before its last call.
+    struct Run {
+      std::vector<OpId> copies, drop;
+      std::vector<OpId> pending;  // CPU-only calls after the latest copy: dropped only if another copy follows
+      bool h2d = false, pageable = false;
+      LaneId stream = kNone;
+      bool synced = false;  // the latest copy's synchronization seen
+    } run;
+    auto flush = [&]() {
+      if (run.copies.size() >= 2) {
+        const OpId last = run.copies.back();
+        const CopyInfo& lc = *t.copy(t.ops[last]);
+        const MemKind host = run.pageable ? MemKind::Pageable : MemKind::Pinned;
+        const MemKind src = run.h2d ? host : MemKind::Device, dst = run.h2d ? MemKind::Device : host;
+        auto it = rates.find({run.h2d, run.pageable});
+        double rate = 0;  // bytes/s
+        if (it != rates.end()) {
+          rate = quantile(it->second, 0.5);
+        } else {
+          const Bytes probe = Bytes{64} << 20;
+          const TimeNs dt = transfer_time(c.spec, lc.copy_kind, src, dst, probe) - transfer_time(c.spec, lc.copy_kind, src, dst, 0);
+          rate = dt > 0 ? static_cast<double>(probe) / (static_cast<double>(dt) / 1e9) : 0;
+          spec_path = true;
+        }
+        std::vector<double> lat;
+        Bytes total = 0;
+        TimeNs sum = 0;
+        for (OpId k : run.copies) {
+          const Bytes b = t.copy(t.ops[k])->bytes;
+          total += b;
+          sum += c.durations[k];
+          lat.push_back(std::max(0.0, static_cast<double>(c.durations[k]) - (rate > 0 ? static_cast<double>(b) / rate * 1e9 : 0.0)));
+        }
+        TimeNs d = static_cast<TimeNs>(std::llround(quantile(lat, 0.5) + (rate > 0 ? static_cast<double>(total) / rate * 1e9 : 0.0)));
+        d = std::min(d, sum);
+        before += sum;
+        after += d;
+        for (OpId k : run.copies) {
+          if (k == last) continue;
+          ed.remove(k);
+          c.durations[k] = 0;
+        }
+        c.durations[last] = d;
+        for (OpId k : run.drop) {  // gone with the host time after them; they no longer wait for a copy
+          ed.remove_with_gaps(k);
+          ed.drop_in_edges(k, [](NodeId, const EdgeProps& p, const Graph&) { return p.type() == EdgeType::HostSync; });
+          c.durations[k] = 0;
+        }
+        ++runs;
+        merged += run.copies.size();
+        longest = std::max(longest, run.copies.size());
+      }
+      run = Run{};
+    };
+    for (auto& [lane, v] : calls) {
+      std::sort(v.begin(), v.end(), [&](OpId a, OpId b) { return t.ops[a].start < t.ops[b].start; });
+      for (OpId call : v) {
+        const Op& o = t.ops[call];
+        const OpId cp = copy_of[call];
+        if (cp != kNone) {
+          const CopyInfo& ci = *t.copy(t.ops[cp]);
+          const bool same =
+              !run.copies.empty() && run.h2d == ci.to_device() && run.pageable == ci.pageable() && run.stream == t.ops[cp].lane;
+          if (!same) {
+            flush();
+            run.h2d = ci.to_device();
+            run.pageable = ci.pageable();
+            run.stream = t.ops[cp].lane;
+          } else {
+            run.drop.push_back(t.ops[run.copies.back()].link);  // the copy call before, with the host time after it
+            run.drop.insert(run.drop.end(), run.pending.begin(), run.pending.end());
+          }
+          run.pending.clear();
+          run.copies.push_back(cp);
+          run.synced = false;
+          continue;
+        }
+        if (run.copies.empty()) continue;
+        const ApiClass k = o.api_class();
+        if (k == ApiClass::StreamSync && !run.synced) {
+          run.pending.push_back(call);  // dropped with the copy before it if another copy follows
+          run.synced = true;
+        } else if (k == ApiClass::Other) {
+          run.pending.push_back(call);
+        } else {
+          flush();
+        }
+      }
+      flush();
+    }
+    ed.commit();
+    if (runs == 0)
+      throw InputError(text + ": no run of two or more host<->device copies of at most 16 MiB issued one after another" +
+                       (sel_.empty() ? "" : " among those " + sel_ + " selects"));
+    c.log.push_back(text + ": " + std::to_string(merged) + " copies in " + std::to_string(runs) + " runs (the longest " +
+                    std::to_string(longest) + ") each made one copy, " + format_duration(before) + " -> " + format_duration(after) + " (" +
+                    (spec_path ? "the spec's path" : "the trace's copies' rate") +
+                    "); the calls before each run's last, their synchronizations and the host time between them removed");
+  }
+
+ private:
+  std::string sel_;
+};
+
 std::unique_ptr<TransformStep> parse_pin(const std::string& arg) { return std::make_unique<PinMemory>(checked_selector(arg)); }
 std::unique_ptr<TransformStep> parse_overlap(const std::string& arg) { return std::make_unique<OverlapCopies>(checked_selector(arg)); }
+std::unique_ptr<TransformStep> parse_batch_copies(const std::string& arg) { return std::make_unique<BatchCopies>(checked_selector(arg)); }
 
 }  // namespace
 
@@ -182,5 +328,9 @@ extern const TransformDef kPinMemoryTransform{
 extern const TransformDef kOverlapCopiesTransform{
     "overlap-copies", "SEL", TransformDef::Arg::Optional,
     "pinned host-to-device copies (default: those on streams with kernels) prefetched one step ahead on a copy stream", parse_overlap};
+extern const TransformDef kBatchCopiesTransform{
+    "batch-copies", "SEL", TransformDef::Arg::Optional,
+    "runs of small host<->device copies issued one after another (.to() per tensor, .item() per value) become one copy each",
+    parse_batch_copies};
 
 }  // namespace bneck

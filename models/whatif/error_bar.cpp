@@ -38,6 +38,11 @@ const std::vector<Family>& families() {
       // Copies pinned (--pin-memory): the core memcpy trace's pageable 256 MiB and 16 MiB
       // host-to-device copies against its pinned ones (+4.2, +0.8 %).
       {"copies", "the copy remedies", {0.042, 0.008}},
+      // Batched transfers (--batch-copies): the feats loop of validate/reference/h200/copies, 64
+      // pageable copies a step against the packed loop, from its Kineto and its nsys trace (+35.1,
+      // +21.5 %: the traced processes' hosts ran slower than the median process, and the packed
+      // program has no torch.cat to dispatch). Held out: the pinned feats loop and the metrics loop.
+      {"batch-copies", "batched copies", {0.351, 0.215}},
       // Two-GPU layouts from one-GPU traces (validate/reference/h200/parallel): DP, TP, PP gpipe, 1f1b.
       {"parallel", "the parallel layouts", {-0.057, -0.050, 0.002, -0.005}},
       // Diffusion steps, guidance and resolution (validate/reference/h200/diffusion).
@@ -109,6 +114,7 @@ std::string family_of(const std::string& text) {
   if (has("--scale") || has("--remove") || has("--repeat")) return "measured";
   if (has("--fuse")) return "fuse";
   if (has("--pin-memory") || has("--overlap-copies")) return "copies";
+  if (has("--batch-copies")) return "batch-copies";
   if (has("--precision tf32")) return "tf32";
   if (has("--precision autocast")) return "autocast";
   if (has("--precision fp8")) return "fp8";

@@ -8,7 +8,7 @@ extern const TransformDef kScaleTransform, kRemoveTransform, kFuseTransform, kPr
     kOverlapCommTransform, kRanksTransform, kRepeatTransform, kDataParallelTransform, kTensorParallelTransform, kPipelineParallelTransform,
     kStepsTransform, kCfgTransform, kResolutionTransform, kFramesTransform, kFsdpTransform, kContextParallelTransform,
     kExpertParallelTransform, kUnprofileTransform, kBatchTransform, kPinMemoryTransform, kOverlapCopiesTransform, kHostSpeedTransform,
-    kGradCompressTransform;
+    kGradCompressTransform, kBatchCopiesTransform;
 
 const std::vector<const TransformDef*>& transform_registry() {
   static const std::vector<const TransformDef*> table = {
@@ -22,6 +22,7 @@ const std::vector<const TransformDef*>& transform_registry() {
       &kGradCompressTransform,
       &kPinMemoryTransform,
       &kOverlapCopiesTransform,
+      &kBatchCopiesTransform,
       &kRanksTransform,
       &kRepeatTransform,
       &kDataParallelTransform,

@@ -30,6 +30,13 @@
 #   ddp       a DDP training step on one rank (NCCL, world 1): 6 x (Linear(2048) + GELU), batch 64, SGD
 #   genvar    generate() as above with 8, 16, 24, 32 new tokens cycling from step to step
 #   vision_inf torchvision ResNet-50 inference, batch 16, bf16 autocast, channels-last
+#   feats     a batch of 64 features, each 256 x 64 fp32 (64 KiB), copied to the GPU, concatenated and
+#             fed to an MLP (4096 -> 4096 -> 4096, bf16 autocast); modes: split (each feature its own
+#             .to(): 64 pageable copies), packed (the features in one 4 MiB host tensor, one copy),
+#             split_pinned / packed_pinned (pinned host memory, non_blocking)
+#   metrics   an MLP forward (8 x Linear(2048), batch 64) then 32 metrics of its output read on the host;
+#             modes: items (each metric's .item(): 32 copies and synchronizations), stacked (the 32
+#             stacked on the GPU, one .tolist())
 # Every step ends with torch.cuda.synchronize() (as a loss.item() would). Timing: --warmup steps,
 # then --steps steps between CUDA events (and wall clock); prints per mode a line
 #   loop L mode M steps_ms ... median_ms X wall_median_ms Y
@@ -43,7 +50,7 @@ import torch
 
 p = argparse.ArgumentParser()
 p.add_argument("--loop", required=True, choices=["copy", "stage", "host", "train", "cycle", "vision", "dataload", "decode", "mixed", "bert", "dit",
-                                                  "generate", "compiled", "ddp", "genvar", "vision_inf"])
+                                                  "generate", "compiled", "ddp", "genvar", "vision_inf", "feats", "metrics"])
 p.add_argument("--mode", required=True)
 p.add_argument("--steps", type=int, default=20)
 p.add_argument("--warmup", type=int, default=5)
@@ -382,10 +389,47 @@ def vision_inf_loop(mode):
     return step
 
 
+def feats_loop(mode):
+    # 64 features of 256 x 64 fp32 each; split: one host tensor per feature, packed: all in one.
+    pinned = mode.endswith("_pinned")
+    packed = mode.startswith("packed")
+    host = torch.randn(256, 64 * 64)
+    parts = [host[:, 64 * k:64 * (k + 1)].contiguous() for k in range(64)]
+    if pinned:
+        host = host.pin_memory()
+        parts = [t.pin_memory() for t in parts]
+    w1 = torch.randn(4096, 4096, device=dev) / 64
+    w2 = torch.randn(4096, 4096, device=dev) / 64
+
+    def step(i):
+        if packed:
+            x = host.to(dev, non_blocking=pinned)
+        else:
+            x = torch.cat([t.to(dev, non_blocking=pinned) for t in parts], dim=1)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            return torch.relu(x @ w1) @ w2
+    return step
+
+
+def metrics_loop(mode):
+    lins = torch.nn.Sequential(*[torch.nn.Sequential(torch.nn.Linear(2048, 2048), torch.nn.ReLU()) for _ in range(8)]).to(dev)
+    x = torch.randn(64, 2048, device=dev)
+
+    def step(i):
+        with torch.no_grad():
+            y = lins(x)
+            ms = [y[:, 64 * k:64 * (k + 1)].mean() for k in range(32)]
+            if mode == "stacked":
+                return torch.stack(ms).tolist()
+            return [m.item() for m in ms]
+    return step
+
+
 LOOPS = {"copy": copy_loop, "stage": stage_loop, "host": host_loop, "train": train_loop, "cycle": cycle_loop,
          "vision": vision_loop, "dataload": dataload_loop, "decode": decode_loop, "mixed": mixed_loop,
          "bert": bert_loop, "dit": dit_loop, "generate": generate_loop, "compiled": compiled_loop, "ddp": ddp_loop,
-         "genvar": genvar_loop, "vision_inf": vision_inf_loop}
+         "genvar": genvar_loop, "vision_inf": vision_inf_loop,
+         "feats": feats_loop, "metrics": metrics_loop}
 
 
 def count(step):
