@@ -190,17 +190,14 @@ void path_by_class(const Trace& t, const std::vector<KernelWork>& work, const Hw
 
 // Candidates generated from the profile.
 std::vector<AdviceSuggestion> candidates(const Trace& t, const std::vector<KernelWork>& work, const HwSpec& hw, const Advice& a) {
-  TimeNs kernels = 0, fp32_math = 0, half_gemm = 0, pointwise = 0, fp32_pointwise = 0, pageable = 0, pinned_h2d = 0, small_copies = 0;
+  TimeNs kernels = 0, fp32_math = 0, half_gemm = 0, pointwise = 0, fp32_pointwise = 0, pageable = 0, pinned_h2d = 0;
   std::size_t small_count = 0;
   for (OpId o = 0; o < t.ops.size(); ++o) {
     const Op& op = t.ops[o];
     if (op.kind == OpKind::Memcpy) {
       const CopyInfo* ci = t.copy(op);
       const bool hd = ci && ci->host_device();
-      if (hd && ci->bytes <= (Bytes{1} << 20)) {  // small transfers: their calls and latency are most of their cost
-        small_copies += op.duration() + (op.link != kNone ? t.ops[op.link].duration() : 0);
-        ++small_count;
-      }
+      if (hd && ci->bytes <= (Bytes{1} << 20)) ++small_count;  // small transfers: their calls, latency and syncs cost most
       if (hd && ci->pageable())
         pageable += op.duration();
       else if (hd && ci->to_device())
@@ -245,7 +242,7 @@ std::vector<AdviceSuggestion> candidates(const Trace& t, const std::vector<Kerne
         pinned_h2d > 0 ? std::vector<std::string>{"--overlap-copies"} : std::vector<std::string>{"--pin-memory", "--overlap-copies"},
         "a second buffer and a copy stream (a prefetching loader); the next batch's memory is held a step early");
   // Many small transfers (a .to() per tensor, an .item() per value): batched into one each.
-  if (small_count >= 8 && static_cast<double>(small_copies) / span >= 0.05)
+  if (small_count >= 8)
     add("small copies batched into one", {"--batch-copies"},
         "the tensors packed into one host buffer (or the values stacked on the GPU, one .tolist()) and copied once; "
         "code that read each one indexes the packed one");
@@ -365,7 +362,7 @@ bool remedies(const std::string& bottleneck, const std::vector<std::string>& arg
   if (args.empty()) return false;
   const std::string& a = args[0];
   if (bottleneck == "launch/host-bound" || bottleneck == "latency-bound")
-    return a == "--cuda-graph" || a == "--batch" || a == "--remove" || a == "--fuse";
+    return a == "--cuda-graph" || a == "--batch" || a == "--remove" || a == "--fuse" || a == "--batch-copies";
   if (bottleneck == "synchronization-bound") return a == "--remove" || a == "--cuda-graph" || a == "--batch-copies";
   if (bottleneck == "copy-bound") return a == "--pin-memory" || a == "--overlap-copies" || a == "--batch-copies";
   if (bottleneck == "exposed communication") return a == "--overlap-comm" || a == "--grad-compress";

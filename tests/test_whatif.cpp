@@ -217,6 +217,37 @@ TEST_CASE("a larger batch (whatif --batch K): every kernel does K times its work
   std::remove(path.c_str());
 }
 
+// A host synchronization inside a CUDA-graph region cannot be captured: it splits the region into
+// two graphs, and the 100 us the host spends after it (reading what it waited for) stays. Two launches,
+// a device synchronization, 100 us of host time, two launches, a synchronization: each piece's last
+// launch is a graph launch (G each); without the split the 100 us would be gone.
+TEST_CASE("CUDA graphs split at host synchronizations, the host time after them kept", "[whatif][cuda-graph]") {
+  const std::string path = write_temp(R"({"format": "bneck-workload", "measured": true,
+    "devices": [{"name": "NVIDIA H200", "sm_count": 132, "compute_capability": "9.0"}],
+    "lanes": [{"kind": "thread", "name": "main"}, {"kind": "stream", "name": "s", "device": 0}],
+    "ranges": [{"name": "step", "lane": 0, "start": "0 us", "end": "165 us"}],
+    "ops": [{"kind": "api", "name": "cudaLaunchKernel", "lane": 0, "start": "0 us", "duration": "5 us", "api_class": "launch"},
+            {"kind": "kernel", "name": "a", "lane": 1, "start": "10 us", "end": "20 us", "launched_by": 0},
+            {"kind": "api", "name": "cudaLaunchKernel", "lane": 0, "start": "10 us", "duration": "5 us", "api_class": "launch"},
+            {"kind": "kernel", "name": "b", "lane": 1, "start": "20 us", "end": "30 us", "launched_by": 2},
+            {"kind": "api", "name": "cudaDeviceSynchronize", "lane": 0, "start": "20 us", "duration": "11 us", "api_class": "device_sync", "device": 0},
+            {"kind": "api", "name": "cudaLaunchKernel", "lane": 0, "start": "131 us", "duration": "5 us", "api_class": "launch"},
+            {"kind": "kernel", "name": "c", "lane": 1, "start": "140 us", "end": "150 us", "launched_by": 5},
+            {"kind": "api", "name": "cudaLaunchKernel", "lane": 0, "start": "140 us", "duration": "5 us", "api_class": "launch"},
+            {"kind": "kernel", "name": "d", "lane": 1, "start": "150 us", "end": "160 us", "launched_by": 7},
+            {"kind": "api", "name": "cudaDeviceSynchronize", "lane": 0, "start": "150 us", "duration": "11 us", "api_class": "device_sync", "device": 0}]})",
+                                      "graph_sync");
+  const HwSpec hw = load_hw("h200-sxm-calibrated");
+  WhatIfReport r = whatif_of(path, "step", {"--cuda-graph", "--sharing", "off", "--unprofile=off"});
+  CHECK(has_line(r, "1 regions replayed as CUDA graphs (4 launch calls -> 2 graph launches, host synchronizations splitting regions"));
+  // The first graph's launch (G), the synchronization after its kernels, the 100 us, then the second
+  // graph's two 10 us kernels (its first starting the launch latency after its first call): within
+  // 10 us of G + 100 us + 20 us.
+  const TimeNs floor = hw.gpu.graph_launch_overhead + 120 * kNsPerUs;
+  CHECK(r.predicted_ns >= floor);
+  CHECK(r.predicted_ns <= floor + 10 * kNsPerUs);
+}
+
 // --batch-copies by hand. One thread: a 20 MB pageable copy (2,000 us: 10 GB/s, the trace's rate; over
 // 16 MiB, not batched), then four 50,000-byte pageable copies issued 50 us apart (call 20 us, copy
 // 10 us from 5 us into the call, its stream synchronization 1 us after the call), then a launch

@@ -1,8 +1,12 @@
 // --cuda-graph[=SEL]. Model card: CUDA graph. In each selected region (each instance of the
 //   selected NVTX ranges, or each top-level range), the host launch calls become one graph launch:
-//   the first launch call takes the GPU spec's graph_launch_overhead, the other calls and the CPU
+//   the last launch call takes the GPU spec's graph_launch_overhead, the other calls and the CPU
 //   time between them take none (blocking syncs keep waiting); the first kernel starts
 //   launch_latency after the graph launch, the others follow each other after graph_node_latency.
+//   A host synchronization cannot be captured (a stream or device synchronize, an event wait, a
+//   blocking copy such as .item()): it splits the region into pieces, each its own graph; the
+//   blocking copy keeps its call, and the host time after each synchronization (the program reading
+//   what it waited for) stays.
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -36,24 +40,54 @@ class CudaGraph : public TransformStep {
     }
     Graph& g = c.edit_graph();
     const GpuSpec& spec = c.spec.gpu;
-    std::size_t launches = 0;
+    std::size_t launches = 0, pieces = 0;
     for (std::size_t r : regions) {
       std::vector<OpId> apis;
       idx.api_ops(r, apis);
-      OpId last_launch = kNone;
-      for (OpId a : apis) {
-        ApiClass cls = ctx.trace.ops[a].api_class();
-        if (cls == ApiClass::Launch || cls == ApiClass::GraphLaunch || cls == ApiClass::MemcpyAsync) last_launch = a;
+      // Pieces between host synchronizations; each piece's last launch call is its graph launch.
+      auto is_sync = [&](OpId a) {
+        const ApiClass cls = ctx.trace.ops[a].api_class();
+        return cls == ApiClass::StreamSync || cls == ApiClass::EventSync || cls == ApiClass::DeviceSync || cls == ApiClass::MemcpySync;
+      };
+      std::vector<bool> graph_launch(apis.size(), false);
+      std::vector<std::uint32_t> piece(apis.size(), 0);
+      std::vector<OpId> piece_launch;  // per piece: its graph launch call, kNone if it stays eager
+      {
+        OpId last = kNone;
+        std::size_t last_k = 0, n = 0;
+        for (std::size_t k = 0; k <= apis.size(); ++k) {
+          if (k == apis.size() || is_sync(apis[k])) {
+            // A piece of one launch (an .item()'s copy between two synchronizations) stays as it ran.
+            if (n >= 2) graph_launch[last_k] = true;
+            piece_launch.push_back(n >= 2 ? last : kNone);
+            last = kNone;
+            n = 0;
+            if (k == apis.size()) break;
+            piece[k] = static_cast<std::uint32_t>(piece_launch.size() - 1);
+            continue;
+          }
+          piece[k] = static_cast<std::uint32_t>(piece_launch.size());
+          const ApiClass cls = ctx.trace.ops[apis[k]].api_class();
+          if (cls == ApiClass::Launch || cls == ApiClass::GraphLaunch || cls == ApiClass::MemcpyAsync) {
+            last = apis[k];
+            last_k = k;
+            ++n;
+          }
+        }
       }
-      if (last_launch == kNone) continue;
-      for (OpId a : apis) {
+      if (std::all_of(piece_launch.begin(), piece_launch.end(), [](OpId a) { return a == kNone; })) continue;
+      for (OpId a : piece_launch) pieces += a != kNone;
+      for (std::size_t k = 0; k < apis.size(); ++k) {
+        const OpId a = apis[k];
         ApiClass cls = ctx.trace.ops[a].api_class();
-        bool sync = cls == ApiClass::StreamSync || cls == ApiClass::EventSync || cls == ApiClass::DeviceSync || cls == ApiClass::MemcpySync;
-        if (a == last_launch)
+        const bool sync = is_sync(a);
+        if (!sync && piece_launch[piece[k]] == kNone) continue;  // an eager piece
+        if (graph_launch[k])
           c.durations[a] = spec.graph_launch_overhead;
         else if (!sync)
           c.durations[a] = 0;
         if (cls == ApiClass::Launch || cls == ApiClass::MemcpyAsync) ++launches;
+        if (sync) continue;  // the host time after a synchronization stays: the program reads what it waited for
         // No CPU time between the calls of a replayed graph.
         for (auto e : boost::make_iterator_range(boost::out_edges(a, g.csr)))
           if (g.csr[e].type() == EdgeType::HostOrder && boost::target(e, g.csr) != apis.front()) {
@@ -63,14 +97,17 @@ class CudaGraph : public TransformStep {
           }
       }
       const std::vector<OpId> dev = idx.device_ops(r);  // sorted by id (binary-searched below)
-      bool first = true;
+      std::vector<bool> started(piece_launch.size(), false);
       for (OpId d : dev) {
         const Op& o = ctx.trace.ops[d];
         if (o.link == kNone) continue;
+        const auto at = std::find(apis.begin(), apis.end(), o.link);
+        const std::uint32_t p = at == apis.end() ? 0 : piece[static_cast<std::size_t>(at - apis.begin())];
+        if (piece_launch[p] == kNone) continue;  // launched eagerly
         for (auto e : boost::make_iterator_range(boost::out_edges(o.link, g.csr)))
           if (boost::target(e, g.csr) == d && (g.csr[e].type() == EdgeType::Launch || g.csr[e].type() == EdgeType::GraphLaunch))
-            g.csr[e].set_delay(first ? spec.launch_latency : 0);
-        first = false;
+            g.csr[e].set_delay(started[p] ? 0 : spec.launch_latency);
+        started[p] = true;
       }
       // Consecutive device ops of the region on a stream follow each other after the node latency.
       for (std::size_t k = 0; k < dev.size(); ++k)
@@ -79,7 +116,8 @@ class CudaGraph : public TransformStep {
             g.csr[e].set_delay(spec.graph_node_latency);
     }
     c.log.push_back(text + ": " + std::to_string(regions.size()) + " regions replayed as CUDA graphs (" + std::to_string(launches) +
-                    " launch calls -> " + std::to_string(regions.size()) + " graph launches of " +
+                    " launch calls -> " + std::to_string(pieces) + " graph launches" +
+                    (pieces > regions.size() ? ", host synchronizations splitting regions," : std::string()) + " of " +
                     format_duration(spec.graph_launch_overhead) + ", node gap " + format_duration(spec.graph_node_latency) + ")");
   }
 
