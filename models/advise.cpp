@@ -273,6 +273,13 @@ std::vector<AdviceSuggestion> candidates(const Trace& t, const std::vector<Kerne
     if (fp32_reduce)
       add("gradient all-reduces in bf16 (DDP's compression hook)", {"--grad-compress", "bf16"},
           "numerics: gradients summed in bf16 (8 mantissa bits); register_comm_hook(bf16_compress_hook)");
+    // Many small collectives: their per-call latency, coalesced into DDP-sized buckets.
+    std::vector<double> sizes;
+    for (const Collective& col : t.collectives)
+      if (col.bytes > 0) sizes.push_back(static_cast<double>(col.bytes));
+    if (sizes.size() >= 4 && quantile(sizes, 0.5) <= 4.0 * (1 << 20))
+      add("fewer, larger collectives (25 MiB buckets)", {"--bucket-comm", "25 MiB"},
+          "a bucket waits for all its inputs: less overlap with the backward; DDP's bucket_cap_mb, or coalesced collectives");
   }
   add("another GPU: B200", {"--hw", "b200"}, "cost and availability; kernels re-timed by the model, not measured there");
   if (host >= 0.2 || share(kLatency) >= 0.2) {  // launch-bound or small kernels: more work per launch
@@ -365,7 +372,7 @@ bool remedies(const std::string& bottleneck, const std::vector<std::string>& arg
     return a == "--cuda-graph" || a == "--batch" || a == "--remove" || a == "--fuse" || a == "--batch-copies";
   if (bottleneck == "synchronization-bound") return a == "--remove" || a == "--cuda-graph" || a == "--batch-copies";
   if (bottleneck == "copy-bound") return a == "--pin-memory" || a == "--overlap-copies" || a == "--batch-copies";
-  if (bottleneck == "exposed communication") return a == "--overlap-comm" || a == "--grad-compress";
+  if (bottleneck == "exposed communication") return a == "--overlap-comm" || a == "--grad-compress" || a == "--bucket-comm";
   if (bottleneck == "compute-bound") return a == "--precision";
   if (bottleneck == "memory-bound") return a == "--fuse" || a == "--precision";
   return true;

@@ -283,6 +283,56 @@ TEST_CASE("other GPUs: Vidur's held-out 4-GPU all-reduces through the A100 and H
   }
 }
 
+// --bucket-comm's arithmetic on measurements: k all-reduces of s bytes coalesced into one of k s take
+// the measured k x t(s) x model(k s) / (k model(s)); Vidur's held-out 4-GPU rows measure t(k s)
+// itself. Sizes s of 64 KiB .. 4 MiB (the grid's nearest rows), k = 2 .. 16 (16 merges).
+TEST_CASE("fewer and larger collectives: the collective model's merges against Vidur's held-out 4-GPU all-reduces",
+          "[hw][cross_gpu][extended]") {
+  const std::string dir = extra_dir() + "/external/vidur/";
+  if (!fs::exists(dir)) {
+    WARN("no " << dir << ": skipped");
+    return;
+  }
+  for (const auto& [gpu, preset] : {std::pair<std::string, std::string>{"a100", "a100-sxm-80gb"}, {"h100", "h100-sxm"}}) {
+    const HwSpec hw = load_target_hw(preset);
+    std::ifstream in(dir + "net__" + gpu + "_dgx_all_reduce.csv");
+    std::string line;
+    std::getline(in, line);
+    std::map<double, std::vector<double>> rows;  // size -> ms, 4 GPUs of one node
+    while (std::getline(in, line)) {
+      const std::vector<std::string> f = split_csv(line);
+      if (f.size() < 12 || f[7] != f[10] || f[7] != "4") continue;
+      rows[std::stod(f[8])].push_back(std::stod(f[4]));
+    }
+    auto nearest = [&](double b) {
+      auto it = rows.lower_bound(b);
+      if (it == rows.end()) return std::prev(it);
+      if (it != rows.begin() && b - std::prev(it)->first < it->first - b) return std::prev(it);
+      return it;
+    };
+    auto model = [&](double b) { return static_cast<double>(collective_time(hw, CollKind::AllReduce, static_cast<Bytes>(b), 4).time_ns); };
+    std::vector<double> err, naive;
+    for (double s : {65536.0, 262144.0, 1048576.0, 4194304.0}) {
+      const auto small = nearest(s);
+      const double ts = quantile(small->second, 0.5);
+      for (double k : {2.0, 4.0, 8.0, 16.0}) {
+        if (k * small->first > 64.0 * 1048576) continue;
+        const auto big = nearest(k * small->first);
+        const double measured = quantile(big->second, 0.5);
+        const double forecast = k * ts * std::min(1.0, model(k * small->first) / (k * model(small->first)));
+        err.push_back(std::abs(forecast / measured - 1));
+        naive.push_back(std::abs(k * ts / measured - 1));
+      }
+    }
+    REQUIRE(err.size() == 16);
+    const double m = quantile(err, 0.5), mn = quantile(naive, 0.5);
+    WARN(preset << " 4 GPUs: k all-reduces coalesced into one, median |error| " << m * 100 << " % over " << err.size()
+                << " merges (the sum of the parts: " << mn * 100 << " %)");
+    CHECK(m < 0.25);
+    CHECK(m < mn);
+  }
+}
+
 TEST_CASE("retargeting says which precisions the target lacks and what runs instead", "[hw][cross_gpu][cli][extended]") {
   const std::string trace = extra_dir() + "/traces/h200/block_bf16.sqlite";
   if (!fs::exists(trace)) {

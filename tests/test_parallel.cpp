@@ -487,3 +487,52 @@ TEST_CASE("gradient all-reduces in 16 bits: half the bytes and two casts each (h
   CHECK_THROWS_AS(parse_transform("grad-compress", "fp8"), InputError);
   fs::remove_all(dir);
 }
+
+TEST_CASE("fewer and larger collectives: buckets of the trace's all-reduces (hand-computed)", "[whatif][parallel]") {
+  // validate/reference/h200/ddp: 72 all-reduces of 64 MiB on two ranks, six a step in one group.
+  // In buckets of at most 200 MiB three go together (192 MiB): 24 buckets. Each bucket's kept kernel
+  // (its last member) takes the three members' times x T(192 MiB) / (3 T(64 MiB)); the others none.
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("bneck_bc_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  for (const char* r : {"ddp2_rank0.json.gz", "ddp2_rank1.json.gz"})
+    fs::copy_file(source_dir() + "/validate/reference/h200/ddp/" + r, dir / r, fs::copy_options::overwrite_existing);
+  Trace t = load_traces({(dir / "ddp2_rank0.json.gz").string(), (dir / "ddp2_rank1.json.gz").string()});
+  REQUIRE(t.collectives.size() == 72);
+  const HwSpec hw = load_hw("h200-sxm-calibrated");
+  const Bytes b = t.collectives[0].bytes;
+  const double ratio = static_cast<double>(collective_time(hw, CollKind::AllReduce, 3 * b, 2).time_ns) /
+                       (3.0 * static_cast<double>(collective_time(hw, CollKind::AllReduce, b, 2).time_ns));
+  CHECK(ratio < 1);
+  WhatIfOptions o;
+  o.transforms = {parse_transform("bucket-comm", "200 MiB")};
+  o.range_regex = "step.*";
+  const WhatIfReport w = run_whatif(t, o);
+  bool said = false;
+  for (const auto& l : w.log)
+    said = said || l.find("72 of 72 collectives coalesced into 24 buckets of at most 200 MiB") != std::string::npos;
+  CHECK(said);
+  // The first bucket in the group's order: collectives of seq 0, 1, 2 (by group order), kept: the third.
+  std::vector<std::size_t> order(t.collectives.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return t.collectives[x].seq < t.collectives[y].seq; });
+  WhatIfEngine e(t, std::make_shared<const Graph>(build_graph(t)), hw);
+  const WhatIfCase c = e.apply(o.transforms);
+  const WhatIfCase base = e.baseline();
+  for (std::size_t r = 0; r < 2; ++r) {
+    TimeNs sum = 0;
+    for (std::size_t k = 0; k < 3; ++k) sum += base.durations[t.collectives[order[k]].members[r]];
+    CHECK(c.durations[t.collectives[order[2]].members[r]] == static_cast<TimeNs>(std::llround(static_cast<double>(sum) * ratio)));
+    CHECK(c.durations[t.collectives[order[0]].members[r]] == 0);
+  }
+  // 64 MiB buckets hold one each: nothing to coalesce, said so; a size is required.
+  CHECK_THROWS_WITH(run_whatif(t,
+                               [&] {
+                                 WhatIfOptions x = o;
+                                 x.transforms = {parse_transform("bucket-comm", "64 MiB")};
+                                 return x;
+                               }()),
+                    Catch::Contains("no two consecutive collectives"));
+  CHECK_THROWS_AS(parse_transform("bucket-comm", "lots"), InputError);
+  fs::remove_all(dir);
+}

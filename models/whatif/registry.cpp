@@ -8,7 +8,7 @@ extern const TransformDef kScaleTransform, kRemoveTransform, kFuseTransform, kPr
     kOverlapCommTransform, kRanksTransform, kRepeatTransform, kDataParallelTransform, kTensorParallelTransform, kPipelineParallelTransform,
     kStepsTransform, kCfgTransform, kResolutionTransform, kFramesTransform, kFsdpTransform, kContextParallelTransform,
     kExpertParallelTransform, kUnprofileTransform, kBatchTransform, kPinMemoryTransform, kOverlapCopiesTransform, kHostSpeedTransform,
-    kGradCompressTransform, kBatchCopiesTransform;
+    kGradCompressTransform, kBatchCopiesTransform, kBucketCommTransform;
 
 const std::vector<const TransformDef*>& transform_registry() {
   static const std::vector<const TransformDef*> table = {
@@ -20,6 +20,7 @@ const std::vector<const TransformDef*>& transform_registry() {
       &kHwTransform,
       &kOverlapCommTransform,
       &kGradCompressTransform,
+      &kBucketCommTransform,
       &kPinMemoryTransform,
       &kOverlapCopiesTransform,
       &kBatchCopiesTransform,
