@@ -1,6 +1,7 @@
 // bneck replay TRACE [--range REGEX] [--hw SPEC] [--json FILE] [--chrome-trace FILE]
 #include <iomanip>
 #include <chrono>
+#include <future>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -54,18 +55,26 @@ void add_replay(CLI::App& sub, Action& action) {
       if (!opt.durations_explicit && said_no_device_work(t, "replay on a GPU", json_out)) return 0;
       double import_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       double import_rss = peak_rss_mb();
+      // The structure the trace shows (bneck structure), up to a million device ops (beyond, the
+      // search would add about half the replay's time: bneck structure runs it alone), found on a
+      // second thread while the replay runs (both only read the trace).
+      double structure_s = 0;
+      std::future<std::optional<Structure>> found;
+      if (t.device_op_count() <= kStructureInReplayOps)
+        found = std::async(std::launch::async, [&t, &structure_s] {
+          const auto s0 = std::chrono::steady_clock::now();
+          std::optional<Structure> r = find_structure(t);
+          structure_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count();
+          return r;
+        });
       ReplayReport rep = run_replay(t, opt);
+      std::optional<Structure> st;
+      if (found.valid()) st = found.get();
       if (opt.range_regex && rep.ranges.empty())
         std::cerr << "bneck: warning: --range '" << *opt.range_regex << "' matches no range of " << t.source << " (it has "
                   << t.ranges.size() << "; bneck info lists their names)\n";
       rep.import_s = import_s;
       rep.import_rss_mb = import_rss;
-      // The structure the trace shows (bneck structure), up to a million device ops (beyond, the
-      // search would add about half the replay's time: bneck structure runs it alone).
-      std::optional<Structure> st;
-      auto s0 = std::chrono::steady_clock::now();
-      if (t.device_op_count() <= kStructureInReplayOps) st = find_structure(t);
-      double structure_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count();
       if (!json_out.empty()) {
         nlohmann::json j = replay_json(rep, opt);
         j["timing_s"] = {{"import", rep.import_s},

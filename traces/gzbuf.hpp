@@ -28,10 +28,12 @@ class GzBuf : public std::streambuf {
   std::uint64_t total_ = 0;
 };
 
-// A file's whole content in memory, followed by `padding` spaces (what a SIMD parser reads past
-// the end).
+// A file's whole content in memory, followed by at least `padding` readable bytes (what a SIMD
+// parser reads past the end): a plain file mapped read-only where its last page leaves that
+// room (the bytes past its end read as zeros), else read or inflated into a buffer padded with
+// spaces.
 struct WholeFile {
-  std::unique_ptr<char[]> data;
+  std::shared_ptr<const char> data;
   std::size_t size = 0, capacity = 0;  // content; content + padding
 };
 // The whole file (gunzipped where it is gzip, with GzBuf's checks). Throws InputError.

@@ -227,10 +227,19 @@ int kineto_bench(const std::string& file, double mb, const std::string& bneck, b
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
     return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? secs : -1.0;
   };
-  const double replay = timed({bneck, "replay", file});
-  const double py = timed({"python3", "-c", "import json, sys; json.load(open(sys.argv[1]))", file});
-  if (replay > 0) std::printf("  bneck replay: %.2f s = %.0f MB/s\n", replay, bytes / 1e6 / replay);
-  if (replay > 0 && py > 0) std::printf("  Python json.load of it: %.2f s (bneck replay %.1fx faster)\n", py, py / replay);
+  // The best of three runs of each, in turns (this machine's run-to-run noise is large: one run's
+  // time alone moves 0.2-0.8 s on the 112 MB trace).
+  auto best = [&](const std::vector<std::string>& argv, double& b) {
+    const double x = timed(argv);
+    if (x > 0 && (b < 0 || x < b)) b = x;
+  };
+  double replay = -1, py = -1;
+  for (int k = 0; k < 3; ++k) {
+    best({bneck, "replay", file}, replay);
+    best({"python3", "-c", "import json, sys; json.load(open(sys.argv[1]))", file}, py);
+  }
+  if (replay > 0) std::printf("  bneck replay: %.2f s = %.0f MB/s (best of 3)\n", replay, bytes / 1e6 / replay);
+  if (replay > 0 && py > 0) std::printf("  Python json.load of it: %.2f s, best of 3 (bneck replay %.1fx faster)\n", py, py / replay);
   return 0;
 }
 
