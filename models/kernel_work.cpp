@@ -267,6 +267,14 @@ KernelEstimate model_kernel(const Trace& t, OpId k, const KernelWork& w, const H
   return model_kernel(t.launch(t.ops[k]), w, hw);
 }
 
+std::pair<TimeNs, TimeNs> model_kernel_pair(const Trace& t, OpId k, const KernelWork& before, const KernelWork& after, const HwSpec& hw) {
+  const auto& s = hw.gpu.gemm_samples;
+  if (s.count(before.dtype) && s.count(after.dtype)) return {model_kernel(t, k, before, hw).time_ns, model_kernel(t, k, after, hw).time_ns};
+  KernelWork b = before, a = after;  // no shape: each precision's single efficiency
+  b.out_rows = a.out_rows = 0;
+  return {model_kernel(t, k, b, hw).time_ns, model_kernel(t, k, a, hw).time_ns};
+}
+
 KernelEstimate model_kernel(const LaunchConfig* lc, const KernelWork& w, const HwSpec& hw) {
   KernelEstimate e;
   const GpuSpec& g = hw.gpu;

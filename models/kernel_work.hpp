@@ -24,6 +24,7 @@
 // Source: standard FLOP counts (e.g. the FlashAttention papers for attention).
 #pragma once
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hw/spec.hpp"
@@ -109,5 +110,9 @@ KernelEstimate model_kernel(const LaunchConfig* lc, const KernelWork& w, const H
 // Work of every kernel of the trace (indexed by op id; non-kernels left default), with `source`
 // the spec of the GPU the trace was captured on (for inference).
 std::vector<KernelWork> estimate_work(const Trace& t, const HwSpec& source);
+// The model's times of one kernel's work before and after a change of precision on one GPU: a GEMM
+// by the measured shape surfaces where the GPU has one for both precisions, else both by the
+// calibrated single efficiency of each (never one of each: their ratio would mix two rules).
+std::pair<TimeNs, TimeNs> model_kernel_pair(const Trace& t, OpId k, const KernelWork& before, const KernelWork& after, const HwSpec& hw);
 
 }  // namespace bneck

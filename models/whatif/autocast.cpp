@@ -166,8 +166,8 @@ class Autocast : public TransformStep {
         w2.dtype = dtype_;
         w2.unit = g.best_unit(dtype_);
         w2.bytes = w.bytes * dtype_bytes(dtype_) / 4;
-        const double old_t = static_cast<double>(model_kernel(t, i, w, c.spec).time_ns);
-        const double new_t = static_cast<double>(model_kernel(t, i, w2, c.spec).time_ns);
+        const auto [o_t, n_t] = model_kernel_pair(t, i, w, w2, c.spec);
+        const double old_t = static_cast<double>(o_t), new_t = static_cast<double>(n_t);
         nd = old_t > 0 ? static_cast<TimeNs>(std::llround(static_cast<double>(d) * new_t / old_t)) : d;
         std::tie(n_cast, cast) = gemm_casts(t, i, w, act, g);
         ++s.gemms;
@@ -226,8 +226,8 @@ class Autocast : public TransformStep {
         w2.dtype = dtype_;
         w2.unit = g.best_unit(dtype_);
         w2.bytes = w.bytes * dtype_bytes(dtype_) / 4;
-        const double old_t = static_cast<double>(model_kernel(t, i, w, c.spec).time_ns);
-        const double new_t = static_cast<double>(model_kernel(t, i, w2, c.spec).time_ns);
+        const auto [o_t, n_t] = model_kernel_pair(t, i, w, w2, c.spec);
+        const double old_t = static_cast<double>(o_t), new_t = static_cast<double>(n_t);
         nd = old_t > 0 ? static_cast<TimeNs>(std::llround(static_cast<double>(d) * new_t / old_t)) : d;
         ++s.gemms;
       }

@@ -148,8 +148,8 @@ class Fp8 : public TransformStep {
     w2.dtype = Dtype::FP8;
     w2.unit = c.spec.gpu.best_unit(Dtype::FP8);
     w2.bytes = w.bytes / dtype_bytes(w.dtype);
-    const double old_t = static_cast<double>(model_kernel(ctx.trace, i, w, c.spec).time_ns);
-    const double new_t = static_cast<double>(model_kernel(ctx.trace, i, w2, c.spec).time_ns) * (s_ == QuantScaling::Row ? kRowGemm : 1.0);
+    const auto [o_t, n_t] = model_kernel_pair(ctx.trace, i, w, w2, c.spec);
+    const double old_t = static_cast<double>(o_t), new_t = static_cast<double>(n_t) * (s_ == QuantScaling::Row ? kRowGemm : 1.0);
     const double d = static_cast<double>(c.durations[i]);
     return old_t > 0 ? static_cast<TimeNs>(std::llround(d * new_t / old_t)) : c.durations[i];
   }

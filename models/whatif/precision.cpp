@@ -44,8 +44,8 @@ class Precision : public TransformStep {
         w2.dtype = dtype_;
         w2.unit = g.best_unit(dtype_);
         w2.bytes = w.bytes * new_b / dtype_bytes(w.dtype);
-        double old_t = static_cast<double>(model_kernel(ctx.trace, i, w, c.spec).time_ns);
-        double new_t = static_cast<double>(model_kernel(ctx.trace, i, w2, c.spec).time_ns);
+        const auto [o_t, n_t] = model_kernel_pair(ctx.trace, i, w, w2, c.spec);
+        const double old_t = static_cast<double>(o_t), new_t = static_cast<double>(n_t);
         nd = old_t > 0 ? static_cast<TimeNs>(std::llround(static_cast<double>(d) * new_t / old_t)) : d;
         if (w.weight_elems > 0 && dtype_ != Dtype::TF32) {  // the cast of the weight, folded into its GEMM (TF32: a math mode)
           double cast_bytes = w.weight_elems * (dtype_bytes(w.dtype) + new_b);
