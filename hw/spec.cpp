@@ -228,18 +228,21 @@ void parse_gpu_fits(const Fields& f, GpuSpec& g) {
       g.gemm_fit[*d] = fit;
     }
   }
-  if (const json* gs = f.get("gpu", "gemm_samples")) {
+  for (const char* key : {"gemm_samples", "gemm_samples_unaligned"}) {
+    const json* gs = f.get("gpu", key);
+    if (!gs) continue;
+    auto& table = std::string(key) == "gemm_samples" ? g.gemm_samples : g.gemm_samples_unaligned;
     if (!gs->is_object())
-      f.fail("gpu.gemm_samples",
+      f.fail(std::string("gpu.") + key,
              "must map dtypes to {\"nearest\": 7, \"rows\": [[log2 batch, log2 rows, log2 inner, log2 columns, efficiency], ...]}");
     std::vector<std::pair<Dtype, std::string>> aliases;  // "bf16": "fp16": the same measurements
     for (auto it = gs->begin(); it != gs->end(); ++it) {
-      const std::string path = "gpu.gemm_samples." + it.key();
+      const std::string path = std::string("gpu.") + key + "." + it.key();
       auto d = dtype_from_string(it.key());
       const json& v = it.value();
       if (d && v.is_string()) {
         if (!dtype_from_string(v.get<std::string>()) || !gs->contains(v.get<std::string>()) || (*gs)[v.get<std::string>()].is_string())
-          f.fail(path, "a dtype name must name another dtype's samples in gpu.gemm_samples");
+          f.fail(path, std::string("a dtype name must name another dtype's samples in gpu.") + key);
         aliases.emplace_back(*d, v.get<std::string>());
         continue;
       }
@@ -269,9 +272,9 @@ void parse_gpu_fits(const Fields& f, GpuSpec& g) {
       }
       // (An efficiency above 1: the GPU ran above the preset's sustained clock.)
       std::stable_sort(surface.samples.begin(), surface.samples.end(), [](const auto& a, const auto& b) { return a[1] < b[1]; });
-      g.gemm_samples[*d] = std::move(surface);
+      table[*d] = std::move(surface);
     }
-    for (const auto& [d, other] : aliases) g.gemm_samples[d] = g.gemm_samples[*dtype_from_string(other)];
+    for (const auto& [d, other] : aliases) table[d] = table[*dtype_from_string(other)];
   }
 }
 

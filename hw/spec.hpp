@@ -95,6 +95,9 @@ struct GpuSpec {
     std::optional<double> efficiency(double batch, double rows, double inner, double columns) const;
   };
   std::map<Dtype, GemmSurface> gemm_samples;
+  // The same for GEMMs whose inner or output dimension is not a multiple of 16 bytes of elements (a
+  // vocabulary of 50257): libraries run them on other, often much slower, kernels.
+  std::map<Dtype, GemmSurface> gemm_samples_unaligned;
   // Median |error| of the model on held-out kernels per class ("gemm", "memory"), where measured:
   // the error bar a forecast for this GPU carries.
   std::map<std::string, double> held_out_error;

@@ -260,7 +260,17 @@ std::optional<double> gemm_efficiency_by_shape(const KernelWork& w, const GpuSpe
   auto it = g.gemm_samples.find(w.dtype);
   if (it == g.gemm_samples.end() || g.peak_of(w.dtype, w.unit) <= 0) return std::nullopt;
   const double batch = std::max(1.0, w.batch);
-  return it->second.efficiency(batch, w.out_rows, w.flops / (2 * batch * w.out_rows * w.out_cols), w.out_cols);
+  const double inner = w.flops / (2 * batch * w.out_rows * w.out_cols);
+  // An inner or output dimension that is not a multiple of 16 bytes of elements: the library's
+  // unaligned kernels, measured apart where the GPU has them.
+  const double per16 = 16.0 / std::max(1.0, dtype_bytes(w.dtype));
+  auto off = [&](double d) { return std::llround(d) % static_cast<long long>(per16) != 0; };
+  if (per16 >= 1 && (off(inner) || off(w.out_cols))) {
+    auto u = g.gemm_samples_unaligned.find(w.dtype);
+    if (u != g.gemm_samples_unaligned.end())
+      if (const auto e = u->second.efficiency(batch, w.out_rows, inner, w.out_cols)) return e;
+  }
+  return it->second.efficiency(batch, w.out_rows, inner, w.out_cols);
 }
 
 KernelEstimate model_kernel(const Trace& t, OpId k, const KernelWork& w, const HwSpec& hw) {

@@ -39,6 +39,7 @@ RetargetCostModel::RetargetCostModel(const Trace& t, HwSpec source, HwSpec targe
     same_chip_target_ = target_;
     same_chip_target_.gpu.gemm_fit = source_.gpu.gemm_fit;
     same_chip_target_.gpu.gemm_samples = source_.gpu.gemm_samples;
+    same_chip_target_.gpu.gemm_samples_unaligned = source_.gpu.gemm_samples_unaligned;
   }
   if (mode_ != DurationMode::Measured)
     for (const Collective& c : t.collectives) {

@@ -80,4 +80,20 @@ TEST_CASE("a GEMM surface: the median efficiency of the nearest measured shapes,
   w.bytes = 3.0 * 4 * 1024 * 1024;
   w.out_rows = w.out_cols = 1024;
   CHECK(model_kernel(nullptr, w, hw).time_ns == Approx(2.0 * 1024 * 1024 * 1024 / (10e12 * 0.6) * 1e9).margin(2));
+  // Output columns of 1023 (not a multiple of 4 fp32 elements, 16 bytes): the unaligned surface where
+  // the GPU has one (one sample at 0.2: 2 x 1024 x 1024 x 1023 FLOP at 2 TFLOP/s = 1,072.7 us), the
+  // aligned one where it has none. 1020 columns are aligned.
+  GpuSpec::GemmSurface u;
+  u.nearest = 1;
+  u.samples = {{0, 10, 10, 10, 0.2}};
+  KernelWork odd = w;
+  odd.out_cols = 1023;
+  odd.flops = 2.0 * 1024 * 1024 * 1023;
+  CHECK(model_kernel(nullptr, odd, hw).time_ns == Approx(odd.flops / (10e12 * 0.6) * 1e9).margin(2));
+  hw.gpu.gemm_samples_unaligned = {{Dtype::FP32, u}};
+  CHECK(model_kernel(nullptr, odd, hw).time_ns == Approx(odd.flops / (10e12 * 0.2) * 1e9).margin(2));
+  KernelWork even = w;
+  even.out_cols = 1020;
+  even.flops = 2.0 * 1024 * 1024 * 1020;
+  CHECK(model_kernel(nullptr, even, hw).time_ns == Approx(even.flops / (10e12 * 0.6) * 1e9).margin(2));
 }

@@ -123,14 +123,15 @@ def per_op_gemms(pdir, prefix):
 def write_overlay(out, path):
     """The overlay as indented JSON, each GEMM sample on one line."""
     rows = {}
-    for d, surface in out.get("gpu", {}).get("gemm_samples", {}).items():
-        if isinstance(surface, dict):
-            rows[d] = surface["rows"]
-            surface["rows"] = f"@ROWS-{d}@"
+    for key in ("gemm_samples", "gemm_samples_unaligned"):
+        for d, surface in out.get("gpu", {}).get(key, {}).items():
+            if isinstance(surface, dict):
+                rows[(key, d)] = surface["rows"]
+                surface["rows"] = f"@ROWS-{key}-{d}@"
     text = json.dumps(out, indent=2, sort_keys=True)
-    for d, rs in rows.items():
-        text = text.replace(f'"@ROWS-{d}@"', "[\n" + ",\n".join(" " * 10 + json.dumps(r) for r in rs) + "\n        ]")
-        out["gpu"]["gemm_samples"][d]["rows"] = rs
+    for (key, d), rs in rows.items():
+        text = text.replace(f'"@ROWS-{key}-{d}@"', "[\n" + ",\n".join(" " * 10 + json.dumps(r) for r in rs) + "\n        ]")
+        out["gpu"][key][d]["rows"] = rs
     with open(path, "w") as f:
         f.write(text + "\n")
 
