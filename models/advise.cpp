@@ -190,7 +190,7 @@ void path_by_class(const Trace& t, const std::vector<KernelWork>& work, const Hw
 
 // Candidates generated from the profile.
 std::vector<AdviceSuggestion> candidates(const Trace& t, const std::vector<KernelWork>& work, const HwSpec& hw, const Advice& a) {
-  TimeNs kernels = 0, fp32_math = 0, half_gemm = 0, pointwise = 0, fp32_pointwise = 0, pageable = 0, pinned_h2d = 0;
+  TimeNs kernels = 0, fp32_math = 0, half_gemm = 0, unaligned_gemm = 0, pointwise = 0, fp32_pointwise = 0, pageable = 0, pinned_h2d = 0;
   std::size_t small_count = 0;
   for (OpId o = 0; o < t.ops.size(); ++o) {
     const Op& op = t.ops[o];
@@ -208,6 +208,12 @@ std::vector<AdviceSuggestion> candidates(const Trace& t, const std::vector<Kerne
     if (is_compute_class(work[o].cls) && work[o].dtype == Dtype::FP32) fp32_math += op.duration();
     if (work[o].cls == KernelClass::Gemm && work[o].batch <= 1 && (work[o].dtype == Dtype::BF16 || work[o].dtype == Dtype::FP16))
       half_gemm += op.duration();
+    if (const KernelWork& w = work[o]; w.cls == KernelClass::Gemm && w.out_rows > 0 && w.out_cols > 0 && w.flops > 0 &&
+                                       hw.gpu.gemm_samples_unaligned.count(w.dtype)) {  // a dimension off 16 bytes
+      const auto per16 = static_cast<long long>(16.0 / std::max(1.0, dtype_bytes(w.dtype)));
+      const long long k = std::llround(w.flops / (2 * std::max(1.0, w.batch) * w.out_rows * w.out_cols)), n = std::llround(w.out_cols);
+      if (per16 >= 1 && (k % per16 != 0 || n % per16 != 0)) unaligned_gemm += op.duration();
+    }
     const KernelClass k = work[o].cls;
     if (k == KernelClass::Elementwise || k == KernelClass::Norm || k == KernelClass::Softmax || k == KernelClass::Reduction ||
         k == KernelClass::Copy) {
@@ -262,6 +268,9 @@ std::vector<AdviceSuggestion> candidates(const Trace& t, const std::vector<Kerne
     add("fp8 linear layers (per-tensor scaling)", {"--precision", "fp8-tensor"},
         "numerics: e4m3 forward, e5m2 gradients with dynamic scales; Transformer Engine or torchao; the quantization passes cost "
         "bandwidth");
+  if (static_cast<double>(unaligned_gemm) / k >= 0.05)
+    add("GEMM dimensions padded to multiples of 64 (the vocabulary)", {"--align-gemms"},
+        "a padded vocabulary or hidden size: the padding's logits masked or sliced off; the weights and optimizer state a little larger");
   if (static_cast<double>(pointwise) / k >= 0.1)
     add("fuse the pointwise chains (torch.compile)", {"--fuse", "auto"}, "compile time; graph breaks and recompiles on new shapes");
   if (a.overlap.exposed_communication_ns > a.span_ns / 20) {
@@ -373,8 +382,8 @@ bool remedies(const std::string& bottleneck, const std::vector<std::string>& arg
   if (bottleneck == "synchronization-bound") return a == "--remove" || a == "--cuda-graph" || a == "--batch-copies";
   if (bottleneck == "copy-bound") return a == "--pin-memory" || a == "--overlap-copies" || a == "--batch-copies";
   if (bottleneck == "exposed communication") return a == "--overlap-comm" || a == "--grad-compress" || a == "--bucket-comm";
-  if (bottleneck == "compute-bound") return a == "--precision";
-  if (bottleneck == "memory-bound") return a == "--fuse" || a == "--precision";
+  if (bottleneck == "compute-bound") return a == "--precision" || a == "--align-gemms";
+  if (bottleneck == "memory-bound") return a == "--fuse" || a == "--precision" || a == "--align-gemms";
   return true;
 }
 

@@ -8,7 +8,7 @@ extern const TransformDef kScaleTransform, kRemoveTransform, kFuseTransform, kPr
     kOverlapCommTransform, kRanksTransform, kRepeatTransform, kDataParallelTransform, kTensorParallelTransform, kPipelineParallelTransform,
     kStepsTransform, kCfgTransform, kResolutionTransform, kFramesTransform, kFsdpTransform, kContextParallelTransform,
     kExpertParallelTransform, kUnprofileTransform, kBatchTransform, kPinMemoryTransform, kOverlapCopiesTransform, kHostSpeedTransform,
-    kGradCompressTransform, kBatchCopiesTransform, kBucketCommTransform;
+    kGradCompressTransform, kBatchCopiesTransform, kBucketCommTransform, kAlignGemmsTransform;
 
 const std::vector<const TransformDef*>& transform_registry() {
   static const std::vector<const TransformDef*> table = {
@@ -16,6 +16,7 @@ const std::vector<const TransformDef*>& transform_registry() {
       &kRemoveTransform,
       &kFuseTransform,
       &kPrecisionTransform,
+      &kAlignGemmsTransform,
       &kCudaGraphTransform,
       &kHwTransform,
       &kOverlapCommTransform,
