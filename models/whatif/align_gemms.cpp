@@ -5,7 +5,8 @@
 //   model's time for the padded shape (the GPU's measured surface of aligned GEMMs) over the model's
 //   time for its own (the measured surface of unaligned ones, gpu.gemm_samples_unaligned). A GPU
 //   without unaligned measurements cannot price it: said, nothing changed. The padding's extra
-//   output (logits of the padded vocabulary) is computed and not used; nothing else changes.
+//   output (logits of the padded vocabulary) is computed and not used; nothing else changes. After a
+//   --precision, the GEMMs are priced in the precision it gave them.
 #include <cmath>
 
 #include "models/whatif/transform.hpp"
@@ -26,8 +27,13 @@ class AlignGemms : public TransformStep {
     for (OpId i = 0; i < t.ops.size(); ++i) {
       const Op& o = t.ops[i];
       if (!hit[i] || o.kind != OpKind::Kernel) continue;
-      const KernelWork& w = ctx.work[i];
+      KernelWork w = ctx.work[i];
       if (w.cls != KernelClass::Gemm || w.out_rows <= 0 || w.out_cols <= 0 || w.flops <= 0) continue;
+      if (c.gemm_dtype && *c.gemm_dtype != w.dtype) {  // after a --precision: its GEMMs' precision
+        w.bytes *= dtype_bytes(*c.gemm_dtype) / std::max(1.0, dtype_bytes(w.dtype));
+        w.dtype = *c.gemm_dtype;
+        w.unit = c.spec.gpu.best_unit(w.dtype);
+      }
       const double batch = std::max(1.0, w.batch), inner = w.flops / (2 * batch * w.out_rows * w.out_cols);
       const auto per16 = static_cast<long long>(16.0 / std::max(1.0, dtype_bytes(w.dtype)));
       if (per16 < 1) continue;

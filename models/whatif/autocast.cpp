@@ -67,6 +67,7 @@ class Autocast : public TransformStep {
     const LaneId main = forward_lane(t);
     const TimeNs host = (host_ >= 0 ? host_ : kCastHost) + (c.profiler_removed ? 0 : profiler_cost_per_cast(t));
     State s;
+    c.gemm_dtype = dtype_;
     for (OpId i : forward_kernels(t, main)) step(ctx, c, i, hit[i], host, s);
     const std::size_t bw_casts = has_backward(t) ? backward(ctx, c, hit, main, host, s) : 0;
     c.log.push_back(

@@ -26,6 +26,7 @@ class Precision : public TransformStep {
   void apply(const WhatIfContext& ctx, WhatIfCase& c) const override {
     auto hit = ctx.select(sel_, true);
     const GpuSpec& g = c.spec.gpu;
+    c.gemm_dtype = dtype_;
     std::size_t compute = 0, memory = 0, kept = 0;
     TimeNs before = 0, after = 0;
     const double new_b = dtype_bytes(dtype_);

@@ -67,6 +67,7 @@ struct WhatIfCase {
   double host_ranks = 0;               // the ranks whose slowest host the forecast's host runs at (0: not applied)
   bool host_pace_given = false;        // --host-speed set every rank's pace
   bool grad_compress = false;          // --grad-compress: fp32 gradient all-reduces in 16 bits
+  std::optional<Dtype> gemm_dtype;     // the precision GEMMs run in after a --precision (none: as traced)
   // The case's own graph (copied from the base on first use) to edit.
   Graph& edit_graph();
 };

@@ -57,6 +57,7 @@ def main(path):
     overlay["gpu"]["gemm_samples"] = samples
     # GEMMs with an inner or output dimension off a multiple of 16 bytes (gemm_align.csv): their own
     # surface (the library runs other kernels), checked against the aligned surface on held-out rows.
+    overlay.setdefault("sources", {})
     apath = os.path.join(os.path.dirname(path), "gemm_align.csv")
     if os.path.exists(apath):
         with open(apath) as f:
@@ -82,9 +83,14 @@ def main(path):
                           f"{100 * statistics.median(err):.1f} % (the aligned surface: {100 * statistics.median(err_al):.1f} %)")
         unaligned["fp16"] = "bf16"
         overlay["gpu"]["gemm_samples_unaligned"] = unaligned
+        overlay["sources"]["gpu.gemm_samples_unaligned"] = (
+            "validate/reference/h200/gemm (gemm_align.py on one H200, 2026-12-03: torch.matmul with an inner or output dimension "
+            "off a multiple of 16 bytes, CUPTI kernel times), fitted by fit_gemm.py on the shapes not held out; "
+            + "; ".join(r for r in report if "unaligned" in r))
     overlay.setdefault("sources", {})["gpu.gemm_samples"] = (
         "validate/reference/h200/gemm (run_gemm.sh on one H200, 2026-12-03: torch.matmul / bmm kernel times by CUPTI, "
-        "fp32, TF32, bf16; fp16 takes bf16's), fitted by fit_gemm.py on the shapes not held out; " + "; ".join(report))
+        "fp32, TF32, bf16; fp16 takes bf16's), fitted by fit_gemm.py on the shapes not held out; "
+        + "; ".join(r for r in report if "unaligned" not in r))
     write_overlay(overlay, overlay_path + ".tmp")
     os.replace(overlay_path + ".tmp", overlay_path)
     print("\n".join(report))
