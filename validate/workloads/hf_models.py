@@ -40,6 +40,7 @@
 #   writes .done when a process ends) or --sync-wait-s passed, then take an exclusive lock on
 #   DIR/gpu.lock for the timing and profiling, so no two processes time on the GPU together and
 #   no compilation runs during a timing.
+# --vocab N: the model's vocabulary size instead of its config's (GPT-2's 50257 padded to 50304).
 # --logdir DIR: also write each part's lines to DIR/<workload>.<mode>.plain.log,
 #   DIR/<workload>.<mode>[.noshapes].kineto.log or DIR/<workload>.<mode>.nsys.log.
 import argparse, fcntl, os, signal, statistics, sys, time
@@ -78,6 +79,7 @@ p.add_argument("--also-noshapes", default="", help="modes that also get a profil
 p.add_argument("--kineto-only", action="store_true", help="skip the unprofiled timing")
 p.add_argument("--nvtx", action="store_true")
 p.add_argument("--logdir", default="")
+p.add_argument("--vocab", type=int, default=0, help="the model's vocabulary size instead of its config's (50304: GPT-2's padded to 64)")
 p.add_argument("--compile-limit-s", type=float, default=0.0)
 p.add_argument("--sync-dir", default="")
 p.add_argument("--sync-n", type=int, default=1)
@@ -143,6 +145,8 @@ def make_config():
 
 def build():
     cls, cfg = make_config()
+    if a.vocab > 0:
+        cfg.vocab_size = a.vocab
     try:
         cfg._attn_implementation = ATTN
     except Exception:
