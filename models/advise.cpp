@@ -452,6 +452,12 @@ Advice advise(const Trace& t, const AdviseOptions& opt) {
   a.kernels = kernels_that_matter(t, hw);
   std::vector<AdviceSuggestion> cand = candidates(t, work, hw, a);
   simulate(t, opt, source, cand);
+  // A remedy whose transform found nothing to change (no run of small copies, no two collectives
+  // to coalesce, no GEMM to pad) is not a suggestion.
+  std::erase_if(cand, [](const AdviceSuggestion& s) {
+    const std::string& first = s.args.front();
+    return !s.error.empty() && (first == "--batch-copies" || first == "--bucket-comm" || first == "--align-gemms");
+  });
   for (AdviceSuggestion& s : cand) (s.hardware ? a.hardware : a.suggestions).push_back(std::move(s));
   a.verdict = verdict(a);
   return a;
