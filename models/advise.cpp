@@ -208,12 +208,7 @@ std::vector<AdviceSuggestion> candidates(const Trace& t, const std::vector<Kerne
     if (is_compute_class(work[o].cls) && work[o].dtype == Dtype::FP32) fp32_math += op.duration();
     if (work[o].cls == KernelClass::Gemm && work[o].batch <= 1 && (work[o].dtype == Dtype::BF16 || work[o].dtype == Dtype::FP16))
       half_gemm += op.duration();
-    if (const KernelWork& w = work[o]; w.cls == KernelClass::Gemm && w.out_rows > 0 && w.out_cols > 0 && w.flops > 0 &&
-                                       hw.gpu.gemm_samples_unaligned.count(w.dtype)) {  // a dimension off 16 bytes
-      const auto per16 = static_cast<long long>(16.0 / std::max(1.0, dtype_bytes(w.dtype)));
-      const long long k = std::llround(w.flops / (2 * std::max(1.0, w.batch) * w.out_rows * w.out_cols)), n = std::llround(w.out_cols);
-      if (per16 >= 1 && (k % per16 != 0 || n % per16 != 0)) unaligned_gemm += op.duration();
-    }
+    if (gemm_unaligned(work[o]) && hw.gpu.gemm_samples_unaligned.count(work[o].dtype)) unaligned_gemm += op.duration();
     const KernelClass k = work[o].cls;
     if (k == KernelClass::Elementwise || k == KernelClass::Norm || k == KernelClass::Softmax || k == KernelClass::Reduction ||
         k == KernelClass::Copy) {

@@ -255,17 +255,25 @@ double memory_parallelism_factor(const LaunchConfig& lc, const GpuSpec& g, Bytes
   return stretch(resident) / stretch(g.max_threads_per_sm);
 }
 
+double gemm_inner(const KernelWork& w) {
+  if (w.cls != KernelClass::Gemm || w.out_rows <= 0 || w.out_cols <= 0 || w.flops <= 0) return 0;
+  return w.flops / (2 * std::max(1.0, w.batch) * w.out_rows * w.out_cols);
+}
+
+bool gemm_unaligned(const KernelWork& w) {
+  const double inner = gemm_inner(w);
+  const auto per16 = static_cast<long long>(16.0 / std::max(1.0, dtype_bytes(w.dtype)));
+  return inner > 0 && per16 >= 1 && (std::llround(inner) % per16 != 0 || std::llround(w.out_cols) % per16 != 0);
+}
+
 std::optional<double> gemm_efficiency_by_shape(const KernelWork& w, const GpuSpec& g) {
-  if (w.cls != KernelClass::Gemm || w.out_rows <= 0 || w.out_cols <= 0 || w.flops <= 0) return std::nullopt;
+  const double inner = gemm_inner(w);
+  if (inner <= 0) return std::nullopt;
   auto it = g.gemm_samples.find(w.dtype);
   if (it == g.gemm_samples.end() || g.peak_of(w.dtype, w.unit) <= 0) return std::nullopt;
   const double batch = std::max(1.0, w.batch);
-  const double inner = w.flops / (2 * batch * w.out_rows * w.out_cols);
-  // An inner or output dimension that is not a multiple of 16 bytes of elements: the library's
-  // unaligned kernels, measured apart where the GPU has them.
-  const double per16 = 16.0 / std::max(1.0, dtype_bytes(w.dtype));
-  auto off = [&](double d) { return std::llround(d) % static_cast<long long>(per16) != 0; };
-  if (per16 >= 1 && (off(inner) || off(w.out_cols))) {
+  // Unaligned: the library's other kernels, measured apart where the GPU has them.
+  if (gemm_unaligned(w)) {
     auto u = g.gemm_samples_unaligned.find(w.dtype);
     if (u != g.gemm_samples_unaligned.end())
       if (const auto e = u->second.efficiency(batch, w.out_rows, inner, w.out_cols)) return e;

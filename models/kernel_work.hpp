@@ -71,6 +71,12 @@ struct KernelWork {
   double tiles = 0;                              // GEMM: output tiles (the tile the kernel's name gives, over the output; 0: unknown)
 };
 
+// A GEMM of known shape (from the trace's shapes): its inner dimension; 0 where the shape is unknown.
+double gemm_inner(const KernelWork& w);
+// Whether a GEMM of known shape has an inner or output dimension off a multiple of 16 bytes of its
+// elements (a vocabulary of 50257 in bf16): libraries run it on other, often much slower, kernels.
+bool gemm_unaligned(const KernelWork& w);
+
 // The efficiency `g` measured for GEMMs of this one's shape and precision (GpuSpec::gemm_samples),
 // where the shape is known and measured near; the model then ignores the launch's grid.
 std::optional<double> gemm_efficiency_by_shape(const KernelWork& w, const GpuSpec& g);

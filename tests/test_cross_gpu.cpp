@@ -119,6 +119,21 @@ double model_ms(const Row& r, const HwSpec& hw, bool shape = true) {
   return static_cast<double>(model_kernel(nullptr, w, hw).time_ns) / 1e6;
 }
 
+// Vidur's NCCL all-reduce profile of one GPU ("a100", "h100": net__<gpu>_dgx_all_reduce.csv), the
+// rows on GPUs of one node (num_workers == devices_per_node): ranks -> message bytes -> ms.
+std::map<std::uint32_t, std::map<double, std::vector<double>>> vidur_all_reduce(const std::string& dir, const std::string& gpu) {
+  std::ifstream in(dir + "net__" + gpu + "_dgx_all_reduce.csv");
+  std::string line;
+  std::getline(in, line);
+  std::map<std::uint32_t, std::map<double, std::vector<double>>> by;
+  while (std::getline(in, line)) {
+    const std::vector<std::string> f = split_csv(line);
+    if (f.size() < 12 || f[7] != f[10]) continue;
+    by[static_cast<std::uint32_t>(std::stoul(f[7]))][std::stod(f[8])].push_back(std::stod(f[4]));
+  }
+  return by;
+}
+
 }  // namespace
 
 TEST_CASE("other GPUs: NeuSight's held-out kernels through the presets and their fitted overlays", "[hw][cross_gpu][extended]") {
@@ -252,15 +267,7 @@ TEST_CASE("other GPUs: Vidur's held-out 4-GPU all-reduces through the A100 and H
   }
   for (const auto& [gpu, preset] : {std::pair<std::string, std::string>{"a100", "a100-sxm-80gb"}, {"h100", "h100-sxm"}}) {
     const HwSpec hw = load_target_hw(preset);
-    std::ifstream in(dir + "net__" + gpu + "_dgx_all_reduce.csv");
-    std::string line;
-    std::getline(in, line);
-    std::map<std::uint32_t, std::map<double, std::vector<double>>> by;  // ranks -> size -> ms
-    while (std::getline(in, line)) {
-      const std::vector<std::string> f = split_csv(line);
-      if (f.size() < 12 || f[7] != f[10]) continue;  // num_workers == devices_per_node: one node
-      by[static_cast<std::uint32_t>(std::stoul(f[7]))][std::stod(f[8])].push_back(std::stod(f[4]));
-    }
+    auto by = vidur_all_reduce(dir, gpu);  // ranks -> size -> ms
     INFO(preset);
     for (std::uint32_t n : {2u, 4u, 8u}) {
       std::vector<double> err, big;
@@ -295,15 +302,7 @@ TEST_CASE("fewer and larger collectives: the collective model's merges against V
   }
   for (const auto& [gpu, preset] : {std::pair<std::string, std::string>{"a100", "a100-sxm-80gb"}, {"h100", "h100-sxm"}}) {
     const HwSpec hw = load_target_hw(preset);
-    std::ifstream in(dir + "net__" + gpu + "_dgx_all_reduce.csv");
-    std::string line;
-    std::getline(in, line);
-    std::map<double, std::vector<double>> rows;  // size -> ms, 4 GPUs of one node
-    while (std::getline(in, line)) {
-      const std::vector<std::string> f = split_csv(line);
-      if (f.size() < 12 || f[7] != f[10] || f[7] != "4") continue;
-      rows[std::stod(f[8])].push_back(std::stod(f[4]));
-    }
+    const std::map<double, std::vector<double>> rows = vidur_all_reduce(dir, gpu)[4];  // size -> ms, 4 GPUs of one node
     auto nearest = [&](double b) {
       auto it = rows.lower_bound(b);
       if (it == rows.end()) return std::prev(it);

@@ -449,17 +449,20 @@ TEST_CASE("pipeline-parallel from a trace with no microbatch ranges: the structu
     }
 }
 
+namespace {
+// The two ranks of validate/reference/h200/ddp's DDP step (12 x Linear(4096) fp32 on two H200s).
+Trace ddp2_trace() {
+  const std::string d = source_dir() + "/validate/reference/h200/ddp/";
+  return load_traces({d + "ddp2_rank0.json.gz", d + "ddp2_rank1.json.gz"});
+}
+}  // namespace
+
 TEST_CASE("gradient all-reduces in 16 bits: half the bytes and two casts each (hand-computed)", "[whatif][parallel]") {
   // validate/reference/h200/ddp: DDP of 12 x Linear(4096) fp32 on two H200s, 72 all-reduces of
   // 64 MiB (16,781,312 fp32 elements) a profile, NCCL kernels ..._f32_RING_LL. In bf16 each moves
   // 32 MiB: its kernel takes T(32 MiB) / T(64 MiB) of its time, plus a cast down and one up of its
   // elements (6 bytes an element each way at the streaming rate, plus the kernel tail each).
-  namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("bneck_gc_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  for (const char* r : {"ddp2_rank0.json.gz", "ddp2_rank1.json.gz"})
-    fs::copy_file(source_dir() + "/validate/reference/h200/ddp/" + r, dir / r, fs::copy_options::overwrite_existing);
-  Trace t = load_traces({(dir / "ddp2_rank0.json.gz").string(), (dir / "ddp2_rank1.json.gz").string()});
+  Trace t = ddp2_trace();
   REQUIRE(t.collectives.size() == 72);
   const HwSpec hw = load_hw("h200-sxm-calibrated");
   const Bytes b = t.collectives[0].bytes;
@@ -485,19 +488,13 @@ TEST_CASE("gradient all-reduces in 16 bits: half the bytes and two casts each (h
   CHECK(c.durations[m] == static_cast<TimeNs>(std::llround(static_cast<double>(base.durations[m]) * ratio)) + casts);
   CHECK(w.predicted_ns < w.baseline_ns);
   CHECK_THROWS_AS(parse_transform("grad-compress", "fp8"), InputError);
-  fs::remove_all(dir);
 }
 
 TEST_CASE("fewer and larger collectives: buckets of the trace's all-reduces (hand-computed)", "[whatif][parallel]") {
   // validate/reference/h200/ddp: 72 all-reduces of 64 MiB on two ranks, six a step in one group.
   // In buckets of at most 200 MiB three go together (192 MiB): 24 buckets. Each bucket's kept kernel
   // (its last member) takes the three members' times x T(192 MiB) / (3 T(64 MiB)); the others none.
-  namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("bneck_bc_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  for (const char* r : {"ddp2_rank0.json.gz", "ddp2_rank1.json.gz"})
-    fs::copy_file(source_dir() + "/validate/reference/h200/ddp/" + r, dir / r, fs::copy_options::overwrite_existing);
-  Trace t = load_traces({(dir / "ddp2_rank0.json.gz").string(), (dir / "ddp2_rank1.json.gz").string()});
+  Trace t = ddp2_trace();
   REQUIRE(t.collectives.size() == 72);
   const HwSpec hw = load_hw("h200-sxm-calibrated");
   const Bytes b = t.collectives[0].bytes;
@@ -534,5 +531,4 @@ TEST_CASE("fewer and larger collectives: buckets of the trace's all-reduces (han
                                }()),
                     Catch::Contains("no two consecutive collectives"));
   CHECK_THROWS_AS(parse_transform("bucket-comm", "lots"), InputError);
-  fs::remove_all(dir);
 }

@@ -91,22 +91,17 @@ WholeFile read_whole(const std::string& path, std::size_t padding) {
     if (w.size != size)
       throw InputError(path, "could not read the whole file (" + std::to_string(w.size) + " of " + std::to_string(size) + " bytes)");
   } else {
-    std::fclose(f);
     // The gzip trailer's ISIZE (the last member's size mod 2^32, little-endian) sizes the buffer
     // at once for a one-member file under 4 GiB, where it is plausible (no more than the bomb
     // check's 250x); else 8x the file, grown by doubling.
     std::size_t first = sized ? static_cast<std::size_t>(st.st_size) * 8 : 0;
-    if (sized && st.st_size >= 18) {
-      unsigned char t[4] = {0, 0, 0, 0};
-      if (std::FILE* g = std::fopen(path.c_str(), "rb")) {
-        if (std::fseek(g, -4, SEEK_END) == 0 && std::fread(t, 1, 4, g) == 4) {
-          const std::size_t isize = t[0] | (std::size_t{t[1]} << 8) | (std::size_t{t[2]} << 16) | (std::size_t{t[3]} << 24);
-          if (isize >= static_cast<std::size_t>(st.st_size) / 2 && isize <= static_cast<std::size_t>(st.st_size) * 250)
-            first = isize + (1 << 16) + 1;  // room for the read that sees the end
-        }
-        std::fclose(g);
-      }
+    unsigned char t[4] = {0, 0, 0, 0};
+    if (sized && st.st_size >= 18 && std::fseek(f, -4, SEEK_END) == 0 && std::fread(t, 1, 4, f) == 4) {
+      const std::size_t isize = t[0] | (std::size_t{t[1]} << 8) | (std::size_t{t[2]} << 16) | (std::size_t{t[3]} << 24);
+      if (isize >= static_cast<std::size_t>(st.st_size) / 2 && isize <= static_cast<std::size_t>(st.st_size) * 250)
+        first = isize + (1 << 16) + 1;  // room for the read that sees the end
     }
+    std::fclose(f);
     GzBuf gz(path);
     grow(std::max<std::size_t>(1 << 20, first));
     for (;;) {

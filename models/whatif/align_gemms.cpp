@@ -28,17 +28,15 @@ class AlignGemms : public TransformStep {
       const Op& o = t.ops[i];
       if (!hit[i] || o.kind != OpKind::Kernel) continue;
       KernelWork w = ctx.work[i];
-      if (w.cls != KernelClass::Gemm || w.out_rows <= 0 || w.out_cols <= 0 || w.flops <= 0) continue;
+      if (gemm_inner(w) <= 0) continue;
       if (c.gemm_dtype && *c.gemm_dtype != w.dtype) {  // after a --precision: its GEMMs' precision
         w.bytes *= dtype_bytes(*c.gemm_dtype) / std::max(1.0, dtype_bytes(w.dtype));
         w.dtype = *c.gemm_dtype;
         w.unit = c.spec.gpu.best_unit(w.dtype);
       }
-      const double batch = std::max(1.0, w.batch), inner = w.flops / (2 * batch * w.out_rows * w.out_cols);
-      const auto per16 = static_cast<long long>(16.0 / std::max(1.0, dtype_bytes(w.dtype)));
-      if (per16 < 1) continue;
-      const long long k = std::llround(inner), cols = std::llround(w.out_cols);
-      if (k % per16 == 0 && cols % per16 == 0) continue;
+      if (!gemm_unaligned(w)) continue;
+      const double batch = std::max(1.0, w.batch);
+      const long long k = std::llround(gemm_inner(w)), cols = std::llround(w.out_cols);
       if (!c.spec.gpu.gemm_samples_unaligned.count(w.dtype)) {
         ++unpriced;
         continue;

@@ -43,6 +43,26 @@
 namespace bneck {
 namespace {
 
+// The trace's host<->device copies of 1 MiB or more: their rates (bytes/s) by (to the device, pageable).
+std::map<std::pair<bool, bool>, std::vector<double>> trace_copy_rates(const Trace& t) {
+  std::map<std::pair<bool, bool>, std::vector<double>> rates;
+  for (const Op& o : t.ops) {
+    const CopyInfo* ci = o.kind == OpKind::Memcpy ? t.copy(o) : nullptr;
+    if (ci && ci->host_device() && ci->bytes >= (1u << 20) && o.duration() > 0)
+      rates[{ci->to_device(), ci->pageable()}].push_back(static_cast<double>(ci->bytes) / (static_cast<double>(o.duration()) / 1e9));
+  }
+  return rates;
+}
+
+// The host's CUDA calls per thread, in start order.
+std::map<LaneId, std::vector<OpId>> calls_by_thread(const Trace& t) {
+  std::map<LaneId, std::vector<OpId>> calls;
+  for (OpId i = 0; i < t.ops.size(); ++i)
+    if (t.ops[i].kind == OpKind::Api) calls[t.ops[i].lane].push_back(i);
+  for (auto& [l, v] : calls) std::sort(v.begin(), v.end(), [&](OpId a, OpId b) { return t.ops[a].start < t.ops[b].start; });
+  return calls;
+}
+
 class PinMemory : public TransformStep {
  public:
   explicit PinMemory(std::string sel) : sel_(std::move(sel)) {}
@@ -51,24 +71,22 @@ class PinMemory : public TransformStep {
     const Trace& t = ctx.trace;
     const std::vector<bool> hit = sel_.empty() ? std::vector<bool>(t.ops.size(), true) : ctx.select(sel_, true);
     // The trace's own pinned rates (bytes/s) by direction, and its non-blocking copy calls' time.
-    std::vector<double> rate[2];
+    const auto rates = trace_copy_rates(t);
+    const std::vector<double> none;
+    auto pinned_rate = [&](bool h2d) -> const std::vector<double>& {
+      auto it = rates.find({h2d, false});
+      return it == rates.end() ? none : it->second;
+    };
     std::vector<double> call;
     for (const Op& o : t.ops) {
-      if (o.kind != OpKind::Memcpy) continue;
-      const CopyInfo* ci = t.copy(o);
-      if (!ci || !ci->host_device() || ci->pageable()) continue;
-      if (ci->bytes >= (1u << 20) && o.duration() > 0)
-        rate[ci->to_device()].push_back(static_cast<double>(ci->bytes) / (static_cast<double>(o.duration()) / 1e9));
-      if (o.link != kNone && t.ops[o.link].api_class() == ApiClass::MemcpyAsync)
+      const CopyInfo* ci = o.kind == OpKind::Memcpy ? t.copy(o) : nullptr;
+      if (ci && ci->host_device() && !ci->pageable() && o.link != kNone && t.ops[o.link].api_class() == ApiClass::MemcpyAsync)
         call.push_back(static_cast<double>(t.ops[o.link].duration()));
     }
     const TimeNs call_ns = call.empty() ? c.spec.gpu.host_launch_overhead : static_cast<TimeNs>(std::llround(quantile(call, 0.5)));
     // Host calls per thread in start order: a blocking copy's own stream synchronization (PyTorch's
     // .to() without non_blocking) is the thread's next call.
-    std::map<LaneId, std::vector<OpId>> calls;
-    for (OpId i = 0; i < t.ops.size(); ++i)
-      if (t.ops[i].kind == OpKind::Api) calls[t.ops[i].lane].push_back(i);
-    for (auto& [l, v] : calls) std::sort(v.begin(), v.end(), [&](OpId a, OpId b) { return t.ops[a].start < t.ops[b].start; });
+    std::map<LaneId, std::vector<OpId>> calls = calls_by_thread(t);
     auto next_call = [&](OpId a) -> OpId {
       const auto& v = calls[t.ops[a].lane];
       auto it = std::upper_bound(v.begin(), v.end(), a, [&](OpId x, OpId y) { return t.ops[x].start < t.ops[y].start; });
@@ -88,9 +106,9 @@ class PinMemory : public TransformStep {
       const MemKind src = h2d ? MemKind::Pinned : MemKind::Device, dst = h2d ? MemKind::Device : MemKind::Pinned;
       const TimeNs spec_ns = transfer_time(c.spec, ci->copy_kind, src, dst, ci->bytes);
       TimeNs d = spec_ns;
-      if (!rate[h2d].empty()) {
+      if (!pinned_rate(h2d).empty()) {
         const TimeNs latency = transfer_time(c.spec, ci->copy_kind, src, dst, 0);
-        d = latency + static_cast<TimeNs>(std::llround(static_cast<double>(ci->bytes) / quantile(rate[h2d], 0.5) * 1e9));
+        d = latency + static_cast<TimeNs>(std::llround(static_cast<double>(ci->bytes) / quantile(pinned_rate(h2d), 0.5) * 1e9));
       }
       before += c.durations[i];
       c.durations[i] = std::min(c.durations[i], d);
@@ -111,11 +129,11 @@ class PinMemory : public TransformStep {
     if (n == 0)
       throw InputError(text + ": no host<->device copy touching pageable memory" +
                        (sel_.empty() ? "" : " among those " + sel_ + " selects"));
-    c.log.push_back(text + ": " + std::to_string(n) + " pageable copies pinned, " + format_duration(before) + " -> " +
-                    format_duration(after) + " (" +
-                    (rate[0].empty() && rate[1].empty() ? "the spec's pinned path" : "the trace's pinned copies' rate") +
-                    "); their calls return after " + format_duration(call_ns) + ", " + std::to_string(syncs) +
-                    " stream synchronizations right after them gone (non_blocking)");
+    c.log.push_back(
+        text + ": " + std::to_string(n) + " pageable copies pinned, " + format_duration(before) + " -> " + format_duration(after) + " (" +
+        (pinned_rate(false).empty() && pinned_rate(true).empty() ? "the spec's pinned path" : "the trace's pinned copies' rate") +
+        "); their calls return after " + format_duration(call_ns) + ", " + std::to_string(syncs) +
+        " stream synchronizations right after them gone (non_blocking)");
   }
 
  private:
@@ -196,18 +214,13 @@ class BatchCopies : public TransformStep {
     constexpr Bytes kMaxBytes = Bytes{16} << 20;
     // The copy each call issued; the trace's rates (bytes/s) by direction and host memory.
     std::vector<OpId> copy_of(t.ops.size(), kNone);
-    std::map<std::pair<bool, bool>, std::vector<double>> rates;
     for (OpId i = 0; i < t.ops.size(); ++i) {
       const Op& o = t.ops[i];
       const CopyInfo* ci = o.kind == OpKind::Memcpy ? t.copy(o) : nullptr;
-      if (!ci || !ci->host_device()) continue;
-      if (ci->bytes >= (1u << 20) && o.duration() > 0)
-        rates[{ci->to_device(), ci->pageable()}].push_back(static_cast<double>(ci->bytes) / (static_cast<double>(o.duration()) / 1e9));
-      if (o.link != kNone && ci->bytes <= kMaxBytes && hit[i] && !g.removed(i)) copy_of[o.link] = i;
+      if (ci && ci->host_device() && o.link != kNone && ci->bytes <= kMaxBytes && hit[i] && !g.removed(i)) copy_of[o.link] = i;
     }
-    std::map<LaneId, std::vector<OpId>> calls;
-    for (OpId i = 0; i < t.ops.size(); ++i)
-      if (t.ops[i].kind == OpKind::Api && !g.removed(i)) calls[t.ops[i].lane].push_back(i);
+    const auto rates = trace_copy_rates(t);
+    std::map<LaneId, std::vector<OpId>> calls = calls_by_thread(t);
     GraphEditor ed(g, text);
     std::size_t runs = 0, merged = 0, longest = 0;
     TimeNs before = 0, after = 0;
@@ -267,8 +280,8 @@ class BatchCopies : public TransformStep {
       run = Run{};
     };
     for (auto& [lane, v] : calls) {
-      std::sort(v.begin(), v.end(), [&](OpId a, OpId b) { return t.ops[a].start < t.ops[b].start; });
       for (OpId call : v) {
+        if (g.removed(call)) continue;  // an earlier transform's
         const Op& o = t.ops[call];
         const OpId cp = copy_of[call];
         if (cp != kNone) {

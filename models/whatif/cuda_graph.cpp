@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <unordered_map>
 #include "sim/base/regex.hpp"
 
 #include "models/whatif/transform.hpp"
@@ -96,13 +97,15 @@ class CudaGraph : public TransformStep {
               g.csr[e].set_delay(0);
           }
       }
-      const std::vector<OpId> dev = idx.device_ops(r);  // sorted by id (binary-searched below)
+      const std::vector<OpId> dev = idx.device_ops(r);   // sorted by id (binary-searched below)
+      std::unordered_map<OpId, std::uint32_t> piece_of;  // each call's piece
+      for (std::size_t k = 0; k < apis.size(); ++k) piece_of.emplace(apis[k], piece[k]);
       std::vector<bool> started(piece_launch.size(), false);
       for (OpId d : dev) {
         const Op& o = ctx.trace.ops[d];
         if (o.link == kNone) continue;
-        const auto at = std::find(apis.begin(), apis.end(), o.link);
-        const std::uint32_t p = at == apis.end() ? 0 : piece[static_cast<std::size_t>(at - apis.begin())];
+        const auto at = piece_of.find(o.link);
+        const std::uint32_t p = at == piece_of.end() ? 0 : at->second;
         if (piece_launch[p] == kNone) continue;  // launched eagerly
         for (auto e : boost::make_iterator_range(boost::out_edges(o.link, g.csr)))
           if (boost::target(e, g.csr) == d && (g.csr[e].type() == EdgeType::Launch || g.csr[e].type() == EdgeType::GraphLaunch))

@@ -14,6 +14,7 @@ struct Family {
   const char* name;
   const char* words;  // what the basis line says
   std::vector<double> errors;
+  bool own_error = true;  // its errors are its transform's own (false: the traced host's pace): the fallback's candidates
 };
 
 const std::vector<Family>& families() {
@@ -43,7 +44,8 @@ const std::vector<Family>& families() {
       // pageable copies a step against the packed loop, from its Kineto and its nsys trace (+35.1,
       // +21.5 %: the traced processes' hosts ran slower than the median process, and the packed
       // program has no torch.cat to dispatch). Held out: the pinned feats loop and the metrics loop.
-      {"batch-copies", "batched copies", {0.351, 0.215}},
+      // Not a fallback's candidate: its errors are the traced processes' host pace.
+      {"batch-copies", "batched copies", {0.351, 0.215}, false},
       // Two-GPU layouts from one-GPU traces (validate/reference/h200/parallel): DP, TP, PP gpipe, 1f1b.
       {"parallel", "the parallel layouts", {-0.057, -0.050, 0.002, -0.005}},
       // Diffusion steps, guidance and resolution (validate/reference/h200/diffusion).
@@ -160,12 +162,12 @@ ErrorBar error_bar(const std::vector<Transform>& transforms, const ErrorContext&
     parts.emplace_back(w, std::move(why));
   };
   bool changed_work = false, layout = false;
-  // The fallback of what no measurement checked: the widest family of a transform's own error. The
-  // batched copies' family is left out: its errors are the host's pace of the two traced processes
-  // (the host terms below carry that where a forecast is host-bound), not a transform's.
+  // The fallback of what no measurement checked: the widest family of a transform's own error (a
+  // family whose errors are the traced host's pace is left out: the host terms below carry that
+  // where a forecast is host-bound).
   double widest = 0;
   for (const Family& f : families())
-    if (std::string(f.name) != "batch-copies") widest = std::max(widest, stats(f.name).half_width);
+    if (f.own_error) widest = std::max(widest, stats(f.name).half_width);
   for (const Transform& tr : transforms) {
     const std::string fam = family_of(tr->text);
     if (fam.empty()) continue;

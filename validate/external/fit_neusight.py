@@ -87,9 +87,9 @@ K_NEAREST = 7
 PER_OP_LEVEL = {"NVIDIA L4": "NVIDIA_L4"}
 
 
-def nearest_efficiency(samples, x):
-    """The median efficiency of the K_NEAREST samples nearest x in log2 space (bneck's rule, hw/spec.cpp)."""
-    d = sorted(samples, key=lambda s: sum((a - b) ** 2 for a, b in zip(s[:4], x)))[:K_NEAREST]
+def nearest_efficiency(samples, x, k=K_NEAREST):
+    """The median efficiency of the k samples nearest x in log2 space (bneck's rule, hw/spec.cpp)."""
+    d = sorted(samples, key=lambda s: sum((a - b) ** 2 for a, b in zip(s[:4], x)))[:k]
     return statistics.median(e for *_, e in d)
 
 

@@ -22,12 +22,6 @@ from fit_neusight import K_NEAREST, held_out, nearest_efficiency, write_overlay 
 PEAK = {"fp32": 66.9e12, "tf32": 494.7e12, "bf16": 989.4e12}  # hw/presets/h100-sxm.json, dense
 
 
-def nearest_efficiency_k(samples, x, k):
-    """The median efficiency of the k samples nearest x in log2 space."""
-    d = sorted(samples, key=lambda s: sum((a - b) ** 2 for a, b in zip(s[:4], x)))[:k]
-    return statistics.median(e for *_, e in d)
-
-
 def main(path):
     overlay_path = os.path.join(ROOT, "hw", "calibrated", "h200-sxm-calibrated.json")
     with open(overlay_path) as f:
@@ -77,7 +71,7 @@ def main(path):
                 (test if held_out(f"1,{m},{k},{n}") else train).append((x, eff))
             rows_out = [[round(v, 4) for v in x] + [round(e, 4)] for x, e in train]
             unaligned[dt] = {"nearest": 3, "rows": rows_out}
-            err = [abs(e / nearest_efficiency_k(rows_out, x, 3) - 1) for x, e in test]
+            err = [abs(e / nearest_efficiency(rows_out, x, 3) - 1) for x, e in test]
             err_al = [abs(e / nearest_efficiency(samples[dt]["rows"], x) - 1) for x, e in test]
             report.append(f"{dt} unaligned: {len(train)} samples, {len(test)} held out: median |error| "
                           f"{100 * statistics.median(err):.1f} % (the aligned surface: {100 * statistics.median(err_al):.1f} %)")
