@@ -9,7 +9,7 @@
 //   member's (models/collective.hpp: the latency of each call saved, the bandwidth part kept). The
 //   removed members' launch calls take no time. Checked against measurements: the collective
 //   model's merges on Vidur's held-out 4-GPU NCCL all-reduce profiles (tests/test_cross_gpu.cpp);
-//   no traced pair of bucket sizes (no two-GPU machine).
+//   no traced pair of bucket sizes (none measured on two GPUs).
 #include <algorithm>
 #include <cmath>
 #include <map>
