@@ -191,6 +191,7 @@ void path_by_class(const Trace& t, const std::vector<KernelWork>& work, const Hw
 // Candidates generated from the profile.
 std::vector<AdviceSuggestion> candidates(const Trace& t, const std::vector<KernelWork>& work, const HwSpec& hw, const Advice& a) {
   TimeNs kernels = 0, fp32_math = 0, half_gemm = 0, unaligned_gemm = 0, pointwise = 0, fp32_pointwise = 0, pageable = 0, pinned_h2d = 0;
+  TimeNs unfilled = 0;  // what kernels' partly loaded SMs cost (--fill-waves' gain)
   std::size_t small_count = 0;
   for (OpId o = 0; o < t.ops.size(); ++o) {
     const Op& op = t.ops[o];
@@ -205,6 +206,8 @@ std::vector<AdviceSuggestion> candidates(const Trace& t, const std::vector<Kerne
     }
     if (op.kind != OpKind::Kernel || (op.flags & Op::kFlagNccl)) continue;
     kernels += op.duration();
+    if (const double fill = wave_fill(t, o, work[o], hw); fill < 1)
+      unfilled += static_cast<TimeNs>(static_cast<double>(op.duration()) * (1 - fill));
     if (is_compute_class(work[o].cls) && work[o].dtype == Dtype::FP32) fp32_math += op.duration();
     if (work[o].cls == KernelClass::Gemm && work[o].batch <= 1 && (work[o].dtype == Dtype::BF16 || work[o].dtype == Dtype::FP16))
       half_gemm += op.duration();
@@ -266,6 +269,9 @@ std::vector<AdviceSuggestion> candidates(const Trace& t, const std::vector<Kerne
   if (static_cast<double>(unaligned_gemm) / k >= 0.05)
     add("GEMM dimensions padded to multiples of 64 (the vocabulary)", {"--align-gemms"},
         "a padded vocabulary or hidden size: the padding's logits masked or sliced off; the weights and optimizer state a little larger");
+  if (static_cast<double>(unfilled) / k >= 0.03)
+    add("grids filled to whole multiples of the SMs (batch, heads or tile size)", {"--fill-waves"},
+        "a batch or head count whose grid is a multiple of the GPU's SMs, or another tile size; the step's work per batch changes");
   if (static_cast<double>(pointwise) / k >= 0.1)
     add("fuse the pointwise chains (torch.compile)", {"--fuse", "auto"}, "compile time; graph breaks and recompiles on new shapes");
   if (a.overlap.exposed_communication_ns > a.span_ns / 20) {
@@ -377,7 +383,7 @@ bool remedies(const std::string& bottleneck, const std::vector<std::string>& arg
   if (bottleneck == "synchronization-bound") return a == "--remove" || a == "--cuda-graph" || a == "--batch-copies";
   if (bottleneck == "copy-bound") return a == "--pin-memory" || a == "--overlap-copies" || a == "--batch-copies";
   if (bottleneck == "exposed communication") return a == "--overlap-comm" || a == "--grad-compress" || a == "--bucket-comm";
-  if (bottleneck == "compute-bound") return a == "--precision" || a == "--align-gemms";
+  if (bottleneck == "compute-bound") return a == "--precision" || a == "--align-gemms" || a == "--fill-waves";
   if (bottleneck == "memory-bound") return a == "--fuse" || a == "--precision" || a == "--align-gemms";
   return true;
 }
@@ -451,7 +457,8 @@ Advice advise(const Trace& t, const AdviseOptions& opt) {
   // to coalesce, no GEMM to pad) is not a suggestion.
   std::erase_if(cand, [](const AdviceSuggestion& s) {
     const std::string& first = s.args.front();
-    return !s.error.empty() && (first == "--batch-copies" || first == "--bucket-comm" || first == "--align-gemms");
+    return !s.error.empty() &&
+           (first == "--batch-copies" || first == "--bucket-comm" || first == "--align-gemms" || first == "--fill-waves");
   });
   for (AdviceSuggestion& s : cand) (s.hardware ? a.hardware : a.suggestions).push_back(std::move(s));
   a.verdict = verdict(a);

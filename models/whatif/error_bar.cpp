@@ -46,6 +46,14 @@ const std::vector<Family>& families() {
       // program has no torch.cat to dispatch). Held out: the pinned feats loop and the metrics loop.
       // Not a fallback's candidate: its errors are the traced processes' host pace.
       {"batch-copies", "batched copies", {0.351, 0.215}, false},
+      // Grids filled to whole multiples of the SMs (--fill-waves): validate/reference/h200/waves, each
+      // kernel's time at a grid of B blocks x B / (S ceil(B / S)) against its per-block time at
+      // grids of whole multiples: FlashAttention forward (29 grids) and an implicit-GEMM convolution
+      // (14). Held out: memory-efficient attention (33 grids, 26 inside).
+      {"fill-waves", "grids filled to whole waves", {-0.030, -0.028, -0.023, -0.026, -0.024, -0.024, -0.021, -0.023, -0.022, -0.015, -0.020,
+                                                     -0.018, -0.019, -0.015, -0.006, 0.019,  0.021,  0.025,  0.033,  0.041,  0.041,  0.047,
+                                                     0.049,  0.055,  0.054,  0.055,  0.062,  0.061,  0.073,  -0.018, -0.017, -0.004, 0.292,
+                                                     0.291,  0.293,  0.294,  -0.031, -0.030, -0.028, -0.025, -0.015, 0.160,  0.160}},
       // Two-GPU layouts from one-GPU traces (validate/reference/h200/parallel): DP, TP, PP gpipe, 1f1b.
       {"parallel", "the parallel layouts", {-0.057, -0.050, 0.002, -0.005}},
       // Diffusion steps, guidance and resolution (validate/reference/h200/diffusion).
@@ -118,6 +126,7 @@ std::string family_of(const std::string& text) {
   if (has("--fuse")) return "fuse";
   if (has("--pin-memory") || has("--overlap-copies")) return "copies";
   if (has("--batch-copies")) return "batch-copies";
+  if (has("--fill-waves")) return "fill-waves";
   if (has("--precision tf32")) return "tf32";
   if (has("--precision autocast")) return "autocast";
   if (has("--precision fp8")) return "fp8";

@@ -8,7 +8,7 @@ extern const TransformDef kScaleTransform, kRemoveTransform, kFuseTransform, kPr
     kOverlapCommTransform, kRanksTransform, kRepeatTransform, kDataParallelTransform, kTensorParallelTransform, kPipelineParallelTransform,
     kStepsTransform, kCfgTransform, kResolutionTransform, kFramesTransform, kFsdpTransform, kContextParallelTransform,
     kExpertParallelTransform, kUnprofileTransform, kBatchTransform, kPinMemoryTransform, kOverlapCopiesTransform, kHostSpeedTransform,
-    kGradCompressTransform, kBatchCopiesTransform, kBucketCommTransform, kAlignGemmsTransform;
+    kGradCompressTransform, kBatchCopiesTransform, kBucketCommTransform, kAlignGemmsTransform, kFillWavesTransform;
 
 const std::vector<const TransformDef*>& transform_registry() {
   static const std::vector<const TransformDef*> table = {
@@ -17,6 +17,7 @@ const std::vector<const TransformDef*>& transform_registry() {
       &kFuseTransform,
       &kPrecisionTransform,
       &kAlignGemmsTransform,
+      &kFillWavesTransform,
       &kCudaGraphTransform,
       &kHwTransform,
       &kOverlapCommTransform,

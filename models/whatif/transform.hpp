@@ -233,5 +233,11 @@ std::size_t count_selected(const std::vector<bool>& v);
 std::string fmt_num(const char* f, double a);
 // A transform argument that must be a selector (checked now, so errors come before the import).
 std::string checked_selector(const std::string& sel);
+// The share of its busiest SM's load a grid's average SM carries: B / (S x ceil(B / S)) for B
+// blocks on S SMs, 1 for at most S blocks or no launch geometry (--fill-waves, advise).
+double sm_fill(const LaunchConfig* lc, std::uint64_t sms);
+// sm_fill of kernel `k` on `hw` where filling its grid would gain (a GEMM, convolution, attention or
+// another kernel the model does not call memory-bound); 1 for streaming and communication kernels.
+double wave_fill(const Trace& t, OpId k, const KernelWork& w, const HwSpec& hw);
 
 }  // namespace bneck
