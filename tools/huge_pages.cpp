@@ -9,8 +9,16 @@
 // allocation function of standard C++) with malloc plus that mark on the whole 2 MiB pages inside
 // every block of 4 MiB or more, before anything touches them; operator delete is free(). Other
 // systems, and small blocks, are served by malloc alone. Measured in docs/performance.md.
+//
+// Off unless BNECK_HUGE_PAGES=1: a huge page is only faster where the machine has the memory at
+// hand. In a virtual machine whose host reclaims the guest's idle memory, huge pages the guest had
+// not used for 15 s faulted at 0.1 GB/s (4 KiB pages: 1.45 GB/s; huge pages in recent use: 21
+// GB/s): the 112 MB Kineto replay took 1.63-1.68 s instead of 0.47-0.48 s, the 2 M-kernel nsys
+// replay 7.7-8.2 s instead of 5.0-5.4 s; in recent use they saved 0.0-0.1 s. Timing each block's
+// first huge page and falling back did not help: the first page was at hand, the rest was not.
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 
 #if defined(__linux__)
@@ -24,7 +32,11 @@ constexpr std::size_t kHuge = std::size_t{2} << 20;  // a transparent huge page
 void* allocate(std::size_t n) noexcept {
   void* p = std::malloc(n == 0 ? 1 : n);
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
-  if (p && n >= 2 * kHuge) {
+  static const bool on = [] {
+    const char* v = std::getenv("BNECK_HUGE_PAGES");
+    return v && std::strcmp(v, "1") == 0;
+  }();
+  if (p && on && n >= 2 * kHuge) {
     const auto b = reinterpret_cast<std::uintptr_t>(p);
     const std::uintptr_t lo = (b + kHuge - 1) & ~(kHuge - 1), hi = (b + n) & ~(kHuge - 1);
     if (hi > lo) (void)madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);  // a hint: its failure changes nothing

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <exception>
 #include <fstream>
+#include <thread>
 #include <unordered_map>
 
 #include "sim/base/error.hpp"
@@ -59,8 +61,30 @@ class Reader {
     read_devices();
     read_processes();
     reserve();
-    read_runtime();
-    read_kernels();
+    {
+      // The kernel table on a second thread (its own connection) while this one reads the API calls.
+      KernelRows kernels;
+      std::exception_ptr failed;
+      std::thread reader;
+      if (db_.has_table(kKernelTable)) {
+        progress_.phase("reading CUDA API calls and kernels");
+        reader = std::thread([&, c = db_.columns(kKernelTable)] {
+          try {
+            read_kernel_rows(t_.source, c, kernels);
+          } catch (...) { failed = std::current_exception(); }
+        });
+      }
+      struct Join {
+        std::thread& t;
+        ~Join() {
+          if (t.joinable()) t.join();
+        }
+      } join{reader};
+      read_runtime();
+      if (reader.joinable()) reader.join();
+      if (failed) std::rethrow_exception(failed);
+      add_kernels(kernels);
+    }
     read_copies(false);
     read_copies(true);
     if (t_.ops.empty() && !db_.has_table("CUPTI_ACTIVITY_KIND_KERNEL") && !db_.has_table("CUPTI_ACTIVITY_KIND_MEMCPY") &&
@@ -336,35 +360,55 @@ class Reader {
     return t_.processes.empty() ? 0 : t_.processes.front().pid;
   }
 
-  void read_kernels() {
-    const std::string table = "CUPTI_ACTIVITY_KIND_KERNEL";
-    if (!db_.has_table(table)) return;
-    progress_.phase("reading kernels");
-    auto c = db_.columns(table);
-    SqliteStmt st(db_, "SELECT " +
-                           cols(c, {"start", "end", "deviceId", "contextId", "streamId", "correlationId", "globalPid", "demangledName",
-                                    "shortName", "gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ", "registersPerThread",
-                                    "staticSharedMemory", "dynamicSharedMemory", "graphNodeId"}) +
-                           " FROM " + table);
+  // The kernel table read on its own connection, beside the API calls (read_runtime) on this one:
+  // the two largest tables of an export, each read by one core. Rows become ops with local ids
+  // (lane: an index into `keys`, name: in `names`, extra: into `launches`) that add_kernels maps to
+  // the trace's once both reads are done, so the trace is touched by one thread only.
+  struct KernelRows {
+    std::vector<Op> ops;
+    std::vector<std::int64_t> names;  // nsys string id of each op's name
+    std::vector<std::int64_t> corr;   // correlation id of each op, kNoCorr where null
+    std::vector<StreamKey> keys;      // in order of first use; pid kNoPid where the row had no globalPid
+    std::vector<LaunchConfig> launches;
+    std::vector<std::pair<std::string, std::string>> warnings;  // (title, example), in row order
+    std::uint64_t no_pid = 0;                                   // rows without globalPid
+  };
+  static constexpr std::int64_t kNoCorr = INT64_MIN;
+  static constexpr std::uint64_t kNoPid = ~0ull;
+  static constexpr const char* kKernelTable = "CUPTI_ACTIVITY_KIND_KERNEL";
+
+  static void read_kernel_rows(const std::string& path, const std::set<std::string>& c, KernelRows& out) {
+    const std::string table = kKernelTable;
+    SqliteDb db(path);
+    SqliteStmt st(db, "SELECT " +
+                          cols(c, {"start", "end", "deviceId", "contextId", "streamId", "correlationId", "globalPid", "demangledName",
+                                   "shortName", "gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ", "registersPerThread",
+                                   "staticSharedMemory", "dynamicSharedMemory", "graphNodeId"}) +
+                          " FROM " + table);
+    std::unordered_map<StreamKey, std::uint32_t, StreamKeyHash> key_index;
+    LaunchInterner launches;
     while (st.step()) {
       if (st.null(0) || st.null(1)) {
-        t_.note("nsys: kernel without start/end", Severity::Warning, table + " record " + std::to_string(st.rows()));
+        out.warnings.emplace_back("nsys: kernel without start/end", table + " record " + std::to_string(st.rows()));
         continue;
       }
       Op op;
       op.kind = OpKind::Kernel;
       op.start = st.i64(0);
       if (!op.set_end(st.i64(1)))
-        t_.note("nsys: kernel ends before it starts or lasts over 35 minutes", Severity::Warning,
-                table + " record " + std::to_string(st.rows()));
-      std::uint64_t pid = device_op_pid(st, 6);
-      op.lane = stream_lane(pid, static_cast<std::uint64_t>(st.i64(2)), static_cast<std::uint64_t>(st.i64(3)),
-                            static_cast<std::uint64_t>(st.i64(4)));
-      std::int64_t nm = !st.null(7) ? st.i64(7) : st.i64(8);
-      op.name = string_id(nm);
-      if (op.name >= comm_name_.size()) comm_name_.resize(op.name + 1, -1);
-      if (comm_name_[op.name] < 0) comm_name_[op.name] = is_comm_kernel_name(t_.strings.str(op.name)) ? 1 : 0;
-      if (comm_name_[op.name]) op.flags |= Op::kFlagNccl;
+        out.warnings.emplace_back("nsys: kernel ends before it starts or lasts over 35 minutes",
+                                  table + " record " + std::to_string(st.rows()));
+      std::uint64_t pid = kNoPid;
+      if (!st.null(6))
+        pid = pid_of_global(st.i64(6));
+      else
+        ++out.no_pid;
+      const StreamKey k{pid, static_cast<std::uint64_t>(st.i64(2)), static_cast<std::uint64_t>(st.i64(3)),
+                        static_cast<std::uint64_t>(st.i64(4))};
+      auto [it, fresh] = key_index.try_emplace(k, static_cast<std::uint32_t>(out.keys.size()));
+      if (fresh) out.keys.push_back(k);
+      op.lane = it->second;
+      out.names.push_back(!st.null(7) ? st.i64(7) : st.i64(8));
       if (!st.null(18) && st.i64(18) != 0) op.flags |= Op::kFlagGraphNode;
       LaunchConfig lc;
       for (int i = 0; i < 3; ++i) {
@@ -374,10 +418,39 @@ class Reader {
       lc.registers = static_cast<std::uint16_t>(std::clamp<std::int64_t>(st.i64(15), 0, 65535));
       lc.static_smem = static_cast<std::uint32_t>(std::max<std::int64_t>(0, st.i64(16)));
       lc.dynamic_smem = static_cast<std::uint32_t>(std::max<std::int64_t>(0, st.i64(17)));
-      op.extra = launches_.intern(t_.kernels, lc);
-      pending_corr_.emplace_back(static_cast<OpId>(t_.ops.size()), st.null(5) ? ~0ull : corr_key(pid, st.i64(5)));
+      op.extra = launches.intern(out.launches, lc);
+      out.corr.push_back(st.null(5) ? kNoCorr : st.i64(5));
+      out.ops.push_back(op);
+    }
+  }
+
+  void add_kernels(KernelRows& in) {
+    const std::string table = kKernelTable;
+    for (const auto& [title, example] : in.warnings) t_.note(title, Severity::Warning, example);
+    if (in.no_pid) t_.note("nsys: device op without globalPid", Severity::Info, "assuming the first process", in.no_pid);
+    // Lanes in order of first use, as a sequential read would have made them.
+    std::vector<LaneId> lane(in.keys.size());
+    std::vector<std::uint64_t> pid(in.keys.size());
+    for (std::size_t i = 0; i < in.keys.size(); ++i) {
+      const StreamKey& k = in.keys[i];
+      pid[i] = k.pid != kNoPid ? k.pid : t_.processes.empty() ? 0 : t_.processes.front().pid;
+      lane[i] = stream_lane(pid[i], k.device, k.context, k.stream);
+    }
+    std::vector<std::uint32_t> launch(in.launches.size());
+    for (std::size_t i = 0; i < in.launches.size(); ++i) launch[i] = launches_.intern(t_.kernels, in.launches[i]);
+    for (std::size_t i = 0; i < in.ops.size(); ++i) {
+      Op op = in.ops[i];
+      const std::uint32_t key = op.lane;
+      op.lane = lane[key];
+      op.name = string_id(in.names[i]);
+      if (op.name >= comm_name_.size()) comm_name_.resize(op.name + 1, -1);
+      if (comm_name_[op.name] < 0) comm_name_[op.name] = is_comm_kernel_name(t_.strings.str(op.name)) ? 1 : 0;
+      if (comm_name_[op.name]) op.flags |= Op::kFlagNccl;
+      op.extra = launch[op.extra];
+      pending_corr_.emplace_back(static_cast<OpId>(t_.ops.size()), in.corr[i] == kNoCorr ? ~0ull : corr_key(pid[key], in.corr[i]));
       t_.ops.push_back(op);
     }
+    in = KernelRows{};
   }
 
   static MemcpyKind to_copy_kind(std::int64_t v) { return v >= 0 && v <= 13 ? static_cast<MemcpyKind>(v) : MemcpyKind::Unknown; }
