@@ -363,6 +363,7 @@ std::vector<AdviceKernel> kernels_that_matter(const Trace& t, const HwSpec& hw) 
     const Waves w = wave_quantization(k.blocks, std::max<std::uint32_t>(1, occ.blocks_per_sm), hw.gpu.sm_count);
     k.waves = w.waves;
     k.wave_efficiency = w.efficiency;
+    k.sm_fill = sm_fill(lc, hw.gpu.sm_count);
   }
   std::vector<AdviceKernel> out;
   for (auto& [id, k] : by) {

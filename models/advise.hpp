@@ -55,6 +55,7 @@ struct AdviceKernel {
   std::uint64_t blocks = 0;  // of its longest launch
   std::uint32_t threads = 0, blocks_per_sm = 0;
   double waves = 0, wave_efficiency = 0;
+  double sm_fill = 1;   // blocks over SMs x its busiest SM's blocks (--fill-waves; 1 for at most one block an SM)
   std::string limiter;  // what limits its blocks per SM
 };
 

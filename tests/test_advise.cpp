@@ -217,3 +217,21 @@ TEST_CASE("advise names the host's part of the critical path by cause, and how f
   const Advice g = advise_of(dir + "bert_large.p2.json.gz", "step.*");
   CHECK(g.host_note.empty());
 }
+
+// validate/reference/h200/waves: FlashAttention forward over grids of 8 x H blocks (H = 1 .. 48) on
+// the H200's 132 SMs, compute-bound; most grids leave SMs a block short (376 blocks: 3 on the
+// busiest SM, 376 / 396 = 95 % on average), so filling them is proposed for the compute-bound run,
+// with the family's interval; the kernel table says how loaded the SMs are.
+TEST_CASE("advise: grids that leave SMs a block short get filled waves proposed", "[advise][waves][e2e]") {
+  const Advice a = advise_of(std::string(BNECK_TEST_DATA) + "/waves/flash.json", "");
+  CHECK(a.bottleneck == "compute-bound");
+  auto it = std::find_if(a.suggestions.begin(), a.suggestions.end(),
+                         [](const AdviceSuggestion& s) { return s.args == std::vector<std::string>{"--fill-waves"}; });
+  REQUIRE(it != a.suggestions.end());
+  CHECK(it->predicted_ns < it->baseline_ns);
+  CHECK(it->error_bar.basis.front().find("grids filled to whole waves") != std::string::npos);
+  REQUIRE_FALSE(a.kernels.empty());
+  CHECK(a.kernels.front().blocks == 376);
+  CHECK(a.kernels.front().sm_fill == Approx(376.0 / 396));
+  CHECK(advice_json(a)["kernels"][0]["sm_fill"].get<double>() == Approx(376.0 / 396));
+}

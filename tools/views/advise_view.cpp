@@ -70,7 +70,8 @@ nlohmann::json advice_json(const Advice& a) {
                             {"blocks_per_sm", k.blocks_per_sm},
                             {"occupancy_limiter", k.limiter},
                             {"waves", k.waves},
-                            {"wave_efficiency", k.wave_efficiency}});
+                            {"wave_efficiency", k.wave_efficiency},
+                            {"sm_fill", k.sm_fill}});
   auto list = [&](const std::vector<AdviceSuggestion>& v) {
     nlohmann::json out = nlohmann::json::array();
     for (const AdviceSuggestion& s : v) {
@@ -139,7 +140,12 @@ void print_advice_text(const Advice& a, const std::string& source, std::ostream&
     std::snprintf(b, sizeof b, "  %-50.50s x%-5zu %12s  %8llu blocks x %4u threads, %2u per SM (%s), %.2f waves (%.0f %% full)",
                   k.name.c_str(), k.count, format_duration(k.total_ns).c_str(), static_cast<unsigned long long>(k.blocks), k.threads,
                   k.blocks_per_sm, k.limiter.c_str(), k.waves, k.wave_efficiency * 100);
-    out << std::string(b).substr(0, 200) << "\n";
+    std::string line = std::string(b).substr(0, 200);
+    if (k.sm_fill < 1) {
+      std::snprintf(b, sizeof b, "; SMs %.0f %% as loaded as the busiest", k.sm_fill * 100);
+      line += b;
+    }
+    out << line << "\n";
   }
   auto print_list = [&](const std::vector<AdviceSuggestion>& v) {
     int rank = 0;
