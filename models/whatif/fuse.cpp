@@ -2,12 +2,18 @@
 //   becomes one kernel: intermediates stay on chip, so bytes = the first kernel's inputs + the last
 //   kernel's outputs (each kernel's bytes taken as half read, half written), FLOPs add up, one
 //   launch and one tail. Time = the models' time for the fused work x (the run's measured time /
-//   the models' time for its kernels): the run's own calibration carries over. Host launch calls
-//   are kept; the fused-away kernels take no time and no stream gap.
+//   the models' time for its kernels): the run's own calibration carries over. The fused-away
+//   kernels take no time and no stream gap. The host dispatches and launches the fused kernel
+//   once: the launch calls of the run's other kernels take no time, and so does the host time
+//   after each launch of the run but the last (the next fused op's dispatch: Python, the
+//   dispatcher, argument checks); the first op's dispatch and launch stay (the compiled code's
+//   call of the fused kernel), as does the host time after the last launch (the next op's).
 //   --fuse auto selects what a compiler's fusion (torch.compile / Inductor) fuses: the pointwise,
 //   copy, normalization, softmax and reduction kernels between the GEMMs, attention and
 //   convolutions (which stay library calls), not the optimizer's multi-tensor kernels; a run ends
-//   where the host synchronized between two launches or the GPU idled over 20 us between them.
+//   where the host synchronized between two launches (a graph break: .item(), a blocking copy).
+//   The GPU idling between two kernels does not end a run: on a host-bound program it idles
+//   between every two, waiting for the dispatches the fusion removes.
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -43,13 +49,14 @@ class Fuse : public TransformStep {
     for (OpId i = 0; i < ctx.trace.ops.size(); ++i)
       if (is_device_op(ctx.trace.ops[i].kind)) lanes[ctx.trace.ops[i].lane].push_back(i);
     // auto: a compiled graph is one step's work: a run ends where the host synchronized between
-    // two launches, or the GPU sat idle between the kernels (separate work).
+    // two launches.
     std::vector<TimeNs> syncs;
     for (const Op& o : ctx.trace.ops)
       if (o.kind == OpKind::Api && ctx.trace.name(o).find("ynchronize") != std::string::npos) syncs.push_back(o.start);
     std::sort(syncs.begin(), syncs.end());
-    std::size_t runs = 0, kernels = 0;
+    std::size_t runs = 0, kernels = 0, calls = 0;
     TimeNs before = 0, after = 0;
+    std::vector<OpId> drop, drop_with_gap, no_gap;  // launch calls: removed; removed with the host time after; that time zeroed
     for (const auto& lane : lanes) {
       std::size_t k = 0;
       while (k < lane.size()) {
@@ -84,19 +91,61 @@ class Fuse : public TransformStep {
             for (auto ed : boost::make_iterator_range(boost::out_edges(lane[m - 1], g.csr)))
               if (boost::target(ed, g.csr) == lane[m] && g.csr[ed].type() == EdgeType::StreamOrder) g.csr[ed].set_delay(0);
           }
+          // The host: one dispatch and launch for the run (card above).
+          auto launch = [&](std::size_t m) {
+            const OpId l = ctx.trace.ops[lane[m]].link;
+            return l != kNone && ctx.trace.ops[l].kind == OpKind::Api && ctx.trace.ops[l].api_class() == ApiClass::Launch && !g.removed(l)
+                       ? l
+                       : kNone;
+          };
+          for (std::size_t m = k; m <= e; ++m) {
+            const OpId l = launch(m);
+            if (l == kNone) continue;
+            if (m == k)
+              no_gap.push_back(l);
+            else if (m < e)
+              drop_with_gap.push_back(l);
+            else
+              drop.push_back(l);
+            calls += m > k;
+          }
           ++runs;
           kernels += e - k + 1;
         }
         k = e + 1;
       }
     }
+    TimeNs host = 0;
+    if (!drop.empty() || !drop_with_gap.empty() || !no_gap.empty()) {
+      Graph& g = c.edit_graph();
+      auto gaps_after = [&](OpId l) {
+        TimeNs sum = 0;
+        for (auto ed : boost::make_iterator_range(boost::out_edges(l, g.csr)))
+          if (g.csr[ed].type() == EdgeType::HostOrder) sum += g.csr[ed].delay();
+        return sum;
+      };
+      for (OpId l : no_gap) host += gaps_after(l);
+      for (OpId l : drop_with_gap) host += gaps_after(l) + c.durations[l];
+      for (OpId l : drop) host += c.durations[l];
+      {
+        GraphEditor ed(g, text);
+        for (OpId l : drop_with_gap) ed.remove_with_gaps(l);
+        for (OpId l : drop) ed.remove(l);
+        ed.commit();
+      }
+      for (OpId l : drop_with_gap) c.durations[l] = 0;
+      for (OpId l : drop) c.durations[l] = 0;
+      for (OpId l : no_gap)
+        for (auto ed : boost::make_iterator_range(boost::out_edges(l, g.csr)))
+          if (g.csr[ed].type() == EdgeType::HostOrder) g.csr[ed].set_delay(0);
+    }
     c.log.push_back(text + ": " + std::to_string(kernels) + " kernels in " + std::to_string(runs) + " fused runs, " +
-                    format_duration(before) + " -> " + format_duration(after));
+                    format_duration(before) + " -> " + format_duration(after) + "; host: " + std::to_string(calls) +
+                    " launch calls and their ops' dispatch gone, " + format_duration(host));
   }
 
  private:
   static bool separated(const Trace& t, OpId a, OpId b, const std::vector<TimeNs>& syncs) {
-    if (t.ops[b].start - t.ops[a].end() > 20 * kNsPerUs) return true;
     const OpId la = t.ops[a].link, lb = t.ops[b].link;
     if (la == kNone || lb == kNone) return false;
     auto it = std::upper_bound(syncs.begin(), syncs.end(), t.ops[la].start);

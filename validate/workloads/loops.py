@@ -8,7 +8,8 @@
 #             modes: serial (the copy on the compute stream, before its GEMMs), prefetch (the next
 #             step's batch copied on a side stream while this step computes; two buffers, events)
 #   host      L layers of Linear(256) + LayerNorm + GELU + residual add at batch 1 (host-bound):
-#             modes: fp32, tf32, autocast (bf16); --layers L (default 48)
+#             modes: fp32, tf32, autocast (bf16), compile (torch.compile of the layers, default mode: the
+#             warm-up steps compile it); --layers L (default 48)
 #   train     a 4-layer transformer encoder (d 1024, 16 heads, batch 8 x 256) trained with AdamW;
 #             modes: plain, accum2 (2 microbatches a step, one optimizer step)
 #   cycle     BERT-like encoder inference cycling sequence lengths 64 / 128 / 256 (batch 8)
@@ -131,12 +132,15 @@ def host_loop(mode):
     lns = [torch.nn.LayerNorm(d).to(dev) for _ in range(L)]
     x0 = torch.randn(1, d, device=dev)
 
+    def body(x):
+        for lin, ln in zip(lins, lns):
+            x = x + torch.nn.functional.gelu(lin(ln(x)))
+        return x
+    fwd = torch.compile(body) if mode == "compile" else body
+
     def step(i):
         with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16, enabled=(mode == "autocast")):
-            x = x0
-            for lin, ln in zip(lins, lns):
-                x = x + torch.nn.functional.gelu(lin(ln(x)))
-        return x
+            return fwd(x0)
     return step
 
 
