@@ -57,6 +57,7 @@ class Fuse : public TransformStep {
     std::size_t runs = 0, kernels = 0, calls = 0;
     TimeNs before = 0, after = 0;
     std::vector<OpId> drop, drop_with_gap, no_gap;  // launch calls: removed; removed with the host time after; that time zeroed
+    std::vector<bool> handled(ctx.trace.ops.size(), false);
     for (const auto& lane : lanes) {
       std::size_t k = 0;
       while (k < lane.size()) {
@@ -100,7 +101,8 @@ class Fuse : public TransformStep {
           };
           for (std::size_t m = k; m <= e; ++m) {
             const OpId l = launch(m);
-            if (l == kNone) continue;
+            if (l == kNone || handled[l]) continue;  // a call that launched several kernels: once
+            handled[l] = true;
             if (m == k)
               no_gap.push_back(l);
             else if (m < e)
