@@ -403,17 +403,35 @@ TEST_CASE("fill-waves: swept grids of three H200 kernels against their filled gr
   }
 }
 
-// Fusion on a host-bound program (validate/reference/h200/fusion_host): the 48-layer loop at batch 1
-// (LayerNorm, Linear, GELU, add a layer; 192 launches a step), eager fp32 against torch.compile
-// (97 launches: each Linear's GEMM and one fused Triton kernel), unprofiled in three processes:
-// compile / eager 1.193 / 2.511, 1.325 / 2.431, 1.981 / 3.087 ms = 0.475, 0.545, 0.642 (median
-// 0.545). The forecast from the profiled eager trace's steps, over its own baseline: the fused-away
-// kernels' launch calls and their ops' dispatch gone (0.573, +5 %); with the host kept (before)
-// the step did not move (1.00: host-bound, and no run fused across the GPU's idle gaps).
-TEST_CASE("fuse auto on a host-bound loop: the fused ops' dispatches go", "[whatif][fuse][e2e]") {
-  const WhatIfReport r = whatif_of(std::string(BNECK_TEST_DATA) + "/fusion_host/k/host.fp32.json.gz", "step.*", {"--fuse", "auto"});
+// Fusion on host-bound programs (validate/reference/h200/fusion_host), eager fp32 against
+// torch.compile, unprofiled in three processes. The 48-layer loop at batch 1 (LayerNorm, Linear,
+// GELU, add a layer; 192 launches a step eager, 97 compiled): compile / eager 1.193 / 2.511, 1.325 /
+// 2.431, 1.981 / 3.087 ms = 0.475, 0.545, 0.642 (median 0.545); the forecast from a fourth
+// process's profiled eager trace over its own baseline: 0.555 (+2 %; with the host kept, before,
+// 1.00: nothing fused across the GPU's idle gaps). Hugging Face models at batch 1, each process's
+// forecast from its own eager trace against its own compiled steps (ms): BERT-base 1x128 3.736 /
+// 3.367, 3.885 / 3.667, 3.773 / 5.870 (a process whose host ran slow); GPT-2 medium 1x64 (held
+// out: the wrapper's 13.65 us a launch was fitted on the loop and BERT-base) 11.787 / 8.517 (its
+// trace's baseline is 51 % above its eager run: the profiler's cost under-removed), 7.773 / 6.549,
+// 5.073 / 4.727: |error| 11, 6, 36, 38, 19, 7 %, median 15 %.
+TEST_CASE("fuse auto on host-bound programs: the fused ops' dispatches and the modules' Python go", "[whatif][fuse][e2e]") {
+  const std::string d = std::string(BNECK_TEST_DATA) + "/fusion_host/";
+  const WhatIfReport r = whatif_of(d + "k/host.fp32.json.gz", "step.*", {"--fuse", "auto"});
   const double ratio = static_cast<double>(r.predicted_ns) / static_cast<double>(r.baseline_ns);
-  INFO("forecast / baseline " << ratio);
-  CHECK(std::abs(ratio / 0.545 - 1) < 0.15);
+  INFO("loop: forecast / baseline " << ratio);
+  CHECK(std::abs(ratio / 0.545 - 1) < 0.10);
   CHECK(has_line(r, "launch calls and their ops' dispatch gone"));
+  CHECK(has_line(r, "the compiled code's calls between launches at most 13.650 us a launch"));
+  const std::pair<const char*, double> runs[] = {{"k1/bert_base-inf-1x128", 3.367},  {"k2/bert_base-inf-1x128", 3.667},
+                                                 {"k3/bert_base-inf-1x128", 5.870},  {"k1/gpt2_medium-inf-1x64", 8.517},
+                                                 {"k2/gpt2_medium-inf-1x64", 6.549}, {"k3/gpt2_medium-inf-1x64", 4.727}};
+  std::vector<double> err;
+  for (const auto& [trace, compiled_ms] : runs) {
+    const WhatIfReport w = whatif_of(d + trace + ".fp32.kineto.json.gz", "step.*", {"--fuse", "auto"});
+    err.push_back(std::abs(static_cast<double>(w.predicted_ns) / 1e6 / compiled_ms - 1));
+    INFO(trace << ": forecast " << static_cast<double>(w.predicted_ns) / 1e6 << " ms, compiled " << compiled_ms << " ms");
+    CHECK(err.back() < 0.45);
+  }
+  std::sort(err.begin(), err.end());
+  CHECK((err[2] + err[3]) / 2 < 0.20);
 }
