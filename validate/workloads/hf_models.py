@@ -13,6 +13,7 @@
 #   bert_base-inf-1x128       BertModel (hidden 768, 12 layers, 12 heads, ffn 3072) forward, no grad
 #   gpt2_medium-inf-4x512     GPT2LMHeadModel (n_embd 1024, 24 layers, 16 heads) forward, no grad
 #   gpt2_medium-inf-1x64      the same at batch 1, 64 tokens (host-bound)
+#   llama_1b-inf-1x64, opt_1.3b-inf-1x64: those models at batch 1, 64 tokens (host-bound)
 #   gpt3_xl-*, opt_13-*       NeuSight's GPT-3 XL (GPT2LMHeadModel, n_embd 3072, 24 layers, 24 heads, 2048
 #                             positions) and OPT-1.3B; training = forward + LM loss + backward, no optimizer
 # Modes (one process may run several, --mode a,b,c; weights stay fp32 in every mode):
@@ -61,6 +62,8 @@ WORKLOADS = {
     "bert_base-inf-1x128": ("bert_base", False, 1, 128),
     "gpt2_medium-inf-4x512": ("gpt2_medium", False, 4, 512),
     "gpt2_medium-inf-1x64": ("gpt2_medium", False, 1, 64),
+    "llama_1b-inf-1x64": ("llama_1b", False, 1, 64),
+    "opt_1.3b-inf-1x64": ("opt_1.3b", False, 1, 64),
     # NeuSight's whole-model workloads (its configs; training = forward + loss.backward(), no optimizer)
     "gpt3_xl-inf-2x2048": ("gpt3_xl", False, 2, 2048),
     "gpt3_xl-train-1x2048": ("gpt3_xl", True, 1, 2048),
