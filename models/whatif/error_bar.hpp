@@ -52,9 +52,11 @@ struct ErrorContext {
   // The profiler's host cost taken out, over the unprofiled host span, and its per-event cost's
   // coefficient of variation over programs (--unprofile).
   double profiler_share = 0, profiler_cv = 0;
-  bool rates_guessed = false;  // a transform prices work on rates built from the trace's device properties
-  double rank_wait = 0;        // a multi-rank trace: the largest share of its span a rank waited at collectives
-  double host_ranks = 0;       // a layout's ranks whose slowest host the forecast runs at (0: none)
+  bool rates_guessed = false;   // a transform prices work on rates built from the trace's device properties
+  double rank_wait = 0;         // a multi-rank trace: the largest share of its span a rank waited at collectives
+  double host_ranks = 0;        // a layout's ranks whose slowest host the forecast runs at (0: none)
+  double fused_host_share = 0;  // host time --fuse took out, over the baseline span (capped at 1)
+  double gpu_busy_before = 1;   // the baseline's GPU busy fraction of its span
 };
 
 ErrorBar error_bar(const std::vector<Transform>& transforms, const ErrorContext& ctx, TimeNs predicted_ns);

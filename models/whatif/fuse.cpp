@@ -170,6 +170,7 @@ class Fuse : public TransformStep {
         }
       }
     }
+    c.fused_host_removed_ns += host + wrapper;
     c.log.push_back(text + ": " + std::to_string(kernels) + " kernels in " + std::to_string(runs) + " fused runs, " +
                     format_duration(before) + " -> " + format_duration(after) + "; host: " + std::to_string(calls) +
                     " launch calls and their ops' dispatch gone, " + format_duration(host) +

@@ -154,6 +154,10 @@ void attach_error_bars(WhatIfReport& rep, const std::vector<Transform>& transfor
     ec.profiler_share = static_cast<double>(pred.profiler_removed_ns) / static_cast<double>(rep.baseline.length());
     ec.profiler_cv = pred.profiler_cost_cv;
   }
+  const Overlap& b = rep.baseline_overlap;
+  ec.gpu_busy_before = b.window_ns > 0 ? static_cast<double>(b.gpu_busy_ns) / static_cast<double>(b.window_ns) : 1;
+  if (pred.fused_host_removed_ns > 0 && rep.baseline.length() > 0)
+    ec.fused_host_share = std::min(1.0, static_cast<double>(pred.fused_host_removed_ns) / static_cast<double>(rep.baseline.length()));
   rep.error_bar = error_bar(transforms, ec, rep.predicted_ns);
   for (WhatIfRange& r : rep.ranges) r.error_bar = scaled_bar(rep.error_bar, r.predicted_ns);
 }
