@@ -422,39 +422,38 @@ TEST_CASE("fuse auto on host-bound programs: the fused ops' dispatches and the m
   CHECK(std::abs(ratio / 0.545 - 1) < 0.10);
   CHECK(has_line(r, "launch calls and their ops' dispatch gone"));
   CHECK(has_line(r, "the compiled code's calls between launches at most 13.650 us a launch"));
-  const std::pair<const char*, double> runs[] = {{"k1/bert_base-inf-1x128", 3.367},  {"k2/bert_base-inf-1x128", 3.667},
-                                                 {"k3/bert_base-inf-1x128", 5.870},  {"k1/gpt2_medium-inf-1x64", 8.517},
-                                                 {"k2/gpt2_medium-inf-1x64", 6.549}, {"k3/gpt2_medium-inf-1x64", 4.727}};
-  std::vector<double> err;
-  int fit_inside = 0, held_inside = 0;  // inside the 80 % interval (fusion's host family): 5 and 4 of 6
-  for (const auto& [trace, compiled_ms] : runs) {
-    const WhatIfReport w = whatif_of(d + trace + ".fp32.kineto.json.gz", "step.*", {"--fuse", "auto"});
-    err.push_back(std::abs(static_cast<double>(w.predicted_ns) / 1e6 / compiled_ms - 1));
-    fit_inside +=
-        static_cast<double>(w.error_bar.low_ns) / 1e6 <= compiled_ms && compiled_ms <= static_cast<double>(w.error_bar.high_ns) / 1e6;
-    INFO(trace << ": forecast " << static_cast<double>(w.predicted_ns) / 1e6 << " ms, compiled " << compiled_ms << " ms");
-    CHECK(err.back() < 0.45);
-  }
-  std::sort(err.begin(), err.end());
-  CHECK((err[2] + err[3]) / 2 < 0.20);
+  // Each process's forecast from its own eager trace against its own compiled steps: every error
+  // under 45 %, the median under 20 %; how many measured times the 80 % interval holds.
+  auto compare = [](const std::string& dir, const std::vector<std::pair<std::string, double>>& runs) {
+    std::vector<double> err;
+    int inside = 0;
+    for (const auto& [trace, compiled_ms] : runs) {
+      const WhatIfReport w = whatif_of(dir + trace + ".fp32.kineto.json.gz", "step.*", {"--fuse", "auto"});
+      err.push_back(std::abs(static_cast<double>(w.predicted_ns) / 1e6 / compiled_ms - 1));
+      inside +=
+          static_cast<double>(w.error_bar.low_ns) / 1e6 <= compiled_ms && compiled_ms <= static_cast<double>(w.error_bar.high_ns) / 1e6;
+      INFO(trace << ": forecast " << static_cast<double>(w.predicted_ns) / 1e6 << " ms, compiled " << compiled_ms << " ms");
+      CHECK(err.back() < 0.45);
+    }
+    std::sort(err.begin(), err.end());
+    CHECK((err[2] + err[3]) / 2 < 0.20);
+    return inside;
+  };
+  const int fit_inside = compare(d, {{"k1/bert_base-inf-1x128", 3.367},
+                                     {"k2/bert_base-inf-1x128", 3.667},
+                                     {"k3/bert_base-inf-1x128", 5.870},
+                                     {"k1/gpt2_medium-inf-1x64", 8.517},
+                                     {"k2/gpt2_medium-inf-1x64", 6.549},
+                                     {"k3/gpt2_medium-inf-1x64", 4.727}});
   // Held out (run_fusion_host2.sh, captured after the wrapper's cost was fixed): Llama-style 1B and
   // OPT-1.3B at 1 x 64 tokens: 5.803 / 9.619, 5.790 / 7.548, 5.644 / 6.024; 10.876 / 10.299,
   // 10.317 / 8.372, 11.068 / 11.472 ms: |error| 40, 23, 6, 6, 23, 4 %, median 14.5 %.
-  const std::string d2 = std::string(BNECK_TEST_DATA) + "/fusion_host2/";
-  const std::pair<const char*, double> held[] = {{"k1/llama_1b-inf-1x64", 9.619}, {"k2/llama_1b-inf-1x64", 7.548},
-                                                 {"k3/llama_1b-inf-1x64", 6.024}, {"k1/opt_1.3b-inf-1x64", 10.299},
-                                                 {"k2/opt_1.3b-inf-1x64", 8.372}, {"k3/opt_1.3b-inf-1x64", 11.472}};
-  std::vector<double> held_err;
-  for (const auto& [trace, compiled_ms] : held) {
-    const WhatIfReport w = whatif_of(d2 + trace + ".fp32.kineto.json.gz", "step.*", {"--fuse", "auto"});
-    held_err.push_back(std::abs(static_cast<double>(w.predicted_ns) / 1e6 / compiled_ms - 1));
-    held_inside +=
-        static_cast<double>(w.error_bar.low_ns) / 1e6 <= compiled_ms && compiled_ms <= static_cast<double>(w.error_bar.high_ns) / 1e6;
-    INFO(trace << ": forecast " << static_cast<double>(w.predicted_ns) / 1e6 << " ms, compiled " << compiled_ms << " ms");
-    CHECK(held_err.back() < 0.45);
-  }
-  std::sort(held_err.begin(), held_err.end());
-  CHECK((held_err[2] + held_err[3]) / 2 < 0.20);
-  CHECK(fit_inside >= 4);
+  const int held_inside = compare(std::string(BNECK_TEST_DATA) + "/fusion_host2/", {{"k1/llama_1b-inf-1x64", 9.619},
+                                                                                    {"k2/llama_1b-inf-1x64", 7.548},
+                                                                                    {"k3/llama_1b-inf-1x64", 6.024},
+                                                                                    {"k1/opt_1.3b-inf-1x64", 10.299},
+                                                                                    {"k2/opt_1.3b-inf-1x64", 8.372},
+                                                                                    {"k3/opt_1.3b-inf-1x64", 11.472}});
+  CHECK(fit_inside >= 4);   // 5 of 6
   CHECK(held_inside >= 4);  // 4: Llama-style 1B process 1 ran slow (9.6 ms), OPT process 2 (busy over 85 %: the narrow interval)
 }

@@ -32,6 +32,16 @@ namespace {
 // validate/reference/h200/fusion_host; GPT-2 medium 1x64 held out).
 constexpr TimeNs kCompiledLaunchHost = 13'650;
 
+// Op `o` of the trace is a kernel launch call (false for synthetic nodes past the trace's ops).
+bool launch_call(const Trace& t, OpId o) {
+  return o < t.ops.size() && t.ops[o].kind == OpKind::Api && t.ops[o].api_class() == ApiClass::Launch;
+}
+// A host synchronization (its start in the sorted `syncs`) began after `a` and before `b`.
+bool sync_between(const std::vector<TimeNs>& syncs, TimeNs a, TimeNs b) {
+  auto it = std::upper_bound(syncs.begin(), syncs.end(), a);
+  return it != syncs.end() && *it < b;
+}
+
 class Fuse : public TransformStep {
  public:
   explicit Fuse(std::string sel) : sel_(std::move(sel)) {}
@@ -101,9 +111,7 @@ class Fuse : public TransformStep {
           // The host: one dispatch and launch for the run (card above).
           auto launch = [&](std::size_t m) {
             const OpId l = ctx.trace.ops[lane[m]].link;
-            return l != kNone && ctx.trace.ops[l].kind == OpKind::Api && ctx.trace.ops[l].api_class() == ApiClass::Launch && !g.removed(l)
-                       ? l
-                       : kNone;
+            return l != kNone && launch_call(ctx.trace, l) && !g.removed(l) ? l : kNone;
           };
           for (std::size_t m = k; m <= e; ++m) {
             const OpId l = launch(m);
@@ -154,14 +162,12 @@ class Fuse : public TransformStep {
     if (sel_ == "auto" && runs > 0) {
       Graph& g = c.edit_graph();
       const Trace& t = ctx.trace;
-      auto is_launch = [&](OpId o) { return o < t.ops.size() && t.ops[o].kind == OpKind::Api && t.ops[o].api_class() == ApiClass::Launch; };
       for (OpId l = 0; l < t.ops.size(); ++l) {
-        if (!is_launch(l)) continue;
+        if (!launch_call(t, l)) continue;
         for (auto ed : boost::make_iterator_range(boost::out_edges(l, g.csr))) {
           const OpId m = static_cast<OpId>(boost::target(ed, g.csr));
-          if (g.csr[ed].type() != EdgeType::HostOrder || !is_launch(m)) continue;
-          auto it = std::upper_bound(syncs.begin(), syncs.end(), t.ops[l].start);
-          if (it != syncs.end() && *it < t.ops[m].start) continue;
+          if (g.csr[ed].type() != EdgeType::HostOrder || !launch_call(t, m) || sync_between(syncs, t.ops[l].start, t.ops[m].start))
+            continue;
           const TimeNs cap = std::max<TimeNs>(0, kCompiledLaunchHost - c.durations[m]);
           if (g.csr[ed].delay() > cap) {
             wrapper += g.csr[ed].delay() - cap;
@@ -182,9 +188,7 @@ class Fuse : public TransformStep {
  private:
   static bool separated(const Trace& t, OpId a, OpId b, const std::vector<TimeNs>& syncs) {
     const OpId la = t.ops[a].link, lb = t.ops[b].link;
-    if (la == kNone || lb == kNone) return false;
-    auto it = std::upper_bound(syncs.begin(), syncs.end(), t.ops[la].start);
-    return it != syncs.end() && *it < t.ops[lb].start;
+    return la != kNone && lb != kNone && sync_between(syncs, t.ops[la].start, t.ops[lb].start);
   }
   std::string sel_;
 };

@@ -151,6 +151,24 @@ double baseline_read(const std::string& path, long& rows) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// Wall seconds of `argv` run in a child (found on PATH, its output to /dev/null); -1 if it failed.
+double timed(const std::vector<std::string>& argv) {
+  const auto t1 = std::chrono::steady_clock::now();
+  pid_t q = fork();
+  if (q == 0) {
+    if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr)) _exit(1);
+    std::vector<char*> a;
+    for (const auto& x : argv) a.push_back(const_cast<char*>(x.c_str()));
+    a.push_back(nullptr);
+    execvp(a[0], a.data());
+    _exit(127);
+  }
+  int st = 0;
+  waitpid(q, &st, 0);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+  return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? secs : -1.0;
+}
+
 }  // namespace
 
 // A synthetic Kineto trace of about `mb` MB.
@@ -211,22 +229,6 @@ int kineto_bench(const std::string& file, double mb, const std::string& bneck, b
   std::printf("  bneck info (import, IR built, structure): %.2f s = %.0f MB/s, peak RSS %.0f MiB (%.2f x the file)\n", s, bytes / 1e6 / s,
               rss_mb, rss_mb * 1048576.0 / bytes);
   // bneck replay of it beside Python's json.load of the same file (where python3 runs).
-  auto timed = [&](const std::vector<std::string>& argv) {
-    const auto t1 = std::chrono::steady_clock::now();
-    pid_t q = fork();
-    if (q == 0) {
-      if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr)) _exit(1);
-      std::vector<char*> a;
-      for (const auto& x : argv) a.push_back(const_cast<char*>(x.c_str()));
-      a.push_back(nullptr);
-      execvp(a[0], a.data());
-      _exit(127);
-    }
-    int st = 0;
-    waitpid(q, &st, 0);
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
-    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? secs : -1.0;
-  };
   // The best of three runs of each, in turns (this machine's run-to-run noise is large: one run's
   // time alone moves 0.2-0.8 s on the 112 MB trace).
   auto best = [&](const std::vector<std::string>& argv, double& b) {
@@ -321,20 +323,7 @@ int main(int argc, char** argv) {
   double ops = static_cast<double>(rows);  // API calls + kernels: the ops of the IR
   std::printf("synthetic nsys export: %ld kernels on %d streams, %ld rows (kernels + API calls)\n", kernels, streams, rows);
   // The sqlite3 shell printing every row of both tables (to /dev/null), where it is installed.
-  double cli_s = -1;
-  {
-    const auto c0 = std::chrono::steady_clock::now();
-    pid_t q = fork();
-    if (q == 0) {
-      if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr)) _exit(1);
-      execlp("sqlite3", "sqlite3", file.c_str(), "SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL; SELECT * FROM CUPTI_ACTIVITY_KIND_RUNTIME;",
-             static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    int st = 0;
-    waitpid(q, &st, 0);
-    if (WIFEXITED(st) && WEXITSTATUS(st) == 0) cli_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
-  }
+  const double cli_s = timed({"sqlite3", file, "SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL; SELECT * FROM CUPTI_ACTIVITY_KIND_RUNTIME;"});
   std::printf("  sqlite3 reading the same rows and columns: %8.2f s (the SQLite library, stepping)\n", base_s);
   if (cli_s > 0) std::printf("  sqlite3 shell printing both tables:        %8.2f s\n", cli_s);
   std::printf("  bneck replay, whole process:               %8.2f s  (%.2fx the SQLite read", total_s, total_s / base_s);

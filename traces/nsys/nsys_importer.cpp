@@ -357,8 +357,9 @@ class Reader {
   std::uint64_t device_op_pid(const SqliteStmt& st, int col) {
     if (!st.null(col)) return pid_of_global(st.i64(col));
     t_.note("nsys: device op without globalPid", Severity::Info, "assuming the first process");
-    return t_.processes.empty() ? 0 : t_.processes.front().pid;
+    return first_pid();
   }
+  std::uint64_t first_pid() const { return t_.processes.empty() ? 0 : t_.processes.front().pid; }
 
   // The kernel table read on its own connection, beside the API calls (read_runtime) on this one:
   // the two largest tables of an export, each read by one core. Rows become ops with local ids
@@ -425,7 +426,6 @@ class Reader {
   }
 
   void add_kernels(KernelRows& in) {
-    const std::string table = kKernelTable;
     for (const auto& [title, example] : in.warnings) t_.note(title, Severity::Warning, example);
     if (in.no_pid) t_.note("nsys: device op without globalPid", Severity::Info, "assuming the first process", in.no_pid);
     // Lanes in order of first use, as a sequential read would have made them.
@@ -433,7 +433,7 @@ class Reader {
     std::vector<std::uint64_t> pid(in.keys.size());
     for (std::size_t i = 0; i < in.keys.size(); ++i) {
       const StreamKey& k = in.keys[i];
-      pid[i] = k.pid != kNoPid ? k.pid : t_.processes.empty() ? 0 : t_.processes.front().pid;
+      pid[i] = k.pid != kNoPid ? k.pid : first_pid();
       lane[i] = stream_lane(pid[i], k.device, k.context, k.stream);
     }
     std::vector<std::uint32_t> launch(in.launches.size());
