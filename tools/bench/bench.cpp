@@ -151,10 +151,17 @@ double baseline_read(const std::string& path, long& rows) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// fork() with the parent's buffered output written first: a child that reopens stdout would write
+// it a second time.
+pid_t fork_flushed() {
+  std::fflush(nullptr);
+  return fork();
+}
+
 // Wall seconds of `argv` run in a child (found on PATH, its output to /dev/null); -1 if it failed.
 double timed(const std::vector<std::string>& argv) {
   const auto t1 = std::chrono::steady_clock::now();
-  pid_t q = fork();
+  pid_t q = fork_flushed();
   if (q == 0) {
     if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr)) _exit(1);
     std::vector<char*> a;
@@ -213,7 +220,7 @@ int kineto_bench(const std::string& file, double mb, const std::string& bneck, b
   std::ifstream sz(file, std::ios::binary | std::ios::ate);
   double bytes = static_cast<double>(sz.tellg());
   auto t0 = std::chrono::steady_clock::now();
-  pid_t pid = fork();
+  pid_t pid = fork_flushed();
   if (pid == 0) {
     if (!freopen("/dev/null", "w", stdout)) _exit(1);
     execl(bneck.c_str(), bneck.c_str(), "info", file.c_str(), static_cast<char*>(nullptr));
@@ -287,7 +294,7 @@ int main(int argc, char** argv) {
   {
     int fd[2];
     if (pipe(fd) != 0) die("pipe");
-    pid_t pid = fork();
+    pid_t pid = fork_flushed();
     if (pid == 0) {
       long r = 0;
       double s = baseline_read(file, r);
@@ -305,7 +312,7 @@ int main(int argc, char** argv) {
   // bneck replay in a child process; peak RSS from wait4.
   std::string json = file + ".replay.json";
   auto t0 = std::chrono::steady_clock::now();
-  pid_t pid = fork();
+  pid_t pid = fork_flushed();
   if (pid == 0) {
     if (!freopen("/dev/null", "w", stdout)) _exit(1);
     execl(bneck.c_str(), bneck.c_str(), "replay", file.c_str(), "--json", json.c_str(), static_cast<char*>(nullptr));
@@ -341,7 +348,7 @@ int main(int argc, char** argv) {
   // bneck structure on the same file: the whole process against the replay's.
   std::string sjson = file + ".structure.json";
   auto s0 = std::chrono::steady_clock::now();
-  pid = fork();
+  pid = fork_flushed();
   if (pid == 0) {
     if (!freopen("/dev/null", "w", stdout)) _exit(1);
     execl(bneck.c_str(), bneck.c_str(), "structure", file.c_str(), "--json", sjson.c_str(), static_cast<char*>(nullptr));
