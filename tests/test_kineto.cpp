@@ -257,3 +257,86 @@ TEST_CASE("a Chrome trace as a bare array of events, legacy ProfilerStep ops, an
   CHECK(r.code == 0);
   CHECK_THAT(r.err, Catch::Contains("--range 'nothing.*' matches no range of"));
 }
+
+namespace {
+// A Kineto document of `events` launch + kernel pairs and op ranges, with strings and args that
+// look like element boundaries ("}, {" in names, arrays of objects in args) and the device
+// properties after the events.
+std::string big_kineto(int events) {
+  std::string s = R"({"schemaVersion": 1, "distributedInfo": {"backend": "nccl", "rank": 3, "world_size": 8}, "traceEvents": [)";
+  s += "\n";
+  char b[512];
+  for (int i = 0; i < events; ++i) {
+    const long long ts = 1'000'000 + 10LL * i;
+    std::snprintf(
+        b, sizeof b,
+        R"(  {"ph": "X", "cat": "cpu_op", "name": "aten::mm}, {%d", "pid": 7, "tid": 7, "ts": %lld.125, "dur": 6.5, "args": {"Input Dims": [[%d, 64], [64, 32]], "Input type": ["float", "float"]}},)"
+        "\n",
+        i % 5, ts, 1 + i % 9);
+    s += b;
+    std::snprintf(
+        b, sizeof b,
+        R"(  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 7, "tid": 7, "ts": %lld.250, "dur": 2.0, "args": {"correlation": %d, "note": "\"}, {\"ph\": \"X\"}"}},)"
+        "\n",
+        ts, i + 1);
+    s += b;
+    std::snprintf(
+        b, sizeof b,
+        R"(  {"ph": "X", "cat": "kernel", "name": "gemm_%d}, {", "pid": 0, "tid": 7, "ts": %lld.5, "dur": 3.25, "args": {"correlation": %d, "stream": 7, "device": 0, "grid": [%d, 1, 1], "block": [128, 1, 1], "nest": [{"a": 1}, {"b": "}, {"}]}})",
+        i % 3, ts + 3, i + 1, 1 + i % 200);
+    s += b;
+    s += i + 1 < events ? ",\n" : "\n";
+  }
+  s += R"(], "deviceProperties": [{"id": 0, "name": "NVIDIA H200", "numSms": 132}], "traceName": "x]"})";
+  return s;
+}
+
+std::string fingerprint(const Trace& t) {
+  std::string f =
+      std::to_string(t.ops.size()) + " ops, " + std::to_string(t.ranges.size()) + " ranges, " + std::to_string(t.lanes.size()) + " lanes\n";
+  for (const Op& o : t.ops)
+    f += std::to_string(o.start) + " " + std::to_string(o.duration()) + " " + std::to_string(o.lane) + " " + std::to_string(o.link) + " " +
+         std::to_string(o.extra) + " " + t.strings.str(o.name) + "\n";
+  for (const Range& r : t.ranges) f += std::to_string(r.start) + " " + std::to_string(r.end) + " " + t.strings.str(r.name) + "\n";
+  for (const Device& d : t.devices) f += d.name + " " + std::to_string(d.sm_count) + "\n";
+  for (const Process& p : t.processes) f += std::to_string(p.rank) + "\n";
+  for (const auto& [what, n] : t.anomalies) f += what + " " + std::to_string(n.count) + " " + n.example + "\n";
+  return f;
+}
+}  // namespace
+
+TEST_CASE("a large Kineto document read in pieces gives the trace and the errors of the whole walk", "[kineto][errors]") {
+  // 30,000 x 3 events: 11 MB, over the 8 MB from which the events are read in pieces of 256 kB.
+  const std::string doc = big_kineto(30'000);
+  REQUIRE(doc.size() > (std::size_t{9} << 20));
+  ImportOptions whole;
+  whole.json_pieces = false;
+  const std::string path = write_temp(doc, "pieces.json");
+  const Trace a = load_trace(path), b = load_trace(path, whole);
+  CHECK(a.device_op_count() == 30'000);
+  CHECK(a.ranges.size() == 30'000);
+  REQUIRE(a.devices.size() == 1);
+  CHECK(a.devices[0].sm_count == 132);  // the properties after the events
+  CHECK(a.processes.at(a.ops[0].lane == kNone ? 0 : a.lanes[a.ops[0].lane].process).rank == 3);
+  CHECK(fingerprint(a) == fingerprint(b));
+  // Malformed late in the document: the same message either way (the piece that fails is read again whole).
+  auto error_of = [&](const std::string& text, const ImportOptions& opt) {
+    const std::string p = write_temp(text, "pieces_bad.json");
+    try {
+      (void)load_trace(p, opt);
+    } catch (const InputError& e) { return std::string(e.what()); }
+    return std::string("no error");
+  };
+  const std::size_t late = doc.find("\"ts\": ", doc.size() * 3 / 4);
+  std::string comma = doc;  // the comma between two events removed
+  comma.erase(comma.find("},\n", late) + 1, 1);
+  std::string ts = doc;  // a timestamp past the 64-bit nanosecond range
+  ts.replace(late + 6, 1, "99999999999999999");
+  std::string cut = doc.substr(0, doc.size() * 2 / 3);  // truncated
+  for (const std::string* bad : {&comma, &ts, &cut}) {
+    const std::string e = error_of(*bad, {});
+    CHECK_THAT(e, Catch::Contains("pieces_bad.json"));
+    CHECK(e == error_of(*bad, whole));
+  }
+  CHECK_THAT(error_of(ts, {}), Catch::Contains("out of range"));
+}

@@ -12,7 +12,8 @@
 namespace bneck {
 
 struct ImportOptions {
-  bool progress = true;  // phase lines on stderr when an import takes more than a second
+  bool progress = true;     // phase lines on stderr when an import takes more than a second
+  bool json_pieces = true;  // a large Kineto document's events read in pieces (false: walked whole; same result)
 };
 
 // What a sniffer sees of a file.

@@ -27,8 +27,12 @@ struct Walker {
   }
   bool array(od::array a) {
     if (!sax.start_array()) return false;
-    for (auto v : a)
-      if (!value(v.value())) return false;
+    for (auto v : a) {
+      od::value x = v.value();
+      bool skip = false;
+      if (!sax.element(x.raw_json_token().data(), skip)) return false;
+      if (!skip && !value(x)) return false;  // On Demand passes over an element not read
+    }
     return sax.end_array();
   }
   bool value(od::value v) {
@@ -95,6 +99,48 @@ JsonWalk walk_json(const char* data, std::size_t len, std::size_t capacity, Json
       w.ok = true;
     } catch (const simdjson::simdjson_error& e) { fail(&doc, e.error()); }
   } catch (const simdjson::simdjson_error& e) { fail(nullptr, e.error()); }
+  return w;
+}
+
+struct JsonArrayWalker::Impl {
+  od::parser parser;
+};
+
+JsonArrayWalker::JsonArrayWalker() : impl_(std::make_unique<Impl>()) {}
+JsonArrayWalker::~JsonArrayWalker() = default;
+
+JsonWalk JsonArrayWalker::elements(const char* data, std::size_t len, std::size_t capacity, JsonSax& sax, std::size_t& close) {
+  JsonWalk w;
+  Walker walker{sax};
+  try {
+    od::document doc = impl_->parser.iterate(simdjson::padded_string_view(data, len, capacity));
+    try {
+      for (auto v : doc.get_array()) {
+        od::value x = v.value();
+        w.element_at = static_cast<std::size_t>(x.raw_json_token().data() - data);
+        if (!walker.value(x)) {
+          w.handler_stop = true;
+          return w;
+        }
+      }
+      // Past the closing bracket: the next token, or the end of the text.
+      const char* at = nullptr;
+      std::size_t after = len;
+      if (doc.current_location().get(at) == simdjson::SUCCESS && at >= data && at <= data + len)
+        after = static_cast<std::size_t>(at - data);
+      while (after > 0 && data[after - 1] != ']') --after;
+      if (after == 0) throw simdjson::simdjson_error(simdjson::TAPE_ERROR);
+      close = after - 1;
+      w.ok = true;
+    } catch (const simdjson::simdjson_error& e) {
+      const char* at = nullptr;
+      w.error_at = doc.current_location().get(at) == simdjson::SUCCESS ? static_cast<std::size_t>(at - data) : len;
+      w.error = simdjson::error_message(e.error());
+    }
+  } catch (const simdjson::simdjson_error& e) {
+    w.error_at = len;
+    w.error = simdjson::error_message(e.error());
+  }
   return w;
 }
 

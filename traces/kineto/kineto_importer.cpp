@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
 #include <unordered_map>
 
 #include "sim/base/error.hpp"
@@ -19,7 +23,7 @@ using namespace kineto;
 
 class Reader : public JsonSax {
  public:
-  Reader(const std::string& path, const ImportOptions& opt) : path_(path), progress_("importing " + path, opt.progress) {
+  Reader(const std::string& path, const ImportOptions& opt) : path_(path), opt_(opt), progress_("importing " + path, opt.progress) {
     t_.source = path;
     t_.format = "kineto-json";
   }
@@ -31,15 +35,135 @@ class Reader : public JsonSax {
     std::string_view text(file.data.get(), file.capacity);
     std::size_t n = file.size;
     if (n >= 3 && text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3), n -= 3;  // a UTF-8 byte order mark
+    // A large trace is read in pieces (in_pieces); where that does not hold, or the text is not
+    // well formed, the whole document is walked at once, which gives the errors.
+    bool whole = true;
+    try {
+      whole = !opt_.json_pieces || !in_pieces(text.substr(0, n));
+    } catch (const std::exception&) {}
+    if (whole) return Reader(path_, opt_).walk_whole(text, n);
+    return done();
+  }
+
+  Trace walk_whole(std::string_view text, std::size_t n) {
     const JsonWalk w = walk_json(text.data(), n, text.size(), *this);
     if (!w.ok && !w.handler_stop) parse_error(w.error_at, w.error);
-    const bool ok = w.ok;
-    if (!ok) throw InputError(path_, error_.empty() ? "malformed JSON" : error_);
+    if (!w.ok) throw InputError(path_, error_.empty() ? "malformed JSON" : error_);
+    return done();
+  }
+
+  Trace done() {
     if (!saw_events_) throw InputError(path_, "no \"traceEvents\" array: not a PyTorch profiler (Kineto) trace");
     progress_.phase("joining device ops to their launches", t_.ops.size());
     finish();
     t_.finalize();
     return std::move(t_);
+  }
+
+  // The events array of a document of 8 MB or more read in pieces of about 256 kB, each parsed as an
+  // array of its own ('[', whole elements, ']') by one parser whose memory is reused: the walk
+  // then touches the memory of a piece, not of the whole document (simdjson's index and strings
+  // are 1-2x the text). A piece ends at a guess, the first '}' ',' '{' (whitespace between) past
+  // its size. The text from a place where an element starts is the same tokens alone as in the
+  // document, so the elements a piece walks whole are the document's: a guess inside a string
+  // fails before any (a string left open: the next guess is tried), one inside a nested array
+  // fails at the element that holds it, where the next piece starts. The last piece runs to the
+  // document's last ']' and stops at its array's end. Then the document without its events
+  // ("traceEvents": [0]) is walked for the rest, the 0 where the events were (which proves the
+  // array found is the root's "traceEvents"). False: not read this way; malformed text is
+  // (nothing of it kept: the whole document is walked again).
+  bool in_pieces(std::string_view text) {
+    constexpr std::size_t kMin = std::size_t{8} << 20, kPiece = std::size_t{256} << 10, kPad = 64;
+    constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+    const std::size_t n = text.size();
+    if (n < kMin) return false;
+    auto ws = [&](std::size_t i) {
+      while (i < n && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r')) ++i;
+      return i;
+    };
+    const std::size_t key = text.find("\"traceEvents\"");
+    if (key == std::string_view::npos) return false;
+    std::size_t open = ws(key + 13);
+    if (open >= n || text[open] != ':') return false;
+    open = ws(open + 1);
+    if (open >= n || text[open] != '[') return false;
+    std::size_t p = ws(open + 1);
+    if (p >= n || text[p] != '{') return false;
+    const std::size_t last_bracket = text.rfind(']');
+    if (last_bracket == std::string_view::npos || last_bracket < p) return false;
+    // The next guess at or after `from`: {end of the piece (after its '}'), the next element's '{'}; {0, 0}: none.
+    auto guess = [&](std::size_t from) -> std::pair<std::size_t, std::size_t> {
+      for (std::size_t i = text.find('}', from); i != std::string_view::npos && i < last_bracket; i = text.find('}', i + 1)) {
+        std::size_t j = ws(i + 1);
+        if (j >= n || text[j] != ',') continue;
+        j = ws(j + 1);
+        if (j < n && text[j] == '{') return {i + 1, j};
+      }
+      return {0, 0};
+    };
+    std::vector<char> buf;
+    JsonArrayWalker walker;
+    // '[' + text[from, to) (+ ']'): whether it parsed (closed: to its own bracket); `restart`: where
+    // the element that failed starts in `text` (kNone: none walked).
+    auto piece = [&](std::size_t from, std::size_t to, bool closed, std::size_t& close, std::size_t& restart) {
+      const std::size_t len = 1 + (to - from) + (closed ? 1 : 0);
+      if (buf.size() < len + kPad) buf.resize(len + kPad);
+      buf[0] = '[';
+      std::memcpy(buf.data() + 1, text.data() + from, to - from);
+      if (closed) buf[len - 1] = ']';
+      std::memset(buf.data() + len, 0, kPad);
+      const JsonWalk w = walker.elements(buf.data(), len, len + kPad, *this, close);
+      restart = w.element_at == kNone ? kNone : from - 1 + w.element_at;
+      return w.ok && (!closed || close == len - 1);
+    };
+    depth_ = 2;
+    top_ = Top::Events;
+    top_key_ = TopKey::Events;
+    saw_events_ = true;
+    std::size_t close_at = 0;  // the events array's closing bracket in `text`
+    int misses = 0;            // guesses in a row that failed before any element
+    for (std::size_t from = p + kPiece;;) {
+      std::size_t close = 0, restart = kNone;
+      const auto [end, next] = from < last_bracket ? guess(from) : std::pair<std::size_t, std::size_t>{0, 0};
+      if (next != 0 && misses < 8) {
+        if (piece(p, end, true, close, restart)) {
+          p = next;
+          from = p + kPiece;
+          misses = 0;
+          continue;
+        }
+        // The element that failed is walked again from its start; its handlers' state goes back.
+        depth_ = 2;
+        in_event_ = in_args_ = in_device_ = list_field_ = args_key_ = false;
+        field_ = Field::None;
+        if (restart == kNone) {  // a string left open: the next guess
+          ++misses;
+          from = end;
+        } else if (restart > p) {
+          p = restart;
+          from = p + kPiece;
+          misses = 0;
+        } else
+          from = end, ++misses;  // the first element holds the guess: a longer piece
+        continue;
+      }
+      if (!piece(p, last_bracket + 1, false, close, restart)) return false;
+      close_at = p - 1 + close;
+      break;
+    }
+    depth_ = 0;
+    top_ = Top::None;
+    top_key_ = TopKey::Other;
+    // The rest of the document, its events array replaced by [0].
+    std::string rest;
+    rest.reserve(open + 2 + (n - close_at) + kPad);
+    rest.append(text.substr(0, open + 1)).append("0").append(text.substr(close_at));
+    const std::size_t len = rest.size();
+    rest.append(kPad, '\0');
+    sentinel_ = rest.data() + open + 1;
+    const JsonWalk w = walk_json(rest.data(), len, rest.size(), *this);
+    sentinel_ = nullptr;
+    return w.ok && sentinel_seen_;
   }
 
   // ---- SAX -----------------------------------------------------------------------------------
@@ -178,6 +302,14 @@ class Reader : public JsonSax {
       field_ = Field::None;
     }
     --depth_;
+    return true;
+  }
+  bool element(const char* at, bool& skip) override {
+    skip = false;
+    if (sentinel_ && at == sentinel_) {
+      sentinel_seen_ = depth_ == 2 && top_ == Top::Events && top_key_ == TopKey::Events;
+      skip = true;
+    }
     return true;
   }
   bool key(std::string_view k, bool& skip) override {
@@ -602,6 +734,7 @@ class Reader : public JsonSax {
   };
 
   std::string path_;
+  ImportOptions opt_;
   Progress progress_;
   Trace t_;
   LaunchInterner launches_;
@@ -619,6 +752,8 @@ class Reader : public JsonSax {
   int depth_ = 0, list_pos_ = 0;
   bool in_event_ = false, in_args_ = false, in_device_ = false, list_field_ = false, saw_events_ = false;
   std::uint64_t events_ = 0;
+  const char* sentinel_ = nullptr;  // where the events were in the document read in pieces
+  bool sentinel_seen_ = false;      // the root's "traceEvents" array held it
   std::uint32_t rank_ = kNone, host_process_ = kNone;
   std::unordered_map<std::int64_t, std::uint32_t> process_, device_;
   std::unordered_map<std::pair<std::int64_t, std::int64_t>, LaneId, PairHash> thread_lane_, stream_lane_;
