@@ -307,16 +307,11 @@ std::vector<AdviceSuggestion> candidates(const Trace& t, const std::vector<Kerne
 }
 
 // Each simulated on the whole run (or the ranges), then ranked.
-void simulate(const Trace& t, const AdviseOptions& opt, const std::string& source, std::vector<AdviceSuggestion>& cand) {
+void simulate(const Trace& t, const WhatIfBaseline& baseline, std::vector<AdviceSuggestion>& cand) {
   for (AdviceSuggestion& s : cand) {
     try {
-      WhatIfOptions wo;
-      wo.range_regex = opt.range_regex;
-      wo.source_hw = source;
-      wo.sharing = opt.sharing;
       std::string scenario;
-      wo.transforms = parse_transform_args(s.args, scenario);
-      WhatIfReport w = run_whatif(t, wo);
+      WhatIfReport w = baseline.run(parse_transform_args(s.args, scenario));
       s.baseline_ns = w.baseline_ns;
       s.predicted_ns = w.predicted_ns;
       s.error_bar = w.error_bar;
@@ -429,17 +424,18 @@ Advice advise(const Trace& t, const AdviseOptions& opt) {
   const HwSpec hw = pick_source(t, source);
   if (!hw.from_trace.empty()) a.assumed_hw = hw.from_trace;
   ro.source_hw = source;
-  ro.hw = hw.name;  // retargeted to itself: the replay's roofline aggregation by kernel class
-  ReplayReport rep = run_replay(t, ro);
-  const std::vector<KernelWork> work = estimate_work(t, hw);
+  ro.hw = hw.name;                        // retargeted to itself: the replay's roofline aggregation by kernel class
+  a.classes = run_replay(t, ro).classes;  // the replay's graph and schedule are let go here
   a.source_hw = hw.name;
-  a.classes = rep.classes;
   // The run as the what-ifs start from it: the replay without the profiler's host cost.
   WhatIfOptions wo0;
   wo0.range_regex = opt.range_regex;
   wo0.source_hw = source;
   wo0.sharing = opt.sharing;
-  const WhatIfReport base = run_whatif(t, wo0);
+  // One baseline for the run and every suggestion (built once: graph, work, its simulation).
+  const WhatIfBaseline baseline(t, wo0);
+  const std::vector<KernelWork>& work = baseline.work();  // the trace's GPU's (estimate_work)
+  const WhatIfReport base = baseline.run({});
   a.unprofiled = base.unprofiled;
   a.overlap = base.baseline_overlap;
   a.span_ns = base.baseline.length();
@@ -453,7 +449,7 @@ Advice advise(const Trace& t, const AdviseOptions& opt) {
   classify_phases(t, work, hw, base.base_sim, a);
   a.kernels = kernels_that_matter(t, hw);
   std::vector<AdviceSuggestion> cand = candidates(t, work, hw, a);
-  simulate(t, opt, source, cand);
+  simulate(t, baseline, cand);
   // A remedy whose transform found nothing to change (no run of small copies, no two collectives
   // to coalesce, no GEMM to pad) is not a suggestion.
   std::erase_if(cand, [](const AdviceSuggestion& s) {

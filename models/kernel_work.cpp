@@ -1,5 +1,7 @@
 #include "models/kernel_work.hpp"
 
+#include <unordered_map>
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -362,14 +364,27 @@ std::vector<KernelWork> estimate_work(const Trace& t, const HwSpec& source) {
     return best;
   };
   std::map<std::size_t, std::vector<OpId>> kernels_of_range;
+  // What a name says (class, precision, unit), read once per distinct name; what a launch of a
+  // name costs per unit of work, once per distinct (name, launch configuration).
+  std::unordered_map<StrId, std::size_t> by_name;
+  std::vector<KernelWork> named;
   for (OpId i = 0; i < t.ops.size(); ++i) {
     const Op& o = t.ops[i];
     if (o.kind != OpKind::Kernel) continue;
-    const std::string& name = t.name(o);
     KernelWork& w = work[i];
-    w.cls = classify_kernel(name);
-    w.dtype = kernel_dtype(name);
-    w.unit = kernel_unit(name, w.cls, w.dtype, source.gpu);
+    auto [it, fresh] = by_name.emplace(o.name, named.size());
+    if (fresh) {
+      const std::string& name = t.name(o);
+      KernelWork x;
+      x.cls = classify_kernel(name);
+      x.dtype = kernel_dtype(name);
+      x.unit = kernel_unit(name, x.cls, x.dtype, source.gpu);
+      named.push_back(x);
+    }
+    const KernelWork& x = named[it->second];
+    w.cls = x.cls;
+    w.dtype = x.dtype;
+    w.unit = x.unit;
     if (o.link != kNone) {
       std::size_t r = innermost(t.ops[o.link]);
       if (r != kNone) kernels_of_range[r].push_back(i);
@@ -407,47 +422,67 @@ std::vector<KernelWork> estimate_work(const Trace& t, const HwSpec& source) {
       }
     }
   }
-  // Launch geometry: one-element-per-thread elementwise kernels (see the model card).
+  // Launch geometry: one-element-per-thread elementwise kernels (see the model card). Per
+  // (name, launch): the bytes of one array and the time it takes (0: not such a kernel).
+  struct Geometry {
+    double threads = 0, array_bytes = 0, per_array = 0;
+    Bytes elem = 0;
+  };
+  std::unordered_map<std::uint64_t, Geometry> geometry;
+  auto launch_key = [](const Op& o) { return (static_cast<std::uint64_t>(o.name) << 32) | o.extra; };
   for (OpId i = 0; i < t.ops.size(); ++i) {
     const Op& o = t.ops[i];
     KernelWork& w = work[i];
     if (o.kind != OpKind::Kernel || w.from_shapes || w.cls != KernelClass::Elementwise) continue;
     const LaunchConfig* lc = t.launch(o);
-    const std::string& name = t.name(o);
-    if (!lc || name.find('<') == std::string::npos) continue;
-    double threads = static_cast<double>(lc->grid(0)) * lc->grid(1) * lc->grid(2) * lc->block[0] * lc->block[1] * lc->block[2];
-    if (threads < static_cast<double>(1 << 20)) continue;
-    Dtype d = kernel_dtype(name, Dtype::FP64);
-    if (d != kernel_dtype(name, Dtype::INT8)) continue;  // the name does not say
-    auto elem = static_cast<Bytes>(dtype_bytes(d));
-    if (elem == 0) continue;
-    KernelWork one = w;
-    one.bytes = threads * static_cast<double>(elem);
-    one.access_width = elem;
-    TimeNs fixed = source.gpu.kernel_tail;
-    double per_array = static_cast<double>(model_kernel(t, i, one, source).time_ns - fixed);
-    if (per_array <= 0) continue;
-    double k = std::round(static_cast<double>(std::max<TimeNs>(0, o.duration() - fixed)) / per_array);
+    if (!lc) continue;
+    auto [it, fresh] = geometry.emplace(launch_key(o), Geometry{});
+    Geometry& g = it->second;
+    if (fresh) {
+      const std::string& name = t.name(o);
+      if (name.find('<') == std::string::npos) continue;
+      const double threads = static_cast<double>(lc->grid(0)) * lc->grid(1) * lc->grid(2) * lc->block[0] * lc->block[1] * lc->block[2];
+      if (threads < static_cast<double>(1 << 20)) continue;
+      const Dtype d = kernel_dtype(name, Dtype::FP64);
+      if (d != kernel_dtype(name, Dtype::INT8)) continue;  // the name does not say
+      const auto elem = static_cast<Bytes>(dtype_bytes(d));
+      if (elem == 0) continue;
+      KernelWork one = w;
+      one.bytes = threads * static_cast<double>(elem);
+      one.access_width = elem;
+      const double per_array = static_cast<double>(model_kernel(t, i, one, source).time_ns - source.gpu.kernel_tail);
+      if (per_array <= 0) continue;
+      g = Geometry{threads, one.bytes, per_array, elem};
+    }
+    if (g.per_array <= 0) continue;
+    const TimeNs fixed = source.gpu.kernel_tail;
+    double k = std::round(static_cast<double>(std::max<TimeNs>(0, o.duration() - fixed)) / g.per_array);
     if (k < 1 || k > 8) continue;
-    w.bytes = k * one.bytes;
-    w.flops = threads;
-    w.access_width = elem;
+    w.bytes = k * g.array_bytes;
+    w.flops = g.threads;
+    w.access_width = g.elem;
     w.from_geometry = true;
   }
   // Inference from the measured duration for the rest: the model is linear in the work beyond the
   // tail, so one evaluation with a unit of work gives the work that takes the measured time.
+  // Per (name, launch): its fixed time and its time per unit.
   constexpr double kUnit = 1e9;
+  std::unordered_map<std::uint64_t, std::pair<TimeNs, double>> rate;
   for (OpId i = 0; i < t.ops.size(); ++i) {
     const Op& o = t.ops[i];
     KernelWork& w = work[i];
     if (o.kind != OpKind::Kernel || w.from_shapes || w.from_geometry) continue;
-    bool math = is_compute_class(w.cls);
-    KernelWork unit = w, none = w;
-    unit.flops = math ? kUnit : 0;
-    unit.bytes = math ? 0 : kUnit;
-    none.flops = none.bytes = 0;
-    TimeNs fixed = model_kernel(t, i, none, source).time_ns;  // the tail (or a GEMM fit's overhead)
-    double per_unit = static_cast<double>(model_kernel(t, i, unit, source).time_ns - fixed);
+    const bool math = is_compute_class(w.cls);
+    auto [it, fresh] = rate.emplace(launch_key(o), std::pair<TimeNs, double>{});
+    if (fresh) {
+      KernelWork unit = w, none = w;
+      unit.flops = math ? kUnit : 0;
+      unit.bytes = math ? 0 : kUnit;
+      none.flops = none.bytes = 0;
+      const TimeNs f = model_kernel(t, i, none, source).time_ns;  // the tail (or a GEMM fit's overhead)
+      it->second = {f, static_cast<double>(model_kernel(t, i, unit, source).time_ns - f)};
+    }
+    const auto [fixed, per_unit] = it->second;
     double d = static_cast<double>(std::max<TimeNs>(0, o.duration() - fixed));
     double amount = per_unit > 0 ? d / per_unit * kUnit : 0;
     (math ? w.flops : w.bytes) = amount;

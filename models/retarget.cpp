@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <stdexcept>
 
 #include "hw/from_device.hpp"
 #include "models/collective.hpp"
@@ -31,8 +32,15 @@ RetargetCostModel::RetargetCostModel(const Trace& t, HwSpec source, HwSpec targe
     : RetargetCostModel(t, source, std::move(target), mode, estimate_work(t, source)) {}
 
 RetargetCostModel::RetargetCostModel(const Trace& t, HwSpec source, HwSpec target, DurationMode mode, std::vector<KernelWork> work)
+    : RetargetCostModel(t, std::move(source), std::move(target), mode, [&] {
+        work.resize(t.ops.size());
+        return std::make_shared<const std::vector<KernelWork>>(std::move(work));
+      }()) {}
+
+RetargetCostModel::RetargetCostModel(const Trace& t, HwSpec source, HwSpec target, DurationMode mode,
+                                     std::shared_ptr<const std::vector<KernelWork>> work)
     : t_(t), source_(std::move(source)), target_(std::move(target)), mode_(mode), work_(std::move(work)) {
-  work_.resize(t.ops.size());
+  if (!work_ || work_->size() != t.ops.size()) throw std::logic_error("RetargetCostModel: work of another trace");
   times_.assign(t.ops.size(), 0);
   same_chip_ = same_chip(source_.gpu, target_.gpu);
   if (same_chip_) {
@@ -68,12 +76,12 @@ RetargetCostModel::RetargetCostModel(const Trace& t, HwSpec source, HwSpec targe
     // source's kernel choice, tiles and waves do not carry over); unless the target is the
     // source's chip (same_chip): then the trace's kernels are the target's too, re-timed by the
     // model with the source's GEMM efficiencies on both sides (what differs is memory).
-    const bool gemm = work_[i].cls == KernelClass::Gemm;
-    TimeNs tgt = model_device_op(t, i, work_[i], same_chip_ && gemm ? same_chip_target_ : target_);
-    if (mode_ == DurationMode::Model || (!same_chip_ && gemm_efficiency_by_shape(work_[i], target_.gpu))) {
+    const bool gemm = (*work_)[i].cls == KernelClass::Gemm;
+    TimeNs tgt = model_device_op(t, i, (*work_)[i], same_chip_ && gemm ? same_chip_target_ : target_);
+    if (mode_ == DurationMode::Model || (!same_chip_ && gemm_efficiency_by_shape((*work_)[i], target_.gpu))) {
       times_[i] = tgt;
     } else {
-      TimeNs src = model_device_op(t, i, work_[i], source_);
+      TimeNs src = model_device_op(t, i, (*work_)[i], source_);
       times_[i] =
           src > 0
               ? static_cast<TimeNs>(std::llround(static_cast<double>(o.duration()) * static_cast<double>(tgt) / static_cast<double>(src)))
@@ -86,20 +94,20 @@ std::vector<std::string> RetargetCostModel::assumptions() const {
   std::vector<std::string> out;
   if (mode_ == DurationMode::Measured) return out;
   std::map<std::pair<Dtype, ComputeUnit>, std::pair<std::size_t, TimeNs>> used;  // kernels, measured time
-  for (OpId i = 0; i < t_.ops.size() && i < work_.size(); ++i) {
+  for (OpId i = 0; i < t_.ops.size() && i < work_->size(); ++i) {
     const Op& o = t_.ops[i];
-    if (o.kind != OpKind::Kernel || (o.flags & Op::kFlagNccl) || !is_compute_class(work_[i].cls)) continue;
-    auto& u = used[{work_[i].dtype, work_[i].unit}];
+    if (o.kind != OpKind::Kernel || (o.flags & Op::kFlagNccl) || !is_compute_class((*work_)[i].cls)) continue;
+    auto& u = used[{(*work_)[i].dtype, (*work_)[i].unit}];
     ++u.first;
     u.second += o.duration();
   }
   const GpuSpec& g = target_.gpu;
   std::size_t by_shape = 0, gemms = 0;
   TimeNs by_shape_time = 0;
-  for (OpId i = 0; i < t_.ops.size() && i < work_.size(); ++i) {
-    if (t_.ops[i].kind != OpKind::Kernel || work_[i].cls != KernelClass::Gemm) continue;
+  for (OpId i = 0; i < t_.ops.size() && i < work_->size(); ++i) {
+    if (t_.ops[i].kind != OpKind::Kernel || (*work_)[i].cls != KernelClass::Gemm) continue;
     ++gemms;
-    if (gemm_efficiency_by_shape(work_[i], g)) ++by_shape, by_shape_time += t_.ops[i].duration();
+    if (gemm_efficiency_by_shape((*work_)[i], g)) ++by_shape, by_shape_time += t_.ops[i].duration();
   }
   if (same_chip_ && gemms > 0)
     out.push_back(std::to_string(gemms) + " GEMM kernels keep the trace's: " + target_.name + " is its GPU's chip (" +

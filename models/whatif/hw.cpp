@@ -63,8 +63,10 @@ class Hw : public TransformStep {
     HwSpec target = load_spec(spec_);
     // The trace's kernel work depends on the GPU it is read against: the engine's, unless an
     // earlier --hw changed it.
+    // (The engine's work is borrowed, not copied: the model lives within this step.)
     RetargetCostModel m = c.spec.name == ctx.source.name && ctx.work.size() == ctx.trace.ops.size()
-                              ? RetargetCostModel(ctx.trace, c.spec, target, DurationMode::Hybrid, ctx.work)
+                              ? RetargetCostModel(ctx.trace, c.spec, target, DurationMode::Hybrid,
+                                                  std::shared_ptr<const std::vector<KernelWork>>(std::shared_ptr<void>(), &ctx.work))
                               : RetargetCostModel(ctx.trace, c.spec, target, DurationMode::Hybrid);
     TimeNs before = 0, after = 0;
     for (OpId i = 0; i < ctx.trace.ops.size(); ++i) {

@@ -164,30 +164,93 @@ void attach_error_bars(WhatIfReport& rep, const std::vector<Transform>& transfor
 
 }  // namespace
 
-WhatIfReport run_whatif(const Trace& t, const WhatIfOptions& opt) {
+// What a what-if starts from, built once for a trace and its options (all but the transforms
+// after the profiler's step): the graph, the work, the engine, the baseline case and its simulation
+// with what is read from it.
+struct WhatIfBaseline::Impl {
+  const Trace* t = nullptr;
+  WhatIfOptions opt;
+  std::string unidentified;
+  HwSpec source;
+  std::shared_ptr<const Graph> graph;
+  std::unique_ptr<WhatIfEngine> engine;
+  Transform unprofile;
+  std::string unprofiled, unprofile_note;
+  WhatIfCase base;
+  SimResult base_sim;
+  Span measured, baseline;
+  std::vector<RankStats> baseline_ranks;
+  Overlap baseline_overlap;
+  std::vector<RangeSpan> ranges;  // with a range regex: the baseline's
+  std::vector<std::string> cp;    // without: the baseline's critical path (device-op names)
+  std::vector<TimeNs> slack;      // the baseline's slack
+};
+
+WhatIfBaseline::WhatIfBaseline(const Trace& t, const WhatIfOptions& opt) {
+  auto impl = std::make_shared<Impl>();
+  Impl& b = *impl;
+  b.t = &t;
+  b.opt = opt;
+  b.source = unidentified_source(t, opt, b.unidentified);
+  Graph built = build_graph(t);
+  std::vector<KernelWork> work = estimate_work(t, b.source);
+  // Sharing takes the persistent GEMMs' tiles from the work (HBM demands stay by class).
+  if (opt.sharing && t.measured && b.unidentified.empty() && b.source.from_trace.empty()) enable_sharing(built, b.source, &work, false);
+  b.graph = std::make_shared<const Graph>(std::move(built));
+  b.engine = std::make_unique<WhatIfEngine>(t, b.graph, b.source, std::move(work));
+  std::vector<Transform> rest;
+  b.unprofile = unprofile_step(t, opt, rest, b.unprofiled);
+  if (b.unprofile && opt.unprofiled_time > 0) b.unprofile = scaled_unprofile(t, *b.engine, opt, b.unprofile_note);
+  b.base = b.unprofile ? b.engine->apply({b.unprofile}) : b.engine->baseline();
+  const Graph& bg = *b.base.graph;
+  b.base_sim = simulate(bg, VectorCostModel(b.base.durations, "baseline"));
+  b.measured = device_span(bg, measured_schedule(t));
+  b.baseline = device_span(bg, sim_schedule(b.base_sim));
+  b.baseline_ranks = rank_stats(bg, sim_schedule(b.base_sim));
+  b.baseline_overlap = compute_overlap(bg, sim_schedule(b.base_sim));
+  if (opt.range_regex) {
+    b.ranges = range_spans(bg, b.base_sim, range_regex(*opt.range_regex));
+  } else {
+    const TimeNs b0 = b.baseline.begin;
+    b.cp = cp_names(
+        bg, critical_path(b.base_sim, last_device_op(bg, sim_schedule(b.base_sim)), [&](OpId o) { return b.base_sim.end[o] > b0; }));
+  }
+  b.slack = compute_slack(bg, b.base_sim);
+  impl_ = std::move(impl);
+}
+
+WhatIfReport WhatIfBaseline::run(const std::vector<Transform>& user) const {
+  const Impl& b = *impl_;
+  const Trace& t = *b.t;
+  WhatIfOptions opt = b.opt;
+  opt.transforms = user;
+  // A profiler's step among the transforms other than the baseline's: a baseline of its own.
+  {
+    std::vector<Transform> rest;
+    std::string name;
+    const Transform u = unprofile_step(t, opt, rest, name);
+    const bool own = b.opt.unprofiled_time > 0 ? static_cast<bool>(u) == static_cast<bool>(b.unprofile)
+                                               : (u ? u->text : std::string()) == (b.unprofile ? b.unprofile->text : std::string());
+    if (!own) return WhatIfBaseline(t, opt).run(user);
+  }
+  std::string unidentified;
+  (void)unidentified_source(t, opt, unidentified);  // a transform on the GPU's rates without them: stops here
   WhatIfReport rep;
   rep.trace = &t;
-  std::string unidentified;
-  HwSpec source = unidentified_source(t, opt, unidentified);
-  Graph built = build_graph(t);
-  std::vector<KernelWork> work = estimate_work(t, source);
-  // Sharing takes the persistent GEMMs' tiles from the work (HBM demands stay by class).
-  if (opt.sharing && t.measured && unidentified.empty() && source.from_trace.empty()) enable_sharing(built, source, &work, false);
-  auto graph = std::make_shared<const Graph>(std::move(built));
-  rep.source_hw = source.name;
-  WhatIfEngine engine(t, graph, source, std::move(work));
+  rep.unprofiled = b.unprofiled;
+  rep.unprofile_note = b.unprofile_note;
   std::vector<Transform> transforms;
-  Transform unprofile = unprofile_step(t, opt, transforms, rep.unprofiled);
-  if (unprofile && opt.unprofiled_time > 0) {
-    unprofile = scaled_unprofile(t, engine, opt, rep.unprofile_note);
-    transforms.front() = unprofile;
-  }
-  WhatIfCase base = unprofile ? engine.apply({unprofile}) : engine.baseline();
+  for (const Transform& tr : user)
+    if (tr->text.rfind("--unprofile", 0) != 0) transforms.push_back(tr);
+  if (b.unprofile) transforms.insert(transforms.begin(), b.unprofile);
+  const WhatIfEngine& engine = *b.engine;
+  rep.source_hw = b.source.name;
+  const WhatIfCase& base = b.base;
   WhatIfCase pred = engine.apply(transforms);
   rep.log = pred.log;
-  if (!unidentified.empty()) rep.log.insert(rep.log.begin(), unidentified);
-  if (!source.from_trace.empty()) rep.log.insert(rep.log.begin(), source.from_trace);
-  if (unprofile)  // the profiler's line apart from the user's transforms
+  if (!b.unidentified.empty()) rep.log.insert(rep.log.begin(), b.unidentified);
+  if (!b.source.from_trace.empty()) rep.log.insert(rep.log.begin(), b.source.from_trace);
+  if (b.unprofile)  // the profiler's line apart from the user's transforms
     for (auto it = rep.log.begin(); it != rep.log.end(); ++it)
       if (it->rfind("--unprofile", 0) == 0) {
         rep.unprofile_log = *it + (rep.unprofile_note.empty() ? "" : "; " + rep.unprofile_note);
@@ -201,14 +264,14 @@ WhatIfReport run_whatif(const Trace& t, const WhatIfOptions& opt) {
   rep.pred_graph = pred.graph;
   const Graph& bg = *base.graph;
   const Graph& pg = *pred.graph;
-  rep.base_sim = simulate(bg, VectorCostModel(base.durations, "baseline"));
+  rep.base_sim = b.base_sim;
   rep.pred_sim = simulate(pg, VectorCostModel(pred.durations, "predicted"));
-  rep.measured = device_span(bg, measured_schedule(t));
-  rep.baseline = device_span(bg, sim_schedule(rep.base_sim));
+  rep.measured = b.measured;
+  rep.baseline = b.baseline;
   rep.predicted = device_span(pg, sim_schedule(rep.pred_sim));
-  rep.baseline_ranks = rank_stats(bg, sim_schedule(rep.base_sim));
+  rep.baseline_ranks = b.baseline_ranks;
   rep.predicted_ranks = rank_stats(pg, sim_schedule(rep.pred_sim));
-  rep.baseline_overlap = compute_overlap(bg, sim_schedule(rep.base_sim));
+  rep.baseline_overlap = b.baseline_overlap;
   rep.predicted_overlap = compute_overlap(pg, sim_schedule(rep.pred_sim));
   rep.has_amdahl = pred.scale_factor > 0;
   rep.amdahl_factor = pred.scale_factor;
@@ -219,9 +282,10 @@ WhatIfReport run_whatif(const Trace& t, const WhatIfOptions& opt) {
   std::vector<std::string> before_cp, after_cp;
   if (opt.range_regex) {
     Regex re = range_regex(*opt.range_regex);
-    std::vector<RangeSpan> bs = range_spans(bg, rep.base_sim, re), ps = range_spans(pg, rep.pred_sim, re);
+    const std::vector<RangeSpan>& bs = b.ranges;
+    std::vector<RangeSpan> ps = range_spans(pg, rep.pred_sim, re);
     const std::vector<bool> every(pg.num_nodes(), true);
-    std::vector<double> meas, b, p, am;
+    std::vector<double> meas, bv, p, am;
     for (std::size_t k = 0; k < bs.size(); ++k) {
       if (bs[k].nodes.empty()) continue;
       WhatIfRange wr;
@@ -242,14 +306,14 @@ WhatIfReport run_whatif(const Trace& t, const WhatIfOptions& opt) {
                           : 1;
       wr.cp_after = cp_names(pg, wr.path_after);
       meas.push_back(static_cast<double>(wr.measured_span_ns));
-      b.push_back(static_cast<double>(wr.baseline_ns));
+      bv.push_back(static_cast<double>(wr.baseline_ns));
       p.push_back(static_cast<double>(wr.predicted_ns));
       am.push_back(wr.amdahl_fraction);
       rep.ranges.push_back(std::move(wr));
     }
     if (rep.ranges.empty()) throw InputError(t.source, "--range '" + *opt.range_regex + "' matches no range with device ops");
     rep.measured_ns = static_cast<TimeNs>(repeats_center(meas, meas));
-    rep.baseline_ns = static_cast<TimeNs>(repeats_center(b, meas));
+    rep.baseline_ns = static_cast<TimeNs>(repeats_center(bv, meas));
     rep.predicted_ns = static_cast<TimeNs>(repeats_center(p, meas));
     rep.amdahl_fraction = repeats_center(am, meas);
     before_cp = rep.ranges.front().cp_before;
@@ -260,9 +324,8 @@ WhatIfReport run_whatif(const Trace& t, const WhatIfOptions& opt) {
     rep.predicted_ns = rep.predicted.length();
     if (rep.has_amdahl && rep.baseline_ns > 0)
       rep.amdahl_fraction = static_cast<double>(busy_union(all_dev, pred.scaled, rep.base_sim)) / static_cast<double>(rep.baseline_ns);
-    TimeNs b0 = rep.baseline.begin, p0 = rep.predicted.begin;
-    before_cp = cp_names(
-        bg, critical_path(rep.base_sim, last_device_op(bg, sim_schedule(rep.base_sim)), [&](OpId o) { return rep.base_sim.end[o] > b0; }));
+    const TimeNs p0 = rep.predicted.begin;
+    before_cp = b.cp;
     after_cp = cp_names(
         pg, critical_path(rep.pred_sim, last_device_op(pg, sim_schedule(rep.pred_sim)), [&](OpId o) { return rep.pred_sim.end[o] > p0; }));
   }
@@ -274,19 +337,25 @@ WhatIfReport run_whatif(const Trace& t, const WhatIfOptions& opt) {
   for (const auto& n : bset)
     if (!aset.count(n)) rep.off_cp.push_back(n);
   // Slack changes of the trace's device ops.
-  auto sb = compute_slack(bg, rep.base_sim);
+  const std::vector<TimeNs>& sb = b.slack;
   auto sp = compute_slack(pg, rep.pred_sim);
   std::vector<OpId> changed;
   for (OpId o : all_dev)
     if (sb[o] != sp[o]) changed.push_back(o);
-  std::sort(changed.begin(), changed.end(), [&](OpId a, OpId b) {
-    auto da = std::llabs(sp[a] - sb[a]), db = std::llabs(sp[b] - sb[b]);
-    return da != db ? da > db : a < b;
+  // The 50 largest changes (a total order: ties by op id), sorted.
+  const std::size_t shown = std::min<std::size_t>(changed.size(), 50);
+  std::partial_sort(changed.begin(), changed.begin() + static_cast<std::ptrdiff_t>(shown), changed.end(), [&](OpId x, OpId y) {
+    auto dx = std::llabs(sp[x] - sb[x]), dy = std::llabs(sp[y] - sb[y]);
+    return dx != dy ? dx > dy : x < y;
   });
-  for (std::size_t k = 0; k < changed.size() && k < 50; ++k)
+  for (std::size_t k = 0; k < shown; ++k)
     rep.slack_changes.push_back({t.name(t.ops[changed[k]]), changed[k], sb[changed[k]], sp[changed[k]]});
   attach_error_bars(rep, transforms, pred);
   return rep;
 }
+
+const std::vector<KernelWork>& WhatIfBaseline::work() const { return impl_->engine->work(); }
+
+WhatIfReport run_whatif(const Trace& t, const WhatIfOptions& opt) { return WhatIfBaseline(t, opt).run(opt.transforms); }
 
 }  // namespace bneck

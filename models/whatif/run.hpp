@@ -67,6 +67,22 @@ struct WhatIfReport {
 };
 
 WhatIfReport run_whatif(const Trace& t, const WhatIfOptions& opt);
+
+// The baseline of what-ifs on one trace with one set of options (range, source GPU, sharing, the
+// profiler's step), built once (graph, work, engine, the baseline's simulation and what is read
+// from it): run() answers each set of transforms as run_whatif would, without building it again
+// (advise's suggestions). Transforms whose profiler step differs from the baseline's get a
+// baseline of their own.
+class WhatIfBaseline {
+ public:
+  WhatIfBaseline(const Trace& t, const WhatIfOptions& opt);  // of opt.transforms, only --unprofile counts here
+  WhatIfReport run(const std::vector<Transform>& transforms) const;
+  const std::vector<KernelWork>& work() const;  // each op's work on the trace's GPU (estimate_work)
+
+ private:
+  struct Impl;
+  std::shared_ptr<const Impl> impl_;
+};
 // The trace's GPU: --source-hw, the device name, or (hand-written workloads) a hypothetical GPU.
 HwSpec pick_source(const Trace& t, const std::string& override_spec);
 

@@ -86,23 +86,31 @@ Overlap overlap_of(const Graph& g, const Schedule& s, std::vector<OpId> idx) {
     std::uint32_t d = g.device(i);
     return d == kNone || d >= ndev ? 0u : d;
   };
-  // By device, then start: one pass. (A replay's schedule is in order already, or nearly.)
-  auto by_dev_start = [&](OpId a, OpId b) {
-    std::uint32_t da = dev_of(a), db = dev_of(b);
-    if (da != db) return da < db;
-    return s.start(a) != s.start(b) ? s.start(a) < s.start(b) : a < b;
+  // By device, then start: one pass. (A replay's schedule is in order already, or nearly.) The
+  // keys are gathered first, so that sorting compares contiguous values (a what-if's schedule
+  // moves ops far from their order).
+  struct Key {
+    std::uint32_t dev;
+    OpId id;
+    TimeNs start;
   };
-  sort_nearly_sorted(idx.begin(), idx.end(), by_dev_start);
+  std::vector<Key> keys(idx.size());
+  for (std::size_t k = 0; k < idx.size(); ++k) keys[k] = Key{dev_of(idx[k]), idx[k], s.start(idx[k])};
+  std::vector<OpId>().swap(idx);
+  sort_nearly_sorted(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
+    if (a.dev != b.dev) return a.dev < b.dev;
+    return a.start != b.start ? a.start < b.start : a.id < b.id;
+  });
   Overlap ov;
   std::size_t k = 0;
-  while (k < idx.size()) {
-    const std::uint32_t d = dev_of(idx[k]);
+  while (k < keys.size()) {
+    const std::uint32_t d = keys[k].dev;
     Intervals cls[3], all;
     TimeNs first = 0, last = 0;
     bool any = false;
-    for (; k < idx.size() && dev_of(idx[k]) == d; ++k) {
-      OpId i = idx[k];
-      TimeNs b = s.start(i), e = s.end(i);
+    for (; k < keys.size() && keys[k].dev == d; ++k) {
+      OpId i = keys[k].id;
+      TimeNs b = keys[k].start, e = s.end(i);
       if (!any) {
         first = b;
         last = e;
