@@ -6,6 +6,8 @@
 #include <cctype>
 #include <cmath>
 #include <map>
+#include <set>
+#include <mutex>
 #include <numeric>
 #include <optional>
 
@@ -340,6 +342,15 @@ KernelEstimate model_kernel(const LaunchConfig* lc, const KernelWork& w, const H
   return e;
 }
 
+std::string_view op_name_of(std::string_view op) {
+  static std::mutex mu;
+  static std::set<std::string, std::less<>> names;  // nodes: their strings never move
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = names.find(op);
+  if (it == names.end()) it = names.emplace(op).first;
+  return *it;
+}
+
 std::vector<KernelWork> estimate_work(const Trace& t, const HwSpec& source) {
   std::vector<KernelWork> work(t.ops.size());
   // Innermost aten range with sizes around each launch call: ranges sorted by start per thread.
@@ -405,7 +416,7 @@ std::vector<KernelWork> estimate_work(const Trace& t, const HwSpec& source) {
       w.flops = gets_math ? total.flops / static_cast<double>(compute ? compute : ks.size()) : 0;
       w.bytes = total.bytes / static_cast<double>(ks.size());
       w.from_shapes = true;
-      w.op = op;
+      w.op = op_name_of(op);
       w.weight_elems = gets_math ? total.weight_elems / static_cast<double>(compute ? compute : ks.size()) : 0;
       w.out_elems = total.out_elems;
       w.rhs_elems = gets_math ? total.rhs_elems : 0;

@@ -24,6 +24,7 @@
 // Source: standard FLOP counts (e.g. the FlashAttention papers for attention).
 #pragma once
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -50,26 +51,30 @@ std::pair<int, int> gemm_tile(std::string_view name);
 std::vector<std::vector<std::int64_t>> parse_nvtx_sizes(std::string_view text);
 
 struct KernelWork {
+  // (The one-byte fields first: 112 bytes a kernel, one entry per op of a trace.)
   KernelClass cls = KernelClass::Other;
   Dtype dtype = Dtype::FP32;
   ComputeUnit unit = ComputeUnit::Simt;
+  bool from_shapes = false;        // false: inferred from the measured duration
+  bool from_geometry = false;      // bytes from the launch geometry (threads x element x arrays)
+  MemLevel level = MemLevel::Hbm;  // where its working set streams from
   double flops = 0, bytes = 0;
-  bool from_shapes = false;                      // false: inferred from the measured duration
   double weight_elems = 0;                       // GEMM forward (addmm): elements of the weight operand (autocast casts it)
   Bytes access_width = 0;                        // bytes one thread moves per access, where known (launch geometry):
                                                  // the memory time uses the calibrated efficiency of that width
-  bool from_geometry = false;                    // bytes from the launch geometry (threads x element x arrays)
   double read_bytes = -1;                        // of `bytes`, those read (the rest written), where known: with an
                                                  // access width, reads and writes take their own calibrated rates
-  MemLevel level = MemLevel::Hbm;                // where its working set streams from
   double chain_ops = 0;                          // dependent arithmetic ops one thread runs one after another
                                                  // (a latency-bound loop), where known
-  std::string op;                                // the aten op it came from, if any
+  std::string_view op;                           // the aten op it came from, if any (op_name_of: stored once a process)
   double out_elems = 0;                          // elements of its op's output, where shapes say (GEMM, attention)
   double rhs_elems = 0;                          // GEMM: elements of its second operand (a forward GEMM's weight)
   double out_rows = 0, out_cols = 0, batch = 1;  // GEMM: its output's shape (row-major, as PyTorch)
   double tiles = 0;                              // GEMM: output tiles (the tile the kernel's name gives, over the output; 0: unknown)
 };
+
+// An aten op's name kept for the life of the process (a handful of distinct names), for KernelWork::op.
+std::string_view op_name_of(std::string_view op);
 
 // A GEMM of known shape (from the trace's shapes): its inner dimension; 0 where the shape is unknown.
 double gemm_inner(const KernelWork& w);

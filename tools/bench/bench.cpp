@@ -1,6 +1,6 @@
 // bneck_bench: import, graph, replay and memory figures on a synthetic Nsight Systems export.
 //
-//   bneck_bench [--kernels N] [--streams S] [--file PATH] [--bneck PATH] [--regenerate] [--structured]
+//   bneck_bench [--kernels N] [--streams S] [--file PATH] [--bneck PATH] [--regenerate] [--structured] [--advise]
 //   bneck_bench --kineto-mb MB [--file PATH] [--bneck PATH] [--regenerate]
 //
 // The second form writes a synthetic PyTorch-profiler (Kineto) trace of about MB megabytes, with
@@ -15,6 +15,7 @@
 //   baseline: SQLite stepping through the same rows and columns that bneck reads, and nothing else;
 //   bneck:    `bneck replay FILE --json` (import, graph build, replay, analysis), its phase times
 //             from the report's timing_s and its peak RSS from the kernel (wait4).
+//   then `bneck structure FILE`, and with --advise `bneck advise FILE` (time and peak RSS).
 #include <sqlite3.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -257,7 +258,7 @@ int main(int argc, char** argv) {
   double kineto_mb = 0;
   int streams = 8;
   std::string file = "bench_nsys_10M.sqlite", bneck = BNECK_EXE;
-  bool regenerate = false, structured = false;
+  bool regenerate = false, structured = false, with_advise = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -274,6 +275,8 @@ int main(int argc, char** argv) {
       bneck = next();
     else if (a == "--regenerate")
       regenerate = true;
+    else if (a == "--advise")
+      with_advise = true;
     else if (a == "--structured")
       structured = true;
     else if (a == "--kineto-mb")
@@ -364,5 +367,20 @@ int main(int argc, char** argv) {
               static_cast<double>(ru.ru_maxrss) / 1024.0);
   for (const auto& lv : sj["levels"])
     std::printf("    @%s: %zu instances\n", lv["name"].get<std::string>().c_str(), lv["count"].get<std::size_t>());
+  if (!with_advise) return 0;
+  // bneck advise on the same file: its replay, baseline and every suggestion's what-if.
+  auto a0 = std::chrono::steady_clock::now();
+  pid = fork_flushed();
+  if (pid == 0) {
+    if (!freopen("/dev/null", "w", stdout)) _exit(1);
+    execl(bneck.c_str(), bneck.c_str(), "advise", file.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  wait4(pid, &status, 0, &ru);
+  const double advise_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - a0).count();
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) die("bneck advise failed");
+  const double advise_mb = static_cast<double>(ru.ru_maxrss) / 1024.0;
+  std::printf("  bneck advise, whole process:               %8.2f s  (%.2fx the replay), peak RSS %.0f MiB = %.1f bytes per op\n", advise_s,
+              advise_s / total_s, advise_mb, advise_mb * 1048576.0 / ops);
   return 0;
 }
