@@ -260,7 +260,7 @@ TEST_CASE("a Chrome trace as a bare array of events, legacy ProfilerStep ops, an
 
 namespace {
 // A Kineto document of `events` launch + kernel pairs and op ranges, with strings and args that
-// look like element boundaries ("}, {" in names, arrays of objects in args) and the device
+// look like element boundaries ("}, {" in names, arrays of objects in args) and many device
 // properties after the events.
 std::string big_kineto(int events) {
   std::string s = R"({"schemaVersion": 1, "distributedInfo": {"backend": "nccl", "rank": 3, "world_size": 8}, "traceEvents": [)";
@@ -287,7 +287,13 @@ std::string big_kineto(int events) {
     s += b;
     s += i + 1 < events ? ",\n" : "\n";
   }
-  s += R"(], "deviceProperties": [{"id": 0, "name": "NVIDIA H200", "numSms": 132}], "traceName": "x]"})";
+  // 30,000 device entries after the events (1.9 MB: a guess past the events' end lands among them).
+  s += R"(], "deviceProperties": [)";
+  for (int d = 0; d < 30'000; ++d) {
+    std::snprintf(b, sizeof b, R"(%s{"id": %d, "name": "NVIDIA H200", "numSms": 132})", d ? ",\n  " : "", d);
+    s += b;
+  }
+  s += R"(], "traceName": "x"})";
   return s;
 }
 

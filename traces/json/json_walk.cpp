@@ -118,10 +118,12 @@ JsonWalk JsonArrayWalker::elements(const char* data, std::size_t len, std::size_
       for (auto v : doc.get_array()) {
         od::value x = v.value();
         w.element_at = static_cast<std::size_t>(x.raw_json_token().data() - data);
+        w.element_whole = false;
         if (!walker.value(x)) {
           w.handler_stop = true;
           return w;
         }
+        w.element_whole = true;
       }
       // Past the closing bracket: the next token, or the end of the text.
       const char* at = nullptr;

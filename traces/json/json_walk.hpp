@@ -42,6 +42,7 @@ struct JsonWalk {
   std::string error;          // what was wrong (empty when ok or a handler stopped)
   // JsonArrayWalker: the offset of the last element of the array that was started (npos: none).
   std::size_t element_at = static_cast<std::size_t>(-1);
+  bool element_whole = false;  // that element was walked to its end
 };
 
 // `data[0, len)` followed by padding up to `capacity` (at least 64 bytes of it: simdjson's

@@ -103,8 +103,10 @@ class Reader : public JsonSax {
     };
     std::vector<char> buf;
     JsonArrayWalker walker;
-    // '[' + text[from, to) (+ ']'): whether it parsed (closed: to its own bracket); `restart`: where
-    // the element that failed starts in `text` (kNone: none walked).
+    // '[' + text[from, to) (+ ']'): Whole (it parsed to its own bracket), Ended (its array ended
+    // before: the events array's end, at `close`), or Failed in an element that starts at `restart`
+    // in `text` (kNone: before any) or, with `restart` kNone too, after a whole element (malformed).
+    enum class Piece { Whole, Ended, Failed, Malformed };
     auto piece = [&](std::size_t from, std::size_t to, bool closed, std::size_t& close, std::size_t& restart) {
       const std::size_t len = 1 + (to - from) + (closed ? 1 : 0);
       if (buf.size() < len + kPad) buf.resize(len + kPad);
@@ -114,7 +116,9 @@ class Reader : public JsonSax {
       std::memset(buf.data() + len, 0, kPad);
       const JsonWalk w = walker.elements(buf.data(), len, len + kPad, *this, close);
       restart = w.element_at == kNone ? kNone : from - 1 + w.element_at;
-      return w.ok && (!closed || close == len - 1);
+      if (w.ok) return closed && close == len - 1 ? Piece::Whole : Piece::Ended;
+      // An element walked whole, then an error: not a place a guess leaves (malformed text).
+      return w.element_whole ? Piece::Malformed : Piece::Failed;
     };
     depth_ = 2;
     top_ = Top::Events;
@@ -126,12 +130,18 @@ class Reader : public JsonSax {
       std::size_t close = 0, restart = kNone;
       const auto [end, next] = from < last_bracket ? guess(from) : std::pair<std::size_t, std::size_t>{0, 0};
       if (next != 0 && misses < 8) {
-        if (piece(p, end, true, close, restart)) {
+        const Piece r = piece(p, end, true, close, restart);
+        if (r == Piece::Whole) {
           p = next;
           from = p + kPiece;
           misses = 0;
           continue;
         }
+        if (r == Piece::Ended) {  // the guess lay past the events (in an array after them)
+          close_at = p - 1 + close;
+          break;
+        }
+        if (r == Piece::Malformed) return false;
         // The element that failed is walked again from its start; its handlers' state goes back.
         depth_ = 2;
         in_event_ = in_args_ = in_device_ = list_field_ = args_key_ = false;
@@ -147,7 +157,7 @@ class Reader : public JsonSax {
           from = end, ++misses;  // the first element holds the guess: a longer piece
         continue;
       }
-      if (!piece(p, last_bracket + 1, false, close, restart)) return false;
+      if (piece(p, last_bracket + 1, false, close, restart) != Piece::Ended) return false;
       close_at = p - 1 + close;
       break;
     }
