@@ -1,6 +1,10 @@
 #include "traces/gzbuf.hpp"
 
 #include <algorithm>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <thread>
 #include <cstdio>
 #include <sys/stat.h>
 #if defined(__linux__)
@@ -114,6 +118,100 @@ WholeFile read_whole(const std::string& path, std::size_t padding) {
   std::fill(buf.get() + w.size, buf.get() + w.capacity, ' ');
   w.data = std::shared_ptr<const char>(buf.release(), std::default_delete<char[]>());
   return w;
+}
+
+struct GrowingFile::State {
+  std::string path;
+  std::size_t padding = 0;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::unique_ptr<char[]> buf;  // while inflating (then owned by `file`)
+  std::size_t capacity = 0;     // of buf, padding included
+  std::size_t ready = 0;        // bytes inflated (under mu)
+  bool done = false, overflow = false;
+  std::exception_ptr error;
+  WholeFile file;
+  bool have_file = false;
+  std::thread inflater;
+};
+
+GrowingFile::GrowingFile(const std::string& path, std::size_t padding) : s_(std::make_unique<State>()) {
+  s_->path = path;
+  s_->padding = padding;
+  // A gzip file whose trailer gives a plausible size of 8 MB or more: inflated beside the reader.
+  std::size_t isize = 0;
+  if (std::FILE* f = std::fopen(path.c_str(), "rb")) {
+    unsigned char magic[2] = {0, 0}, t[4] = {0, 0, 0, 0};
+    struct stat st {};
+    const bool gz = std::fread(magic, 1, 2, f) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+    if (gz && fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= 18 && std::fseek(f, -4, SEEK_END) == 0 &&
+        std::fread(t, 1, 4, f) == 4) {
+      const std::size_t n = t[0] | (std::size_t{t[1]} << 8) | (std::size_t{t[2]} << 16) | (std::size_t{t[3]} << 24);
+      if (n >= static_cast<std::size_t>(st.st_size) / 2 && n <= static_cast<std::size_t>(st.st_size) * 250) isize = n;
+    }
+    std::fclose(f);
+  }
+  if (isize < (std::size_t{8} << 20)) {
+    s_->file = read_whole(path, padding);
+    s_->have_file = s_->done = true;
+    s_->ready = s_->file.size;
+    return;
+  }
+  s_->capacity = isize + (1 << 16) + 1 + padding;  // room for the read that sees the end
+  s_->buf.reset(new char[s_->capacity]);
+  State* st = s_.get();
+  st->inflater = std::thread([st] {
+    std::size_t size = 0;
+    try {
+      GzBuf gz(st->path);
+      const std::size_t room = st->capacity - st->padding;
+      for (;;) {
+        const std::size_t want = std::min<std::size_t>(std::size_t{1} << 20, room - size);
+        if (want == 0) {  // more than the trailer said (several members): read_whole reads it
+          char c = 0;
+          if (gz.sgetn(&c, 1) > 0) st->overflow = true;
+          break;
+        }
+        const std::streamsize got = gz.sgetn(st->buf.get() + size, static_cast<std::streamsize>(want));
+        if (got <= 0) break;
+        size += static_cast<std::size_t>(got);
+        std::lock_guard<std::mutex> lock(st->mu);
+        st->ready = size;
+        st->cv.notify_all();
+      }
+      std::fill(st->buf.get() + size, st->buf.get() + st->capacity, ' ');
+    } catch (...) { st->error = std::current_exception(); }
+    std::lock_guard<std::mutex> lock(st->mu);
+    st->ready = size;
+    st->done = true;
+    st->cv.notify_all();
+  });
+}
+
+GrowingFile::~GrowingFile() {
+  if (s_->inflater.joinable()) s_->inflater.join();
+}
+
+std::string_view GrowingFile::upto(std::size_t need) {
+  if (s_->have_file) return {s_->file.data.get(), s_->file.size};
+  std::unique_lock<std::mutex> lock(s_->mu);
+  s_->cv.wait(lock, [&] { return s_->done || s_->ready >= need; });
+  return {s_->buf.get(), s_->ready};
+}
+
+const WholeFile& GrowingFile::whole() {
+  if (s_->have_file) return s_->file;
+  if (s_->inflater.joinable()) s_->inflater.join();
+  if (s_->error) std::rethrow_exception(s_->error);
+  if (s_->overflow) {
+    s_->file = read_whole(s_->path, s_->padding);
+  } else {
+    s_->file.size = s_->ready;
+    s_->file.capacity = s_->capacity;
+    s_->file.data = std::shared_ptr<const char>(s_->buf.release(), std::default_delete<char[]>());
+  }
+  s_->have_file = true;
+  return s_->file;
 }
 
 }  // namespace bneck

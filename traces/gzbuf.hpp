@@ -7,6 +7,7 @@
 #include <memory>
 #include <streambuf>
 #include <string>
+#include <string_view>
 
 namespace bneck {
 
@@ -38,5 +39,25 @@ struct WholeFile {
 };
 // The whole file (gunzipped where it is gzip, with GzBuf's checks). Throws InputError.
 WholeFile read_whole(const std::string& path, std::size_t padding);
+
+// A file read whole as read_whole reads it, a gzip file of 8 MB or more (by its trailer) inflated on
+// a thread of its own while the caller reads what is ready, so that parsing runs beside the
+// inflating instead of after it. Other files are read at once.
+class GrowingFile {
+ public:
+  GrowingFile(const std::string& path, std::size_t padding);
+  ~GrowingFile();  // waits for the inflating thread
+  GrowingFile(const GrowingFile&) = delete;
+  GrowingFile& operator=(const GrowingFile&) = delete;
+  // The content ready so far, at least `need` bytes of it unless the file is shorter (waits).
+  // The views stay valid while this lives. Past an error, what was read before it.
+  std::string_view upto(std::size_t need);
+  // The whole file and its padding (waits; throws the reading's InputError).
+  const WholeFile& whole();
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
 
 }  // namespace bneck

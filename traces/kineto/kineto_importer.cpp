@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -29,19 +30,21 @@ class Reader : public JsonSax {
   }
 
   Trace run() {
-    // The document in memory (decompressed where gzipped), parsed by simdjson on demand: its
-    // values walked in order through the handlers below (traces/json/json_walk.hpp).
-    const WholeFile file = read_whole(path_, 64);  // simdjson's SIMDJSON_PADDING
-    std::string_view text(file.data.get(), file.capacity);
-    std::size_t n = file.size;
-    if (n >= 3 && text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3), n -= 3;  // a UTF-8 byte order mark
+    // The document in memory (decompressed where gzipped, on a thread of its own beside the
+    // reading of a large one), parsed by simdjson on demand: its values walked in order through
+    // the handlers below (traces/json/json_walk.hpp).
+    GrowingFile file(path_, 64);  // simdjson's SIMDJSON_PADDING
+    const std::string_view head = file.upto(3);
+    const std::size_t bom = head.size() >= 3 && head.substr(0, 3) == "\xEF\xBB\xBF" ? 3 : 0;  // a UTF-8 byte order mark
     // A large trace is read in pieces (in_pieces); where that does not hold, or the text is not
     // well formed, the whole document is walked at once, which gives the errors.
     bool whole = true;
     try {
-      whole = !opt_.json_pieces || !in_pieces(text.substr(0, n));
+      whole = !opt_.json_pieces || !in_pieces([&](std::size_t need) { return file.upto(bom + need).substr(bom); });
     } catch (const std::exception&) {}
-    if (whole) return Reader(path_, opt_).walk_whole(text, n);
+    const WholeFile& all = file.whole();  // the file's own errors (a corrupt gzip stream) before any result
+    const std::string_view text = std::string_view(all.data.get(), all.capacity).substr(bom);
+    if (whole) return Reader(path_, opt_).walk_whole(text, all.size - bom);
     return done();
   }
 
@@ -72,32 +75,32 @@ class Reader : public JsonSax {
   // ("traceEvents": [0]) is walked for the rest, the 0 where the events were (which proves the
   // array found is the root's "traceEvents"). False: not read this way; malformed text is
   // (nothing of it kept: the whole document is walked again).
-  bool in_pieces(std::string_view text) {
-    constexpr std::size_t kMin = std::size_t{8} << 20, kPiece = std::size_t{256} << 10, kPad = 64;
-    constexpr std::size_t kNone = static_cast<std::size_t>(-1);
-    const std::size_t n = text.size();
-    if (n < kMin) return false;
+  // `upto(need)`: the text ready so far, at least `need` bytes of it unless the document is shorter.
+  bool in_pieces(const std::function<std::string_view(std::size_t)>& upto) {
+    constexpr std::size_t kMin = std::size_t{8} << 20, kPiece = std::size_t{256} << 10, kPad = 64, kLook = std::size_t{1} << 20;
+    constexpr std::size_t kNone = static_cast<std::size_t>(-1), kAll = static_cast<std::size_t>(-1) / 2;
+    std::string_view text = upto(kMin);
+    if (text.size() < kMin) return false;
     auto ws = [&](std::size_t i) {
-      while (i < n && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r')) ++i;
+      while (i < text.size() && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r')) ++i;
       return i;
     };
     const std::size_t key = text.find("\"traceEvents\"");
     if (key == std::string_view::npos) return false;
     std::size_t open = ws(key + 13);
-    if (open >= n || text[open] != ':') return false;
+    if (open >= text.size() || text[open] != ':') return false;
     open = ws(open + 1);
-    if (open >= n || text[open] != '[') return false;
+    if (open >= text.size() || text[open] != '[') return false;
     std::size_t p = ws(open + 1);
-    if (p >= n || text[p] != '{') return false;
-    const std::size_t last_bracket = text.rfind(']');
-    if (last_bracket == std::string_view::npos || last_bracket < p) return false;
-    // The next guess at or after `from`: {end of the piece (after its '}'), the next element's '{'}; {0, 0}: none.
+    if (p >= text.size() || text[p] != '{') return false;
+    // The next guess at or after `from` in the text ready: {end of the piece (after its '}'), the
+    // next element's '{'}; {0, 0}: none there.
     auto guess = [&](std::size_t from) -> std::pair<std::size_t, std::size_t> {
-      for (std::size_t i = text.find('}', from); i != std::string_view::npos && i < last_bracket; i = text.find('}', i + 1)) {
+      for (std::size_t i = text.find('}', from); i != std::string_view::npos; i = text.find('}', i + 1)) {
         std::size_t j = ws(i + 1);
-        if (j >= n || text[j] != ',') continue;
+        if (j >= text.size() || text[j] != ',') continue;
         j = ws(j + 1);
-        if (j < n && text[j] == '{') return {i + 1, j};
+        if (j < text.size() && text[j] == '{') return {i + 1, j};
       }
       return {0, 0};
     };
@@ -128,7 +131,14 @@ class Reader : public JsonSax {
     int misses = 0;            // guesses in a row that failed before any element
     for (std::size_t from = p + kPiece;;) {
       std::size_t close = 0, restart = kNone;
-      const auto [end, next] = from < last_bracket ? guess(from) : std::pair<std::size_t, std::size_t>{0, 0};
+      text = upto(from + kLook);
+      auto [end, next] = guess(from);
+      // None in the text ready: more of it, the search going on from near where it stopped.
+      for (std::size_t had = 0; next == 0 && text.size() > had && text.size() >= from + kLook;) {
+        had = text.size();
+        text = upto(had + kLook);
+        std::tie(end, next) = guess(std::max(from, had - 64));
+      }
       if (next != 0 && misses < 8) {
         const Piece r = piece(p, end, true, close, restart);
         if (r == Piece::Whole) {
@@ -157,6 +167,9 @@ class Reader : public JsonSax {
           from = end, ++misses;  // the first element holds the guess: a longer piece
         continue;
       }
+      text = upto(kAll);
+      const std::size_t last_bracket = text.rfind(']');
+      if (last_bracket == std::string_view::npos || last_bracket < p) return false;
       if (piece(p, last_bracket + 1, false, close, restart) != Piece::Ended) return false;
       close_at = p - 1 + close;
       break;
@@ -165,8 +178,9 @@ class Reader : public JsonSax {
     top_ = Top::None;
     top_key_ = TopKey::Other;
     // The rest of the document, its events array replaced by [0].
+    text = upto(kAll);
     std::string rest;
-    rest.reserve(open + 2 + (n - close_at) + kPad);
+    rest.reserve(open + 2 + (text.size() - close_at) + kPad);
     rest.append(text.substr(0, open + 1)).append("0").append(text.substr(close_at));
     const std::size_t len = rest.size();
     rest.append(kPad, '\0');
