@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <sstream>
 #include <filesystem>
+#include <mutex>
 #include <set>
 
 #include "sim/base/error.hpp"
@@ -401,17 +402,28 @@ HwSpec parse_hw(const json& j, const std::string& origin) {
 }
 
 namespace {
+// The specs built from traces' device properties, by name (threads of one process share them).
 std::map<std::string, HwSpec>& trace_specs() {
   static std::map<std::string, HwSpec> m;
   return m;
 }
+std::mutex& trace_specs_mu() {
+  static std::mutex mu;
+  return mu;
+}
 }  // namespace
 
-void remember_trace_spec(const HwSpec& h) { trace_specs()[h.name] = h; }
+void remember_trace_spec(const HwSpec& h) {
+  std::lock_guard<std::mutex> lock(trace_specs_mu());
+  trace_specs()[h.name] = h;
+}
 
 HwSpec load_hw(const std::string& name_or_path) {
-  auto it = trace_specs().find(name_or_path);
-  if (it != trace_specs().end()) return it->second;
+  {
+    std::lock_guard<std::mutex> lock(trace_specs_mu());
+    auto it = trace_specs().find(name_or_path);
+    if (it != trace_specs().end()) return it->second;
+  }
   return with_json_errors(name_or_path, [&] {
     std::vector<std::string> chain;
     json j = resolve(name_or_path, chain, 0);

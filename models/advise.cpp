@@ -1,7 +1,11 @@
 #include "models/advise.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
+#include <exception>
+#include <thread>
+#include <unistd.h>
 
 #include "models/kernel_work.hpp"
 #include "models/occupancy.hpp"
@@ -306,9 +310,31 @@ std::vector<AdviceSuggestion> candidates(const Trace& t, const std::vector<Kerne
   return cand;
 }
 
-// Each simulated on the whole run (or the ranges), then ranked.
+// How many suggestions are simulated at once: the machine's cores, as many as the memory left
+// holds (a suggestion's forecast takes about 200 bytes per op of the trace beside the baseline:
+// its case, graph, schedule and slack), at least one.
+unsigned simulation_threads(const Trace& t, std::size_t suggestions) {
+  unsigned n = std::max(1u, std::thread::hardware_concurrency());
+  double avail = static_cast<double>(sysconf(_SC_AVPHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+  if (std::FILE* f = std::fopen("/proc/meminfo", "r")) {  // free memory and the page cache it may take back
+    char line[256];
+    unsigned long long kb = 0;
+    while (std::fgets(line, sizeof line, f))
+      if (std::sscanf(line, "MemAvailable: %llu kB", &kb) == 1) avail = static_cast<double>(kb) * 1024.0;
+    std::fclose(f);
+  }
+  const double each = 200.0 * static_cast<double>(std::max<std::size_t>(t.ops.size(), 1));
+  const auto fits = static_cast<unsigned>(std::clamp(avail / each, 1.0, 1024.0));
+  return static_cast<unsigned>(std::max<std::size_t>(1, std::min<std::size_t>({n, fits, suggestions})));
+}
+
+// Each simulated on the whole run (or the ranges), on as many threads as simulation_threads
+// allows (each fills its own suggestion: the output does not depend on the order), then ranked.
 void simulate(const Trace& t, const WhatIfBaseline& baseline, std::vector<AdviceSuggestion>& cand) {
-  for (AdviceSuggestion& s : cand) {
+  // Whether an op is a host wait (its name, once per name).
+  std::vector<char> wait(t.strings.size(), 0);
+  for (StrId n = 0; n < t.strings.size(); ++n) wait[n] = t.strings.str(n).find("ynchronize") != std::string::npos;
+  auto one = [&](AdviceSuggestion& s) {
     try {
       std::string scenario;
       WhatIfReport w = baseline.run(parse_transform_args(s.args, scenario));
@@ -320,7 +346,7 @@ void simulate(const Trace& t, const WhatIfBaseline& baseline, std::vector<Advice
       double saved = 0;
       for (OpId o = 0; o < t.ops.size() && o < w.pred_sim.end.size(); ++o) {
         const Op& op = t.ops[o];
-        if (op.kind == OpKind::Api && t.name(op).find("ynchronize") != std::string::npos) continue;  // waits, not work
+        if (op.kind == OpKind::Api && wait[op.name]) continue;  // waits, not work
         if (op.kind != OpKind::Api && !is_device_op(op.kind)) continue;
         saved += static_cast<double>((w.base_sim.end[o] - w.base_sim.start[o]) - (w.pred_sim.end[o] - w.pred_sim.start[o]));
       }
@@ -328,7 +354,20 @@ void simulate(const Trace& t, const WhatIfBaseline& baseline, std::vector<Advice
       s.amdahl_ns = s.gpus > 1 ? s.baseline_ns / s.gpus
                                : static_cast<TimeNs>(std::llround(static_cast<double>(s.baseline_ns) * std::max(0.0, 1 - saved / whole)));
     } catch (const InputError& e) { s.error = e.what(); }
-  }
+  };
+  std::atomic<std::size_t> next{0};
+  std::vector<std::exception_ptr> failed(cand.size());
+  auto work = [&] {
+    for (std::size_t k; (k = next++) < cand.size();) try {
+        one(cand[k]);
+      } catch (...) { failed[k] = std::current_exception(); }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned k = 1; k < simulation_threads(t, cand.size()); ++k) pool.emplace_back(work);
+  work();
+  for (std::thread& th : pool) th.join();
+  for (const std::exception_ptr& e : failed)
+    if (e) std::rethrow_exception(e);  // the first, in the suggestions' order
   // Ranked by the forecast step time of each GPU (more GPUs and a larger batch: their throughput,
   // per traced batch, shown beside); hardware apart.
   std::stable_sort(cand.begin(), cand.end(), [](const AdviceSuggestion& x, const AdviceSuggestion& y) {
