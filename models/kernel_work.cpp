@@ -33,6 +33,11 @@ std::string lower(std::string_view s) {
 bool has(const std::string& s, std::string_view p) { return s.find(p) != std::string::npos; }
 }  // namespace
 
+bool gemm_helper_kernel(std::string_view name) {
+  const std::string n = lower(name);
+  return n.rfind("void scal_kernel", 0) == 0 || n.rfind("scal_kernel", 0) == 0 || has(n, "cublaslt::epilogue") || has(n, "splitkreduce");
+}
+
 KernelClass classify_kernel(std::string_view name) {
   std::string n = lower(name);
   if (is_comm_kernel_name(name)) return KernelClass::Communication;
@@ -42,6 +47,9 @@ KernelClass classify_kernel(std::string_view name) {
       has(n, "implicit_convolve") || has(n, "implicit_gemm") || has(n, "wgrad") || has(n, "dgrad") || has(n, "winograd") ||
       has(n, "xmma_fprop") || (has(n, "conv") && !has(n, "convert")))
     return KernelClass::Conv;
+  // cuBLAS's helpers around a split-K GEMM (gemm_helper_kernel): streaming kernels, not the
+  // GEMM's math.
+  if (gemm_helper_kernel(name)) return has(n, "scal_kernel") ? KernelClass::Elementwise : KernelClass::Reduction;
   // Tensile's GEMMs (rocBLAS, hipBLASLt on AMD GPUs): Cijk_Ailk_Bljk_<types>_..._MT<tile>_MI<mfma>_...
   if (has(n, "gemm") || has(n, "nvjet") || has(n, "cutlass") || has(n, "cublas") || has(n, "sgemm") || has(n, "hgemm") ||
       has(n, "matmul") || has(n, "wgmma") || has(n, "xmma") || has(n, "cijk_"))

@@ -38,6 +38,11 @@ enum class KernelClass : std::uint8_t { Gemm = 0, Conv, Attention, Elementwise, 
 inline constexpr int kKernelClassCount = 10;
 const char* to_string(KernelClass c);
 KernelClass classify_kernel(std::string_view name);
+// cuBLAS's own helpers around a split-K GEMM, launched inside the library's call: the output scaled
+// by beta first (scal_kernel), the partial sums reduced and the bias added after (cublasLt's
+// epilogue, splitKreduce). Streaming kernels (elementwise, reduction), no part of the GEMM's math,
+// and no kernel a compiler fuses.
+bool gemm_helper_kernel(std::string_view name);
 bool is_compute_class(KernelClass c);  // GEMM, convolution, attention: bound by math when large
 // Precision and unit from the kernel's name (template arguments, cuBLAS/cuDNN/nvjet tokens).
 Dtype kernel_dtype(std::string_view name, Dtype fallback = Dtype::FP32);

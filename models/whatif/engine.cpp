@@ -270,8 +270,9 @@ Scenario load_scenario(const std::string& path) {
 }
 
 TimeNs retime_by_work(const Trace& t, OpId i, const KernelWork& w, TimeNs d, const HwSpec& spec, double flops_factor, double bytes_factor,
-                      double grid_factor) {
+                      double grid_factor, double rows_factor, bool fixed_excess) {
   KernelWork w2 = w;
+  if (rows_factor != 1 && w2.out_rows > 0) (w2.batch > 1 ? w2.batch : w2.out_rows) *= rows_factor;
   w2.flops *= flops_factor;
   w2.bytes *= bytes_factor;
   if (w2.read_bytes > 0) w2.read_bytes *= bytes_factor;
@@ -291,6 +292,11 @@ TimeNs retime_by_work(const Trace& t, OpId i, const KernelWork& w, TimeNs d, con
   const double whole = static_cast<double>(model_kernel(lc, w, spec).time_ns);
   const double part = static_cast<double>(model_kernel(lc ? &l2 : nullptr, w2, spec).time_ns);
   if (whole <= 0) return d;
+  // A kernel within 1.25x of its model: the difference is its rate (it scales); beyond, the
+  // excess is fixed time (fitted on validate/reference/h200/batch's BERT-base and GPT-2 medium).
+  constexpr double kFixedBeyond = 1.25;
+  if (fixed_excess && static_cast<double>(d) > whole * kFixedBeyond)
+    return static_cast<TimeNs>(std::llround(part + (static_cast<double>(d) - whole)));
   return static_cast<TimeNs>(std::llround(static_cast<double>(d) * part / whole));
 }
 

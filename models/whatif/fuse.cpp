@@ -55,7 +55,7 @@ class Fuse : public TransformStep {
         const KernelClass k = ctx.work[i].cls;
         hit[i] = (k == KernelClass::Elementwise || k == KernelClass::Copy || k == KernelClass::Norm || k == KernelClass::Softmax ||
                   k == KernelClass::Reduction) &&
-                 ctx.trace.name(o).find("multi_tensor_apply") == std::string::npos;
+                 ctx.trace.name(o).find("multi_tensor_apply") == std::string::npos && !gemm_helper_kernel(ctx.trace.name(o));
       }
     } else {
       hit = ctx.select(sel_, true);

@@ -158,9 +158,13 @@ std::string replica_scaling_line(Scaling s, std::uint32_t n, TimeNs before, Time
 // A kernel's measured time `d` re-timed for a multiple of its work: measured x model(work') /
 // model(work), with FLOPs x `flops_factor`, bytes x `bytes_factor`, and its grid x `grid_factor`
 // (fewer blocks only where it had more than one per SM; more blocks unless it was one block or a
-// persistent grid of exactly the SMs).
+// persistent grid of exactly the SMs). `rows_factor`: a GEMM of known shape has that many times its
+// output rows (its batch count for a batched GEMM), so that its efficiency is the larger shape's
+// (a larger batch: the weights and the inner dimension stay). `fixed_excess`: a kernel that took
+// over 1.25x the model's time keeps the excess as it was (launch latency, a small grid's overheads,
+// split-K helpers), model(work') + (measured - model(work)), instead of scaling it (--batch).
 TimeNs retime_by_work(const Trace& t, OpId i, const KernelWork& w, TimeNs d, const HwSpec& spec, double flops_factor, double bytes_factor,
-                      double grid_factor);
+                      double grid_factor, double rows_factor = 1, bool fixed_excess = false);
 // The weights (second operands, from shapes) of the GEMM kernels `keep` accepts in the first
 // top-level range that has any (a step): what one copy of the model holds. 0 without shapes.
 double step_gemm_weights(const WhatIfContext& ctx, const std::function<bool(OpId)>& keep);

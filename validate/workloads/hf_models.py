@@ -43,6 +43,7 @@
 #   DIR/gpu.lock for the timing and profiling, so no two processes time on the GPU together and
 #   no compilation runs during a timing.
 # --vocab N: the model's vocabulary size instead of its config's (GPT-2's 50257 padded to 50304).
+# --batch N: the workload's model and sequence at batch N (logs and traces named for it).
 # --logdir DIR: also write each part's lines to DIR/<workload>.<mode>.plain.log,
 #   DIR/<workload>.<mode>[.noshapes].kineto.log or DIR/<workload>.<mode>.nsys.log.
 import argparse, fcntl, os, signal, statistics, sys, time
@@ -89,12 +90,16 @@ p.add_argument("--compile-limit-s", type=float, default=0.0)
 p.add_argument("--sync-dir", default="")
 p.add_argument("--sync-n", type=int, default=1)
 p.add_argument("--sync-wait-s", type=float, default=300.0)
+p.add_argument("--batch", type=int, default=0, help="the batch instead of the workload's (its name then says it: bert_base-inf-16x128)")
 a = p.parse_args()
 modes = [m for m in a.mode.split(",") if m]
 for m in modes:
     if m not in MODES:
         sys.exit(f"unknown mode {m}")
 kind, train, B, S = WORKLOADS[a.workload]
+if a.batch > 0:  # another batch of the workload's model and sequence: named for it
+    B = a.batch
+    a.workload = f"{a.workload.rsplit('-', 1)[0]}-{B}x{S}"
 # BERT-base: SDPA attention (eager attention builds its mask from a host scalar, which a CUDA graph
 # cannot capture); every other workload eager attention.
 ATTN = "sdpa" if kind == "bert_base" else "eager"
