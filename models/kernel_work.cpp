@@ -1,15 +1,14 @@
 #include "models/kernel_work.hpp"
 
-#include <unordered_map>
-
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <map>
-#include <set>
 #include <mutex>
 #include <numeric>
 #include <optional>
+#include <set>
+#include <unordered_map>
 
 #include "models/occupancy.hpp"
 #include "models/roofline.hpp"

@@ -56,7 +56,7 @@ std::pair<int, int> gemm_tile(std::string_view name);
 std::vector<std::vector<std::int64_t>> parse_nvtx_sizes(std::string_view text);
 
 struct KernelWork {
-  // (The one-byte fields first: 112 bytes a kernel, one entry per op of a trace.)
+  // (The one-byte fields first: 120 bytes, one entry per op of a trace.)
   KernelClass cls = KernelClass::Other;
   Dtype dtype = Dtype::FP32;
   ComputeUnit unit = ComputeUnit::Simt;

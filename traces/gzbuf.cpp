@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstdio>
 #include <exception>
 #include <mutex>
 #include <thread>
-#include <cstdio>
 #include <sys/stat.h>
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -51,6 +51,18 @@ GzBuf::int_type GzBuf::underflow() {
   setg(buf_, buf_, buf_ + n);
   return traits_type::to_int_type(*gptr());
 }
+
+namespace {
+// A gzip file's trailer ISIZE (the last member's size mod 2^32, little-endian) where it is
+// plausible for the file's size (at least half of it, at most the bomb check's 250x); 0 if not.
+std::size_t trailer_size(std::FILE* f, const struct stat& st) {
+  unsigned char t[4] = {0, 0, 0, 0};
+  if (st.st_size < 18 || std::fseek(f, -4, SEEK_END) != 0 || std::fread(t, 1, 4, f) != 4) return 0;
+  const std::size_t isize = t[0] | (std::size_t{t[1]} << 8) | (std::size_t{t[2]} << 16) | (std::size_t{t[3]} << 24);
+  const auto size = static_cast<std::size_t>(st.st_size);
+  return isize >= size / 2 && isize <= size * 250 ? isize : 0;
+}
+}  // namespace
 
 WholeFile read_whole(const std::string& path, std::size_t padding) {
   unsigned char magic[2] = {0, 0};
@@ -99,12 +111,7 @@ WholeFile read_whole(const std::string& path, std::size_t padding) {
     // at once for a one-member file under 4 GiB, where it is plausible (no more than the bomb
     // check's 250x); else 8x the file, grown by doubling.
     std::size_t first = sized ? static_cast<std::size_t>(st.st_size) * 8 : 0;
-    unsigned char t[4] = {0, 0, 0, 0};
-    if (sized && st.st_size >= 18 && std::fseek(f, -4, SEEK_END) == 0 && std::fread(t, 1, 4, f) == 4) {
-      const std::size_t isize = t[0] | (std::size_t{t[1]} << 8) | (std::size_t{t[2]} << 16) | (std::size_t{t[3]} << 24);
-      if (isize >= static_cast<std::size_t>(st.st_size) / 2 && isize <= static_cast<std::size_t>(st.st_size) * 250)
-        first = isize + (1 << 16) + 1;  // room for the read that sees the end
-    }
+    if (const std::size_t isize = sized ? trailer_size(f, st) : 0) first = isize + (1 << 16) + 1;  // room for the read that sees the end
     std::fclose(f);
     GzBuf gz(path);
     grow(std::max<std::size_t>(1 << 20, first));
@@ -141,14 +148,10 @@ GrowingFile::GrowingFile(const std::string& path, std::size_t padding) : s_(std:
   // A gzip file whose trailer gives a plausible size of 8 MB or more: inflated beside the reader.
   std::size_t isize = 0;
   if (std::FILE* f = std::fopen(path.c_str(), "rb")) {
-    unsigned char magic[2] = {0, 0}, t[4] = {0, 0, 0, 0};
+    unsigned char magic[2] = {0, 0};
     struct stat st {};
     const bool gz = std::fread(magic, 1, 2, f) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
-    if (gz && fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= 18 && std::fseek(f, -4, SEEK_END) == 0 &&
-        std::fread(t, 1, 4, f) == 4) {
-      const std::size_t n = t[0] | (std::size_t{t[1]} << 8) | (std::size_t{t[2]} << 16) | (std::size_t{t[3]} << 24);
-      if (n >= static_cast<std::size_t>(st.st_size) / 2 && n <= static_cast<std::size_t>(st.st_size) * 250) isize = n;
-    }
+    if (gz && fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode)) isize = trailer_size(f, st);
     std::fclose(f);
   }
   if (isize < (std::size_t{8} << 20)) {

@@ -4,10 +4,12 @@
 //   batch count: a batched GEMM), so that the measured GEMM surface prices the larger shape; a
 //   kernel that took over 1.25x the model's time keeps that excess fixed (small kernels at batch 1
 //   are mostly launch latency and a library's split-K helpers: scaling it with the work made
-//   BERT-base at batch 64 2.5x too slow; validate/reference/h200/batch, docs/whatif.md); copies move K times their bytes (time x K); the
-//   host launches the same calls (the work per call grows, its host time does not). The step then carries K times the samples: throughput
-//   is K x the step's speedup. Not modelled: memory (the activations grow K times; a batch that does not fit is not detected), kernels
-//   whose choice changes with the batch (the library's tile selection follows the model's efficiency only).
+//   BERT-base at batch 64 2.5x too slow; validate/reference/h200/batch, docs/whatif.md). Copies
+//   move K times their bytes (time x K); the host launches the same calls (the work per call
+//   grows, its host time does not). The step then carries K times the samples: throughput is K x
+//   the step's speedup. Not modelled: memory (the activations grow K times; a batch that does not
+//   fit is not detected), kernels whose choice changes with the batch (the library's tile
+//   selection follows the model's efficiency only).
 #include <cmath>
 
 #include "models/whatif/transform.hpp"

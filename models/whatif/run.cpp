@@ -224,25 +224,21 @@ WhatIfReport WhatIfBaseline::run(const std::vector<Transform>& user) const {
   const Trace& t = *b.t;
   WhatIfOptions opt = b.opt;
   opt.transforms = user;
-  // A profiler's step among the transforms other than the baseline's: a baseline of its own.
-  {
-    std::vector<Transform> rest;
-    std::string name;
-    const Transform u = unprofile_step(t, opt, rest, name);
-    const bool own = b.opt.unprofiled_time > 0 ? static_cast<bool>(u) == static_cast<bool>(b.unprofile)
-                                               : (u ? u->text : std::string()) == (b.unprofile ? b.unprofile->text : std::string());
-    if (!own) return WhatIfBaseline(t, opt).run(user);
-  }
+  // The profiler's step first, then the user's transforms (unprofile_step); a profiler step other
+  // than the baseline's gets a baseline of its own.
+  std::vector<Transform> transforms;
+  std::string name;
+  const Transform u = unprofile_step(t, opt, transforms, name);
+  const bool own = b.opt.unprofiled_time > 0 ? static_cast<bool>(u) == static_cast<bool>(b.unprofile)
+                                             : (u ? u->text : std::string()) == (b.unprofile ? b.unprofile->text : std::string());
+  if (!own) return WhatIfBaseline(t, opt).run(user);
+  if (u) transforms.front() = b.unprofile;  // scaled to a measured unprofiled time, where it was
   std::string unidentified;
   (void)unidentified_source(t, opt, unidentified);  // a transform on the GPU's rates without them: stops here
   WhatIfReport rep;
   rep.trace = &t;
   rep.unprofiled = b.unprofiled;
   rep.unprofile_note = b.unprofile_note;
-  std::vector<Transform> transforms;
-  for (const Transform& tr : user)
-    if (tr->text.rfind("--unprofile", 0) != 0) transforms.push_back(tr);
-  if (b.unprofile) transforms.insert(transforms.begin(), b.unprofile);
   const WhatIfEngine& engine = *b.engine;
   rep.source_hw = b.source.name;
   const WhatIfCase& base = b.base;

@@ -5,9 +5,9 @@
 #include <functional>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 #include <vector>
-#include <unordered_map>
 
 #include "sim/base/error.hpp"
 #include "traces/gzbuf.hpp"
@@ -70,11 +70,12 @@ class Reader : public JsonSax {
   // its size. The text from a place where an element starts is the same tokens alone as in the
   // document, so the elements a piece walks whole are the document's: a guess inside a string
   // fails before any (a string left open: the next guess is tried), one inside a nested array
-  // fails at the element that holds it, where the next piece starts. The last piece runs to the
-  // document's last ']' and stops at its array's end. Then the document without its events
-  // ("traceEvents": [0]) is walked for the rest, the 0 where the events were (which proves the
-  // array found is the root's "traceEvents"). False: not read this way; malformed text is
-  // (nothing of it kept: the whole document is walked again).
+  // fails at the element that holds it, where the next piece starts, one past the events (among
+  // the objects of an array after them) ends its array early, where the events end. The last
+  // piece runs to the document's last ']' and stops at its array's end. Then the document without
+  // its events ("traceEvents": [0]) is walked for the rest, the 0 where the events were (which
+  // proves the array found is the root's "traceEvents"). False: not read this way; malformed text
+  // is (nothing of it kept: the whole document is walked again).
   // `upto(need)`: the text ready so far, at least `need` bytes of it unless the document is shorter.
   bool in_pieces(const std::function<std::string_view(std::size_t)>& upto) {
     constexpr std::size_t kMin = std::size_t{8} << 20, kPiece = std::size_t{256} << 10, kPad = 64, kLook = std::size_t{1} << 20;
