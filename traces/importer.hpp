@@ -14,6 +14,7 @@ namespace bneck {
 struct ImportOptions {
   bool progress = true;     // phase lines on stderr when an import takes more than a second
   bool json_pieces = true;  // a large Kineto document's events read in pieces (false: walked whole; same result)
+  bool sqlite_scan = true;  // an nsys export's API and kernel tables read from the file format (false: through SQLite; same result)
 };
 
 // What a sniffer sees of a file.

@@ -11,6 +11,7 @@
 #include "sim/base/error.hpp"
 #include "traces/cuda_api.hpp"
 #include "traces/progress.hpp"
+#include "traces/sqlite_scan.hpp"
 #include "traces/sqlite_db.hpp"
 
 namespace bneck {
@@ -51,9 +52,26 @@ std::string cols(const std::set<std::string>& have, std::initializer_list<const 
   return out;
 }
 
+// The rows of `table`'s columns `want` (a column the table lacks reads as NULL), through the file
+// format (SqliteScan) when `scan`, else through SQLite; `each` takes the statement (step, null,
+// i64, rows). A file the scan does not cover throws SqliteScan::Unsupported.
+template <class Each>
+void read_rows(const SqliteDb& db, bool scan, const std::string& table, std::initializer_list<const char*> want, Each&& each) {
+  if (scan) {
+    SqliteScan st(db, table, std::vector<std::string>(want.begin(), want.end()));
+    each(st);
+  } else {
+    SqliteStmt st(db, "SELECT " + cols(db.columns(table), want) + " FROM " + table);
+    each(st);
+  }
+}
+
 class Reader {
  public:
-  Reader(const std::string& path, const ImportOptions& opt) : db_(path), progress_("importing " + path, opt.progress) { t_.source = path; }
+  Reader(const std::string& path, const ImportOptions& opt, bool scan)
+      : db_(path), progress_("importing " + path, opt.progress), scan_(scan) {
+    t_.source = path;
+  }
 
   Trace run() {
     read_meta();
@@ -68,9 +86,9 @@ class Reader {
       std::thread reader;
       if (db_.has_table(kKernelTable)) {
         progress_.phase("reading CUDA API calls and kernels");
-        reader = std::thread([&, c = db_.columns(kKernelTable)] {
+        reader = std::thread([&] {
           try {
-            read_kernel_rows(t_.source, c, kernels);
+            read_kernel_rows(t_.source, scan_, kernels);
           } catch (...) { failed = std::current_exception(); }
         });
       }
@@ -308,9 +326,18 @@ class Reader {
       return;
     }
     progress_.phase("reading CUDA API calls");
-    auto c = db_.columns("CUPTI_ACTIVITY_KIND_RUNTIME");
-    SqliteStmt st(db_, "SELECT " + cols(c, {"start", "end", "globalTid", "correlationId", "nameId"}) + " FROM CUPTI_ACTIVITY_KIND_RUNTIME");
     std::unordered_map<std::int64_t, std::pair<StrId, ApiClass>> name_cache;
+    read_rows(db_, scan_, "CUPTI_ACTIVITY_KIND_RUNTIME", {"start", "end", "globalTid", "correlationId", "nameId"},
+              [&](auto& st) { runtime_rows(st, name_cache); });
+    std::sort(api_by_corr_.begin(), api_by_corr_.end());
+    for (std::size_t i = 1; i < api_by_corr_.size(); ++i)
+      if (api_by_corr_[i].first == api_by_corr_[i - 1].first)
+        t_.note("nsys: duplicate correlation id among API calls", Severity::Warning,
+                "correlationId " + std::to_string(api_by_corr_[i].first & 0xFFFFFFFFull));
+  }
+
+  template <class Rows>
+  void runtime_rows(Rows& st, std::unordered_map<std::int64_t, std::pair<StrId, ApiClass>>& name_cache) {
     while (st.step()) {
       if (st.null(0) || st.null(2)) {
         t_.note("nsys: API call without start or thread", Severity::Warning,
@@ -341,11 +368,6 @@ class Reader {
       if (!st.null(3)) api_by_corr_.emplace_back(corr_key(pid_of_global(gtid), st.i64(3)), id);
       t_.ops.push_back(op);
     }
-    std::sort(api_by_corr_.begin(), api_by_corr_.end());
-    for (std::size_t i = 1; i < api_by_corr_.size(); ++i)
-      if (api_by_corr_[i].first == api_by_corr_[i - 1].first)
-        t_.note("nsys: duplicate correlation id among API calls", Severity::Warning,
-                "correlationId " + std::to_string(api_by_corr_[i].first & 0xFFFFFFFFull));
   }
 
   OpId find_api(std::uint64_t key) const {
@@ -378,14 +400,18 @@ class Reader {
   static constexpr std::uint64_t kNoPid = ~0ull;
   static constexpr const char* kKernelTable = "CUPTI_ACTIVITY_KIND_KERNEL";
 
-  static void read_kernel_rows(const std::string& path, const std::set<std::string>& c, KernelRows& out) {
-    const std::string table = kKernelTable;
+  static void read_kernel_rows(const std::string& path, bool scan, KernelRows& out) {
     SqliteDb db(path);
-    SqliteStmt st(db, "SELECT " +
-                          cols(c, {"start", "end", "deviceId", "contextId", "streamId", "correlationId", "globalPid", "demangledName",
-                                   "shortName", "gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ", "registersPerThread",
-                                   "staticSharedMemory", "dynamicSharedMemory", "graphNodeId"}) +
-                          " FROM " + table);
+    read_rows(
+        db, scan, kKernelTable,
+        {"start", "end", "deviceId", "contextId", "streamId", "correlationId", "globalPid", "demangledName", "shortName", "gridX", "gridY",
+         "gridZ", "blockX", "blockY", "blockZ", "registersPerThread", "staticSharedMemory", "dynamicSharedMemory", "graphNodeId"},
+        [&](auto& st) { kernel_rows(st, out); });
+  }
+
+  template <class Rows>
+  static void kernel_rows(Rows& st, KernelRows& out) {
+    const std::string table = kKernelTable;
     std::unordered_map<StreamKey, std::uint32_t, StreamKeyHash> key_index;
     LaunchInterner launches;
     while (st.step()) {
@@ -614,6 +640,7 @@ class Reader {
 
   SqliteDb db_;
   Progress progress_;
+  bool scan_;  // the large tables read by SqliteScan
   Trace t_;
   LaunchInterner launches_;
   std::vector<std::string> raw_strings_;
@@ -659,7 +686,14 @@ void check_not_truncated(const std::string& path) {
 
 Trace NsysSqliteImporter::import(const std::string& path, const ImportOptions& opt) const {
   check_not_truncated(path);
-  return Reader(path, opt).run();
+  if (opt.sqlite_scan) {
+    try {
+      return Reader(path, opt, true).run();
+    } catch (const SqliteScan::Unsupported&) {
+      // A file the format reader does not cover: SQLite reads it (or names what is wrong).
+    }
+  }
+  return Reader(path, opt, false).run();
 }
 
 }  // namespace bneck
