@@ -88,6 +88,8 @@ SqliteScan::SqliteScan(const SqliteDb& db, const std::string& table, const std::
       }
   value_.assign(columns.size(), 0);
   null_.assign(columns.size(), 1);
+  type_.assign(static_cast<std::size_t>(max_field_ + 1), 0);
+  offset_.assign(static_cast<std::size_t>(max_field_ + 1), 0);
 
   fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd_ < 0) unsupported(std::string("cannot open: ") + std::strerror(errno));
@@ -240,15 +242,17 @@ void SqliteScan::decode(const std::uint8_t* rec, std::uint64_t size) {
   const std::uint8_t* h = rec + n;
   const std::uint8_t* hend = rec + hsize;
   std::uint64_t body = hsize;
-  const int want = max_field_ + 1;
-  type_.assign(static_cast<std::size_t>(want), 0);
-  offset_.assign(static_cast<std::size_t>(want), 0);
+  const int want = max_field_ + 1;  // type_ and offset_ hold that many (the constructor sized them)
   int fields = 0;
   while (h < hend && fields < want) {
-    std::uint64_t t = 0;
-    n = varint(h, hend, t);
-    if (!n) unsupported("record header");
-    h += n;
+    std::uint64_t t = *h;
+    if (t < 0x80) {  // one byte: every serial type of an integer or NULL
+      ++h;
+    } else {
+      n = varint(h, hend, t);
+      if (!n) unsupported("record header");
+      h += n;
+    }
     std::uint64_t len = 0;
     if (t <= 4)
       len = t;
