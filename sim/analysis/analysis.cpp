@@ -71,56 +71,55 @@ namespace {
 Overlap overlap_of(const Graph& g, const Schedule& s, std::vector<OpId> idx);
 }  // namespace
 
-Overlap compute_overlap(const Graph& g, const Schedule& s, const std::function<bool(OpId)>& include) {
-  std::vector<OpId> idx;
-  for (OpId i = 0; i < g.num_nodes(); ++i)
-    if (s.device_node(g, i) && (!include || include(i))) idx.push_back(i);
-  return overlap_of(g, s, std::move(idx));
+namespace {
+// Adds [b, e) to a sorted list of disjoint intervals (touching ones merged), wherever b lies;
+// returns how many elements it moved (an insertion before the last interval shifts those after it).
+std::size_t add_union(Intervals& v, TimeNs b, TimeNs e) {
+  if (e <= b) return 0;
+  if (v.empty() || b >= v.back().first) {
+    add_merged(v, b, e);
+    return 0;
+  }
+  auto it = std::upper_bound(v.begin(), v.end(), b, [](TimeNs x, const std::pair<TimeNs, TimeNs>& iv) { return x < iv.first; });
+  std::size_t moved = 0;
+  if (it != v.begin() && std::prev(it)->second >= b) {
+    --it;
+    it->second = std::max(it->second, e);
+  } else {
+    moved += static_cast<std::size_t>(v.end() - it);
+    it = v.insert(it, {b, e});
+  }
+  auto next = it + 1, past = next;
+  while (past != v.end() && past->first <= it->second) {
+    it->second = std::max(it->second, past->second);
+    ++past;
+  }
+  if (past != next) {
+    moved += static_cast<std::size_t>(v.end() - past);
+    v.erase(next, past);
+  }
+  return moved;
 }
 
-namespace {
-// The overlap of the device ops `idx` (any order).
-Overlap overlap_of(const Graph& g, const Schedule& s, std::vector<OpId> idx) {
-  const std::uint32_t ndev = std::max<std::uint32_t>(1, g.num_devices);
-  auto dev_of = [&](OpId i) {
-    std::uint32_t d = g.device(i);
-    return d == kNone || d >= ndev ? 0u : d;
-  };
-  // By device, then start: one pass. (A replay's schedule is in order already, or nearly.) The
-  // keys are gathered first, so that sorting compares contiguous values (a what-if's schedule
-  // moves ops far from their order).
-  struct Key {
-    std::uint32_t dev;
-    OpId id;
-    TimeNs start;
-  };
-  std::vector<Key> keys(idx.size());
-  for (std::size_t k = 0; k < idx.size(); ++k) keys[k] = Key{dev_of(idx[k]), idx[k], s.start(idx[k])};
-  std::vector<OpId>().swap(idx);
-  sort_nearly_sorted(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
-    if (a.dev != b.dev) return a.dev < b.dev;
-    return a.start != b.start ? a.start < b.start : a.id < b.id;
-  });
-  Overlap ov;
-  std::size_t k = 0;
-  while (k < keys.size()) {
-    const std::uint32_t d = keys[k].dev;
-    Intervals cls[3], all;
-    TimeNs first = 0, last = 0;
-    bool any = false;
-    for (; k < keys.size() && keys[k].dev == d; ++k) {
-      OpId i = keys[k].id;
-      TimeNs b = keys[k].start, e = s.end(i);
-      if (!any) {
-        first = b;
-        last = e;
-        any = true;
-      }
-      last = std::max(last, e);
-      add_merged(cls[static_cast<int>(node_class(g, i))], b, e);
-      add_merged(all, b, e);
+// One device's ops, added in any order: the classes' busy intervals, merged.
+struct DeviceOverlap {
+  Intervals cls[3], all;
+  TimeNs first = 0, last = 0;
+  bool any = false;
+  std::size_t shifted = 0;  // elements moved by out-of-order additions
+  void add(OpClass c, TimeNs b, TimeNs e) {
+    if (!any) {
+      first = b;
+      last = e;
+      any = true;
     }
-    if (!any) continue;
+    first = std::min(first, b);
+    last = std::max(last, e);
+    shifted += add_union(cls[static_cast<int>(c)], b, e);
+    shifted += add_union(all, b, e);
+  }
+  void into(Overlap& ov) const {
+    if (!any) return;
     ov.compute_ns += total(cls[0]);
     ov.memcpy_ns += total(cls[1]);
     TimeNs comm = total(cls[2]);
@@ -133,6 +132,83 @@ Overlap overlap_of(const Graph& g, const Schedule& s, std::vector<OpId> idx) {
     ov.gpu_busy_ns += busy;
     ov.window_ns += last - first;
     ov.gpu_idle_ns += (last - first) - busy;
+  }
+};
+
+std::uint32_t overlap_device(const Graph& g, OpId i, std::uint32_t ndev) {
+  std::uint32_t d = g.device(i);
+  return d == kNone || d >= ndev ? 0u : d;
+}
+
+// The overlap of the ops `each` visits, in one pass without a table of the ops: a replay's
+// schedule is in start order or nearly (sharing moves starts by a few ns), so each op joins its
+// device's merged intervals at or near their end. Returns false, having added nothing, once the
+// additions have moved more elements than a few per op plus a million (a what-if that moved ops
+// far): the caller sorts instead.
+template <class Each>
+bool overlap_one_pass(const Graph& g, const Schedule& s, Each&& each, Overlap& ov) {
+  const std::uint32_t ndev = std::max<std::uint32_t>(1, g.num_devices);
+  std::vector<DeviceOverlap> dev(ndev);
+  std::size_t added = 0, moved = 0;
+  bool ok = true;
+  each([&](OpId i) {
+    if (!ok) return;
+    DeviceOverlap& d = dev[overlap_device(g, i, ndev)];
+    const std::size_t before = d.shifted;
+    d.add(node_class(g, i), s.start(i), s.end(i));
+    moved += d.shifted - before;
+    ok = moved <= 4 * ++added + (std::size_t{1} << 20);
+  });
+  if (!ok) return false;
+  for (const DeviceOverlap& d : dev) d.into(ov);
+  return true;
+}
+}  // namespace
+
+Overlap compute_overlap(const Graph& g, const Schedule& s, const std::function<bool(OpId)>& include) {
+  auto each = [&](auto&& f) {
+    for (OpId i = 0; i < g.num_nodes(); ++i)
+      if (s.device_node(g, i) && (!include || include(i))) f(i);
+  };
+  Overlap ov;
+  if (overlap_one_pass(g, s, each, ov)) return ov;
+  std::vector<OpId> idx;
+  each([&](OpId i) { idx.push_back(i); });
+  return overlap_of(g, s, std::move(idx));
+}
+
+namespace {
+// The overlap of the device ops `idx` (any order).
+Overlap overlap_of(const Graph& g, const Schedule& s, std::vector<OpId> idx) {
+  Overlap ov;
+  if (overlap_one_pass(
+          g, s,
+          [&](auto&& f) {
+            for (OpId i : idx) f(i);
+          },
+          ov))
+    return ov;
+  const std::uint32_t ndev = std::max<std::uint32_t>(1, g.num_devices);
+  // By device, then start: one pass. The keys are gathered first, so that sorting compares
+  // contiguous values (a what-if's schedule moves ops far from their order).
+  struct Key {
+    std::uint32_t dev;
+    OpId id;
+    TimeNs start;
+  };
+  std::vector<Key> keys(idx.size());
+  for (std::size_t k = 0; k < idx.size(); ++k) keys[k] = Key{overlap_device(g, idx[k], ndev), idx[k], s.start(idx[k])};
+  std::vector<OpId>().swap(idx);
+  sort_nearly_sorted(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
+    if (a.dev != b.dev) return a.dev < b.dev;
+    return a.start != b.start ? a.start < b.start : a.id < b.id;
+  });
+  std::size_t k = 0;
+  while (k < keys.size()) {
+    const std::uint32_t d = keys[k].dev;
+    DeviceOverlap dv;
+    for (; k < keys.size() && keys[k].dev == d; ++k) dv.add(node_class(g, keys[k].id), keys[k].start, s.end(keys[k].id));
+    dv.into(ov);
   }
   return ov;
 }
