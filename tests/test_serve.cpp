@@ -264,6 +264,18 @@ TEST_CASE("a shape met the first time pays the plan build, a warm-up builds it b
   CHECK(r.requests[0].finish == 50 * kNsPerMs + 1);
   CHECK(r.requests[1].finish == 100 * kNsPerMs + 2);
   CHECK(r.new_shapes == 1);
+  // A step with prompt tokens (q > seqs) building its plan for 50 ms, decode-only steps for 30:
+  // A's prefill 10 + 50 = 60 ms, its decode 10 + 30: tokens at 60 and 100; B (arriving at 100)
+  // meets both shapes again: 110 and 120. With CUDA graphs the capture keeps the one build (50 ms).
+  m.shape_build_prompt = 50 * kNsPerMs;
+  r = simulate(rs, e, m, false);
+  CHECK(r.requests[0].token_times[0] == 50 * kNsPerMs);
+  e.cuda_graph = false;
+  r = simulate(rs, e, m, false);
+  CHECK(ms(r.requests[0].token_times[0]) == Approx(60));
+  CHECK(ms(r.requests[0].finish) == Approx(100));
+  CHECK(ms(r.requests[1].token_times[0]) == Approx(110));
+  CHECK(ms(r.requests[1].finish) == Approx(120));
 }
 
 TEST_CASE("continuous batching: preemption by recompute when the KV cache is full", "[serve]") {

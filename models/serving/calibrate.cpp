@@ -311,6 +311,7 @@ std::string fit_launch(const std::vector<StepObs>& obs, StepCostModel& m, Calibr
   for (const auto& l : ls) n_first += l.first ? 1 : 0;
   const std::size_t n_repeat = ls.size() - n_first;
   m.shape_build = 0;
+  m.shape_build_prompt = -1;
   std::string note = "no plan build per new shape seen (" + std::to_string(n_first) + " first-time shapes, " + std::to_string(n_repeat) +
                      " repeated; " + first_how + ")";
   bool from_repeats = false;
@@ -323,6 +324,22 @@ std::string fit_launch(const std::vector<StepObs>& obs, StepCostModel& m, Calibr
       how = "first-time forwards' launch time " + fmt(first_ns / 1e6) + " ms (" + std::to_string(n_first) + " steps) less repeated ones' " +
             fmt(repeat_ns / 1e6) + " ms (" + std::to_string(n_repeat) + ")";
       from_repeats = true;
+      // Steps with prompt tokens apart from decode-only steps, when 8 or more first-time steps of
+      // each kind have a known shape: the build of each kind is its first-time steps' median less
+      // the repeated steps' (transformers' paged|sdpa engine on the H200: 87.6 against 63.5 ms).
+      std::vector<double> prompt, decode;
+      for (const auto& l : ls)
+        if (l.first && l.obs->shaped) (l.obs->shape.q > l.obs->shape.seqs ? prompt : decode).push_back(l.ns);
+      if (prompt.size() >= 8 && decode.size() >= 8) {
+        const double bp = median(prompt) - repeat_ns, bd = median(decode) - repeat_ns;
+        if (bd > 0 && bp > 0 && std::abs(bp / bd - 1) > 0.1) {
+          build = bd;
+          m.shape_build_prompt = static_cast<TimeNs>(bp);
+          how += "; with prompt tokens " + fmt(bp / 1e6) + " ms (their first-time steps " + fmt(median(prompt) / 1e6) + " ms, " +
+                 std::to_string(prompt.size()) + " steps), decode-only " + fmt(bd / 1e6) + " ms (" + fmt(median(decode) / 1e6) + " ms, " +
+                 std::to_string(decode.size()) + ")";
+        }
+      }
     } else {
       build = med(true, [](const Launch& l) { return l.pause.gap1 - l.pause.gap2; });
       how = "the longest launch gap of " + std::to_string(n_first) + " first-time forwards less their second-longest (" +
@@ -334,6 +351,7 @@ std::string fit_launch(const std::vector<StepObs>& obs, StepCostModel& m, Calibr
       note = "shape build = " + fmt(build / 1e6) + " ms on a step whose shape (q, kv) is new: " + how + "; first-time steps " + first_how;
     } else {
       from_repeats = false;
+      m.shape_build_prompt = -1;
     }
   }
   if (ls.empty()) return note;

@@ -164,7 +164,8 @@ StepTime StepCostModel::time(const StepShape& s, bool cuda_graph, bool new_shape
   t.update = host(update[0], update[1] * seqs);
   t.gpu = gpu_time(padded ? *padded : s);
   const TimeNs launch_ns = host(launch[0], launch[1] * seqs + launch[2] * q);
-  if (new_shape) t.build = host(static_cast<double>(shape_build), 0);
+  // With CUDA graphs a new padded shape is captured: the one build measured for every shape.
+  if (new_shape) t.build = host(static_cast<double>(cuda_graph ? shape_build : build_for(s)), 0);
   if (cuda_graph) {
     t.gpu += static_cast<TimeNs>(kernels_per_step * static_cast<double>(graph_node));
     t.forward = host(static_cast<double>(graph_launch), 0) + lag + t.gpu + tail;

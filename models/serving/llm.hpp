@@ -17,7 +17,9 @@
 // (or a library under it) builds a plan for that shape before the step's kernels can run. In
 // transformers' paged|sdpa engine on the H200 it is cuDNN's SDPA graph, built once per (query
 // tokens, KV tokens) pair: 45-60 ms on the first step of a shape, against a 13-20 ms forward on a
-// repeated shape, and without CUDA graphs nearly every decode step meets a new KV length. With
+// repeated shape, and without CUDA graphs nearly every decode step meets a new KV length; a step
+// with prompt tokens builds longer there (`shape_build_prompt`, fitted apart when the calibration
+// trace holds 8 or more first-time steps of each kind: 62.8 against 38.7 ms). With
 // CUDA graphs the padded shapes repeat; a new one is captured: build + two eager passes (the
 // capture's warm-up and the capture itself) + the replay. The simulation keeps the set of shapes
 // met (serve.hpp), the engine's warm-up included; calibration fits `shape_build` (calibrate.hpp).
@@ -86,6 +88,9 @@ struct StepCostModel {
   double kernels_per_step = 0;
   TimeNs graph_launch = 0, graph_node = 0;
   TimeNs shape_build = 0;  // host time of a step on a shape met the first time (0: none)
+  // The same for a step with prompt tokens (q > seqs), where calibration saw it differ (-1: shape_build).
+  TimeNs shape_build_prompt = -1;
+  TimeNs build_for(const StepShape& s) const { return s.q > s.seqs && shape_build_prompt >= 0 ? shape_build_prompt : shape_build; }
   std::string source;
   std::vector<std::string> notes;  // what was assumed or fitted, with residuals
 
