@@ -80,7 +80,7 @@ void classify_run(Advice& a) {
 }
 
 // Phases the structure finds: their span, GPU busy time and what dominates their kernels.
-void classify_phases(const Trace& t, const std::vector<KernelWork>& work, const HwSpec& hw, const SimResult& sim, Advice& a) {
+void classify_phases(const Trace& t, const WorkTable& work, const HwSpec& hw, const SimResult& sim, Advice& a) {
   Structure st = find_structure(t);
   for (const char* level : {"iteration", "forward", "backward"}) {
     const StructureLevel* l = st.level(level);
@@ -167,8 +167,8 @@ void host_summary(Advice& a) {
 
 // The critical path by class: in end order, each op counts the time it adds after the one before
 // (a blocking call that waited for kernels counts only its own tail); the time between counts as gaps.
-void path_by_class(const Trace& t, const std::vector<KernelWork>& work, const HwSpec& hw, const WhatIfReport& base,
-                   const std::vector<OpId>& path, Advice& a) {
+void path_by_class(const Trace& t, const WorkTable& work, const HwSpec& hw, const WhatIfReport& base, const std::vector<OpId>& path,
+                   Advice& a) {
   std::vector<OpId> ops;
   for (OpId o : path)
     if (o < t.ops.size()) ops.push_back(o);
@@ -193,7 +193,7 @@ void path_by_class(const Trace& t, const std::vector<KernelWork>& work, const Hw
 }
 
 // Candidates generated from the profile.
-std::vector<AdviceSuggestion> candidates(const Trace& t, const std::vector<KernelWork>& work, const HwSpec& hw, const Advice& a) {
+std::vector<AdviceSuggestion> candidates(const Trace& t, const WorkTable& work, const HwSpec& hw, const Advice& a) {
   TimeNs kernels = 0, fp32_math = 0, half_gemm = 0, unaligned_gemm = 0, pointwise = 0, fp32_pointwise = 0, pageable = 0, pinned_h2d = 0;
   TimeNs unfilled = 0;  // what kernels' partly loaded SMs cost (--fill-waves' gain)
   std::size_t small_count = 0;
@@ -473,7 +473,7 @@ Advice advise(const Trace& t, const AdviseOptions& opt) {
   wo0.sharing = opt.sharing;
   // One baseline for the run and every suggestion (built once: graph, work, its simulation).
   const WhatIfBaseline baseline(t, wo0);
-  const std::vector<KernelWork>& work = baseline.work();  // the trace's GPU's (estimate_work)
+  const WorkTable& work = baseline.work();  // the trace's GPU's (estimate_work)
   const WhatIfReport base = baseline.run({});
   a.unprofiled = base.unprofiled;
   a.overlap = base.baseline_overlap;

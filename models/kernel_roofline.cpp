@@ -25,7 +25,7 @@ void sort_by_time(std::vector<KernelPoint>& v) {
 }
 }  // namespace
 
-std::vector<KernelPoint> kernel_points(const Trace& t, const std::vector<KernelWork>& work, const GpuSpec& g) {
+std::vector<KernelPoint> kernel_points(const Trace& t, const WorkTable& work, const GpuSpec& g) {
   std::map<StrId, KernelPoint> agg;
   for (OpId i = 0; i < t.ops.size() && i < work.size(); ++i) {
     const Op& o = t.ops[i];

@@ -29,7 +29,7 @@ struct KernelPoint {
 // Roofline time of one launch's work on g (no efficiency, no tail), the unit of roof_ns.
 double roof_ns(const KernelWork& w, const GpuSpec& g);
 // Per kernel name, by measured time (longest first).
-std::vector<KernelPoint> kernel_points(const Trace& t, const std::vector<KernelWork>& work, const GpuSpec& g);
+std::vector<KernelPoint> kernel_points(const Trace& t, const WorkTable& work, const GpuSpec& g);
 // The same points summed per class, by measured time.
 std::vector<KernelPoint> class_points(const std::vector<KernelPoint>& by_name);
 

@@ -1,6 +1,7 @@
 #include "models/kernel_work.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <cctype>
 #include <cmath>
 #include <map>
@@ -358,8 +359,8 @@ std::string_view op_name_of(std::string_view op) {
   return *it;
 }
 
-std::vector<KernelWork> estimate_work(const Trace& t, const HwSpec& source) {
-  std::vector<KernelWork> work(t.ops.size());
+WorkTable estimate_work(const Trace& t, const HwSpec& source) {
+  WorkTable work(t.ops.size());
   // Innermost aten range with sizes around each launch call: ranges sorted by start per thread.
   std::map<LaneId, std::vector<std::size_t>> by_lane;
   for (std::size_t i = 0; i < t.ranges.size(); ++i)
@@ -389,7 +390,7 @@ std::vector<KernelWork> estimate_work(const Trace& t, const HwSpec& source) {
   for (OpId i = 0; i < t.ops.size(); ++i) {
     const Op& o = t.ops[i];
     if (o.kind != OpKind::Kernel) continue;
-    KernelWork& w = work[i];
+    KernelWork w;
     auto [it, fresh] = by_name.emplace(o.name, named.size());
     if (fresh) {
       const std::string& name = t.name(o);
@@ -403,6 +404,7 @@ std::vector<KernelWork> estimate_work(const Trace& t, const HwSpec& source) {
     w.cls = x.cls;
     w.dtype = x.dtype;
     w.unit = x.unit;
+    work.set(i, w);
     if (o.link != kNone) {
       std::size_t r = innermost(t.ops[o.link]);
       if (r != kNone) kernels_of_range[r].push_back(i);
@@ -418,7 +420,7 @@ std::vector<KernelWork> estimate_work(const Trace& t, const HwSpec& source) {
     std::size_t compute =
         static_cast<std::size_t>(std::count_if(ks.begin(), ks.end(), [&](OpId k) { return is_compute_class(work[k].cls); }));
     for (OpId k : ks) {
-      KernelWork& w = work[k];
+      KernelWork w = work[k];
       bool gets_math = compute == 0 || is_compute_class(w.cls);
       w.flops = gets_math ? total.flops / static_cast<double>(compute ? compute : ks.size()) : 0;
       w.bytes = total.bytes / static_cast<double>(ks.size());
@@ -438,6 +440,7 @@ std::vector<KernelWork> estimate_work(const Trace& t, const HwSpec& source) {
         auto [tm, tn] = gemm_tile(t.name(t.ops[k]));
         if (tm > 0) w.tiles = std::ceil(total.out_cols / tm) * std::ceil(total.out_rows / tn) * total.batch;
       }
+      work.set(k, w);
     }
   }
   // Launch geometry: one-element-per-thread elementwise kernels (see the model card). Per
@@ -450,8 +453,9 @@ std::vector<KernelWork> estimate_work(const Trace& t, const HwSpec& source) {
   auto launch_key = [](const Op& o) { return (static_cast<std::uint64_t>(o.name) << 32) | o.extra; };
   for (OpId i = 0; i < t.ops.size(); ++i) {
     const Op& o = t.ops[i];
-    KernelWork& w = work[i];
-    if (o.kind != OpKind::Kernel || w.from_shapes || w.cls != KernelClass::Elementwise) continue;
+    if (o.kind != OpKind::Kernel) continue;
+    KernelWork w = work[i];
+    if (w.from_shapes || w.cls != KernelClass::Elementwise) continue;
     const LaunchConfig* lc = t.launch(o);
     if (!lc) continue;
     auto [it, fresh] = geometry.emplace(launch_key(o), Geometry{});
@@ -480,6 +484,7 @@ std::vector<KernelWork> estimate_work(const Trace& t, const HwSpec& source) {
     w.flops = g.threads;
     w.access_width = g.elem;
     w.from_geometry = true;
+    work.set(i, w);
   }
   // Inference from the measured duration for the rest: the model is linear in the work beyond the
   // tail, so one evaluation with a unit of work gives the work that takes the measured time.
@@ -488,8 +493,9 @@ std::vector<KernelWork> estimate_work(const Trace& t, const HwSpec& source) {
   std::unordered_map<std::uint64_t, std::pair<TimeNs, double>> rate;
   for (OpId i = 0; i < t.ops.size(); ++i) {
     const Op& o = t.ops[i];
-    KernelWork& w = work[i];
-    if (o.kind != OpKind::Kernel || w.from_shapes || w.from_geometry) continue;
+    if (o.kind != OpKind::Kernel) continue;
+    const KernelWork w = work[i];
+    if (w.from_shapes || w.from_geometry) continue;
     const bool math = is_compute_class(w.cls);
     auto [it, fresh] = rate.emplace(launch_key(o), std::pair<TimeNs, double>{});
     if (fresh) {
@@ -502,10 +508,62 @@ std::vector<KernelWork> estimate_work(const Trace& t, const HwSpec& source) {
     }
     const auto [fixed, per_unit] = it->second;
     double d = static_cast<double>(std::max<TimeNs>(0, o.duration() - fixed));
-    double amount = per_unit > 0 ? d / per_unit * kUnit : 0;
-    (math ? w.flops : w.bytes) = amount;
+    work.set_amount(i, per_unit > 0 ? d / per_unit * kUnit : 0);
   }
   return work;
+}
+
+void WorkTable::set(std::size_t op, const KernelWork& w) {
+  if (w.from_shapes || w.from_geometry) {
+    index_[op] = intern(w);
+    amount_[op] = 0;
+    return;
+  }
+  KernelWork base = w;
+  double& field = is_compute_class(w.cls) ? base.flops : base.bytes;
+  amount_[op] = field;
+  field = 0;
+  index_[op] = intern(base);
+}
+
+std::uint32_t WorkTable::intern(const KernelWork& w) {
+  if (templates_.empty()) templates_.emplace_back();
+  if (interned_.empty()) interned_.emplace(templates_[0], 0);
+  auto [it, fresh] = interned_.try_emplace(w, static_cast<std::uint32_t>(templates_.size()));
+  if (fresh) templates_.push_back(w);
+  return it->second;
+}
+
+namespace {
+std::uint64_t bits_of(double v) {
+  std::uint64_t b = 0;
+  std::memcpy(&b, &v, sizeof b);
+  return b;
+}
+}  // namespace
+
+std::size_t WorkTable::Hash::operator()(const KernelWork& w) const {
+  std::uint64_t h = 1469598103934665603ull;
+  auto mix = [&](std::uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+  mix(static_cast<std::uint64_t>(w.cls) | static_cast<std::uint64_t>(w.dtype) << 8 | static_cast<std::uint64_t>(w.unit) << 16 |
+      static_cast<std::uint64_t>(w.from_shapes) << 24 | static_cast<std::uint64_t>(w.from_geometry) << 25 |
+      static_cast<std::uint64_t>(w.level) << 32);
+  for (double v :
+       {w.flops, w.bytes, w.weight_elems, w.read_bytes, w.chain_ops, w.out_elems, w.rhs_elems, w.out_rows, w.out_cols, w.batch, w.tiles})
+    mix(bits_of(v));
+  mix(w.access_width);
+  mix(std::hash<std::string_view>()(w.op));
+  return static_cast<std::size_t>(h);
+}
+
+bool WorkTable::Eq::operator()(const KernelWork& a, const KernelWork& b) const {
+  return a.cls == b.cls && a.dtype == b.dtype && a.unit == b.unit && a.from_shapes == b.from_shapes && a.from_geometry == b.from_geometry &&
+         a.level == b.level && bits_of(a.flops) == bits_of(b.flops) && bits_of(a.bytes) == bits_of(b.bytes) &&
+         bits_of(a.weight_elems) == bits_of(b.weight_elems) && a.access_width == b.access_width &&
+         bits_of(a.read_bytes) == bits_of(b.read_bytes) && bits_of(a.chain_ops) == bits_of(b.chain_ops) && a.op == b.op &&
+         bits_of(a.out_elems) == bits_of(b.out_elems) && bits_of(a.rhs_elems) == bits_of(b.rhs_elems) &&
+         bits_of(a.out_rows) == bits_of(b.out_rows) && bits_of(a.out_cols) == bits_of(b.out_cols) && bits_of(a.batch) == bits_of(b.batch) &&
+         bits_of(a.tiles) == bits_of(b.tiles);
 }
 
 }  // namespace bneck

@@ -26,6 +26,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <unordered_map>
 #include <vector>
 
 #include "hw/spec.hpp"
@@ -56,7 +57,7 @@ std::pair<int, int> gemm_tile(std::string_view name);
 std::vector<std::vector<std::int64_t>> parse_nvtx_sizes(std::string_view text);
 
 struct KernelWork {
-  // (The one-byte fields first: 120 bytes, one entry per op of a trace.)
+  // (The one-byte fields first: 120 bytes; a trace keeps one per distinct work, WorkTable.)
   KernelClass cls = KernelClass::Other;
   Dtype dtype = Dtype::FP32;
   ComputeUnit unit = ComputeUnit::Simt;
@@ -123,9 +124,53 @@ KernelEstimate model_kernel(const Trace& t, OpId k, const KernelWork& w, const H
 // The same with launch geometry `lc` (nullptr: none known), e.g. a split kernel's smaller grid.
 KernelEstimate model_kernel(const LaunchConfig* lc, const KernelWork& w, const HwSpec& hw);
 
+// Each op's work, indexed by op id, in 12 bytes an op instead of KernelWork's 120: an op's work is
+// a template shared by the ops that do the same (interned: an op's class, precision and unit from
+// its name, the work its shapes or launch geometry give) plus, for work inferred from the op's
+// measured duration, its own amount (the flops of a compute-class kernel, else the bytes).
+// Reading an op gives its KernelWork by value.
+class WorkTable {
+ public:
+  WorkTable() = default;
+  explicit WorkTable(std::size_t ops) : index_(ops, 0), amount_(ops, 0), templates_(1) {}
+  explicit WorkTable(const std::vector<KernelWork>& each) : WorkTable(each.size()) {
+    for (std::size_t i = 0; i < each.size(); ++i) set(i, each[i]);
+  }
+  KernelWork operator[](std::size_t op) const {
+    KernelWork w = templates_[index_[op]];
+    if (!w.from_shapes && !w.from_geometry) (is_compute_class(w.cls) ? w.flops : w.bytes) = amount_[op];
+    return w;
+  }
+  std::size_t size() const { return index_.size(); }
+  bool empty() const { return index_.empty(); }
+  void resize(std::size_t ops) {  // ops added do default work
+    if (templates_.empty()) templates_.emplace_back();
+    index_.resize(ops, 0);
+    amount_.resize(ops, 0);
+  }
+  // Op `op`'s work becomes `w` (interned; an inferred amount is kept apart).
+  void set(std::size_t op, const KernelWork& w);
+  // The amount of an op whose work is inferred (its template unchanged).
+  void set_amount(std::size_t op, double amount) { amount_[op] = amount; }
+  std::size_t templates() const { return templates_.size(); }
+
+ private:
+  std::uint32_t intern(const KernelWork& w);
+  std::vector<std::uint32_t> index_;
+  std::vector<double> amount_;
+  std::vector<KernelWork> templates_;
+  struct Hash {
+    std::size_t operator()(const KernelWork& w) const;
+  };
+  struct Eq {
+    bool operator()(const KernelWork& a, const KernelWork& b) const;
+  };
+  std::unordered_map<KernelWork, std::uint32_t, Hash, Eq> interned_;
+};
+
 // Work of every kernel of the trace (indexed by op id; non-kernels left default), with `source`
 // the spec of the GPU the trace was captured on (for inference).
-std::vector<KernelWork> estimate_work(const Trace& t, const HwSpec& source);
+WorkTable estimate_work(const Trace& t, const HwSpec& source);
 // The model's times of one kernel's work before and after a change of precision on one GPU: a GEMM
 // by the measured shape surfaces where the GPU has one for both precisions, else both by the
 // calibrated single efficiency of each (never one of each: their ratio would mix two rules).

@@ -31,14 +31,13 @@ TimeNs model_device_op(const Trace& t, OpId i, const KernelWork& w, const HwSpec
 RetargetCostModel::RetargetCostModel(const Trace& t, HwSpec source, HwSpec target, DurationMode mode)
     : RetargetCostModel(t, source, std::move(target), mode, estimate_work(t, source)) {}
 
-RetargetCostModel::RetargetCostModel(const Trace& t, HwSpec source, HwSpec target, DurationMode mode, std::vector<KernelWork> work)
+RetargetCostModel::RetargetCostModel(const Trace& t, HwSpec source, HwSpec target, DurationMode mode, WorkTable work)
     : RetargetCostModel(t, std::move(source), std::move(target), mode, [&] {
         work.resize(t.ops.size());
-        return std::make_shared<const std::vector<KernelWork>>(std::move(work));
+        return std::make_shared<const WorkTable>(std::move(work));
       }()) {}
 
-RetargetCostModel::RetargetCostModel(const Trace& t, HwSpec source, HwSpec target, DurationMode mode,
-                                     std::shared_ptr<const std::vector<KernelWork>> work)
+RetargetCostModel::RetargetCostModel(const Trace& t, HwSpec source, HwSpec target, DurationMode mode, std::shared_ptr<const WorkTable> work)
     : t_(t), source_(std::move(source)), target_(std::move(target)), mode_(mode), work_(std::move(work)) {
   if (!work_ || work_->size() != t.ops.size()) throw std::logic_error("RetargetCostModel: work of another trace");
   times_.assign(t.ops.size(), 0);

@@ -38,15 +38,15 @@ class RetargetCostModel : public CostModel {
   // The work of each kernel estimated from the trace (estimate_work), or given (a workload
   // described op by op, as validate/ describes its microbenchmarks).
   RetargetCostModel(const Trace& t, HwSpec source, HwSpec target, DurationMode mode);
-  RetargetCostModel(const Trace& t, HwSpec source, HwSpec target, DurationMode mode, std::vector<KernelWork> work);
+  RetargetCostModel(const Trace& t, HwSpec source, HwSpec target, DurationMode mode, WorkTable work);
   // Work held elsewhere, one entry per op of `t`, kept alive (or outliving the model) by `work`.
-  RetargetCostModel(const Trace& t, HwSpec source, HwSpec target, DurationMode mode, std::shared_ptr<const std::vector<KernelWork>> work);
+  RetargetCostModel(const Trace& t, HwSpec source, HwSpec target, DurationMode mode, std::shared_ptr<const WorkTable> work);
   const char* name() const override {
     return mode_ == DurationMode::Model ? "model" : mode_ == DurationMode::Hybrid ? "hybrid" : "measured";
   }
   const char* description() const override { return "roofline, waves and transfers on a target GPU (models/retarget.hpp)"; }
   TimeNs duration(OpId n, const Graph& g) const override;
-  const std::vector<KernelWork>& work() const { return *work_; }
+  const WorkTable& work() const { return *work_; }
   const HwSpec& source() const { return source_; }
   const HwSpec& target() const { return target_; }
   DurationMode mode() const { return mode_; }
@@ -59,7 +59,7 @@ class RetargetCostModel : public CostModel {
   const Trace& t_;
   HwSpec source_, target_;
   DurationMode mode_;
-  std::shared_ptr<const std::vector<KernelWork>> work_;
+  std::shared_ptr<const WorkTable> work_;
   std::vector<TimeNs> times_;
   bool same_chip_ = false;   // the target is the source's chip (same_chip)
   HwSpec same_chip_target_;  // then: the target with the source's GEMM efficiencies

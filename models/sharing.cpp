@@ -8,8 +8,7 @@
 
 namespace bneck {
 
-GpuShareModel::GpuShareModel(const Trace& t, HwSpec spec, const std::vector<KernelWork>* work, bool hbm_from_work)
-    : t_(t), spec_(std::move(spec)) {
+GpuShareModel::GpuShareModel(const Trace& t, HwSpec spec, const WorkTable* work, bool hbm_from_work) : t_(t), spec_(std::move(spec)) {
   const double bw = spec_.gpu.memory_bandwidth * spec_.gpu.memory_efficiency;
   if (work && work->size() == t.ops.size() && bw > 0 && hbm_from_work) {
     hbm_of_op_.assign(t.ops.size(), -1.0f);
@@ -163,7 +162,7 @@ ShareDemand GpuShareModel::demand(NodeId n, const Graph& g) const {
   return d;
 }
 
-void enable_sharing(Graph& g, const HwSpec& spec, const std::vector<KernelWork>* work, bool hbm_from_work) {
+void enable_sharing(Graph& g, const HwSpec& spec, const WorkTable* work, bool hbm_from_work) {
   auto m = std::make_shared<GpuShareModel>(*g.trace, spec, work, hbm_from_work);
   g.sharing = m;
   if (g.trace->measured) calibrate_sharing(g, *m);

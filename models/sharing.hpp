@@ -42,7 +42,7 @@ class GpuShareModel : public ShareModel {
  public:
   // `work`, when given (one per trace op), sets the HBM demand of the kernels whose work is known
   // (`hbm_from_work`) and the tiles of persistent GEMMs whose output shape is known.
-  GpuShareModel(const Trace& t, HwSpec spec, const std::vector<KernelWork>* work = nullptr, bool hbm_from_work = true);
+  GpuShareModel(const Trace& t, HwSpec spec, const WorkTable* work = nullptr, bool hbm_from_work = true);
   ShareDemand demand(NodeId n, const Graph& g) const override;
   std::uint32_t sm_count(std::uint32_t) const override { return spec_.gpu.sm_count; }
   double drain_weight(std::uint32_t) const override { return spec_.gpu.drain_weight; }
@@ -63,6 +63,6 @@ class GpuShareModel : public ShareModel {
 
 // Builds the graph's sharing model for `spec` and calibrates the alone times of the trace's
 // overlapped ops (measured traces), so that replay stays exact.
-void enable_sharing(Graph& g, const HwSpec& spec, const std::vector<KernelWork>* work = nullptr, bool hbm_from_work = true);
+void enable_sharing(Graph& g, const HwSpec& spec, const WorkTable* work = nullptr, bool hbm_from_work = true);
 
 }  // namespace bneck

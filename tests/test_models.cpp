@@ -182,6 +182,48 @@ TEST_CASE("work from recorded shapes: the QKV projection of block_bf16", "[model
   CHECK(found >= 10);  // 2 blocks x 5 steps
 }
 
+TEST_CASE("the work table keeps shared work once and each inferred amount apart", "[models][work]") {
+  // Four ops: an API call (default work), two GEMMs whose flops were inferred from their durations
+  // (one template, two amounts), a kernel of known shapes (a template of its own).
+  WorkTable w(4);
+  KernelWork g;
+  g.cls = KernelClass::Gemm;
+  g.dtype = Dtype::BF16;
+  g.flops = 3e9;
+  w.set(1, g);
+  g.flops = 5e9;
+  w.set(2, g);
+  KernelWork e;
+  e.cls = KernelClass::Elementwise;
+  e.from_shapes = true;
+  e.bytes = 4096;
+  e.op = op_name_of("aten::add");
+  w.set(3, e);
+  CHECK(w.size() == 4);
+  CHECK(w.templates() == 3);  // the default, the GEMM (amount apart), the elementwise op
+  CHECK(w[0].cls == KernelClass::Other);
+  CHECK(w[0].flops == 0);
+  CHECK(w[0].bytes == 0);
+  CHECK(w[1].flops == 3e9);
+  CHECK(w[2].flops == 5e9);
+  CHECK(w[2].dtype == Dtype::BF16);
+  CHECK(w[3].bytes == 4096);
+  CHECK(w[3].op == "aten::add");
+  // A streaming kernel's inferred amount is its bytes; the same bytes again share its template.
+  KernelWork m;
+  m.cls = KernelClass::Elementwise;
+  m.bytes = 1e6;
+  w.set(0, m);
+  CHECK(w[0].bytes == 1e6);
+  CHECK(w[0].flops == 0);
+  CHECK(w.templates() == 4);
+  // A trace's table: as many entries as ops, far fewer templates (block_bf16: 2 blocks x 5 steps).
+  Trace t = load_trace(core("block_bf16.sqlite"));
+  const WorkTable work = estimate_work(t, load_hw("h200-sxm"));
+  CHECK(work.size() == t.ops.size());
+  CHECK(work.templates() * 10 < t.ops.size());
+}
+
 TEST_CASE("retargeting H200 -> H100 SXM follows the specs", "[models][retarget]") {
   // Same GH100 compute (132 SMs, same peaks), 3.35 instead of 4.8 TB/s: a compute-bound GEMM keeps
   // its time, a memory-bound kernel takes 4.8 / 3.35 = 1.433x longer (same efficiency).

@@ -236,7 +236,7 @@ TEST_CASE("a larger batch keeps a kernel's time beyond its model fixed (hand-com
                                       "batch_fixed");
   const Trace t = load_trace(path);
   const HwSpec hw = load_hw("h200-sxm-calibrated");
-  const std::vector<KernelWork> work = estimate_work(t, hw);
+  const WorkTable work = estimate_work(t, hw);
   OpId k = 0;
   while (t.ops[k].kind != OpKind::Kernel) ++k;
   REQUIRE(work[k].from_shapes);

@@ -121,7 +121,7 @@ void add_report(CLI::App& sub, Action& action) {
                           {"cut", cut}};
       // Roofline: each kernel's arithmetic intensity and achieved rate on the trace's GPU.
       const HwSpec spec = source_spec(t, "");
-      std::vector<KernelWork> work = estimate_work(t, spec);
+      WorkTable work = estimate_work(t, spec);
       json pts = json::array();  // per kernel name (kernel_roofline.hpp), those with work to plot
       for (const KernelPoint& p : kernel_points(t, work, spec.gpu))
         if (p.flops > 0 && p.bytes > 0 && p.time_ns > 0) pts.push_back({p.name, p.intensity(), p.achieved_flop_per_s(), p.time_ns});

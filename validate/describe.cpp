@@ -82,7 +82,7 @@ class WorkloadBuilder {
     r.lane = 0;
     t.ranges.push_back(r);
     t.finalize();
-    RetargetCostModel model(t, hw_, hw_, DurationMode::Model, w_.work);
+    RetargetCostModel model(t, hw_, hw_, DurationMode::Model, WorkTable(w_.work));
     for (OpId i = 0; i < t.ops.size(); ++i)
       if (is_device_op(t.ops[i].kind)) t.ops[i].set_duration(model.device_time(i));
     w_.window = window;
@@ -268,7 +268,8 @@ std::optional<MicrobenchWorkload> describe_microbenchmark(const Measurement& m, 
 double simulate_microbenchmark(const MicrobenchWorkload& w, const HwSpec& hw) {
   const Trace& t = w.trace;
   auto g = std::make_shared<Graph>(build_graph(t, GraphOptions{false}));
-  enable_sharing(*g, hw, &w.work);  // concurrent kernels share the GPU's SMs and HBM, as in a replay
+  const WorkTable work(w.work);
+  enable_sharing(*g, hw, &work);  // concurrent kernels share the GPU's SMs and HBM, as in a replay
   // Each device op starts its launch delay after its call began.
   for (auto e : boost::make_iterator_range(boost::edges(g->csr))) {
     EdgeProps& p = g->csr[e];

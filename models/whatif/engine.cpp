@@ -379,7 +379,7 @@ std::vector<Transform> parse_transform_args(const std::vector<std::string>& args
   return out;
 }
 
-WhatIfEngine::WhatIfEngine(const Trace& t, std::shared_ptr<const Graph> base, HwSpec source, std::vector<KernelWork> work)
+WhatIfEngine::WhatIfEngine(const Trace& t, std::shared_ptr<const Graph> base, HwSpec source, WorkTable work)
     : ctx_{t, std::move(base), std::move(source), std::move(work)} {
   if (ctx_.work.size() != t.ops.size()) ctx_.work = estimate_work(t, ctx_.source);
   find_blocked_launches();

@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "models/collective.hpp"
@@ -159,10 +160,10 @@ class ExpertParallel : public TransformStep {
       for (std::size_t j = 0; j < ops.size(); ++j) {
         if (!name_has(t.name(t.ops[ops[j]]), {"topk"})) continue;
         // The router's scoring GEMM: the last GEMM of the few kernels before the top-k.
-        const KernelWork* router = nullptr;
+        std::optional<KernelWork> router;
         for (std::size_t b = j; b-- > 0 && j - b <= 8;)
           if (ctx.work[ops[b]].cls == KernelClass::Gemm) {
-            router = &ctx.work[ops[b]];
+            router = ctx.work[ops[b]];
             break;
           }
         // The region: up to the last combine before the next router, norm or attention kernel.

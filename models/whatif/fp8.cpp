@@ -40,7 +40,7 @@ LaneId forward_lane(const Trace& t) {
   return main;
 }
 
-std::string recipe_in_use(const Trace& t, const std::vector<KernelWork>& work) {
+std::string recipe_in_use(const Trace& t, const WorkTable& work) {
   double gemm[8] = {}, pointwise[8] = {};
   for (OpId i = 0; i < t.ops.size() && i < work.size(); ++i) {
     const Op& o = t.ops[i];

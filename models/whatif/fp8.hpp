@@ -17,7 +17,7 @@ bool has_backward(const Trace& t);
 
 // The precision recipe the trace already runs, from its kernels weighted by time: "fp32", "tf32",
 // "autocast-bf16" (bf16 GEMMs, fp32 norms and softmax), "bf16" (the whole model), "fp8 GEMMs", ...
-std::string recipe_in_use(const Trace& t, const std::vector<KernelWork>& work);
+std::string recipe_in_use(const Trace& t, const WorkTable& work);
 
 // scaling: "tensor", "row" or "block"; sel: the ops it applies to (empty: all); host: host time of
 // one quantization kernel's launch.

@@ -66,7 +66,7 @@ class Hw : public TransformStep {
     // (The engine's work is borrowed, not copied: the model lives within this step.)
     RetargetCostModel m = c.spec.name == ctx.source.name && ctx.work.size() == ctx.trace.ops.size()
                               ? RetargetCostModel(ctx.trace, c.spec, target, DurationMode::Hybrid,
-                                                  std::shared_ptr<const std::vector<KernelWork>>(std::shared_ptr<void>(), &ctx.work))
+                                                  std::shared_ptr<const WorkTable>(std::shared_ptr<void>(), &ctx.work))
                               : RetargetCostModel(ctx.trace, c.spec, target, DurationMode::Hybrid);
     TimeNs before = 0, after = 0;
     for (OpId i = 0; i < ctx.trace.ops.size(); ++i) {

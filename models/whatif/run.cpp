@@ -193,7 +193,7 @@ WhatIfBaseline::WhatIfBaseline(const Trace& t, const WhatIfOptions& opt) {
   b.opt = opt;
   b.source = unidentified_source(t, opt, b.unidentified);
   Graph built = build_graph(t);
-  std::vector<KernelWork> work = estimate_work(t, b.source);
+  WorkTable work = estimate_work(t, b.source);
   // Sharing takes the persistent GEMMs' tiles from the work (HBM demands stay by class).
   if (opt.sharing && t.measured && b.unidentified.empty() && b.source.from_trace.empty()) enable_sharing(built, b.source, &work, false);
   b.graph = std::make_shared<const Graph>(std::move(built));
@@ -350,7 +350,7 @@ WhatIfReport WhatIfBaseline::run(const std::vector<Transform>& user) const {
   return rep;
 }
 
-const std::vector<KernelWork>& WhatIfBaseline::work() const { return impl_->engine->work(); }
+const WorkTable& WhatIfBaseline::work() const { return impl_->engine->work(); }
 
 WhatIfReport run_whatif(const Trace& t, const WhatIfOptions& opt) { return WhatIfBaseline(t, opt).run(opt.transforms); }
 

@@ -77,7 +77,7 @@ class WhatIfBaseline {
  public:
   WhatIfBaseline(const Trace& t, const WhatIfOptions& opt);  // of opt.transforms, only --unprofile counts here
   WhatIfReport run(const std::vector<Transform>& transforms) const;
-  const std::vector<KernelWork>& work() const;  // each op's work on the trace's GPU (estimate_work)
+  const WorkTable& work() const;  // each op's work on the trace's GPU (estimate_work)
 
  private:
   struct Impl;

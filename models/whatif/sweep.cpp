@@ -16,7 +16,7 @@ void run_sweep(const Trace& t, const std::string& source_hw, const std::optional
   // One graph, shared by every case.
   HwSpec source = source_spec(t, source_hw);
   Graph built = build_graph(t);
-  std::vector<KernelWork> work = estimate_work(t, source);
+  WorkTable work = estimate_work(t, source);
   if (t.measured) enable_sharing(built, source, &work, false);
   auto graph = std::make_shared<const Graph>(std::move(built));
   WhatIfEngine engine(t, graph, source, std::move(work));

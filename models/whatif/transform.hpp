@@ -26,7 +26,7 @@ struct WhatIfContext {
   const Trace& trace;
   std::shared_ptr<const Graph> base;
   HwSpec source;
-  std::vector<KernelWork> work;
+  WorkTable work;
   // Ops a selector picks (all ops, or device ops only); an empty selector picks every device op.
   std::vector<bool> select(const std::string& sel, bool device_only) const;
 };
@@ -220,10 +220,10 @@ class VectorCostModel : public CostModel {
 class WhatIfEngine {
  public:
   // `base` is built from `t` with calibration; `source` is the trace's GPU.
-  WhatIfEngine(const Trace& t, std::shared_ptr<const Graph> base, HwSpec source, std::vector<KernelWork> work = {});
+  WhatIfEngine(const Trace& t, std::shared_ptr<const Graph> base, HwSpec source, WorkTable work = {});
   WhatIfCase baseline() const;  // measured durations
   WhatIfCase apply(const std::vector<Transform>& transforms) const;
-  const std::vector<KernelWork>& work() const { return ctx_.work; }
+  const WorkTable& work() const { return ctx_.work; }
   const WhatIfContext& context() const { return ctx_; }
 
  private:
