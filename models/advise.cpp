@@ -172,12 +172,12 @@ void path_by_class(const Trace& t, const WorkTable& work, const HwSpec& hw, cons
   std::vector<OpId> ops;
   for (OpId o : path)
     if (o < t.ops.size()) ops.push_back(o);
-  std::sort(ops.begin(), ops.end(), [&](OpId x, OpId y) { return base.base_sim.end[x] < base.base_sim.end[y]; });
+  std::sort(ops.begin(), ops.end(), [&](OpId x, OpId y) { return base.base_sim->end[x] < base.base_sim->end[y]; });
   if (!ops.empty()) {
-    TimeNs prev = base.base_sim.start[ops.front()];
+    TimeNs prev = base.base_sim->start[ops.front()];
     const TimeNs begin = prev;
     for (OpId o : ops) {
-      const TimeNs s = base.base_sim.start[o], e = base.base_sim.end[o];
+      const TimeNs s = base.base_sim->start[o], e = base.base_sim->end[o];
       if (e <= prev) continue;
       const Op& op = t.ops[o];
       if (s > prev) {
@@ -348,7 +348,7 @@ void simulate(const Trace& t, const WhatIfBaseline& baseline, std::vector<Advice
         const Op& op = t.ops[o];
         if (op.kind == OpKind::Api && wait[op.name]) continue;  // waits, not work
         if (op.kind != OpKind::Api && !is_device_op(op.kind)) continue;
-        saved += static_cast<double>((w.base_sim.end[o] - w.base_sim.start[o]) - (w.pred_sim.end[o] - w.pred_sim.start[o]));
+        saved += static_cast<double>((w.base_sim->end[o] - w.base_sim->start[o]) - (w.pred_sim.end[o] - w.pred_sim.start[o]));
       }
       const double whole = static_cast<double>(std::max<TimeNs>(1, w.baseline.length()));
       s.amdahl_ns = s.gpus > 1 ? s.baseline_ns / s.gpus
@@ -481,11 +481,11 @@ Advice advise(const Trace& t, const AdviseOptions& opt) {
   const Graph& bg = *base.base_graph;
   const TimeNs b0 = base.baseline.begin;
   const std::vector<OpId> path =
-      critical_path(base.base_sim, last_device_op(bg, sim_schedule(base.base_sim)), [&](OpId o) { return base.base_sim.end[o] > b0; });
+      critical_path(*base.base_sim, last_device_op(bg, sim_schedule(*base.base_sim)), [&](OpId o) { return base.base_sim->end[o] > b0; });
   path_by_class(t, work, hw, base, path, a);
   classify_run(a);
   host_summary(a);
-  classify_phases(t, work, hw, base.base_sim, a);
+  classify_phases(t, work, hw, *base.base_sim, a);
   a.kernels = kernels_that_matter(t, hw);
   std::vector<AdviceSuggestion> cand = candidates(t, work, hw, a);
   simulate(t, baseline, cand);

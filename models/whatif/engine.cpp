@@ -515,7 +515,19 @@ WhatIfCase WhatIfEngine::apply(const std::vector<Transform>& transforms) const {
   WhatIfCase c = baseline();
   for (const auto& [op, d] : unblocked_) c.durations[op] = std::min(c.durations[op], d);  // the host's own pace
   if (!blocked_note_.empty() && !transforms.empty()) c.log.push_back(blocked_note_);
-  for (const Transform& tr : transforms) tr->apply(ctx_, c);
+  return resume(std::move(c), transforms);
+}
+
+WhatIfCase WhatIfEngine::prefix(const std::vector<Transform>& first) const {
+  WhatIfCase c = baseline();
+  for (const auto& [op, d] : unblocked_) c.durations[op] = std::min(c.durations[op], d);
+  if (!blocked_note_.empty() && !first.empty()) c.log.push_back(blocked_note_);
+  for (const Transform& tr : first) tr->apply(ctx_, c);
+  return c;
+}
+
+WhatIfCase WhatIfEngine::resume(WhatIfCase c, const std::vector<Transform>& rest) const {
+  for (const Transform& tr : rest) tr->apply(ctx_, c);
   slowest_host_of_ranks(ctx_.trace, c);
   return c;
 }

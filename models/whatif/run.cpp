@@ -177,7 +177,8 @@ struct WhatIfBaseline::Impl {
   Transform unprofile;
   std::string unprofiled, unprofile_note;
   WhatIfCase base;
-  SimResult base_sim;
+  WhatIfCase unprofiled_case;  // with a profiler step: the case after it alone (the forecasts resume from it)
+  std::shared_ptr<const SimResult> base_sim;
   Span measured, baseline;
   std::vector<RankStats> baseline_ranks;
   Overlap baseline_overlap;
@@ -201,21 +202,26 @@ WhatIfBaseline::WhatIfBaseline(const Trace& t, const WhatIfOptions& opt) {
   std::vector<Transform> rest;
   b.unprofile = unprofile_step(t, opt, rest, b.unprofiled);
   if (b.unprofile && opt.unprofiled_time > 0) b.unprofile = scaled_unprofile(t, *b.engine, opt, b.unprofile_note);
-  b.base = b.unprofile ? b.engine->apply({b.unprofile}) : b.engine->baseline();
+  if (b.unprofile) {
+    b.unprofiled_case = b.engine->prefix({b.unprofile});
+    b.base = b.engine->resume(b.unprofiled_case, {});
+  } else {
+    b.base = b.engine->baseline();
+  }
   const Graph& bg = *b.base.graph;
-  b.base_sim = simulate(bg, VectorCostModel(b.base.durations, "baseline"));
+  b.base_sim = std::make_shared<const SimResult>(simulate(bg, VectorCostModel(b.base.durations, "baseline")));
+  const SimResult& base_sim = *b.base_sim;
   b.measured = device_span(bg, measured_schedule(t));
-  b.baseline = device_span(bg, sim_schedule(b.base_sim));
-  b.baseline_ranks = rank_stats(bg, sim_schedule(b.base_sim));
-  b.baseline_overlap = compute_overlap(bg, sim_schedule(b.base_sim));
+  b.baseline = device_span(bg, sim_schedule(base_sim));
+  b.baseline_ranks = rank_stats(bg, sim_schedule(base_sim));
+  b.baseline_overlap = compute_overlap(bg, sim_schedule(base_sim));
   if (opt.range_regex) {
-    b.ranges = range_spans(bg, b.base_sim, range_regex(*opt.range_regex));
+    b.ranges = range_spans(bg, base_sim, range_regex(*opt.range_regex));
   } else {
     const TimeNs b0 = b.baseline.begin;
-    b.cp = cp_names(
-        bg, critical_path(b.base_sim, last_device_op(bg, sim_schedule(b.base_sim)), [&](OpId o) { return b.base_sim.end[o] > b0; }));
+    b.cp = cp_names(bg, critical_path(base_sim, last_device_op(bg, sim_schedule(base_sim)), [&](OpId o) { return base_sim.end[o] > b0; }));
   }
-  b.slack = compute_slack(bg, b.base_sim);
+  b.slack = compute_slack(bg, base_sim);
   impl_ = std::move(impl);
 }
 
@@ -242,7 +248,9 @@ WhatIfReport WhatIfBaseline::run(const std::vector<Transform>& user) const {
   const WhatIfEngine& engine = *b.engine;
   rep.source_hw = b.source.name;
   const WhatIfCase& base = b.base;
-  WhatIfCase pred = engine.apply(transforms);
+  // With the profiler's step, from the case after it (its graph shared until a transform edits it).
+  WhatIfCase pred =
+      u ? engine.resume(b.unprofiled_case, std::vector<Transform>(transforms.begin() + 1, transforms.end())) : engine.apply(transforms);
   rep.log = pred.log;
   if (!b.unidentified.empty()) rep.log.insert(rep.log.begin(), b.unidentified);
   if (!b.source.from_trace.empty()) rep.log.insert(rep.log.begin(), b.source.from_trace);
@@ -292,10 +300,10 @@ WhatIfReport WhatIfBaseline::run(const std::vector<Transform>& user) const {
       wr.baseline_ns = bs[k].simulated.length();
       wr.predicted_ns = ps[k].nodes.empty() ? 0 : ps[k].simulated.length();
       if (rep.has_amdahl && wr.baseline_ns > 0) {
-        wr.amdahl_fraction = static_cast<double>(busy_union(bs[k].nodes, pred.scaled, rep.base_sim)) / static_cast<double>(wr.baseline_ns);
+        wr.amdahl_fraction = static_cast<double>(busy_union(bs[k].nodes, pred.scaled, *rep.base_sim)) / static_cast<double>(wr.baseline_ns);
         wr.amdahl_ns = amdahl_ns(wr.baseline_ns, wr.amdahl_fraction, rep.amdahl_factor);
       }
-      wr.cp_before = cp_names(bg, range_critical_path(rep.base_sim, bs[k]));
+      wr.cp_before = cp_names(bg, range_critical_path(*rep.base_sim, bs[k]));
       wr.path_after = range_critical_path(rep.pred_sim, ps[k]);
       wr.busy_after = wr.predicted_ns > 0
                           ? static_cast<double>(busy_union(ps[k].nodes, every, rep.pred_sim)) / static_cast<double>(wr.predicted_ns)
@@ -319,7 +327,7 @@ WhatIfReport WhatIfBaseline::run(const std::vector<Transform>& user) const {
     rep.baseline_ns = rep.baseline.length();
     rep.predicted_ns = rep.predicted.length();
     if (rep.has_amdahl && rep.baseline_ns > 0)
-      rep.amdahl_fraction = static_cast<double>(busy_union(all_dev, pred.scaled, rep.base_sim)) / static_cast<double>(rep.baseline_ns);
+      rep.amdahl_fraction = static_cast<double>(busy_union(all_dev, pred.scaled, *rep.base_sim)) / static_cast<double>(rep.baseline_ns);
     const TimeNs p0 = rep.predicted.begin;
     before_cp = b.cp;
     after_cp = cp_names(

@@ -60,7 +60,8 @@ struct WhatIfReport {
   std::vector<SlackChange> slack_changes;
   Overlap baseline_overlap, predicted_overlap;
   std::vector<RankStats> baseline_ranks, predicted_ranks;  // one per process with device ops
-  SimResult base_sim, pred_sim;
+  std::shared_ptr<const SimResult> base_sim;               // the baseline's schedule, shared by the reports of one WhatIfBaseline
+  SimResult pred_sim;
   ErrorBar error_bar;                  // around predicted_ns: where the measured time lies, 4 times in 5
   std::optional<MemoryPerGpu> memory;  // what one GPU holds under a parallel layout
   Bytes memory_capacity = 0;           // the target GPU's memory

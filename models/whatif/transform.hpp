@@ -223,6 +223,12 @@ class WhatIfEngine {
   WhatIfEngine(const Trace& t, std::shared_ptr<const Graph> base, HwSpec source, WorkTable work = {});
   WhatIfCase baseline() const;  // measured durations
   WhatIfCase apply(const std::vector<Transform>& transforms) const;
+  // apply() in two parts: `prefix` applies the first transforms and `resume` the rest to a copy of
+  // its case, then what follows every transform (the ranks' slowest host); resume(prefix(a), b) is
+  // apply(a + b) when a is not empty. A case shares its graph until a transform edits it, so the
+  // cases resumed from one prefix share its graph.
+  WhatIfCase prefix(const std::vector<Transform>& first) const;
+  WhatIfCase resume(WhatIfCase c, const std::vector<Transform>& rest) const;
   const WorkTable& work() const { return ctx_.work; }
   const WhatIfContext& context() const { return ctx_; }
 

@@ -179,7 +179,7 @@ json whatif_json(const WhatIfReport& r) {
 }
 
 void write_whatif_chrome_trace(const WhatIfReport& r, std::ostream& out) {
-  write_two_timelines(out, *r.trace, sim_schedule(r.base_sim), "baseline (replay)", sim_schedule(r.pred_sim), "predicted (what-if)", {},
+  write_two_timelines(out, *r.trace, sim_schedule(*r.base_sim), "baseline (replay)", sim_schedule(r.pred_sim), "predicted (what-if)", {},
                       r.pred_graph.get());
 }
 
