@@ -218,7 +218,8 @@ void SqliteScan::overflowed(const std::uint8_t* p, const std::uint8_t* end, std:
   const std::uint64_t u = usable_, x = u - 35, m = ((u - 12) * 32 / 255) - 23;
   const std::uint64_t k = m + ((size - m) % (u - 4));
   const std::uint64_t local = k <= x ? k : m;
-  if (local + 4 > static_cast<std::uint64_t>(end - p) || size > (std::uint64_t{1} << 31)) unsupported("overflow cell");
+  if (local + 4 > static_cast<std::uint64_t>(end - p) || size > (std::uint64_t{1} << 26))
+    unsupported("overflow cell");  // over 64 MiB: left to SQLite
   overflow_.assign(p, p + local);
   std::uint32_t next = be32(p + local);
   std::vector<std::uint8_t> ov(page_size_);
