@@ -158,6 +158,15 @@ TEST_CASE("the nsys file-format reader leaves what it does not cover to SQLite",
     SqliteDb sdb(p);
     CHECK_THROWS_AS(SqliteScan(sdb, "CUPTI_ACTIVITY_KIND_KERNEL", {"start"}), SqliteScan::Unsupported);
     CHECK(imported(p, true) == imported(p, false));
+    // A reader that gives up in its constructor leaves no file open.
+    auto open_files = [] {
+      std::size_t n = 0;
+      for ([[maybe_unused]] const auto& e : fs::directory_iterator("/proc/self/fd")) ++n;
+      return n;
+    };
+    const std::size_t before = open_files();
+    for (int i = 0; i < 50; ++i) CHECK_THROWS_AS(SqliteScan(sdb, "CUPTI_ACTIVITY_KIND_KERNEL", {"start"}), SqliteScan::Unsupported);
+    CHECK(open_files() == before);
   }
   // Damaged files: every page's type byte, cell count and first cell pointer overwritten in turn
   // (a b-tree page that is not one, cells past the page, a cell past the page's end), and the file

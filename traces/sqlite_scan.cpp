@@ -91,10 +91,10 @@ SqliteScan::SqliteScan(const SqliteDb& db, const std::string& table, const std::
   type_.assign(static_cast<std::size_t>(max_field_ + 1), 0);
   offset_.assign(static_cast<std::size_t>(max_field_ + 1), 0);
 
-  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd_ < 0) unsupported(std::string("cannot open: ") + std::strerror(errno));
+  file_.fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (file_.fd < 0) unsupported(std::string("cannot open: ") + std::strerror(errno));
   std::uint8_t h[100];
-  if (::pread(fd_, h, sizeof h, 0) != static_cast<ssize_t>(sizeof h) || std::memcmp(h, "SQLite format 3", 16) != 0)
+  if (::pread(file_.fd, h, sizeof h, 0) != static_cast<ssize_t>(sizeof h) || std::memcmp(h, "SQLite format 3", 16) != 0)
     unsupported("no SQLite header");
   std::uint32_t ps = be16(h + 16);
   page_size_ = ps == 1 ? 65536 : ps;
@@ -103,15 +103,15 @@ SqliteScan::SqliteScan(const SqliteDb& db, const std::string& table, const std::
   if (h[20] > page_size_ - 480) unsupported("reserved bytes");
   usable_ = page_size_ - h[20];
   struct stat sb {};
-  if (::fstat(fd_, &sb) != 0) unsupported("fstat");
+  if (::fstat(file_.fd, &sb) != 0) unsupported("fstat");
   const auto pages = static_cast<std::uint64_t>(sb.st_size) / page_size_;
   pages_ = static_cast<std::uint32_t>(std::min<std::uint64_t>(pages, 0xFFFFFFFEu));
   if (root < 1 || static_cast<std::uint64_t>(root) > pages_) unsupported("root page out of the file");
   root_ = static_cast<std::uint32_t>(root);
 }
 
-SqliteScan::~SqliteScan() {
-  if (fd_ >= 0) ::close(fd_);
+SqliteScan::Fd::~Fd() {
+  if (fd >= 0) ::close(fd);
 }
 
 void SqliteScan::unsupported(const std::string& why) const { throw Unsupported(path_ + ": " + why); }
@@ -125,7 +125,7 @@ const std::uint8_t* SqliteScan::read_pages(std::uint32_t no, std::uint32_t run) 
   const auto want = static_cast<ssize_t>(buf_.size());
   std::size_t got = 0;
   while (got < buf_.size()) {
-    ssize_t r = ::pread(fd_, buf_.data() + got, buf_.size() - got, static_cast<off_t>((std::uint64_t{no} - 1) * page_size_ + got));
+    ssize_t r = ::pread(file_.fd, buf_.data() + got, buf_.size() - got, static_cast<off_t>((std::uint64_t{no} - 1) * page_size_ + got));
     if (r <= 0) {
       if (r < 0 && errno == EINTR) continue;
       break;
@@ -226,7 +226,8 @@ void SqliteScan::overflowed(const std::uint8_t* p, const std::uint8_t* end, std:
   std::uint64_t hops = 0;
   while (overflow_.size() < size) {
     if (next < 1 || next > pages_ || ++hops > pages_) unsupported("overflow chain");
-    if (::pread(fd_, ov.data(), page_size_, static_cast<off_t>((std::uint64_t{next} - 1) * page_size_)) != static_cast<ssize_t>(page_size_))
+    if (::pread(file_.fd, ov.data(), page_size_, static_cast<off_t>((std::uint64_t{next} - 1) * page_size_)) !=
+        static_cast<ssize_t>(page_size_))
       unsupported("short read");
     const std::uint64_t take = std::min<std::uint64_t>(u - 4, size - overflow_.size());
     overflow_.insert(overflow_.end(), ov.data() + 4, ov.data() + 4 + take);

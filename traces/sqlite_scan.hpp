@@ -27,7 +27,6 @@ class SqliteScan {
   };
   // Opens the file again (read-only) and finds the table's root page and columns through `db`.
   SqliteScan(const SqliteDb& db, const std::string& table, const std::vector<std::string>& columns);
-  ~SqliteScan();
   SqliteScan(const SqliteScan&) = delete;
   SqliteScan& operator=(const SqliteScan&) = delete;
 
@@ -48,7 +47,10 @@ class SqliteScan {
   [[noreturn]] void unsupported(const std::string& why) const;
   void decode(const std::uint8_t* rec, std::uint64_t size);
 
-  int fd_ = -1;
+  struct Fd {  // closed however the constructor ends
+    int fd = -1;
+    ~Fd();
+  } file_;
   std::string path_;
   std::uint32_t page_size_ = 0, usable_ = 0, pages_ = 0;
   std::vector<std::uint8_t> buf_;  // a run of consecutive pages read at once
