@@ -539,3 +539,34 @@ TEST_CASE("a larger batch on real models: small kernels' fixed time stays, GEMMs
   CHECK(fit_inside >= 0.7 * fit);  // 12 of 16: three of the batch-1 BERT forecasts (+14 .. +22 %) and the host-bound -10.6 % lie outside
   CHECK(held_inside == held);
 }
+
+TEST_CASE("a forecast resumed after the first transforms is the forecast of them all", "[whatif]") {
+  // WhatIfEngine::resume(prefix(a), b) is apply(a + b): what-ifs resume from the case after the
+  // profiler's step. Here a scales the spin kernels (durations only), b fuses each iteration's
+  // kernels (edits the graph) and scales axpy: the same durations, graph and makespan either way,
+  // and the prefix's graph is left as it was (the resumed case edits its own copy).
+  const Trace t = load_trace(demo_trace());
+  auto g = std::make_shared<const Graph>(build_graph(t));
+  WhatIfEngine e(t, g, load_hw("h200-sxm"));
+  const std::vector<Transform> a = {parse_transform("scale", "2:name~spin")};
+  const std::vector<Transform> b = {parse_transform("fuse", "range~iter.*"), parse_transform("scale", "3:name~axpy")};
+  std::vector<Transform> ab = a;
+  ab.insert(ab.end(), b.begin(), b.end());
+  const WhatIfCase whole = e.apply(ab);
+  REQUIRE(whole.graph != g);  // the fusion edited a copy of the graph
+  REQUIRE(whole.log.size() >= 3);
+  const WhatIfCase first = e.prefix(a);
+  CHECK(first.graph == g);  // the scaling alone shares it
+  const std::size_t edges_before = first.graph->num_edges();
+  const WhatIfCase resumed = e.resume(first, b);
+  CHECK(resumed.durations == whole.durations);
+  CHECK(resumed.log == whole.log);
+  CHECK(resumed.graph->num_nodes() == whole.graph->num_nodes());
+  CHECK(resumed.graph->num_edges() == whole.graph->num_edges());
+  CHECK(resumed.graph != first.graph);
+  CHECK(first.graph->num_edges() == edges_before);
+  const SimResult r1 = simulate(*resumed.graph, VectorCostModel(resumed.durations, "resumed"));
+  const SimResult r2 = simulate(*whole.graph, VectorCostModel(whole.durations, "whole"));
+  CHECK(r1.end == r2.end);
+  CHECK(r1.start == r2.start);
+}
