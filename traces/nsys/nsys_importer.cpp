@@ -86,6 +86,12 @@ class Reader {
       std::thread reader;
       if (db_.has_table(kKernelTable)) {
         progress_.phase("reading CUDA API calls and kernels");
+        // Sized once from the table's rows: no reallocation copies (2 GB at 100 M kernels) while
+        // the API calls fill the trace beside it.
+        const std::size_t rows = row_estimate(kKernelTable);
+        kernels.ops.reserve(rows);
+        kernels.names.reserve(rows);
+        kernels.corr.reserve(rows);
         reader = std::thread([&] {
           try {
             read_kernel_rows(t_.source, scan_, kernels);
