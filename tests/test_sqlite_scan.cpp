@@ -48,6 +48,14 @@ void exec(sqlite3* db, const std::string& sql) {
   REQUIRE(rc == SQLITE_OK);
 }
 
+// Runs `sql` on the database at `path`, one statement after another.
+void change(const std::string& path, std::initializer_list<const char*> sql) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  for (const char* q : sql) exec(db, q);
+  sqlite3_close(db);
+}
+
 // A small nsys-like export: `n` launches on one thread and their kernels on two streams, in a
 // database of page size `page`; `kernel_extra` adds columns (with values) to the kernel table.
 std::string export_db(const std::string& tag, int page, int n, const std::string& kernel_cols = "", const std::string& kernel_vals = "") {
@@ -102,11 +110,8 @@ TEST_CASE("the nsys file-format reader gives what SQLite gives", "[nsys][sqlite]
   }
   {
     const std::string p = export_db("altered", 4096, 300);
-    sqlite3* db = nullptr;
-    REQUIRE(sqlite3_open(p.c_str(), &db) == SQLITE_OK);
-    exec(db, "ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL ADD COLUMN graphNodeId INTEGER");
-    exec(db, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET graphNodeId = 5 WHERE rowid % 7 = 0");
-    sqlite3_close(db);
+    change(p, {"ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL ADD COLUMN graphNodeId INTEGER",
+               "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET graphNodeId = 5 WHERE rowid % 7 = 0"});
     const std::string a = imported(p, true);
     CHECK(a == imported(p, false));
   }
@@ -136,10 +141,7 @@ TEST_CASE("the nsys file-format reader leaves what it does not cover to SQLite",
   // importer reads it through SQLite: the same trace.
   {
     const std::string p = export_db("text", 4096, 200);
-    sqlite3* db = nullptr;
-    REQUIRE(sqlite3_open(p.c_str(), &db) == SQLITE_OK);
-    exec(db, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET gridX = 'x12' WHERE rowid = 50");
-    sqlite3_close(db);
+    change(p, {"UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET gridX = 'x12' WHERE rowid = 50"});
     SqliteDb sdb(p);
     SqliteScan st(sdb, "CUPTI_ACTIVITY_KIND_KERNEL", {"gridX"});
     auto all = [&] {
@@ -151,10 +153,7 @@ TEST_CASE("the nsys file-format reader leaves what it does not cover to SQLite",
   // A WAL database: its last writes may be in the -wal file only SQLite reads.
   {
     const std::string p = export_db("wal", 4096, 100);
-    sqlite3* db = nullptr;
-    REQUIRE(sqlite3_open(p.c_str(), &db) == SQLITE_OK);
-    exec(db, "PRAGMA journal_mode = WAL");
-    sqlite3_close(db);
+    change(p, {"PRAGMA journal_mode = WAL"});
     SqliteDb sdb(p);
     CHECK_THROWS_AS(SqliteScan(sdb, "CUPTI_ACTIVITY_KIND_KERNEL", {"start"}), SqliteScan::Unsupported);
     CHECK(imported(p, true) == imported(p, false));

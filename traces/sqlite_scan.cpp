@@ -37,6 +37,16 @@ std::size_t varint(const std::uint8_t* p, const std::uint8_t* end, std::uint64_t
   return 0;
 }
 
+// The bytes of a record field of serial type t; -1 for the reserved types 10 and 11.
+std::int64_t serial_size(std::uint64_t t) {
+  if (t <= 4) return static_cast<std::int64_t>(t);
+  if (t == 5) return 6;
+  if (t == 6 || t == 7) return 8;
+  if (t == 8 || t == 9) return 0;
+  if (t >= 12) return static_cast<std::int64_t>((t - 12) / 2);
+  return -1;
+}
+
 std::string quoted(const std::string& s, char q) {
   std::string out(1, q);
   for (char c : s) {
@@ -120,7 +130,6 @@ const std::uint8_t* SqliteScan::read_pages(std::uint32_t no, std::uint32_t run) 
   if (no < 1 || no > pages_) unsupported("page " + std::to_string(no) + " out of the file");
   if (no >= buf_first_ && no < buf_first_ + buf_count_) return buf_.data() + std::size_t{no - buf_first_} * page_size_;
   run = std::clamp<std::uint32_t>(run, 1, std::min<std::uint32_t>(pages_ - no + 1, static_cast<std::uint32_t>(kRunBytes / page_size_)));
-  run = std::max<std::uint32_t>(run, 1);
   buf_.resize(std::size_t{run} * page_size_);
   const auto want = static_cast<ssize_t>(buf_.size());
   std::size_t got = 0;
@@ -171,10 +180,10 @@ bool SqliteScan::step() {
   for (;;) {
     if (leaf_ && leaf_next_ < leaf_cells_) {
       const std::uint32_t at = be16(leaf_ + leaf_hdr_ + 8 + 2 * leaf_next_++);
-      if (at < leaf_hdr_ + 8 + 2 * leaf_cells_ || at >= usable_) unsupported("leaf cell offset");
+      // Within the page's content area (after the cell pointers, before its usable end).
+      if (at < leaf_hdr_ + 8 + 2 * leaf_cells_ || at < leaf_content_ || at >= usable_) unsupported("leaf cell offset");
       const std::uint8_t* p = leaf_ + at;
       const std::uint8_t* end = leaf_ + usable_;
-      if (at < leaf_content_) unsupported("leaf cell before the page's content area");
       std::uint64_t size = 0, rowid = 0;
       std::size_t n = varint(p, end, size);
       if (!n) unsupported("cell");
@@ -255,22 +264,11 @@ void SqliteScan::decode(const std::uint8_t* rec, std::uint64_t size) {
       if (!n) unsupported("record header");
       h += n;
     }
-    std::uint64_t len = 0;
-    if (t <= 4)
-      len = t;
-    else if (t == 5)
-      len = 6;
-    else if (t == 6 || t == 7)
-      len = 8;
-    else if (t == 8 || t == 9)
-      len = 0;
-    else if (t >= 12)
-      len = (t - 12) / 2;
-    else
-      unsupported("reserved serial type");
+    const std::int64_t len = serial_size(t);
+    if (len < 0) unsupported("reserved serial type");
     type_[static_cast<std::size_t>(fields)] = t;
     offset_[static_cast<std::size_t>(fields)] = body;
-    body += len;
+    body += static_cast<std::uint64_t>(len);
     if (body > size) unsupported("record body");
     ++fields;
   }
@@ -294,15 +292,13 @@ void SqliteScan::decode(const std::uint8_t* rec, std::uint64_t size) {
       case 4:
       case 5:
       case 6: {
-        const int len = t == 5 ? 6 : t == 6 ? 8 : static_cast<int>(t);
         std::uint64_t u = p[0] & 0x80 ? ~std::uint64_t{0} : 0;  // sign-extended big-endian
-        for (int i = 0; i < len; ++i) u = (u << 8) | p[i];
+        for (std::int64_t i = 0; i < serial_size(t); ++i) u = (u << 8) | p[i];
         v = static_cast<std::int64_t>(u);
         break;
       }
       default: unsupported("a real, text or blob value in an integer column");
     }
-    (void)end;
     null_[c] = 0;
     value_[c] = v;
   }

@@ -331,12 +331,13 @@ std::string fit_launch(const std::vector<StepObs>& obs, StepCostModel& m, Calibr
       for (const auto& l : ls)
         if (l.first && l.obs->shaped) (l.obs->shape.q > l.obs->shape.seqs ? prompt : decode).push_back(l.ns);
       if (prompt.size() >= 8 && decode.size() >= 8) {
-        const double bp = median(prompt) - repeat_ns, bd = median(decode) - repeat_ns;
+        const double prompt_ns = median(prompt), decode_ns = median(decode);
+        const double bp = prompt_ns - repeat_ns, bd = decode_ns - repeat_ns;
         if (bd > 0 && bp > 0 && std::abs(bp / bd - 1) > 0.1) {
           build = bd;
           m.shape_build_prompt = static_cast<TimeNs>(bp);
-          how += "; with prompt tokens " + fmt(bp / 1e6) + " ms (their first-time steps " + fmt(median(prompt) / 1e6) + " ms, " +
-                 std::to_string(prompt.size()) + " steps), decode-only " + fmt(bd / 1e6) + " ms (" + fmt(median(decode) / 1e6) + " ms, " +
+          how += "; with prompt tokens " + fmt(bp / 1e6) + " ms (their first-time steps " + fmt(prompt_ns / 1e6) + " ms, " +
+                 std::to_string(prompt.size()) + " steps), decode-only " + fmt(bd / 1e6) + " ms (" + fmt(decode_ns / 1e6) + " ms, " +
                  std::to_string(decode.size()) + ")";
         }
       }

@@ -511,16 +511,11 @@ WhatIfCase WhatIfEngine::baseline() const {
   return c;
 }
 
-WhatIfCase WhatIfEngine::apply(const std::vector<Transform>& transforms) const {
-  WhatIfCase c = baseline();
-  for (const auto& [op, d] : unblocked_) c.durations[op] = std::min(c.durations[op], d);  // the host's own pace
-  if (!blocked_note_.empty() && !transforms.empty()) c.log.push_back(blocked_note_);
-  return resume(std::move(c), transforms);
-}
+WhatIfCase WhatIfEngine::apply(const std::vector<Transform>& transforms) const { return resume(prefix(transforms), {}); }
 
 WhatIfCase WhatIfEngine::prefix(const std::vector<Transform>& first) const {
   WhatIfCase c = baseline();
-  for (const auto& [op, d] : unblocked_) c.durations[op] = std::min(c.durations[op], d);
+  for (const auto& [op, d] : unblocked_) c.durations[op] = std::min(c.durations[op], d);  // the host's own pace
   if (!blocked_note_.empty() && !first.empty()) c.log.push_back(blocked_note_);
   for (const Transform& tr : first) tr->apply(ctx_, c);
   return c;

@@ -78,7 +78,7 @@ class Reader {
     read_strings();
     read_devices();
     read_processes();
-    reserve();
+    const std::size_t kernel_rows = reserve();
     {
       // The kernel table on a second thread (its own connection) while this one reads the API calls.
       KernelRows kernels;
@@ -88,10 +88,9 @@ class Reader {
         progress_.phase("reading CUDA API calls and kernels");
         // Sized once from the table's rows: no reallocation copies (2 GB at 100 M kernels) while
         // the API calls fill the trace beside it.
-        const std::size_t rows = row_estimate(kKernelTable);
-        kernels.ops.reserve(rows);
-        kernels.names.reserve(rows);
-        kernels.corr.reserve(rows);
+        kernels.ops.reserve(kernel_rows);
+        kernels.names.reserve(kernel_rows);
+        kernels.corr.reserve(kernel_rows);
         reader = std::thread([&] {
           try {
             read_kernel_rows(t_.source, scan_, kernels);
@@ -317,13 +316,15 @@ class Reader {
     return ec ? std::min<std::size_t>(rows, 1u << 20) : std::min<std::size_t>(rows, bytes / 16);
   }
 
-  void reserve() {
-    std::size_t api = row_estimate("CUPTI_ACTIVITY_KIND_RUNTIME"), k = row_estimate("CUPTI_ACTIVITY_KIND_KERNEL");
+  // Returns the kernel table's rows (for the thread that reads them).
+  std::size_t reserve() {
+    std::size_t api = row_estimate("CUPTI_ACTIVITY_KIND_RUNTIME"), k = row_estimate(kKernelTable);
     std::size_t c = row_estimate("CUPTI_ACTIVITY_KIND_MEMCPY") + row_estimate("CUPTI_ACTIVITY_KIND_MEMSET");
     t_.ops.reserve(api + k + c);
     t_.copies.reserve(c);
     api_by_corr_.reserve(api);
     pending_corr_.reserve(k + c);
+    return k;
   }
 
   void read_runtime() {
