@@ -109,18 +109,32 @@ std::optional<Loop> candidate(const Seq& s, const std::vector<std::size_t>& q, s
                               const std::vector<std::uint32_t>& taken_prefix, std::size_t min_len, std::vector<std::size_t>& gaps,
                               std::vector<std::pair<std::uint64_t, std::size_t>>& hs) {
   auto free_window = [&](std::size_t i, std::size_t len) { return taken_prefix[i + len] == taken_prefix[i]; };
-  gaps.clear();
-  for (std::size_t j = 0; j + 1 < q.size(); ++j) gaps.push_back(q[j + 1] - q[j]);
-  std::sort(gaps.begin(), gaps.end());
-  std::size_t len = 0, best = 0;
-  for (std::size_t j = 0; j < gaps.size();) {
-    std::size_t k = j;
-    while (k < gaps.size() && gaps[k] == gaps[j]) ++k;
-    if (k - j >= best) {  // ties: the larger distance
-      best = k - j;
-      len = gaps[j];
+  // The most frequent distance between consecutive occurrences (ties: the larger distance):
+  // counted in `gaps` by distance where the largest is within a few times their number (the
+  // strongest boundaries of a long run: thousands of positions), else sorted.
+  std::size_t len = 0, best = 0, widest = 0;
+  for (std::size_t j = 0; j + 1 < q.size(); ++j) widest = std::max(widest, q[j + 1] - q[j]);
+  if (widest <= 4 * q.size() + 64) {
+    gaps.assign(widest + 1, 0);
+    for (std::size_t j = 0; j + 1 < q.size(); ++j) ++gaps[q[j + 1] - q[j]];
+    for (std::size_t d = 1; d <= widest; ++d)
+      if (gaps[d] > 0 && gaps[d] >= best) {
+        best = gaps[d];
+        len = d;
+      }
+  } else {
+    gaps.clear();
+    for (std::size_t j = 0; j + 1 < q.size(); ++j) gaps.push_back(q[j + 1] - q[j]);
+    std::sort(gaps.begin(), gaps.end());
+    for (std::size_t j = 0; j < gaps.size();) {
+      std::size_t k = j;
+      while (k < gaps.size() && gaps[k] == gaps[j]) ++k;
+      if (k - j >= best) {
+        best = k - j;
+        len = gaps[j];
+      }
+      j = k;
     }
-    j = k;
   }
   if (len < min_len || len * 2 > hi - lo) return std::nullopt;
   std::size_t back = 0;

@@ -22,6 +22,7 @@ struct Walker {
       if (!sax.key(k, skip)) return false;
       if (skip) continue;  // On Demand passes over a value not read
       if (!value(field.value())) return false;
+      if (sax.skip_rest()) break;  // On Demand passes over the members not read
     }
     return sax.end_object();
   }

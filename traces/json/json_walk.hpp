@@ -26,6 +26,9 @@ class JsonSax {
   virtual bool end_array() = 0;
   // `skip`: the handler needs nothing of this key's value: the walk passes over it unread.
   virtual bool key(std::string_view, bool& skip) = 0;  // unescaped; valid until the handler returns
+  // After each member's value of an object: true to pass over the object's remaining members
+  // unread (end_object still follows).
+  virtual bool skip_rest() { return false; }
   // Before each element of an array, with where its text starts (`at`: in the walked buffer);
   // `skip`: the walk passes over the element unread.
   virtual bool element(const char* at, bool& skip) {

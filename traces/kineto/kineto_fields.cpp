@@ -1,5 +1,6 @@
 #include "traces/kineto/kineto_fields.hpp"
 
+#include <charconv>
 #include <cmath>
 #include <limits>
 
@@ -188,15 +189,20 @@ Field device_field(std::string_view k) {
   return Field::None;
 }
 
-std::string dims_text(const std::vector<std::vector<std::int64_t>>& d) {
-  std::string s = "[";
+void append_dims(std::string& s, const std::vector<std::vector<std::int64_t>>& d) {
+  s += '[';
+  char num[24];
   for (std::size_t i = 0; i < d.size(); ++i) {
     if (i) s += ", ";
-    s += "[";
-    for (std::size_t j = 0; j < d[i].size(); ++j) s += (j ? ", " : "") + std::to_string(d[i][j]);
-    s += "]";
+    s += '[';
+    for (std::size_t j = 0; j < d[i].size(); ++j) {
+      if (j) s += ", ";
+      const auto r = std::to_chars(num, num + sizeof num, d[i][j]);
+      s.append(num, r.ptr);
+    }
+    s += ']';
   }
-  return s + "]";
+  s += ']';
 }
 
 }  // namespace bneck::kineto

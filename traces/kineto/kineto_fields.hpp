@@ -103,7 +103,7 @@ Field event_field(std::string_view k);   // keys of a trace event
 Field arg_field(std::string_view k);     // keys of an event's args
 Field device_field(std::string_view k);  // keys of a deviceProperties entry
 
-// [[8, 2048], [2048]] as PyTorch's emit_nvtx writes shapes.
-std::string dims_text(const std::vector<std::vector<std::int64_t>>& d);
+// Appends [[8, 2048], [2048]] (as PyTorch's emit_nvtx writes shapes) to `s`.
+void append_dims(std::string& s, const std::vector<std::vector<std::int64_t>>& d);
 
 }  // namespace bneck::kineto

@@ -155,7 +155,7 @@ class Reader : public JsonSax {
         if (r == Piece::Malformed) return false;
         // The element that failed is walked again from its start; its handlers' state goes back.
         depth_ = 2;
-        in_event_ = in_args_ = in_device_ = list_field_ = args_key_ = false;
+        in_event_ = in_args_ = in_device_ = list_field_ = args_key_ = skip_rest_ = false;
         field_ = Field::None;
         if (restart == kNone) {  // a string left open: the next guess
           ++misses;
@@ -210,7 +210,12 @@ class Reader : public JsonSax {
   }
   bool string(std::string_view v) override {
     switch (field_) {
-      case Field::Ph: ev_.ph = v.empty() ? 0 : v[0]; break;
+      case Field::Ph:
+        ev_.ph = v.empty() ? 0 : v[0];
+        // An event of another phase (flows "s"/"f": 2 of every 5 events of a profile) is not read:
+        // the rest of its members are passed over.
+        skip_rest_ = depth_ == 3 && in_event_ && ev_.ph != 'X' && ev_.ph != 'M' && ev_.ph != 'i';
+        break;
       case Field::Cat:
         ev_.cat = cat_of(v);
         ev_.has_cat = true;
@@ -328,6 +333,11 @@ class Reader : public JsonSax {
     }
     --depth_;
     return true;
+  }
+  bool skip_rest() override {
+    const bool r = skip_rest_;
+    skip_rest_ = false;
+    return r;
   }
   bool element(const char* at, bool& skip) override {
     skip = false;
@@ -623,7 +633,8 @@ class Reader : public JsonSax {
     if (ev_.cat == Cat::UserAnno) {
       name = ev_.name;
       if (ev_.name.rfind("nccl:", 0) == 0 && ev_.has_dims) {
-        name += ", sizes = " + dims_text(ev_.dims);
+        name += ", sizes = ";
+        append_dims(name, ev_.dims);
         if (!ev_.in_type.empty()) name += ", dtype = " + ev_.in_type;
       }
     } else if (ev_.name == "record_param_comms" || !ev_.coll_name.empty()) {
@@ -631,7 +642,9 @@ class Reader : public JsonSax {
              ", out_nelems = " + std::to_string(ev_.out_nelems) + ", dtype = " + ev_.dtype + ", group = " + ev_.pg_name +
              ", group_ranks = [" + ev_.pg_ranks + "], group_size = " + std::to_string(ev_.group_size);
     } else if (ev_.has_dims && !ev_.dims.empty()) {
-      name = ev_.name + ", sizes = " + dims_text(ev_.dims);
+      name.reserve(ev_.name.size() + 64);
+      name.append(ev_.name).append(", sizes = ");
+      append_dims(name, ev_.dims);
     } else if (ev_.name.rfind("torch.distributed.ddp.reducer::", 0) == 0) {
       name = ev_.name;  // DDP's reducer steps (copy_bucket_to_grad: after the bucket all-reduces)
     } else if (ev_.name.rfind("ProfilerStep#", 0) == 0) {
@@ -779,6 +792,7 @@ class Reader : public JsonSax {
   std::uint64_t events_ = 0;
   const char* sentinel_ = nullptr;  // where the events were in the document read in pieces
   bool sentinel_seen_ = false;      // the root's "traceEvents" array held it
+  bool skip_rest_ = false;          // the event being read is of a phase not read: skip its other members
   std::uint32_t rank_ = kNone, host_process_ = kNone;
   std::unordered_map<std::int64_t, std::uint32_t> process_, device_;
   std::unordered_map<std::pair<std::int64_t, std::int64_t>, LaneId, PairHash> thread_lane_, stream_lane_;
