@@ -52,6 +52,25 @@ TEST_CASE("Kineto integers past 64 bits: valid JSON, read as doubles, and a time
   CHECK_THROWS_WITH(load_trace(big_ts), Catch::Contains(big_ts) && Catch::Contains("out of range"));
 }
 
+TEST_CASE("Kineto events of a phase not read are passed over after their ph", "[kineto]") {
+  // A flow event ("s"/"f", 2 of every 5 events of a profile) is not read past its "ph": a
+  // timestamp out of range inside one is not looked at, the same one in a complete event ("X")
+  // is refused; a "ph" after the other members passes nothing over.
+  const std::string flow = write_temp(R"({"traceEvents":[{"ph":"s","id":1,"pid":0,"tid":7,"ts":1234567890123456789012,"cat":"ac2g"},)"
+                                      R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":10,"dur":5,)"
+                                      R"("args":{"stream":7,"correlation":1,"device":0}}]})",
+                                      "flow_skip.json");
+  CHECK(load_trace(flow).device_op_count() == 1);
+  const std::string late_ph = write_temp(R"({"traceEvents":[{"cat":"kernel","name":"k","pid":0,"tid":7,"ts":10,"dur":5,)"
+                                         R"("args":{"stream":7,"correlation":1,"device":0},"ph":"X"},)"
+                                         R"({"pid":0,"tid":7,"ts":1234567890123456789012,"ph":"f","cat":"ac2g"}]})",
+                                         "late_ph.json");
+  CHECK_THROWS_WITH(load_trace(late_ph), Catch::Contains("out of range"));
+  const std::string x_flow =
+      write_temp(R"({"traceEvents":[{"ph":"X","id":1,"pid":0,"tid":7,"ts":1234567890123456789012,"cat":"ac2g"}]})", "x_big_ts.json");
+  CHECK_THROWS_WITH(load_trace(x_flow), Catch::Contains("out of range"));
+}
+
 TEST_CASE("Kineto input errors name the file and the place", "[kineto][errors]") {
   std::string good = rank_trace(0, 100, 700);
   std::ifstream in(good);
