@@ -315,14 +315,7 @@ std::vector<AdviceSuggestion> candidates(const Trace& t, const WorkTable& work, 
 // its case, graph, schedule and slack), at least one.
 unsigned simulation_threads(const Trace& t, std::size_t suggestions) {
   unsigned n = std::max(1u, std::thread::hardware_concurrency());
-  double avail = static_cast<double>(sysconf(_SC_AVPHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
-  if (std::FILE* f = std::fopen("/proc/meminfo", "r")) {  // free memory and the page cache it may take back
-    char line[256];
-    unsigned long long kb = 0;
-    while (std::fgets(line, sizeof line, f))
-      if (std::sscanf(line, "MemAvailable: %llu kB", &kb) == 1) avail = static_cast<double>(kb) * 1024.0;
-    std::fclose(f);
-  }
+  const double avail = available_memory_bytes();
   const double each = 200.0 * static_cast<double>(std::max<std::size_t>(t.ops.size(), 1));
   const auto fits = static_cast<unsigned>(std::clamp(avail / each, 1.0, 1024.0));
   return static_cast<unsigned>(std::max<std::size_t>(1, std::min<std::size_t>({n, fits, suggestions})));
@@ -444,6 +437,18 @@ std::string verdict(const Advice& a) {
 }
 
 }  // namespace
+
+double available_memory_bytes() {
+  double avail = static_cast<double>(sysconf(_SC_AVPHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+  if (std::FILE* f = std::fopen("/proc/meminfo", "r")) {
+    char line[256];
+    unsigned long long kb = 0;
+    while (std::fgets(line, sizeof line, f))
+      if (std::sscanf(line, "MemAvailable: %llu kB", &kb) == 1) avail = static_cast<double>(kb) * 1024.0;
+    std::fclose(f);
+  }
+  return avail;
+}
 
 Advice advise(const Trace& t, const AdviseOptions& opt) {
   Advice a;

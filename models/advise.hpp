@@ -61,6 +61,7 @@ struct AdviceKernel {
 
 struct Advice {
   std::string source_hw, unprofiled;
+  std::string window;      // non-empty: the advice is of a stretch of the run (traces/window.hpp): which, and why
   std::string assumed_hw;  // non-empty: the trace's GPU was not known (what was assumed)
   TimeNs span_ns = 0, path_ns = 0;
   std::map<std::string, TimeNs> path_by_class;  // critical path, by class
@@ -86,5 +87,12 @@ struct AdviseOptions {
 };
 
 Advice advise(const Trace& t, const AdviseOptions& opt);
+
+// The memory the machine has at hand: MemAvailable (free memory and the page cache it may take
+// back), else the free pages.
+double available_memory_bytes();
+// Peak memory of `advise` per op of the trace, the trace's own included (the 2 M-kernel bench
+// export, two suggestions simulated at once: 334 bytes an op; docs/performance.md).
+inline constexpr double kAdviseBytesPerOp = 340;
 
 }  // namespace bneck

@@ -10,6 +10,8 @@
 #include "models/advise.hpp"
 #include "models/kernel_roofline.hpp"
 #include "tools/views/advise_view.hpp"
+#include "traces/importer.hpp"
+#include "traces/window.hpp"
 
 using namespace bneck;
 using namespace bneck::test;
@@ -234,4 +236,71 @@ TEST_CASE("advise: grids that leave SMs a block short get filled waves proposed"
   CHECK(a.kernels.front().blocks == 376);
   CHECK(a.kernels.front().sm_fill == Approx(376.0 / 396));
   CHECK(advice_json(a)["kernels"][0]["sm_fill"].get<double>() == Approx(376.0 / 396));
+}
+
+// Three steps of a launch (5 us) and its kernel (400 us, 10 us after the launch), 1 ms apart, each
+// in a "step" range of 500 us: Kineto JSON.
+static std::string three_steps() {
+  std::string ev;
+  for (int i = 0; i < 3; ++i) {
+    const std::string t = std::to_string(1000 * i), c = std::to_string(100 + i);
+    ev += std::string(i ? "," : "") + R"({"ph":"X","cat":"user_annotation","name":"step","pid":1,"tid":1,"ts":)" + t + R"(,"dur":500},)" +
+          R"({"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":)" + t + R"(,"dur":5,"args":{"correlation":)" +
+          c + R"(}},{"ph":"X","cat":"kernel","name":"gemm_kernel","pid":0,"tid":7,"ts":)" + std::to_string(1000 * i + 10) +
+          R"(,"dur":400,"args":{"stream":7,"device":0,"correlation":)" + c + "}}";
+  }
+  return R"({"deviceProperties":[{"id":0,"name":"NVIDIA H200","numSms":132}],"traceEvents":[)" + ev + "]}";
+}
+
+TEST_CASE("a stretch of a run as a trace of its own: the middle ops, launches remapped, ranges inside kept", "[advise][window]") {
+  const std::string path = write_temp(three_steps(), "three_steps.json");
+  Trace t = load_trace(path);
+  REQUIRE(t.ops.size() == 6);  // by start: launch 0 (0 us), kernel 0 (10), launch 1 (1000), kernel 1, launch 2, kernel 2
+  // Two ops from the middle: (6 - 2) / 2 = op 2 (launch 1 at 1000 us, kernel 0 ended at 410: quiet)
+  // to op 4 (launch 2 at 2000 us, kernel 1 ended at 1410: quiet).
+  const WindowSpan w = middle_window(t, 2);
+  CHECK(w.begin == 2);
+  CHECK(w.end == 4);
+  CHECK(w.quiet_begin);
+  CHECK(w.quiet_end);
+  CHECK(window_text(t, w).find("ops 2 .. 3 of 6 (33 % of its ops, from its middle; 0.4 ms of the run's 2.4 ms)") == 0);
+  // Its device time: 400 of its 410 us (98 %); the run's 1200 of 2410 us (50 %); the same kernel's.
+  CHECK_THAT(window_text(t, w), Catch::Contains("device time 98 % of its span (the run's: 50 %), its device time by op name 0.0 % from"));
+  Trace s = trace_window(std::move(t), w);
+  REQUIRE(s.ops.size() == 2);
+  CHECK(s.ops[0].kind == OpKind::Api);
+  CHECK(s.ops[0].start == 1'000'000);
+  CHECK(s.ops[1].kind == OpKind::Kernel);
+  CHECK(s.ops[1].link == 0);  // its launch, remapped
+  // The step range [1000, 1500] us ends before the next op (2000 us): kept; the others are outside.
+  REQUIRE(s.ranges.size() == 1);
+  CHECK(s.ranges[0].start == 1'000'000);
+  // A window that starts at the kernel: its launch lies before it, so it keeps none.
+  Trace again = load_trace(path);
+  Trace k = trace_window(std::move(again), WindowSpan{3, 6, 6, false, true});
+  REQUIRE(k.ops.size() == 3);
+  CHECK(k.ops[0].kind == OpKind::Kernel);
+  CHECK(k.ops[0].link == kNone);
+  CHECK(k.ops[2].link == 1);
+  // At least the whole run: the whole trace.
+  Trace whole = load_trace(path);
+  const WindowSpan all = middle_window(whole, 100);
+  CHECK(all.begin == 0);
+  CHECK(all.end == 6);
+}
+
+TEST_CASE("advise --window-ops advises on the middle of the run and says so", "[advise][window][cli]") {
+  const std::string path = write_temp(three_steps(), "three_steps_cli.json");
+  const auto r = run_bneck("advise " + path + " --window-ops 2 --json -");
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK_THAT(j["window"].get<std::string>(), Catch::Contains("ops 2 .. 3 of 6") && Catch::Contains("--window-ops 2"));
+  // The run advise judges is the stretch's GPU span: its one kernel, 400 us (the whole run's: 2,410).
+  CHECK(j["span_ns"].get<std::int64_t>() == 400'000);
+  const auto text = run_bneck("advise " + path + " --window-ops 2");
+  CHECK_THAT(text.out, Catch::Contains("advised on a stretch of the run: ops 2 .. 3 of 6"));
+  // Without the option a run this small is advised whole.
+  const auto full = run_bneck("advise " + path + " --json -");
+  REQUIRE(full.code == 0);
+  CHECK(nlohmann::json::parse(full.out)["window"].get<std::string>().empty());
 }

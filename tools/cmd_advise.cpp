@@ -1,7 +1,9 @@
-// bneck advise TRACE... [--range R] [--json FILE]: what holds the run back and what to change,
+// bneck advise TRACE... [--range R] [--json FILE] [--window-ops N]: what holds the run back and what to change,
 // ranked by forecast (models/advise.hpp).
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <string>
 #include <nlohmann/json.hpp>
 
 #include "models/advise.hpp"
@@ -10,6 +12,7 @@
 #include "tools/commands.hpp"
 #include "tools/output.hpp"
 #include "tools/trace_options.hpp"
+#include "traces/window.hpp"
 #include "tools/views/advise_view.hpp"
 
 namespace bneck {
@@ -22,12 +25,38 @@ void add_advise(CLI::App& sub, Action& action) {
   sub.add_option("--json", json_out, "write the advice as JSON to FILE ('-' for stdout)");
   sub.add_option("--source-hw", source_hw, "the trace's GPU (preset or spec file) if its device name does not tell");
   sub.add_option("--sharing", sharing, "on|off: concurrent device ops share their GPU")->capture_default_str();
+  static long long window_ops = -1;
+  sub.add_option("--window-ops", window_ops,
+                 "advise on about N ops in the middle of the run (0: the whole run); default: the whole run where this machine's "
+                 "memory holds it (about 340 bytes an op), else the most ops it holds");
   static TraceOptions topt;
   add_trace_options(sub, topt);
   sub.callback([&action] {
     action = [] {
       Trace t = load_with_options(trace, topt);
       if (said_no_device_work(t, "advise on", json_out)) return 0;
+      // A run too large for this machine's memory is advised on a stretch of it (traces/window.hpp).
+      std::string window;
+      const std::size_t n = t.ops.size();
+      const double fits = 0.85 * available_memory_bytes() / kAdviseBytesPerOp;
+      std::size_t want = n;
+      std::string why;
+      if (window_ops > 0) {
+        want = static_cast<std::size_t>(window_ops);
+        why = "--window-ops " + std::to_string(window_ops);
+      } else if (window_ops < 0 && static_cast<double>(n) > fits) {
+        want = static_cast<std::size_t>(std::max(fits, 1000.0));
+        char b[200];
+        std::snprintf(b, sizeof b, "advising on all of it would take about %.1f GiB (%.0f bytes an op), this machine has %.1f GiB at hand",
+                      static_cast<double>(n) * kAdviseBytesPerOp / 1073741824.0, kAdviseBytesPerOp,
+                      available_memory_bytes() / 1073741824.0);
+        why = b;
+      }
+      if (want < n) {
+        const WindowSpan w = middle_window(t, want);
+        window = window_text(t, w) + "\n" + why + "; the figures below are the stretch's";
+        t = trace_window(std::move(t), w);
+      }
       AdviseOptions o;
       if (!range.empty()) {
         add_structure_ranges_if_named(t, range);
@@ -36,7 +65,8 @@ void add_advise(CLI::App& sub, Action& action) {
       o.source_hw = source_hw;
       if (sharing != "on" && sharing != "off") throw InputError("--sharing " + sharing + ": expected on or off");
       o.sharing = sharing == "on";
-      const Advice a = advise(t, o);
+      Advice a = advise(t, o);
+      a.window = window;
       if (!json_out.empty()) write_output(json_out, [&](std::ostream& out) { out << json_text(advice_json(a), 1) << "\n"; });
       if (json_out != "-") print_advice_text(a, t.source, std::cout);
       return 0;

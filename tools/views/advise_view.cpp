@@ -30,6 +30,7 @@ nlohmann::json advice_json(const Advice& a) {
   j["source_hw"] = a.source_hw;
   j["unprofiled"] = a.unprofiled;
   j["assumed_hw"] = a.assumed_hw;
+  j["window"] = a.window;
   j["span_ns"] = a.span_ns;
   j["bottleneck"] = {{"phase", "run"}, {"class", a.bottleneck}, {"evidence", a.evidence}};
   j["critical_path_ns"] = a.path_ns;
@@ -102,6 +103,12 @@ void print_advice_text(const Advice& a, const std::string& source, std::ostream&
       << (a.unprofiled.empty() ? std::string("as replayed") : "as replayed without the profiler's host cost (" + a.unprofiled + ")")
       << "\n";
   if (!a.assumed_hw.empty()) out << "  " << a.assumed_hw << "\n";
+  if (!a.window.empty()) {  // lines: which ops, how like the run, why
+    std::string rest = a.window;
+    out << "  advised on a stretch of the run:";
+    for (std::size_t at; (at = rest.find('\n')) != std::string::npos; rest.erase(0, at + 1)) out << " " << rest.substr(0, at) << "\n   ";
+    out << " " << rest << "\n";
+  }
   out << "\n";
   out << ("Verdict: " + a.verdict).substr(0, 200) << "\n\n";
   out << "Bottleneck: " << a.bottleneck << "\n  " << a.evidence << "\n";
