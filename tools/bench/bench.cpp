@@ -386,12 +386,14 @@ int main(int argc, char** argv) {
   for (const auto& lv : sj["levels"])
     std::printf("    @%s: %zu instances\n", lv["name"].get<std::string>().c_str(), lv["count"].get<std::size_t>());
   if (!with_advise) return 0;
-  // bneck advise on the same file: its replay, baseline and every suggestion's what-if.
+  // bneck advise on the same file: its replay, baseline and every suggestion's what-if (or, where
+  // this machine's memory does not hold that, a stretch of the run's: then said).
+  const std::string ajson = file + ".advise.json";
   auto a0 = std::chrono::steady_clock::now();
   pid = fork_flushed();
   if (pid == 0) {
     if (!freopen("/dev/null", "w", stdout)) _exit(1);
-    execl(bneck.c_str(), bneck.c_str(), "advise", file.c_str(), static_cast<char*>(nullptr));
+    execl(bneck.c_str(), bneck.c_str(), "advise", file.c_str(), "--json", ajson.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
   wait4(pid, &status, 0, &ru);
@@ -400,5 +402,13 @@ int main(int argc, char** argv) {
   const double advise_mb = static_cast<double>(ru.ru_maxrss) / 1024.0;
   std::printf("  bneck advise, whole process:               %8.2f s  (%.2fx the replay), peak RSS %.0f MiB = %.1f bytes per op\n", advise_s,
               advise_s / total_s, advise_mb, advise_mb * 1048576.0 / ops);
+  std::ifstream ain(ajson);
+  const nlohmann::json aj = nlohmann::json::parse(ain, nullptr, false);
+  if (aj.is_object() && aj.contains("window") && aj["window"].is_string() && !aj["window"].get<std::string>().empty()) {
+    std::string w = aj["window"].get<std::string>();
+    for (auto& c : w)
+      if (c == '\n') c = ';';
+    std::printf("    advised on a stretch: %s\n", w.c_str());
+  }
   return 0;
 }
