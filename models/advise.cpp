@@ -447,6 +447,21 @@ double available_memory_bytes() {
       if (std::sscanf(line, "MemAvailable: %llu kB", &kb) == 1) avail = static_cast<double>(kb) * 1024.0;
     std::fclose(f);
   }
+  // A container's memory limit (cgroup v2, else v1) less what its processes use, where it is lower:
+  // /proc/meminfo tells the host's memory, not the container's.
+  auto number = [](const char* path, double& v) {
+    std::FILE* f = std::fopen(path, "r");
+    if (!f) return false;
+    unsigned long long x = 0;
+    const bool ok = std::fscanf(f, "%llu", &x) == 1;  // "max" (no limit) reads as no number
+    std::fclose(f);
+    v = static_cast<double>(x);
+    return ok;
+  };
+  double limit = 0, used = 0;
+  if ((number("/sys/fs/cgroup/memory.max", limit) && number("/sys/fs/cgroup/memory.current", used)) ||
+      (number("/sys/fs/cgroup/memory/memory.limit_in_bytes", limit) && number("/sys/fs/cgroup/memory/memory.usage_in_bytes", used)))
+    if (limit < 0x1p60) avail = std::min(avail, std::max(0.0, limit - used));
   return avail;
 }
 

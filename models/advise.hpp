@@ -89,7 +89,8 @@ struct AdviseOptions {
 Advice advise(const Trace& t, const AdviseOptions& opt);
 
 // The memory the machine has at hand: MemAvailable (free memory and the page cache it may take
-// back), else the free pages.
+// back), else the free pages; in a container whose memory limit (cgroup v2 or v1) leaves less,
+// that limit less what it uses.
 double available_memory_bytes();
 // Peak memory of `advise` per op of the trace, the trace's own included (the 2 M-kernel bench
 // export, two suggestions simulated at once: 334 bytes an op; docs/performance.md).
