@@ -115,6 +115,12 @@ TEST_CASE("json_top_level_keys: keys in order, string values kept, nested and es
   CHECK((*keys)[1].first == "b\\\"c");
   CHECK((*keys)[2] == std::make_pair(std::string("format"), std::string("bneck-trace")));
   CHECK((*keys)[4].first == "z");
+  // Up to a stop key: it is the last key read, its value and what follows are not.
+  write(d / "stop.json", R"({"metadata": {"traceEvents": 1}, "traceEvents": [{"ph": "X"}], "format": "bneck-trace"})", false);
+  auto upto = json_top_level_keys((d / "stop.json").string(), "traceEvents");
+  REQUIRE(upto);
+  REQUIRE(upto->size() == 2);
+  CHECK((*upto)[1] == std::make_pair(std::string("traceEvents"), std::string()));
   write(d / "array.json", "[1, 2]", false);
   CHECK_FALSE(json_top_level_keys((d / "array.json").string()));
 }

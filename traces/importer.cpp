@@ -43,7 +43,7 @@ std::string_view SniffInput::key_value(std::string_view k) const {
   return {};
 }
 
-std::optional<std::vector<std::pair<std::string, std::string>>> json_top_level_keys(const std::string& path) {
+std::optional<std::vector<std::pair<std::string, std::string>>> json_top_level_keys(const std::string& path, std::string_view stop_key) {
   GzBuf buf(path);
   using Traits = std::streambuf::traits_type;
   auto next = [&]() -> int { return buf.sbumpc(); };
@@ -80,6 +80,7 @@ std::optional<std::vector<std::pair<std::string, std::string>>> json_top_level_k
         if (keys.size() >= kMaxKeys) break;
         keys.emplace_back();
         if (!read_string(&keys.back().first)) break;
+        if (!stop_key.empty() && keys.back().first == stop_key) break;
         want_key = false;
         // The value: a string is kept, anything else skipped by the loop.
         while ((c = next()) == ' ' || c == '\t' || c == '\r' || c == '\n') {}
@@ -151,9 +152,11 @@ Trace load_trace(const std::string& path, const ImportOptions& opt) {
   };
   int best_score = 0;
   const Importer* best = pick(SniffInput{head, path}, best_score);
-  // A JSON object whose telling keys lie past the head: sniff again on its top-level keys.
+  // A JSON object whose telling keys lie past the head: sniff again on its top-level keys, up to a
+  // "traceEvents" (a Kineto trace whose metadata fills the head: its events are the rest of the
+  // file, which the scan would otherwise read through, 40 % of the replay of a 55 MB trace).
   if (best_score < 50 && json_object_start(head)) {
-    if (auto keys = json_top_level_keys(path)) {
+    if (auto keys = json_top_level_keys(path, "traceEvents")) {
       int s = 0;
       if (const Importer* by_keys = pick(SniffInput{head, path, &*keys}, s)) {
         best = by_keys;

@@ -34,9 +34,11 @@ struct SniffInput {
 
 // A JSON object's top-level keys (see SniffInput::keys), read from `path` (gzip or plain) by a
 // scanner that skips values without building them; nullopt when the content is not a JSON object.
-// Stops at the object's end or at malformed JSON (the keys read so far are returned); a corrupt
-// or over-inflating gzip stream throws InputError naming the file.
-std::optional<std::vector<std::pair<std::string, std::string>>> json_top_level_keys(const std::string& path);
+// Stops at the object's end, at malformed JSON (the keys read so far are returned) or, when
+// `stop_key` is given, right after that key (its value not read); a corrupt or over-inflating gzip
+// stream throws InputError naming the file.
+std::optional<std::vector<std::pair<std::string, std::string>>> json_top_level_keys(const std::string& path,
+                                                                                    std::string_view stop_key = {});
 
 // True if `head`, after an optional UTF-8 byte-order mark and whitespace, opens a JSON object.
 bool json_object_start(std::string_view head);

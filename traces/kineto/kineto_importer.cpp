@@ -155,7 +155,7 @@ class Reader : public JsonSax {
         if (r == Piece::Malformed) return false;
         // The element that failed is walked again from its start; its handlers' state goes back.
         depth_ = 2;
-        in_event_ = in_args_ = in_device_ = list_field_ = args_key_ = skip_rest_ = false;
+        in_event_ = in_args_ = in_device_ = list_field_ = args_key_ = skip_rest_ = python_counted_ = false;
         field_ = Field::None;
         if (restart == kNone) {  // a string left open: the next guess
           ++misses;
@@ -219,6 +219,9 @@ class Reader : public JsonSax {
       case Field::Cat:
         ev_.cat = cat_of(v);
         ev_.has_cat = true;
+        // A complete event of a Python frame (with_stack: most events of such a profile) after the
+        // first is only counted: the rest of its members are passed over.
+        if (depth_ == 3 && in_event_ && ev_.ph == 'X' && ev_.cat == Cat::Python && python_noted_) skip_rest_ = python_counted_ = true;
         break;
       case Field::Name: ev_.name.assign(v); break;
       case Field::Pid:  // "Spans", "Traces": not an activity; the legacy profiler's host rows: "CPU functions"
@@ -262,6 +265,7 @@ class Reader : public JsonSax {
     ++depth_;
     if (depth_ == 3 && top_ == Top::Events) {
       ev_.reset();
+      python_counted_ = false;
       in_event_ = true;
     } else if (depth_ == 3 && top_ == Top::Devices) {
       dev_ = Device{};
@@ -361,8 +365,12 @@ class Reader : public JsonSax {
     } else if (depth_ == 2 && top_key_ == TopKey::Dist)
       field_ = k == "rank" ? Field::Rank : k == "world_size" ? Field::WorldSize : Field::None;
     else if (depth_ == 3 && in_event_) {
-      args_key_ = container = k == "args";
-      field_ = event_field(k);
+      // Not read where the event's phase or category is known to need none of it: the args of
+      // instant events and Python frames (with_stack: half the events of such a profile), and a
+      // Python frame's name once one has been noted (the note keeps the first as its example).
+      const bool python = ev_.has_cat && ev_.cat == Cat::Python;
+      args_key_ = container = k == "args" && ev_.ph != 'i' && !python;
+      field_ = (k == "args" && !container) || (python && python_noted_ && k == "name") ? Field::None : event_field(k);
     } else if (depth_ == 3 && in_device_)
       field_ = device_field(k);
     else if (depth_ == 4 && in_args_)
@@ -518,6 +526,10 @@ class Reader : public JsonSax {
       t_.note(kKinetoMemoryNote, Severity::Info, "event " + std::to_string(events_));
       return;
     }
+    if (python_counted_) {
+      t_.note(kKinetoStackNote, Severity::Info, std::string());  // counted; the first is the example
+      return;
+    }
     // The legacy profiler (export_chrome_trace of torch.autograd.profiler, PyTorch 1.8 and before):
     // host ops on "CPU functions" with no category are op ranges (ProfilerStep#N among them).
     if (ev_.legacy_cpu && !ev_.has_cat) {
@@ -543,7 +555,14 @@ class Reader : public JsonSax {
         break;
       case Cat::UserAnno:
       case Cat::CpuOp: range(); break;
-      case Cat::Python: t_.note(kKinetoStackNote, Severity::Info, "event " + std::to_string(events_) + " (" + ev_.name + ")"); break;
+      case Cat::Python:
+        if (!python_noted_) {
+          t_.note(kKinetoStackNote, Severity::Info, "event " + std::to_string(events_) + " (" + ev_.name + ")");
+          python_noted_ = true;
+        } else {
+          t_.note(kKinetoStackNote, Severity::Info, std::string());  // counted; the first is the example
+        }
+        break;
       default: break;
     }
   }
@@ -793,6 +812,8 @@ class Reader : public JsonSax {
   const char* sentinel_ = nullptr;  // where the events were in the document read in pieces
   bool sentinel_seen_ = false;      // the root's "traceEvents" array held it
   bool skip_rest_ = false;          // the event being read is of a phase not read: skip its other members
+  bool python_noted_ = false;       // a Python frame (with_stack) was noted, with its name as the example
+  bool python_counted_ = false;     // the event being read is a later Python frame: counted, not read
   std::uint32_t rank_ = kNone, host_process_ = kNone;
   std::unordered_map<std::int64_t, std::uint32_t> process_, device_;
   std::unordered_map<std::pair<std::int64_t, std::int64_t>, LaneId, PairHash> thread_lane_, stream_lane_;
