@@ -71,6 +71,26 @@ TEST_CASE("Kineto events of a phase not read are passed over after their ph", "[
   CHECK_THROWS_WITH(load_trace(x_flow), Catch::Contains("out of range"));
 }
 
+TEST_CASE("Kineto Python frames: the first noted with its name, the later ones counted unread", "[kineto]") {
+  // with_stack profiles are mostly python_function events; the ones after the first are counted
+  // after their category (a timestamp out of range in one is not looked at), the note keeps the
+  // first as its example; instant events' args are not read either.
+  const std::string py =
+      write_temp(R"({"traceEvents":[)"
+                 R"({"ph":"X","cat":"python_function","name":"a.py(1): f","pid":1,"tid":1,"ts":1,"dur":9,"args":{"Python id":1}},)"
+                 R"({"ph":"X","cat":"python_function","name":"b.py(2): g","pid":1,"tid":1,"ts":2,"dur":5,"args":{"Python id":2}},)"
+                 R"({"ph":"X","cat":"python_function","name":"c.py(3): h","pid":1,"tid":1,"ts":1234567890123456789012,"dur":1},)"
+                 R"({"ph":"i","cat":"cpu_instant_event","name":"[memory]","pid":1,"tid":1,"ts":3,"args":{"Bytes":[1,2]}},)"
+                 R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":10,"dur":5,"args":{"stream":7,"correlation":1,"device":0}}]})",
+                 "python_frames.json");
+  const Trace t = load_trace(py);
+  CHECK(t.device_op_count() == 1);
+  const auto& note = t.anomalies.at(kKinetoStackNote);
+  CHECK(note.count == 3);
+  CHECK(note.example == "event 1 (a.py(1): f)");
+  CHECK(t.anomalies.at(kKinetoMemoryNote).count == 1);
+}
+
 TEST_CASE("Kineto input errors name the file and the place", "[kineto][errors]") {
   std::string good = rank_trace(0, 100, 700);
   std::ifstream in(good);
