@@ -4,7 +4,8 @@
 # (validate/workloads/serving.py --plain), prompts of 512 and outputs of 64 tokens. A calibration
 # run of 24 requests at 3 requests/s under Nsight Systems (CUDA only; the warm-up served twice, so
 # the trace has repeated steps), the same requests unprofiled, then held-out runs: 5/s and 12/s
-# (32 requests), 32 and 96 at once, 48 at once with CUDA graphs.
+# (32 requests), 32 and 96 at once, 48 at once with CUDA graphs; and, for diagnosis, 64 at once with
+# CUDA graphs and its steps logged.
 # Usage (on an H200 machine, from the repository root): validate/reference/h200/serving/loads2/run_loads2.sh DIR
 #   -> DIR.tar.xz: cal.sqlite.xz, *.jsonl, *.out, config.json, env.txt
 set -u
@@ -27,6 +28,14 @@ run burst32 --rate 0 --num 32 --seed 33
 run burst96 --rate 0 --num 96 --seed 34
 run rate12 --rate 12 --num 32 --seed 35
 run burst48_graph --rate 0 --num 48 --seed 36 --cuda-graph
+# The 64-at-once run with CUDA graphs again with its steps marked and logged (serving.py without
+# --plain: each step's prepare/forward/update times and padded shape; not held out: where the
+# forecast of CUDA graphs at 64 at once (+16 % TPOT in ../loads) puts its error, prompt steps or
+# decode steps).
+timeout 150 python3 $W --prompt-len 512,512 --output-len 64,64 --warmup 8 --rate 0 --num 64 --seed 37 --cuda-graph \
+  --log "$D/burst64_graph_marked.jsonl" --warmup-log "$D/burst64_graph_marked_warmup.jsonl" --steplog "$D/burst64_graph_marked_steps.jsonl" \
+  > "$D/burst64_graph_marked.out" 2>&1
+grep -h "^policy" "$D/burst64_graph_marked.out" || tail -5 "$D/burst64_graph_marked.out"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$D/env.txt"; python3 -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)" >> "$D/env.txt"; date -u >> "$D/env.txt"
 ls -la "$D"
 tar -C "$D" -cJf "$D.tar.xz" . && rm -rf "$D"
