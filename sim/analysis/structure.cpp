@@ -132,10 +132,13 @@ void summarize(StructureLevel& lv) {
 // found is the layers), the steps become the iterations and that loop their layers.
 void promote_profiler_steps(const Trace& t, StructureLevel& iter, StructureLevel& layer) {
   if (iter.instances.empty()) return;
+  std::vector<std::size_t> marked;  // the profiler's step ranges (the index of every range is built only for them)
+  for (std::size_t r = 0; r < t.ranges.size(); ++r)
+    if (!t.ranges[r].structure && t.strings.str(t.ranges[r].name).rfind("ProfilerStep#", 0) == 0) marked.push_back(r);
+  if (marked.empty()) return;
   RangeIndex idx(t);
   std::vector<StructureInstance> steps;
-  for (std::size_t r = 0; r < t.ranges.size(); ++r) {
-    if (t.ranges[r].structure || t.strings.str(t.ranges[r].name).rfind("ProfilerStep#", 0) != 0) continue;
+  for (std::size_t r : marked) {
     StructureInstance in;
     in.ops = idx.device_ops(r);
     if (in.ops.empty()) continue;
