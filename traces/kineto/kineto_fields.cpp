@@ -189,10 +189,10 @@ Field device_field(std::string_view k) {
   return Field::None;
 }
 
-void append_dims(std::string& s, const std::vector<std::vector<std::int64_t>>& d) {
+void append_dims(std::string& s, const std::vector<std::vector<std::int64_t>>& d, std::size_t n) {
   s += '[';
   char num[24];
-  for (std::size_t i = 0; i < d.size(); ++i) {
+  for (std::size_t i = 0; i < n && i < d.size(); ++i) {
     if (i) s += ", ";
     s += '[';
     for (std::size_t j = 0; j < d[i].size(); ++j) {

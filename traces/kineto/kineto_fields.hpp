@@ -33,7 +33,16 @@ struct Ev {
   std::int64_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
   std::string sync_kind, arg_name, memkind, in_type, coll_name, dtype, pg_name, pg_ranks;
   std::int64_t in_nelems = -1, out_nelems = -1, group_size = -1;
+  // Input shapes: the first `dims_n` of `dims` (the rest keep their memory for the next event).
   std::vector<std::vector<std::int64_t>> dims;
+  std::size_t dims_n = 0;
+  void add_dim() {
+    if (dims_n < dims.size())
+      dims[dims_n].clear();
+    else
+      dims.emplace_back();
+    ++dims_n;
+  }
   bool has_dims = false;
   // The next event: fields back to their defaults, strings and lists emptied but their memory
   // kept (an event a few dozen bytes of names, hundreds of thousands of events).
@@ -47,7 +56,7 @@ struct Ev {
     in_nelems = out_nelems = group_size = -1;
     for (int i = 0; i < 3; ++i) grid[i] = block[i] = 0;
     for (std::string* x : {&name, &sync_kind, &arg_name, &memkind, &in_type, &coll_name, &dtype, &pg_name, &pg_ranks}) x->clear();
-    dims.clear();
+    dims_n = 0;
   }
 };
 
@@ -104,6 +113,7 @@ Field arg_field(std::string_view k);     // keys of an event's args
 Field device_field(std::string_view k);  // keys of a deviceProperties entry
 
 // Appends [[8, 2048], [2048]] (as PyTorch's emit_nvtx writes shapes) to `s`.
-void append_dims(std::string& s, const std::vector<std::vector<std::int64_t>>& d);
+// (the first `n` shapes of `d`).
+void append_dims(std::string& s, const std::vector<std::vector<std::int64_t>>& d, std::size_t n);
 
 }  // namespace bneck::kineto

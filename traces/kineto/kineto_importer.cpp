@@ -319,8 +319,8 @@ class Reader : public JsonSax {
         field_ = Field::None;
     } else if (in_args_ && depth_ >= 6 && field_ == Field::Dims) {
       // One shape per input; a tensor list ([[[2048, 2048], [2048]], ...]) gives one per tensor.
-      if (depth_ > 6 && !ev_.dims.empty() && ev_.dims.back().empty()) ev_.dims.pop_back();
-      ev_.dims.emplace_back();
+      if (depth_ > 6 && ev_.dims_n > 0 && ev_.dims[ev_.dims_n - 1].empty()) --ev_.dims_n;
+      ev_.add_dim();
     }
     return true;
   }
@@ -443,7 +443,7 @@ class Reader : public JsonSax {
         if (list_pos_ < 3) ev_.block[list_pos_++] = v;
         return true;
       case Field::Dims:
-        if (!ev_.dims.empty()) ev_.dims.back().push_back(v);
+        if (ev_.dims_n > 0) ev_.dims[ev_.dims_n - 1].push_back(v);
         return true;
       case Field::PgRanks: ev_.pg_ranks += (ev_.pg_ranks.empty() ? "" : ",") + std::to_string(v); return true;
       case Field::InNelems: ev_.in_nelems = v; break;
@@ -653,17 +653,17 @@ class Reader : public JsonSax {
       name = ev_.name;
       if (ev_.name.rfind("nccl:", 0) == 0 && ev_.has_dims) {
         name += ", sizes = ";
-        append_dims(name, ev_.dims);
+        append_dims(name, ev_.dims, ev_.dims_n);
         if (!ev_.in_type.empty()) name += ", dtype = " + ev_.in_type;
       }
     } else if (ev_.name == "record_param_comms" || !ev_.coll_name.empty()) {
       name = "record_param_comms, collective = " + ev_.coll_name + ", in_nelems = " + std::to_string(ev_.in_nelems) +
              ", out_nelems = " + std::to_string(ev_.out_nelems) + ", dtype = " + ev_.dtype + ", group = " + ev_.pg_name +
              ", group_ranks = [" + ev_.pg_ranks + "], group_size = " + std::to_string(ev_.group_size);
-    } else if (ev_.has_dims && !ev_.dims.empty()) {
+    } else if (ev_.has_dims && ev_.dims_n > 0) {
       name.reserve(ev_.name.size() + 64);
       name.append(ev_.name).append(", sizes = ");
-      append_dims(name, ev_.dims);
+      append_dims(name, ev_.dims, ev_.dims_n);
     } else if (ev_.name.rfind("torch.distributed.ddp.reducer::", 0) == 0) {
       name = ev_.name;  // DDP's reducer steps (copy_bucket_to_grad: after the bucket all-reduces)
     } else if (ev_.name.rfind("ProfilerStep#", 0) == 0) {
