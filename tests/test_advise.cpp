@@ -299,6 +299,10 @@ TEST_CASE("advise --window-ops advises on the middle of the run and says so", "[
   CHECK(j["span_ns"].get<std::int64_t>() == 400'000);
   const auto text = run_bneck("advise " + path + " --window-ops 2");
   CHECK_THAT(text.out, Catch::Contains("advised on a stretch of the run: ops 2 .. 3 of 6"));
+  // A negative count is a usage error: exit 2, saying what the option takes.
+  const auto bad = run_bneck("advise " + path + " --window-ops -3");
+  CHECK(bad.code == 2);
+  CHECK_THAT(bad.err, Catch::Contains("--window-ops: a number of ops, 0 or more"));
   // Without the option a run this small is advised whole.
   const auto full = run_bneck("advise " + path + " --json -");
   REQUIRE(full.code == 0);

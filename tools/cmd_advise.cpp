@@ -28,7 +28,8 @@ void add_advise(CLI::App& sub, Action& action) {
   static long long window_ops = -1;
   sub.add_option("--window-ops", window_ops,
                  "advise on about N ops in the middle of the run (0: the whole run); default: the whole run where this machine's "
-                 "memory holds it (about 340 bytes an op), else the most ops it holds");
+                 "memory holds it (about 340 bytes an op), else the most ops it holds")
+      ->check([](const std::string& v) { return !v.empty() && v[0] != '-' ? std::string() : "a number of ops, 0 or more"; });
   static TraceOptions topt;
   add_trace_options(sub, topt);
   sub.callback([&action] {
