@@ -39,7 +39,7 @@ void add_advise(CLI::App& sub, Action& action) {
       // A run too large for this machine's memory is advised on a stretch of it (traces/window.hpp).
       std::string window;
       const std::size_t n = t.ops.size();
-      const double fits = 0.85 * available_memory_bytes() / kAdviseBytesPerOp;
+      const double at_hand = available_memory_bytes(), fits = 0.85 * at_hand / kAdviseBytesPerOp;
       std::size_t want = n;
       std::string why;
       if (window_ops > 0) {
@@ -49,8 +49,7 @@ void add_advise(CLI::App& sub, Action& action) {
         want = static_cast<std::size_t>(std::max(fits, 1000.0));
         char b[200];
         std::snprintf(b, sizeof b, "advising on all of it would take about %.1f GiB (%.0f bytes an op), this machine has %.1f GiB at hand",
-                      static_cast<double>(n) * kAdviseBytesPerOp / 1073741824.0, kAdviseBytesPerOp,
-                      available_memory_bytes() / 1073741824.0);
+                      static_cast<double>(n) * kAdviseBytesPerOp / 1073741824.0, kAdviseBytesPerOp, at_hand / 1073741824.0);
         why = b;
       }
       if (want < n) {

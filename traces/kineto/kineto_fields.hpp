@@ -112,8 +112,7 @@ Field event_field(std::string_view k);   // keys of a trace event
 Field arg_field(std::string_view k);     // keys of an event's args
 Field device_field(std::string_view k);  // keys of a deviceProperties entry
 
-// Appends [[8, 2048], [2048]] (as PyTorch's emit_nvtx writes shapes) to `s`.
-// (the first `n` shapes of `d`).
+// Appends the first `n` shapes of `d` to `s` as PyTorch's emit_nvtx writes them: [[8, 2048], [2048]].
 void append_dims(std::string& s, const std::vector<std::vector<std::int64_t>>& d, std::size_t n);
 
 }  // namespace bneck::kineto

@@ -370,7 +370,7 @@ class Reader : public JsonSax {
       // Python frame's name once one has been noted (the note keeps the first as its example).
       const bool python = ev_.has_cat && ev_.cat == Cat::Python;
       args_key_ = container = k == "args" && ev_.ph != 'i' && !python;
-      field_ = (k == "args" && !container) || (python && python_noted_ && k == "name") ? Field::None : event_field(k);
+      field_ = python && python_noted_ && k == "name" ? Field::None : event_field(k);  // "args" is no field
     } else if (depth_ == 3 && in_device_)
       field_ = device_field(k);
     else if (depth_ == 4 && in_args_)
@@ -526,8 +526,8 @@ class Reader : public JsonSax {
       t_.note(kKinetoMemoryNote, Severity::Info, "event " + std::to_string(events_));
       return;
     }
-    if (python_counted_) {
-      t_.note(kKinetoStackNote, Severity::Info, std::string());  // counted; the first is the example
+    if (python_counted_) {  // not read past its category
+      note_python();
       return;
     }
     // The legacy profiler (export_chrome_trace of torch.autograd.profiler, PyTorch 1.8 and before):
@@ -555,16 +555,19 @@ class Reader : public JsonSax {
         break;
       case Cat::UserAnno:
       case Cat::CpuOp: range(); break;
-      case Cat::Python:
-        if (!python_noted_) {
-          t_.note(kKinetoStackNote, Severity::Info, "event " + std::to_string(events_) + " (" + ev_.name + ")");
-          python_noted_ = true;
-        } else {
-          t_.note(kKinetoStackNote, Severity::Info, std::string());  // counted; the first is the example
-        }
-        break;
+      case Cat::Python: note_python(); break;
       default: break;
     }
+  }
+
+  // A Python frame (with_stack): counted, the first one the note's example.
+  void note_python() {
+    if (python_noted_) {
+      t_.note(kKinetoStackNote, Severity::Info, std::string());
+      return;
+    }
+    t_.note(kKinetoStackNote, Severity::Info, "event " + std::to_string(events_) + " (" + ev_.name + ")");
+    python_noted_ = true;
   }
 
   void api() {
