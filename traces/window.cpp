@@ -132,8 +132,9 @@ std::string window_text(const Trace& whole, const WindowSpan& w) {
   tv = run_dev > 0 && win_dev > 0 ? 50.0 * tv : 100.0;
   auto ms = [](TimeNs a, TimeNs b) { return static_cast<double>(b - a) / 1e6; };
   char which[160], like[200];
-  std::snprintf(which, sizeof which, " (%.0f %% of its ops, from its middle; %.1f ms of the run's %.1f ms)",
-                100.0 * static_cast<double>(w.end - w.begin) / static_cast<double>(n), ms(w0, w1), ms(run0, run1));
+  const double share = 100.0 * static_cast<double>(w.end - w.begin) / static_cast<double>(n);
+  std::snprintf(which, sizeof which, " (%.*f %% of its ops, from its middle; %.1f ms of the run's %.1f ms)", share < 1 ? 2 : 0, share,
+                ms(w0, w1), ms(run0, run1));
   std::snprintf(like, sizeof like,
                 "device time %.0f %% of its span (the run's: %.0f %%), its device time by op name %.1f %% from the run's",
                 w1 > w0 ? 100.0 * win_dev / static_cast<double>(w1 - w0) : 0.0,
