@@ -252,8 +252,8 @@ TEST_CASE("a shape met the first time pays the plan build, a warm-up builds it b
   r = simulate(rs, e, m, false);
   CHECK(ms(r.requests[0].finish) == Approx(22));
   CHECK(ms(r.requests[1].finish) == Approx(122));
-  // CUDA graphs: both steps pad to one shape (q to 64, the budget; KV to 16384, capped at the cache's
-  // 1600 tokens): (64, 1600). Its first step captures: the build and two eager passes, 30 + 2 x 10 =
+  // CUDA graphs: both steps pad to one shape (q to 64, the budget; the cached tokens to 16384, capped
+  // at the cache's 1600 tokens; KV read: 64 + 1600). Its first step captures: the build and two eager passes, 30 + 2 x 10 =
   // 50 ms; a replay costs this model nothing (no GPU time, no graph launch time): 1 ns, the least a
   // step takes. A's tokens at 50 ms (+1 ns), B's at 100 ms (+1, +2 ns); one new shape.
   e.warmup.clear();
@@ -481,6 +481,14 @@ TEST_CASE("step cost model: roofline features and CUDA-graph padding (hand-compu
   StepCostModel fixed = fixed_step(1);
   ServeResult r = simulate({req("A", 0, 100, 1)}, e, fixed, false);
   CHECK(r.padded_tokens == 28);
+  // The KV read pads its cached tokens, not the step's own (transformers' maybe_pad_inputs): a
+  // 127-token prompt and 3 output tokens, query tokens to 64s, cached tokens to 128s. Prefill: q 127
+  // -> 128, nothing cached -> 128: (128, 128 + 128). Decodes: q 1 -> 64; 127 then 128 cached -> 128
+  // both: (64, 64 + 128) twice. 2 shapes; padding the whole KV (128 then 129 tokens) would make 3.
+  e.padding = {64, 128};
+  r = simulate({req("A", 0, 127, 3)}, e, fixed, false);
+  CHECK(r.step_count == 3);
+  CHECK(r.new_shapes == 2);
 }
 
 TEST_CASE("nnls: non-negative least squares (hand-computed)", "[serve]") {

@@ -243,9 +243,12 @@ class Simulator {
       if (step <= 0) return v;
       return std::min(std::max<std::int64_t>(ceil_div(std::max<std::int64_t>(v, 1), step) * step, v), std::max(cap, v));
     };
+    // As transformers' engine pads (ContinuousBatchProcessor.maybe_pad_inputs): the query tokens to
+    // their interval, the cached tokens read (the KV less this step's own tokens) to theirs; the
+    // attention reads the padded query tokens plus the padded cache.
     StepShape p = s;
     p.q = up(s.q, eng_.padding.q_interval, eng_.max_batch_tokens);
-    p.kv = up(s.kv, eng_.padding.kv_interval, eng_.num_blocks * eng_.block_size);
+    p.kv = p.q + up(s.kv - s.q, eng_.padding.kv_interval, eng_.num_blocks * eng_.block_size);
     if (p.q > s.q || p.kv > s.kv) p.qkv_seq = s.qkv_seq * static_cast<double>(p.kv) / static_cast<double>(std::max<std::int64_t>(s.kv, 1));
     return p;
   }
