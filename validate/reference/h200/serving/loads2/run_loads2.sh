@@ -5,7 +5,7 @@
 # run of 24 requests at 3 requests/s under Nsight Systems (CUDA only; the warm-up served twice, so
 # the trace has repeated steps), the same requests unprofiled, then held-out runs: 5/s and 12/s
 # (32 requests), 32 and 96 at once, 48 at once with CUDA graphs; and, for diagnosis, 64 at once with
-# CUDA graphs and Poisson 8/s without, their steps logged.
+# CUDA graphs, and 64 at once and Poisson 8/s without, their steps logged.
 # Usage (on an H200 machine, from the repository root): validate/reference/h200/serving/loads2/run_loads2.sh DIR [PART]
 #   -> DIR.tar.xz: cal.sqlite.xz, *.jsonl, *.out, config.json, env.txt
 #   PART 1: the calibration (profiled and not) and 5/s; PART 2: the other runs; none: both.
@@ -40,6 +40,12 @@ timeout 150 python3 $W --prompt-len 512,512 --output-len 64,64 --warmup 8 --rate
   --log "$D/burst64_graph_marked.jsonl" --warmup-log "$D/burst64_graph_marked_warmup.jsonl" --steplog "$D/burst64_graph_marked_steps.jsonl" \
   > "$D/burst64_graph_marked.out" 2>&1
 grep -h "^policy" "$D/burst64_graph_marked.out" || tail -5 "$D/burst64_graph_marked.out"
+# And 64 at once without CUDA graphs (../loads: its steps with a prompt took 104-116 ms, its decode
+# steps 61-69 ms except the drain's first 13 at 102-111 ms).
+timeout 150 python3 $W --prompt-len 512,512 --output-len 64,64 --warmup 8 --rate 0 --num 64 --seed 39 \
+  --log "$D/burst64_marked.jsonl" --warmup-log "$D/burst64_marked_warmup.jsonl" --steplog "$D/burst64_marked_steps.jsonl" \
+  > "$D/burst64_marked.out" 2>&1
+grep -h "^policy" "$D/burst64_marked.out" || tail -5 "$D/burst64_marked.out"
 # The same for Poisson 8/s without CUDA graphs (where TTFT is forecast +21..+37 % in ../plain's repeats).
 timeout 150 python3 $W --prompt-len 512,512 --output-len 64,64 --warmup 8 --rate 8 --num 32 --seed 38 \
   --log "$D/rate8_marked.jsonl" --warmup-log "$D/rate8_marked_warmup.jsonl" --steplog "$D/rate8_marked_steps.jsonl" \
