@@ -148,8 +148,7 @@ void calibrate(const ServeJob& job, ServeOutcome& out) {
   out.calibration = rep;
 }
 
-// The intervals of the forecast (error_bars.hpp): CUDA graphs from an eager calibration beyond its
-// load run once more without them.
+// The intervals of the forecast (error_bars.hpp).
 void attach_bars(const ServeJob& job, ServeOutcome& out) {
   ServeBarInputs in;
   in.calibrated = !job.calibrate_trace.empty();
@@ -161,14 +160,6 @@ void attach_bars(const ServeJob& job, ServeOutcome& out) {
   in.load_ratio = out.calibration_load > 0 && load > 0 ? load / out.calibration_load : 1;
   in.ttft = m.ttft.median, in.tpot = m.tpot.median, in.e2el = m.e2el.median, in.duration = m.duration_s;
   in.graphs_from_eager = in.calibrated && out.engine.cuda_graph;
-  if (in.graphs_from_eager && in.load_ratio > kLoadBeyondCalibration) {  // the eager run bounds the interval only there
-    EngineConfig eager = out.engine;
-    eager.cuda_graph = false;
-    const ServeResult r = simulate(out.requests, eager, out.model, false);
-    out.without_graphs = summarize(out.requests, r.requests, job.slo);
-    const Metrics& e = out.without_graphs;
-    in.ttft_eager = e.ttft.median, in.tpot_eager = e.tpot.median, in.e2el_eager = e.e2el.median, in.duration_eager = e.duration_s;
-  }
   out.bars = serve_error_bars(in);
 }
 

@@ -54,7 +54,6 @@ struct ServeOutcome {
   std::vector<std::string> notes;                  // what the engine's settings left out or assumed (shared prefixes)
   Policy calibration_policy = Policy::Continuous;  // of the calibration's engine
   double calibration_load = 0;                     // the calibration log's mean requests in flight (0: none measured)
-  Metrics without_graphs;                          // CUDA graphs forecast from an eager calibration: the same run without them
   ServeBars bars;                                  // the 80 % intervals of the medians and the duration
 };
 
