@@ -5,10 +5,12 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 
 #include "helpers.hpp"
 #include "serve_helpers.hpp"
 #include "models/serving/calibrate.hpp"
+#include "models/serving/calibrate_steps.hpp"
 #include "models/serving/pipeline.hpp"
 #include "sim/base/error.hpp"
 #include "traces/importer.hpp"
@@ -347,6 +349,21 @@ TEST_CASE("serve's 80 % intervals on held-out runs", "[serve][e2e][error_bar]") 
     check("TPOT", o.simulated.tpot.median, o.bars.tpot_ms, o.measured.tpot.median);
     check("E2E", o.simulated.e2el.median, o.bars.e2el_ms, o.measured.e2el.median);
   }
+  // validate/reference/h200/serving/loads2: its own calibration trace and unprofiled log, five
+  // held-out runs (5/s, 12/s, 32 and 96 at once, 48 at once with CUDA graphs).
+  const std::string l2 = std::string(BNECK_TEST_DATA) + "/serving/loads2/";
+  for (const std::string log : {"rate5", "rate12", "burst32", "burst96", "burst48_graph"}) {
+    ServeJob j = job_of(l2, log + ".jsonl", log + "_warmup.jsonl");
+    j.calibrate_trace = l2 + "cal.sqlite";
+    j.trace_log = l2 + "cal.jsonl";
+    j.calibrate_log = l2 + "cal_unprof.jsonl";
+    j.engine.cuda_graph = log == "burst48_graph";
+    const ServeOutcome o = run_serving(j);
+    INFO(log);
+    check("TTFT", o.simulated.ttft.median, o.bars.ttft_ms, o.measured.ttft.median);
+    check("TPOT", o.simulated.tpot.median, o.bars.tpot_ms, o.measured.tpot.median);
+    check("E2E", o.simulated.e2el.median, o.bars.e2el_ms, o.measured.e2el.median);
+  }
   const std::string st = kServe + "static/";
   for (const auto& [log, batch] : std::vector<std::pair<std::string, std::int64_t>>{{"static16", 16}, {"static64", 64}}) {
     ServeJob j = job_of(st, log + ".jsonl", "");
@@ -360,7 +377,7 @@ TEST_CASE("serve's 80 % intervals on held-out runs", "[serve][e2e][error_bar]") 
     check("makespan", o.simulated.duration_s, o.bars.duration_s, o.measured.duration_s);
   }
   INFO(inside << " of " << all << " inside, median half-width " << median(half));
-  CHECK(all == 31);
+  CHECK(all == 46);
   CHECK(static_cast<double>(inside) / static_cast<double>(all) >= 0.7);
 }
 
@@ -435,4 +452,46 @@ TEST_CASE("serve with CUDA graphs captures a new padded shape where the engine d
                << o.measured.e2el.median);
   CHECK(std::abs(o.simulated.tpot.median / o.measured.tpot.median - 1) < 0.12);
   CHECK(std::abs(o.simulated.e2el.median / o.measured.e2el.median - 1) < 0.12);
+}
+
+// validate/reference/h200/serving/loads2 (run_loads2.sh, one H200 machine, 2026-12-05): a plain
+// Nsight Systems profile of 24 requests at 3/s whose warm-up was served twice, so the whole
+// warm-up repeats: structure recognition's iterations are those two repeats (59,899 device ops
+// each) and the engine's steps the loop inside them (837 ops x 55 each). The steps are the
+// segments up to each device-to-host copy, checked against that inner loop: 298 found, the log's
+// 153 aligned, every token on its step. (Checked against the iterations alone, no step was found.)
+// Held out, made after the calibration was written, forecast vs measured medians (TTFT / TPOT /
+// E2E): 5/s -4.1 / -8.1 / -8.4 %, 12/s -8.4 / -1.1 / -0.5 %, 48 at once with CUDA graphs +2.7 /
+// +2.6 / +1.8 %, 32 at once -20.5 / -14.6 / -15.4 %, 96 at once -9.2 / -11.8 / -8.3 % (offline
+// batches, 2-5x the calibration's requests in flight: the host's work per sequence it did not see;
+// their intervals hold them). Checked: the first three within 20 / 10 / 10 %, the two offline
+// batches within 25 / 20 / 20 %.
+TEST_CASE("serve calibrates from a plain profile whose warm-up repeats, and forecasts held-out loads", "[serve][e2e]") {
+  const std::string l2 = std::string(BNECK_TEST_DATA) + "/serving/loads2/";
+  const Trace t = load_trace(l2 + "cal.sqlite");
+  std::string how;
+  const auto steps = calibration::engine_steps(t, how);
+  INFO(how);
+  CHECK(steps.size() == 298);
+  for (const auto& [log, ttft, tpot] : std::vector<std::tuple<std::string, double, double>>{
+           {"rate5", 0.2, 0.1}, {"rate12", 0.2, 0.1}, {"burst48_graph", 0.2, 0.1}, {"burst32", 0.25, 0.2}, {"burst96", 0.25, 0.2}}) {
+    ServeJob j;
+    j.model_path = l2 + "config.json";
+    j.hw = "h200-sxm";
+    j.requests_path = l2 + log + ".jsonl";
+    j.warmup_path = l2 + log + "_warmup.jsonl";
+    j.engine = captured_engine();
+    j.engine.cuda_graph = log == "burst48_graph";
+    j.calibrate_trace = l2 + "cal.sqlite";
+    j.trace_log = l2 + "cal.jsonl";
+    j.calibrate_log = l2 + "cal_unprof.jsonl";
+    const ServeOutcome o = run_serving(j);
+    INFO(log << ": " << o.calibration.alignment << "; TTFT " << o.simulated.ttft.median << " / " << o.measured.ttft.median << ", TPOT "
+             << o.simulated.tpot.median << " / " << o.measured.tpot.median << ", E2E " << o.simulated.e2el.median << " / "
+             << o.measured.e2el.median);
+    CHECK(o.calibration.tokens_agreeing == o.calibration.tokens);
+    CHECK(std::abs(o.simulated.ttft.median / o.measured.ttft.median - 1) < ttft);
+    CHECK(std::abs(o.simulated.tpot.median / o.measured.tpot.median - 1) < tpot);
+    CHECK(std::abs(o.simulated.e2el.median / o.measured.e2el.median - 1) < tpot);
+  }
 }

@@ -62,20 +62,21 @@ StepObs step_of_ops(const Trace& trace, const std::vector<OpId>& ops) {
 // The steps of an engine from a plain profile. A step ends when its sampled tokens reach the host:
 // one device-to-host copy a step, which the host waits for. So on the thread that launches most
 // device ops, the steps are its launches up to each such copy, when these segments are about as
-// long as the iterations structure recognition finds (their median at least half the iterations'
-// median op count: one copy a step), or are once a segment of under 10 % of an iteration's ops is
-// joined to the step before it (a second copy a step: model.generate's stopping criteria); else
-// the iterations themselves (alike, not equal: the batch changes the kernels).
+// long as a loop structure recognition finds (their median at least half its instances' median op
+// count: one copy a step), or are once a segment of under 10 % of an instance's ops is joined to
+// the step before it (a second copy a step: model.generate's stopping criteria); else the loop's
+// instances themselves (alike, not equal: the batch changes the kernels). The loop is the
+// iterations, or the loop inside them where the iterations are few or longer than the steps (a
+// warm-up served twice repeats as a whole: two iterations of many steps each).
 std::vector<StepObs> engine_steps(const Trace& trace, std::string& how) {
   const Structure st = find_structure(trace);
-  const StructureLevel* it = st.level("iteration");
-  if (!it || it->instances.size() < 8) {
+  std::vector<const StructureLevel*> loops;
+  for (const char* name : {"iteration", "layer"})
+    if (const StructureLevel* l = st.level(name); l && l->instances.size() >= 8) loops.push_back(l);
+  if (loops.empty()) {
     how = "structure recognition found no repeating step";
     return {};
   }
-  std::vector<double> sizes;
-  for (const auto& in : it->instances) sizes.push_back(static_cast<double>(in.ops.size()));
-  const double iteration_ops = median(sizes);
   std::map<LaneId, std::size_t> per_lane;
   for (const Op& op : trace.ops)
     if (is_device_op(op.kind) && op.link != kNone && op.link < trace.ops.size()) ++per_lane[trace.ops[op.link].lane];
@@ -90,41 +91,51 @@ std::vector<StepObs> engine_steps(const Trace& trace, std::string& how) {
   }
   std::stable_sort(seq.begin(), seq.end(),
                    [&](OpId x, OpId y) { return trace.ops[trace.ops[x].link].start < trace.ops[trace.ops[y].link].start; });
-  std::vector<std::vector<OpId>> segs(1);
+  std::vector<std::vector<OpId>> raw(1);
   for (OpId i : seq) {
-    segs.back().push_back(i);
-    if (is_d2h(trace, trace.ops[i])) segs.emplace_back();
+    raw.back().push_back(i);
+    if (is_d2h(trace, trace.ops[i])) raw.emplace_back();
   }
-  segs.pop_back();  // launches after the last copy: no step's end
-  auto median_size = [](const std::vector<std::vector<OpId>>& gs) {
+  raw.pop_back();  // launches after the last copy: no step's end
+  auto median_size = [](const auto& gs) {
     std::vector<double> n;
-    for (const auto& g : gs) n.push_back(static_cast<double>(g.size()));
+    for (const auto& g : gs) n.push_back(static_cast<double>(g.ops.size()));
     return median(n);
   };
-  double seg_ops = median_size(segs);
-  std::string copies = "one device-to-host copy a step (its tokens)";
-  if (!(segs.size() >= 8 && seg_ops >= 0.5 * iteration_ops)) {
-    // Copies after the forward's (model.generate: its stopping criteria read a flag back): a
-    // segment of under 10 % of a step's ops belongs to the step before it.
-    std::vector<std::vector<OpId>> joined;
-    for (auto& g : segs)
-      if (!joined.empty() && static_cast<double>(g.size()) < 0.1 * iteration_ops)
-        joined.back().insert(joined.back().end(), g.begin(), g.end());
-      else
-        joined.push_back(std::move(g));
-    segs = std::move(joined);
-    seg_ops = median_size(segs);
-    copies = "device-to-host copies, a step's last one ending it (segments of under 10 % of a step's ops joined to the step before)";
+  struct Seg {
+    std::vector<OpId> ops;
+  };
+  for (const StructureLevel* it : loops) {
+    const double loop_ops = median_size(it->instances);
+    std::vector<Seg> segs;
+    for (const auto& g : raw) segs.push_back({g});
+    double seg_ops = median_size(segs);
+    std::string copies = "one device-to-host copy a step (its tokens)";
+    if (!(segs.size() >= 8 && seg_ops >= 0.5 * loop_ops)) {
+      // Copies after the forward's (model.generate: its stopping criteria read a flag back): a
+      // segment of under 10 % of a step's ops belongs to the step before it.
+      std::vector<Seg> joined;
+      for (auto& g : segs)
+        if (!joined.empty() && static_cast<double>(g.ops.size()) < 0.1 * loop_ops)
+          joined.back().ops.insert(joined.back().ops.end(), g.ops.begin(), g.ops.end());
+        else
+          joined.push_back(std::move(g));
+      segs = std::move(joined);
+      seg_ops = median_size(segs);
+      copies = "device-to-host copies, a step's last one ending it (segments of under 10 % of a step's ops joined to the step before)";
+    }
+    if (segs.size() >= 8 && seg_ops >= 0.5 * loop_ops) {
+      how = copies + ": " + std::to_string(segs.size()) + " steps of " + fmt(seg_ops, 4) +
+            " device ops (median); structure recognition: " + it->how;
+      std::vector<StepObs> obs;
+      for (const auto& g : segs) obs.push_back(step_of_ops(trace, g.ops));
+      std::erase_if(obs, [](const StepObs& o) { return o.launches.empty(); });
+      return obs;
+    }
   }
+  how = "structure recognition: " + loops.front()->how;
   std::vector<StepObs> obs;
-  if (segs.size() >= 8 && seg_ops >= 0.5 * iteration_ops) {
-    how = copies + ": " + std::to_string(segs.size()) + " steps of " + fmt(seg_ops, 4) +
-          " device ops (median); structure recognition: " + it->how;
-    for (const auto& g : segs) obs.push_back(step_of_ops(trace, g));
-  } else {
-    how = "structure recognition: " + it->how;
-    for (const auto& in : it->instances) obs.push_back(step_of_ops(trace, in.ops));
-  }
+  for (const auto& in : loops.front()->instances) obs.push_back(step_of_ops(trace, in.ops));
   std::erase_if(obs, [](const StepObs& o) { return o.launches.empty(); });
   return obs;
 }
