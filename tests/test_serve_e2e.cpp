@@ -287,14 +287,15 @@ TEST_CASE("serve calibration says in one line when a plain profile and a log do 
 
 // The intervals of serving forecasts (models/serving/error_bars.hpp) on the runs its fit errors
 // leave out (runs 1 and 2 are the fit): the plain capture's held-out loads with their repeats
-// (8 runs), run 3's offline run, the static engine's two held-out batch sizes. At this commit, of
-// 31 medians (TTFT, TPOT, E2E; static: E2E and makespan) 27 inside (87 %), median half-width
-// 15.1 %. The 4 outside: the second 8/s run's TTFT, TPOT and E2E (+36.6, +19.6, +17.4 %: its host
-// ran fastest, TPOT 59.6 ms where the three 8/s runs measured 64.7, 59.6 and 79.1) and the first
-// 4/s repeat's TTFT (+31.2 %). Each metric takes the host's run-to-run spread of its own repeats
-// (TTFT's is twice TPOT's); with TPOT's for all three, 26 inside at 15.7 %: TTFT of four plain runs
-// outside (+20.8, +31.2, -15.7, +36.6 %). With one plan build for every step (before the steps with
-// prompt tokens had their own), 22 inside, median half-width 15.1 %: the forecasts sat at the fast
+// (8 runs), run 3's offline run, loads2's five runs (its own calibration) and the static engine's
+// two held-out batch sizes. At this commit, of 46 medians (TTFT, TPOT, E2E; static: E2E and
+// makespan) 42 inside (91 %), median half-width 16.0 %; loads2's 15 all inside. The 4 outside: the
+// second 8/s run's TTFT, TPOT and E2E (+36.6, +19.6, +17.4 %: its host ran fastest, TPOT 59.6 ms
+// where the three 8/s runs measured 64.7, 59.6 and 79.1) and the first 4/s repeat's TTFT (+31.2 %).
+// Each metric takes the host's run-to-run spread of its own repeats (TTFT's is twice TPOT's); with
+// TPOT's for all three, the 31 before loads2: 26 inside at 15.7 % (TTFT of four plain runs outside:
+// +20.8, +31.2, -15.7, +36.6 %). With one plan build for every step (before the steps with prompt
+// tokens had their own), 22 of 31 inside, median half-width 15.1 %: the forecasts sat at the fast
 // end of the runs, TPOT -15 .. -25 % on the slow ones. Checked: at least 70 % inside, each interval
 // around its forecast.
 TEST_CASE("serve's 80 % intervals on held-out runs", "[serve][e2e][error_bar]") {
