@@ -9,6 +9,7 @@
 
 #include "models/kernel_work.hpp"
 #include "models/occupancy.hpp"
+#include "models/whatif/host_path.hpp"
 #include "models/whatif/run.hpp"
 #include "sim/analysis/analysis.hpp"
 #include "sim/analysis/structure.hpp"
@@ -131,36 +132,14 @@ void classify_phases(const Trace& t, const WorkTable& work, const HwSpec& hw, co
 
 namespace {
 
-// The cause a host call's time on the critical path counts under.
-const char* host_term(const Op& op) {
-  switch (op.api_class()) {
-    case ApiClass::Launch:
-    case ApiClass::GraphLaunch: return "kernel launches";
-    case ApiClass::MemcpyAsync:
-    case ApiClass::MemcpySync: return "copy calls";
-    case ApiClass::EventRecord:
-    case ApiClass::StreamWait: return "event calls";
-    case ApiClass::StreamSync:
-    case ApiClass::EventSync:
-    case ApiClass::DeviceSync: return "synchronization waits";
-    case ApiClass::Other: break;
-  }
-  return "other runtime calls";
-}
-constexpr const char* kBetweenCalls = "framework and Python between calls";
-
 // What dominates the host's part of the path, and how far the host's pace moves between processes
 // (HostSpread: the 10th to 90th percentile of one process's pace over the median).
 void host_summary(Advice& a) {
-  TimeNs host = 0;
-  for (const auto& [k, v] : a.host_terms) host += v;
-  if (a.path_ns <= 0 || host * 4 < a.path_ns) return;
-  const auto top =
-      std::max_element(a.host_terms.begin(), a.host_terms.end(), [](const auto& x, const auto& y) { return x.second < y.second; });
+  const HostOnPath h{a.path_ns, a.host_terms};
+  a.host_note = h.note();
+  if (a.host_note.empty()) return;
   const auto [lo, hi] = HostSpread::slowest_spread(1);
   const double med = HostSpread::expected_max(1);
-  a.host_note = "the host holds " + pct(static_cast<double>(host) / static_cast<double>(a.path_ns)) + " of the critical path; " +
-                top->first + " dominate (" + pct(static_cast<double>(top->second) / static_cast<double>(a.path_ns)) + ")";
   a.host_pace = "a process's host pace varies " + fmt_num("%.2f", lo * med) + " .. " + fmt_num("%.2f", hi * med) +
                 "x the median from one process to the next on one machine (measured): host-bound forecasts vary with it";
 }
@@ -172,24 +151,16 @@ void path_by_class(const Trace& t, const WorkTable& work, const HwSpec& hw, cons
   std::vector<OpId> ops;
   for (OpId o : path)
     if (o < t.ops.size()) ops.push_back(o);
-  std::sort(ops.begin(), ops.end(), [&](OpId x, OpId y) { return base.base_sim->end[x] < base.base_sim->end[y]; });
-  if (!ops.empty()) {
-    TimeNs prev = base.base_sim->start[ops.front()];
-    const TimeNs begin = prev;
-    for (OpId o : ops) {
-      const TimeNs s = base.base_sim->start[o], e = base.base_sim->end[o];
-      if (e <= prev) continue;
-      const Op& op = t.ops[o];
-      if (s > prev) {
-        a.path_by_class[kGaps] += s - prev;
-        if (op.kind == OpKind::Api) a.host_terms[kBetweenCalls] += s - prev;  // host work before a call
-      }
-      a.path_by_class[path_class(t, o, work[o], hw, e - s)] += e - std::max(s, prev);
-      if (op.kind == OpKind::Api) a.host_terms[host_term(op)] += e - std::max(s, prev);
-      prev = e;
+  const SimResult& sim = *base.base_sim;
+  a.path_ns = walk_path(sim, std::move(ops), [&](OpId o, TimeNs gap, TimeNs own) {
+    const Op& op = t.ops[o];
+    if (gap > 0) {
+      a.path_by_class[kGaps] += gap;
+      if (op.kind == OpKind::Api) a.host_terms[kBetweenCalls] += gap;  // host work before a call
     }
-    a.path_ns = prev - begin;
-  }
+    a.path_by_class[path_class(t, o, work[o], hw, sim.end[o] - sim.start[o])] += own;
+    if (op.kind == OpKind::Api) a.host_terms[host_term(op.api_class())] += own;
+  });
 }
 
 // Candidates generated from the profile.

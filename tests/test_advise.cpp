@@ -218,6 +218,17 @@ TEST_CASE("advise names the host's part of the critical path by cause, and how f
   CHECK_THAT(a.host_pace, Catch::Contains("from one process to the next"));
   const Advice g = advise_of(dir + "bert_large.p2.json.gz", "step.*");
   CHECK(g.host_note.empty());
+  // whatif says the same of its forecast (the host's part of the forecast's critical path): with
+  // nothing changed (kernels x 1) its terms are advise's to the nanosecond; under bf16 autocast
+  // (GEMMs faster, casts added on the host) the host holds the path still; BERT-large stays GPU-bound.
+  const WhatIfReport same = whatif_of(dir + "host48.p1.json.gz", "", {"--scale", "1:kind=kernel"});
+  CHECK(same.host_after.path_ns == a.path_ns);
+  CHECK(same.host_after.terms == a.host_terms);
+  CHECK(same.host_after.note() == a.host_note);
+  const WhatIfReport ac = whatif_of(dir + "host48.p1.json.gz", "step.*", {"--precision", "autocast-bf16"});
+  CHECK(static_cast<double>(ac.host_after.host()) >= 0.95 * static_cast<double>(ac.host_after.path_ns));
+  CHECK_THAT(ac.host_after.note(), Catch::Contains("dominate"));
+  CHECK(whatif_of(dir + "bert_large.p2.json.gz", "step.*", {"--scale", "1:kind=kernel"}).host_after.note().empty());
 }
 
 // validate/reference/h200/waves: FlashAttention forward over grids of 8 x H blocks (H = 1 .. 48) on

@@ -322,6 +322,7 @@ WhatIfReport WhatIfBaseline::run(const std::vector<Transform>& user) const {
     rep.amdahl_fraction = repeats_center(am, meas);
     before_cp = rep.ranges.front().cp_before;
     after_cp = rep.ranges.front().cp_after;
+    rep.host_after = host_on_path(pg, rep.pred_sim, rep.ranges.front().path_after);
   } else {
     rep.measured_ns = rep.measured.length();
     rep.baseline_ns = rep.baseline.length();
@@ -330,8 +331,10 @@ WhatIfReport WhatIfBaseline::run(const std::vector<Transform>& user) const {
       rep.amdahl_fraction = static_cast<double>(busy_union(all_dev, pred.scaled, *rep.base_sim)) / static_cast<double>(rep.baseline_ns);
     const TimeNs p0 = rep.predicted.begin;
     before_cp = b.cp;
-    after_cp = cp_names(
-        pg, critical_path(rep.pred_sim, last_device_op(pg, sim_schedule(rep.pred_sim)), [&](OpId o) { return rep.pred_sim.end[o] > p0; }));
+    const std::vector<OpId> path =
+        critical_path(rep.pred_sim, last_device_op(pg, sim_schedule(rep.pred_sim)), [&](OpId o) { return rep.pred_sim.end[o] > p0; });
+    after_cp = cp_names(pg, path);
+    rep.host_after = host_on_path(pg, rep.pred_sim, path);
   }
   if (rep.has_amdahl) rep.amdahl_ns = amdahl_ns(rep.baseline_ns, rep.amdahl_fraction, rep.amdahl_factor);
   rep.speedup = rep.predicted_ns > 0 ? static_cast<double>(rep.baseline_ns) / static_cast<double>(rep.predicted_ns) : 0;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "models/whatif/error_bar.hpp"
+#include "models/whatif/host_path.hpp"
 #include "models/whatif/transform.hpp"
 #include "sim/analysis/ranges.hpp"
 
@@ -52,6 +53,7 @@ struct WhatIfReport {
   double amdahl_fraction = 0, amdahl_factor = 0;
   TimeNs amdahl_ns = 0;
   std::vector<std::string> onto_cp, off_cp;  // op names that moved onto / off the critical path
+  HostOnPath host_after;                     // the host's part of the forecast's critical path (the first range's)
   struct SlackChange {
     std::string name;
     OpId id;

@@ -45,6 +45,8 @@ void print_whatif_text(const WhatIfReport& r, const WhatIfOptions& opt, std::ost
     out << "  spread    " << format_duration(lo) << " .. " << format_duration(hi) << "  (predicted over the " << r.ranges.size()
         << " ranges)\n";
   }
+  if (const std::string h = r.host_after.note(); !h.empty())
+    out << "  host      after the change" << (r.ranges.empty() ? "" : " (" + r.ranges.front().name + ")") << ": " << h << "\n";
   if (r.has_amdahl) {
     char b[200];
     std::snprintf(b, sizeof b, "  Amdahl    %s  (naive: %.1f%% of the busy time made %.3gx faster, ignoring overlap and dependencies)\n",
@@ -132,6 +134,11 @@ json whatif_json(const WhatIfReport& r) {
   j["predicted_ns"] = r.predicted_ns;
   j["error_bar"] = error_bar_json(r.error_bar);
   j["speedup"] = r.speedup;
+  {
+    json terms = json::object();
+    for (const auto& [c, ns] : r.host_after.terms) terms[c] = ns;
+    j["host_after"] = {{"path_ns", r.host_after.path_ns}, {"terms", terms}, {"note", r.host_after.note()}};
+  }
   {
     const auto& base = r.baseline_ranks;
     const auto& pred = r.predicted_ranks;

@@ -1,0 +1,51 @@
+// The host's part of a critical path, by cause: the runtime calls on it by class and the host
+// time before a call that no op on the path covers (the framework and Python between calls).
+// advise reports it for the run, whatif for the forecast after a change.
+#pragma once
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sim/engine/engine.hpp"
+#include "sim/graph/graph.hpp"
+
+namespace bneck {
+
+inline constexpr const char* kBetweenCalls = "framework and Python between calls";
+
+// The cause a host call's time on the critical path counts under ("kernel launches", ...).
+const char* host_term(ApiClass c);
+
+// Walks a critical path in end order: each node adds the time after the one before (a blocking
+// call that waited for kernels counts only its own tail) and the time before it that no earlier
+// node covers (a gap): visit(node, gap, own). Returns the path's span.
+template <class Visit>
+TimeNs walk_path(const SimResult& sim, std::vector<OpId> path, Visit&& visit) {
+  std::sort(path.begin(), path.end(), [&](OpId x, OpId y) { return sim.end[x] < sim.end[y]; });
+  if (path.empty()) return 0;
+  TimeNs prev = sim.start[path.front()];
+  const TimeNs begin = prev;
+  for (OpId o : path) {
+    const TimeNs s = sim.start[o], e = sim.end[o];
+    if (e <= prev) continue;
+    visit(o, s > prev ? s - prev : TimeNs{0}, e - std::max(s, prev));
+    prev = e;
+  }
+  return prev - begin;
+}
+
+struct HostOnPath {
+  TimeNs path_ns = 0;
+  std::map<std::string, TimeNs> terms;  // host time on the path by cause
+  TimeNs host() const;
+  // "the host holds H % of the critical path; T dominate (P %)" when the host holds a quarter of
+  // it or more, else empty.
+  std::string note() const;
+};
+
+// The host's part of a critical path of g's schedule `sim`: runtime calls by their class (a node a
+// transform synthesized from nothing: "host work a change added"), gaps before a call between calls.
+HostOnPath host_on_path(const Graph& g, const SimResult& sim, const std::vector<OpId>& path);
+
+}  // namespace bneck
