@@ -274,8 +274,9 @@ TEST_CASE("a stretch of a run as a trace of its own: the middle ops, launches re
   CHECK(w.end == 4);
   CHECK(w.quiet_begin);
   CHECK(w.quiet_end);
-  CHECK(window_text(t, w).find("ops 2 .. 3 of 6 (33 % of its ops, from its middle; 0.4 ms of the run's 2.4 ms)") == 0);
-  // Its device time: 400 of its 410 us (98 %); the run's 1200 of 2410 us (50 %); the same kernel's.
+  CHECK(window_text(t, w).find("ops 2 .. 3 of 6 (33 % of its ops, from its middle; 410.000 us of the run's 2.410 ms)") == 0);
+  // Its span 1000 .. 1410 us, the run's 0 .. 2410 us; its device time 400 of its 410 us (98 %), the
+  // run's 1200 of 2410 us (50 %); the same kernel's.
   CHECK_THAT(window_text(t, w), Catch::Contains("device time 98 % of its span (the run's: 50 %), its device time by op name 0.0 % from"));
   Trace s = trace_window(std::move(t), w);
   REQUIRE(s.ops.size() == 2);

@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "sim/base/units.hpp"
+
 namespace bneck {
 
 namespace {
@@ -130,16 +132,15 @@ std::string window_text(const Trace& whole, const WindowSpan& w) {
   double tv = 0;
   for (std::size_t k = 0; k < run_by.size() && run_dev > 0 && win_dev > 0; ++k) tv += std::abs(win_by[k] / win_dev - run_by[k] / run_dev);
   tv = run_dev > 0 && win_dev > 0 ? 50.0 * tv : 100.0;
-  auto ms = [](TimeNs a, TimeNs b) { return static_cast<double>(b - a) / 1e6; };
-  char which[160], like[200];
+  char which[96], like[200];
   const double share = 100.0 * static_cast<double>(w.end - w.begin) / static_cast<double>(n);
-  std::snprintf(which, sizeof which, " (%.*f %% of its ops, from its middle; %.1f ms of the run's %.1f ms)", share < 1 ? 2 : 0, share,
-                ms(w0, w1), ms(run0, run1));
+  std::snprintf(which, sizeof which, " (%.*f %% of its ops, from its middle; ", share < 1 ? 2 : 0, share);
   std::snprintf(like, sizeof like,
                 "device time %.0f %% of its span (the run's: %.0f %%), its device time by op name %.1f %% from the run's",
                 w1 > w0 ? 100.0 * win_dev / static_cast<double>(w1 - w0) : 0.0,
                 run1 > run0 ? 100.0 * run_dev / static_cast<double>(run1 - run0) : 0.0, tv);
-  return "ops " + grouped(w.begin) + " .. " + grouped(w.end - 1) + " of " + grouped(n) + which + "\n" + like;
+  return "ops " + grouped(w.begin) + " .. " + grouped(w.end - 1) + " of " + grouped(n) + which + format_duration(w1 - w0) +
+         " of the run's " + format_duration(run1 - run0) + ")\n" + like;
 }
 
 }  // namespace bneck
