@@ -20,7 +20,8 @@ const std::vector<double> kE2el = {0.055, 0.039, -0.044, 0.096, -0.015, 0.031, 0
 // validate/reference/h200/serving/loads' 64 requests at once with CUDA graphs (3.2x the
 // calibration's load), calibrated on the plain capture's eager trace: TTFT, TPOT, E2E.
 const std::vector<double> kGraphsTtft = {0.111}, kGraphsTpot = {0.100}, kGraphsE2el = {0.098};
-// Static batching from a continuous engine's calibration, makespan (docs/serving.md).
+// Static batching forecast from another engine's calibration (the continuous engine's, runs 2
+// and 3) or another machine's (model.generate's own, for runs 2 and 3), makespan (docs/serving.md).
 const std::vector<double> kStatic = {0.148, -0.020, 0.47, 0.34};
 
 // The uncalibrated model's step against the engine's measured (docs/serving.md: 1.2 ms against 55-65 ms).

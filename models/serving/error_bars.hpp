@@ -17,8 +17,11 @@
 //     the graphs' gain was validated near the calibration's load (the fit runs' CUDA-graph rows)
 //     and beyond it on one run (validate/reference/h200/serving/loads: 64 requests at once, TTFT /
 //     TPOT / E2E +11.1 / +10.0 / +9.8 %): that run's errors as a family of one (1.645 x RMS);
-//   - static batching forecast from a continuous engine's calibration: the errors of those
-//     forecasts (docs/serving.md: +14.8, -2.0, +47, +34 % in makespan);
+//   - static batching forecast from a continuous engine's calibration: the makespan errors of
+//     static forecasts from another engine's or another machine's calibration (docs/serving.md:
+//     from the continuous engine on its machine +14.8 and -2.0 %, runs 2 and 3; from model.generate
+//     calibrated on another machine +47 and +34 %): the engine's host and the machine's both
+//     unmeasured for the run forecast;
 //   - no calibration: the hardware model alone, without the engine's host work: its GPU time is a
 //     floor (the lower end, less the fit's half-width); the upper end is the gap measured between
 //     the model and a Python engine (docs/serving.md: 55 ms a step where the model says 1.2 ms).
