@@ -292,7 +292,7 @@ TEST_CASE("serve calibration says in one line when a plain profile and a log do 
 // makespan) 42 inside (91 %), median half-width 16.0 %; loads2's 15 all inside. The 4 outside: the
 // second 8/s run's TTFT, TPOT and E2E (+36.6, +19.6, +17.4 %: its host ran fastest, TPOT 59.6 ms
 // where the three 8/s runs measured 64.7, 59.6 and 79.1) and the first 4/s repeat's TTFT (+31.2 %).
-// Each metric takes the host's run-to-run spread of its own repeats (TTFT's is twice TPOT's); with
+// Each metric takes the host's run-to-run spread of its own repeats (TTFT's 1.7 times TPOT's); with
 // TPOT's for all three, the 31 before loads2: 26 inside at 15.7 % (TTFT of four plain runs outside:
 // +20.8, +31.2, -15.7, +36.6 %). With one plan build for every step (before the steps with prompt
 // tokens had their own), 22 of 31 inside, median half-width 15.1 %: the forecasts sat at the fast

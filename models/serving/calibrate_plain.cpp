@@ -64,16 +64,17 @@ StepObs step_of_ops(const Trace& trace, const std::vector<OpId>& ops) {
 // device ops, the steps are its launches up to each such copy, when these segments are about as
 // long as a loop structure recognition finds (their median at least half its instances' median op
 // count: one copy a step), or are once a segment of under 10 % of an instance's ops is joined to
-// the step before it (a second copy a step: model.generate's stopping criteria); else the loop's
-// instances themselves (alike, not equal: the batch changes the kernels). The loop is the
-// iterations, or the loop inside them where the iterations are few or longer than the steps (a
-// warm-up served twice repeats as a whole: two iterations of many steps each).
+// the step before it (a second copy a step: model.generate's stopping criteria); else the
+// iterations themselves (alike, not equal: the batch changes the kernels). The loop is the
+// iterations, or the loop inside them where the iterations are under 8 or over 4 times the
+// segments (a warm-up served twice repeats as a whole: two iterations of many steps each).
 std::vector<StepObs> engine_steps(const Trace& trace, std::string& how) {
   const Structure st = find_structure(trace);
-  std::vector<const StructureLevel*> loops;
-  for (const char* name : {"iteration", "layer"})
-    if (const StructureLevel* l = st.level(name); l && l->instances.size() >= 8) loops.push_back(l);
-  if (loops.empty()) {
+  const StructureLevel* iterations = st.level("iteration");
+  const StructureLevel* inner = st.level("layer");
+  if (iterations && iterations->instances.size() < 8) iterations = nullptr;
+  if (inner && inner->instances.size() < 8) inner = nullptr;
+  if (!iterations && !inner) {
     how = "structure recognition found no repeating step";
     return {};
   }
@@ -91,24 +92,28 @@ std::vector<StepObs> engine_steps(const Trace& trace, std::string& how) {
   }
   std::stable_sort(seq.begin(), seq.end(),
                    [&](OpId x, OpId y) { return trace.ops[trace.ops[x].link].start < trace.ops[trace.ops[y].link].start; });
-  std::vector<std::vector<OpId>> raw(1);
+  struct Seg {
+    std::vector<OpId> ops;
+  };
+  std::vector<Seg> raw(1);
   for (OpId i : seq) {
-    raw.back().push_back(i);
+    raw.back().ops.push_back(i);
     if (is_d2h(trace, trace.ops[i])) raw.emplace_back();
   }
   raw.pop_back();  // launches after the last copy: no step's end
   auto median_size = [](const auto& gs) {
     std::vector<double> n;
     for (const auto& g : gs) n.push_back(static_cast<double>(g.ops.size()));
-    return median(n);
+    return n.empty() ? 0.0 : median(n);
   };
-  struct Seg {
-    std::vector<OpId> ops;
-  };
+  // The loop inside the iterations only where these are too few or far longer than the segments
+  // (the layers of a model inside its steps are not steps).
+  std::vector<const StructureLevel*> loops;
+  if (iterations) loops.push_back(iterations);
+  if (inner && (!iterations || median_size(iterations->instances) > 4 * median_size(raw))) loops.push_back(inner);
   for (const StructureLevel* it : loops) {
     const double loop_ops = median_size(it->instances);
-    std::vector<Seg> segs;
-    for (const auto& g : raw) segs.push_back({g});
+    std::vector<Seg> segs = raw;
     double seg_ops = median_size(segs);
     std::string copies = "one device-to-host copy a step (its tokens)";
     if (!(segs.size() >= 8 && seg_ops >= 0.5 * loop_ops)) {
@@ -133,9 +138,13 @@ std::vector<StepObs> engine_steps(const Trace& trace, std::string& how) {
       return obs;
     }
   }
-  how = "structure recognition: " + loops.front()->how;
+  if (!iterations) {
+    how = "structure recognition found no repeating step (its loop inside the iterations does not match the device-to-host copies)";
+    return {};
+  }
+  how = "structure recognition: " + iterations->how;
   std::vector<StepObs> obs;
-  for (const auto& in : loops.front()->instances) obs.push_back(step_of_ops(trace, in.ops));
+  for (const auto& in : iterations->instances) obs.push_back(step_of_ops(trace, in.ops));
   std::erase_if(obs, [](const StepObs& o) { return o.launches.empty(); });
   return obs;
 }

@@ -7,10 +7,11 @@
 //   quadrature by:
 //   - the host's run-to-run pace where the engine is host-bound (the simulated GPU time under
 //     60 % of the steps' time): the prediction half-width of the deviations of repeated runs of one
-//     program on one machine from their mean, each metric its own (validate/reference/h200/serving/
-//     plain/repeats: TPOT 69.0 / 59.4 / 70.5, 64.7 / 59.6 / 79.1, 60.4 / 67.1 / 62.0 ms; TTFT 114.7 /
-//     91.5 / 142.6, 106.6 / 94.3 / 142.4, 123.6 / 108.1 / 126.8 ms: a first token waits for the step
-//     in flight and its own prompt step, both at the pace of the moment);
+//     program on one machine from their mean, TTFT, TPOT and E2E each its own, the duration E2E's
+//     (validate/reference/h200/serving/plain/repeats: TPOT 69.0 / 59.4 / 70.5, 64.7 / 59.6 / 79.1,
+//     60.4 / 67.1 / 62.0 ms; TTFT 114.7 / 91.5 / 142.6, 106.6 / 94.3 / 142.4, 123.6 / 108.1 / 126.8
+//     ms, about 1.7 times TPOT's spread: a first token waits for the step in flight and its own
+//     prompt step, both at the pace of the moment);
 //   - a load beyond the calibration's (requests in flight, mean, r times the calibration log's,
 //     r > 1.5): w x log2(r) more, the host's per-sequence work not being measured there;
 //   - CUDA graphs forecast from an eager calibration at a load beyond the calibration's (as above):

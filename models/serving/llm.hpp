@@ -70,7 +70,8 @@ struct StepTime {
 };
 
 // How CUDA graphs pad a step (transformers' continuous batching: the query tokens to a multiple of
-// 64, capped at the token budget; the KV read to a multiple of 16384, capped at the cache).
+// 64, capped at the token budget; the cached tokens read to a multiple of 16384, capped at the
+// cache; the attention reads the padded query tokens plus the padded cache).
 struct GraphPadding {
   std::int64_t q_interval = 64, kv_interval = 16384;
 };

@@ -58,7 +58,8 @@ void add_serve_options(CLI::App& app, ServeArgs& a) {
       ->capture_default_str();
   app.add_flag("--cuda-graph", a.cuda_graph, "the forward runs as a CUDA graph on a padded shape");
   app.add_option("--graph-q-pad", a.q_pad, "CUDA graphs: query tokens padded to a multiple of N")->capture_default_str();
-  app.add_option("--graph-kv-pad", a.kv_pad, "CUDA graphs: KV tokens read padded to a multiple of N (0: none)")->capture_default_str();
+  app.add_option("--graph-kv-pad", a.kv_pad, "CUDA graphs: cached KV tokens read padded to a multiple of N (0: none)")
+      ->capture_default_str();
   app.add_option("--slo-ttft", a.slo_ttft, "goodput: time to first token at most ('200 ms')");
   app.add_option("--slo-tpot", a.slo_tpot, "goodput: time per output token at most ('50 ms')");
   app.add_option("--rates", a.rates, "sweep these request rates (requests/s): the knee and the goodput-maximizing rate");
