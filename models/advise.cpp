@@ -28,12 +28,6 @@ constexpr const char* kCompute = "compute-bound kernels";
 constexpr const char* kMemory = "memory-bound kernels";
 constexpr const char* kLatency = "latency-bound kernels";
 
-std::string pct(double x) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.0f %%", x * 100);
-  return b;
-}
-
 // The class an op's time on the critical path counts under.
 const char* path_class(const Trace& t, OpId o, const KernelWork& w, const HwSpec& hw, TimeNs d) {
   const Op& op = t.ops[o];
@@ -56,26 +50,26 @@ void classify_run(Advice& a) {
   const double idle = a.overlap.window_ns > 0 ? static_cast<double>(a.overlap.gpu_idle_ns) / static_cast<double>(a.overlap.window_ns) : 0;
   if (host >= 0.5) {
     a.bottleneck = share(kSync) >= 0.25 ? "synchronization-bound" : "launch/host-bound";
-    a.evidence = "host calls, synchronization and the gaps between ops are " + pct(host) + " of the critical path; the GPU is idle " +
-                 pct(idle) + " of the run";
+    a.evidence = "host calls, synchronization and the gaps between ops are " + format_share(host) +
+                 " of the critical path; the GPU is idle " + format_share(idle) + " of the run";
     return;
   }
   if (share(kComm) >= 0.25) {
     a.bottleneck = "exposed communication";
-    a.evidence = "communication is " + pct(share(kComm)) + " of the critical path, " + format_duration(a.overlap.exposed_communication_ns) +
-                 " with no compute beside it";
+    a.evidence = "communication is " + format_share(share(kComm)) + " of the critical path, " +
+                 format_duration(a.overlap.exposed_communication_ns) + " with no compute beside it";
     return;
   }
   const char* best = kCompute;
   for (const char* c : {kMemory, kLatency, kCopies})
     if (share(c) > share(best)) best = c;
   a.bottleneck = best == kCompute ? "compute-bound" : best == kMemory ? "memory-bound" : best == kLatency ? "latency-bound" : "copy-bound";
-  a.evidence =
-      std::string(best) + " are " + pct(share(best)) + " of the critical path (host " + pct(host) + ", GPU idle " + pct(idle) + ")";
+  a.evidence = std::string(best) + " are " + format_share(share(best)) + " of the critical path (host " + format_share(host) +
+               ", GPU idle " + format_share(idle) + ")";
   for (const ClassRow& r : a.classes)
     if (r.bound == (best == kCompute ? "compute" : "memory") && r.measured_ns > 0 && r.achieved_fraction > 0) {
-      a.evidence +=
-          "; " + r.cls + " kernels reach " + pct(r.achieved_fraction) + " of the " + (best == kCompute ? "math" : "memory") + " peak";
+      a.evidence += "; " + r.cls + " kernels reach " + format_share(r.achieved_fraction) + " of the " +
+                    (best == kCompute ? "math" : "memory") + " peak";
       break;
     }
 }
@@ -110,7 +104,7 @@ void classify_phases(const Trace& t, const WorkTable& work, const HwSpec& hw, co
     const double frac = p.span_ns > 0 ? static_cast<double>(p.busy_ns) / static_cast<double>(p.span_ns) : 1;
     if (frac < 0.6) {
       p.bottleneck = "launch/host-bound";
-      p.evidence = "the GPU is busy " + pct(frac) + " of its span";
+      p.evidence = "the GPU is busy " + format_share(frac) + " of its span";
     } else {
       auto top = std::max_element(by.begin(), by.end(), [](const auto& x, const auto& y) { return x.second < y.second; });
       TimeNs all = 0;
@@ -121,8 +115,8 @@ void classify_phases(const Trace& t, const WorkTable& work, const HwSpec& hw, co
                      : c == kLatency ? "latency-bound"
                      : c == kComm    ? "communication"
                                      : c;
-      p.evidence = c + " " + pct(all ? static_cast<double>(top->second) / static_cast<double>(all) : 0) + " of its device time, GPU busy " +
-                   pct(frac);
+      p.evidence = c + " " + format_share(all ? static_cast<double>(top->second) / static_cast<double>(all) : 0) +
+                   " of its device time, GPU busy " + format_share(frac);
     }
     a.phases.push_back(std::move(p));
   }

@@ -1,7 +1,5 @@
 #include "models/whatif/host_path.hpp"
 
-#include <cstdio>
-
 namespace bneck {
 
 const char* host_term(ApiClass c) {
@@ -30,11 +28,7 @@ std::string HostOnPath::note() const {
   const TimeNs h = host();
   if (path_ns <= 0 || h * 4 < path_ns) return "";
   const auto top = std::max_element(terms.begin(), terms.end(), [](const auto& x, const auto& y) { return x.second < y.second; });
-  auto pct = [&](TimeNs v) {
-    char b[32];
-    std::snprintf(b, sizeof b, "%.0f %%", 100.0 * static_cast<double>(v) / static_cast<double>(path_ns));
-    return std::string(b);
-  };
+  auto pct = [&](TimeNs v) { return format_share(static_cast<double>(v) / static_cast<double>(path_ns)); };
   return "the host holds " + pct(h) + " of the critical path; " + top->first + " dominate (" + pct(top->second) + ")";
 }
 

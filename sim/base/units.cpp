@@ -152,6 +152,12 @@ std::string format_duration(TimeNs ns) {
   return buf;
 }
 
+std::string format_share(double fraction) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f %%", fraction * 100);
+  return buf;
+}
+
 std::string format_bandwidth(double b) {
   if (b >= 1e12) return fmt(b / 1e12, "TB/s");
   if (b >= 1e9) return fmt(b / 1e9, "GB/s");

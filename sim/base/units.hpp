@@ -31,6 +31,7 @@ double parse_amount(std::string_view text, const char* what);
 
 // Human formatting with units, e.g. "12.204 ms", "4.81 TB/s", "60 MiB".
 std::string format_duration(TimeNs ns);
+std::string format_share(double fraction);  // 0.675 -> "68 %"
 std::string format_bandwidth(double bytes_per_s);
 std::string format_frequency(double hz);
 std::string format_op_rate(double ops_per_s);  // "66.9 TFLOP/s"
