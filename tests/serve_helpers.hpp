@@ -6,6 +6,7 @@
 #include <string>
 #include <unistd.h>
 
+#include "models/serving/pipeline.hpp"
 #include "models/serving/serve.hpp"
 
 namespace bneck::test {
@@ -33,6 +34,23 @@ inline serve::EngineConfig captured_engine() {
 // A calibration trace unpacked beside the first (tests/CMakeLists.txt): "run2", "plain", "static", "prefix".
 inline std::string serving_trace(const std::string& sub) {
   return std::filesystem::path(BNECK_SERVING_TRACE).parent_path().string() + "/" + sub + "/cal.sqlite";
+}
+
+// A forecast of `requests` (after its warm-up; "": none) by the captured engine and the model of
+// `model_dir`, calibrated from `trace` with the traced run's log (`trace_log`; "": the calibration
+// log) and the log the host's speed is fitted to (`calibrate_log`).
+inline serve::ServeJob calibrated_job(const std::string& model_dir, const std::string& requests, const std::string& warmup,
+                                      const std::string& trace, const std::string& trace_log, const std::string& calibrate_log) {
+  serve::ServeJob j;
+  j.model_path = model_dir + "config.json";
+  j.hw = "h200-sxm";
+  j.requests_path = requests;
+  j.warmup_path = warmup;
+  j.engine = captured_engine();
+  j.calibrate_trace = trace;
+  j.trace_log = trace_log;
+  j.calibrate_log = calibrate_log;
+  return j;
 }
 
 }  // namespace bneck::test

@@ -309,15 +309,6 @@ TEST_CASE("serve's 80 % intervals on held-out runs", "[serve][e2e][error_bar]") 
     inside += bar[0] <= meas && meas <= bar[1];
     half.push_back((bar[1] - bar[0]) / 2 / sim);
   };
-  auto job_of = [](const std::string& dir, const std::string& log, const std::string& warmup) {
-    ServeJob j;
-    j.model_path = dir + "config.json";
-    j.hw = "h200-sxm";
-    j.requests_path = dir + log;
-    j.engine = captured_engine();
-    if (!warmup.empty()) j.warmup_path = dir + warmup;
-    return j;
-  };
   const std::string plain = kServe + "plain/";
   for (const auto& [log, base] : std::vector<std::pair<std::string, std::string>>{{"rate4", "rate4"},
                                                                                   {"rate8", "rate8"},
@@ -327,10 +318,8 @@ TEST_CASE("serve's 80 % intervals on held-out runs", "[serve][e2e][error_bar]") 
                                                                                   {"repeats/rate8.r1", "rate8"},
                                                                                   {"repeats/rate8.r2", "rate8"},
                                                                                   {"repeats/graph6.r1", "graph6"}}) {
-    ServeJob j = job_of(plain, log + ".jsonl", base + "_warmup.jsonl");
-    j.calibrate_trace = serving_trace("plain");
-    j.trace_log = plain + "cal_plain.jsonl";
-    j.calibrate_log = plain + "cal_plain_unprof.jsonl";
+    ServeJob j = calibrated_job(plain, plain + log + ".jsonl", plain + base + "_warmup.jsonl", serving_trace("plain"),
+                                plain + "cal_plain.jsonl", plain + "cal_plain_unprof.jsonl");
     j.engine.cuda_graph = base == "graph6";
     const ServeOutcome o = run_serving(j);
     INFO(log << ": " << o.bars.basis.front());
@@ -341,9 +330,7 @@ TEST_CASE("serve's 80 % intervals on held-out runs", "[serve][e2e][error_bar]") 
   }
   {
     const std::string r3 = kServe + "run3/";
-    ServeJob j = job_of(r3, "offline.jsonl", "offline_warmup.jsonl");
-    j.calibrate_trace = serving_trace("run3");
-    j.calibrate_log = r3 + "cal_unprof.jsonl";
+    ServeJob j = calibrated_job(r3, r3 + "offline.jsonl", r3 + "offline_warmup.jsonl", serving_trace("run3"), "", r3 + "cal_unprof.jsonl");
     j.engine.wake = 234'000;
     const ServeOutcome o = run_serving(j);
     check("TTFT", o.simulated.ttft.median, o.bars.ttft_ms, o.measured.ttft.median);
@@ -354,10 +341,8 @@ TEST_CASE("serve's 80 % intervals on held-out runs", "[serve][e2e][error_bar]") 
   // held-out runs (5/s, 12/s, 32 and 96 at once, 48 at once with CUDA graphs).
   const std::string l2 = std::string(BNECK_TEST_DATA) + "/serving/loads2/";
   for (const std::string log : {"rate5", "rate12", "burst32", "burst96", "burst48_graph"}) {
-    ServeJob j = job_of(l2, log + ".jsonl", log + "_warmup.jsonl");
-    j.calibrate_trace = l2 + "cal.sqlite";
-    j.trace_log = l2 + "cal.jsonl";
-    j.calibrate_log = l2 + "cal_unprof.jsonl";
+    ServeJob j =
+        calibrated_job(l2, l2 + log + ".jsonl", l2 + log + "_warmup.jsonl", l2 + "cal.sqlite", l2 + "cal.jsonl", l2 + "cal_unprof.jsonl");
     j.engine.cuda_graph = log == "burst48_graph";
     const ServeOutcome o = run_serving(j);
     INFO(log);
@@ -367,10 +352,8 @@ TEST_CASE("serve's 80 % intervals on held-out runs", "[serve][e2e][error_bar]") 
   }
   const std::string st = kServe + "static/";
   for (const auto& [log, batch] : std::vector<std::pair<std::string, std::int64_t>>{{"static16", 16}, {"static64", 64}}) {
-    ServeJob j = job_of(st, log + ".jsonl", "");
-    j.calibrate_trace = serving_trace("static");
-    j.trace_log = st + "cal_static.jsonl";
-    j.calibrate_log = st + "cal_static_unprof.jsonl";
+    ServeJob j =
+        calibrated_job(st, st + log + ".jsonl", "", serving_trace("static"), st + "cal_static.jsonl", st + "cal_static_unprof.jsonl");
     j.engine.policy = Policy::Static;
     j.engine.max_seqs = batch;
     const ServeOutcome o = run_serving(j);
@@ -390,16 +373,9 @@ TEST_CASE("serve's 80 % intervals on held-out runs", "[serve][e2e][error_bar]") 
 // before steps with prompt tokens had their own plan build, 33.36 ms (+3.9 %) and 7,940 ms (-16.5 %).
 TEST_CASE("serve forecasts another batch limit than the traced engine's (--trace-max-seqs)", "[serve][e2e]") {
   const std::string plain = kServe + "plain/", loads = std::string(BNECK_TEST_DATA) + "/serving/loads/";
-  ServeJob j;
-  j.model_path = plain + "config.json";
-  j.hw = "h200-sxm";
-  j.requests_path = loads + "burst64_seqs16.jsonl";
-  j.warmup_path = loads + "burst64_seqs16_warmup.jsonl";
-  j.engine = captured_engine();
+  ServeJob j = calibrated_job(plain, loads + "burst64_seqs16.jsonl", loads + "burst64_seqs16_warmup.jsonl", serving_trace("plain"),
+                              plain + "cal_plain.jsonl", loads + "cal_unprof.jsonl");
   j.engine.max_seqs = 16;
-  j.calibrate_trace = serving_trace("plain");
-  j.trace_log = plain + "cal_plain.jsonl";
-  j.calibrate_log = loads + "cal_unprof.jsonl";
   CHECK_THROWS_WITH(run_serving(j), Catch::Contains("disagrees"));
   j.trace_max_seqs = 64;
   const ServeOutcome o = run_serving(j);
@@ -433,16 +409,9 @@ TEST_CASE("serve forecasts another batch limit than the traced engine's (--trace
 // TPOT +16.1 %. At this commit TPOT 32.38 vs 29.44 ms (+10.0 %), E2E 2,886 vs 2,628 ms (+9.8 %).
 TEST_CASE("serve with CUDA graphs captures a new padded shape where the engine did (64 at once)", "[serve][e2e]") {
   const std::string plain = kServe + "plain/", loads = std::string(BNECK_TEST_DATA) + "/serving/loads/";
-  ServeJob j;
-  j.model_path = plain + "config.json";
-  j.hw = "h200-sxm";
-  j.requests_path = loads + "burst64_graph.jsonl";
-  j.warmup_path = loads + "burst64_graph_warmup.jsonl";
-  j.engine = captured_engine();
+  ServeJob j = calibrated_job(plain, loads + "burst64_graph.jsonl", loads + "burst64_graph_warmup.jsonl", serving_trace("plain"),
+                              plain + "cal_plain.jsonl", loads + "cal_unprof.jsonl");
   j.engine.cuda_graph = true;
-  j.calibrate_trace = serving_trace("plain");
-  j.trace_log = plain + "cal_plain.jsonl";
-  j.calibrate_log = loads + "cal_unprof.jsonl";
   j.keep_steps = true;
   const ServeOutcome o = run_serving(j);
   std::vector<std::size_t> captured;
@@ -476,16 +445,9 @@ TEST_CASE("serve calibrates from a plain profile whose warm-up repeats, and fore
   CHECK(steps.size() == 298);
   for (const auto& [log, ttft, tpot] : std::vector<std::tuple<std::string, double, double>>{
            {"rate5", 0.2, 0.1}, {"rate12", 0.2, 0.1}, {"burst48_graph", 0.2, 0.1}, {"burst32", 0.25, 0.2}, {"burst96", 0.25, 0.2}}) {
-    ServeJob j;
-    j.model_path = l2 + "config.json";
-    j.hw = "h200-sxm";
-    j.requests_path = l2 + log + ".jsonl";
-    j.warmup_path = l2 + log + "_warmup.jsonl";
-    j.engine = captured_engine();
+    ServeJob j =
+        calibrated_job(l2, l2 + log + ".jsonl", l2 + log + "_warmup.jsonl", l2 + "cal.sqlite", l2 + "cal.jsonl", l2 + "cal_unprof.jsonl");
     j.engine.cuda_graph = log == "burst48_graph";
-    j.calibrate_trace = l2 + "cal.sqlite";
-    j.trace_log = l2 + "cal.jsonl";
-    j.calibrate_log = l2 + "cal_unprof.jsonl";
     const ServeOutcome o = run_serving(j);
     INFO(log << ": " << o.calibration.alignment << "; TTFT " << o.simulated.ttft.median << " / " << o.measured.ttft.median << ", TPOT "
              << o.simulated.tpot.median << " / " << o.measured.tpot.median << ", E2E " << o.simulated.e2el.median << " / "
