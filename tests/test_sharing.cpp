@@ -116,6 +116,64 @@ TEST_CASE("rates: PCIe directions and the link, drains weighted (hand-computed)"
   CHECK(why[1] == 1);
 }
 
+TEST_CASE("a rate solver with a memory gives solve_rates' rates, remembered or not", "[sharing]") {
+  // Problems drawn from a few demands (as a GPU's kernels are a few kinds): each is solved once and
+  // remembered; every answer, first or remembered, equals solve_rates' own.
+  std::vector<ShareDemand> kinds = {dem(132, 1, 1), dem(24, 0.8f, 0.2f, true), dem(132, 0.5f, 0.3f), dem(64, 0.25f, 1), dem(0, 0, 0)};
+  kinds[2].tiles = 200;
+  RateSolver solver(132, 2);
+  std::vector<std::uint32_t> ids;
+  for (const ShareDemand& d : kinds) ids.push_back(solver.intern(d));
+  ShareDemand same = kinds[0];
+  same.draining = true;  // the flag is the key's, not the demand's
+  CHECK(solver.intern(same) == ids[0]);
+  CHECK(ids == std::vector<std::uint32_t>{0, 1, 2, 3, 4});
+  std::uint64_t rng = 7;
+  std::size_t compared = 0;
+  for (int round = 0; round < 400; ++round) {
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    const std::size_t n = 1 + (rng >> 33) % 6;
+    std::vector<std::uint32_t> keys;
+    std::vector<ShareDemand> given;
+    for (std::size_t k = 0; k < n; ++k) {
+      rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+      const std::size_t kind = (rng >> 35) % kinds.size();
+      const bool draining = ((rng >> 40) % 4) == 0;
+      keys.push_back(RateSolver::key(ids[kind], draining));
+      given.push_back(kinds[kind]);
+      given.back().draining = draining;
+    }
+    std::vector<double> want;
+    std::vector<std::uint8_t> why;
+    solve_rates(given, 132, want, &why, 2);
+    const RateSolver::Rates got = solver.solve(keys.data(), n);
+    for (std::size_t k = 0; k < n; ++k) {
+      CHECK(got.rate[k] == want[k]);
+      CHECK(got.binding[k] == why[k]);
+      ++compared;
+    }
+  }
+  CHECK(compared > 1000);
+  // Past kMaxDemands distinct demands, intern says so (the caller solves those itself).
+  RateSolver full(132, 1);
+  for (std::size_t i = 0; i < RateSolver::kMaxDemands; ++i) REQUIRE(full.intern(dem(static_cast<std::uint32_t>(i + 1), 0.5f, 1)) == i);
+  CHECK(full.intern(dem(0, 0.5f, 1)) == kNone);
+  CHECK(full.intern(dem(1, 0.5f, 1)) == 0);  // known ones still are
+  // Past kMaxEntries problems the memory starts over and keeps answering alike.
+  std::vector<std::uint32_t> keys(3);
+  for (std::size_t i = 0; i <= RateSolver::kMaxEntries; ++i) {
+    keys = {RateSolver::key(static_cast<std::uint32_t>(i % 60000), false), RateSolver::key(static_cast<std::uint32_t>(i / 60000), true),
+            RateSolver::key(7, false)};
+    full.solve(keys.data(), keys.size());
+  }
+  std::vector<double> want;
+  solve_rates({full.demand(0), full.demand(1), full.demand(7)}, 132, want);
+  keys = {RateSolver::key(0, false), RateSolver::key(1, false), RateSolver::key(7, false)};
+  const RateSolver::Rates again = full.solve(keys.data(), keys.size());
+  CHECK(again.rate[0] == want[0]);
+  CHECK(again.rate[2] == want[2]);
+}
+
 TEST_CASE("the engine re-solves rates as ops start and end (hand-computed)", "[sharing][engine]") {
   // a (10 ms alone) runs alone 0..2 ms; b (4 ms alone) joins at 2 ms; both at half speed (HBM):
   // b's 4 ms take 8 ms, ending at 10 ms, when a has done 2 + 4 = 6 ms; a's last 4 ms alone: 14 ms.

@@ -51,6 +51,7 @@ class Engine {
       for (const auto& l : g_.lanes)
         if (l.device != kNone) devices = std::max(devices, l.device + 1);
       running_.resize(devices);
+      for (std::uint32_t d = 0; d < devices; ++d) solvers_.emplace_back(g_.sharing->sm_count(d), g_.sharing->drain_weight(d));
       shared_at_.assign(devices, kNever);
       shared_seq_.assign(devices, 0);
       r.shared.assign(n, 0);
@@ -124,6 +125,7 @@ class Engine {
     bool has_demand;
     bool done;  // its work is done; it holds the GPU until it completes (end dependencies)
     ShareDemand demand;
+    std::uint32_t demand_id;  // its GPU's RateSolver's (kNone: not interned)
   };
   // Work done on the GPU's running ops up to now.
   void advance(std::vector<Running>& run) {
@@ -135,32 +137,50 @@ class Engine {
   // New rates for the GPU's running ops; WorkDone events for those whose rate changed.
   void resolve(std::uint32_t dev, SimResult& r) {
     auto& run = running_[dev];
-    if (run.size() == 1) {
-      demands_.clear();
-      rates_.assign(1, 1.0);
-    } else {
-      demands_.clear();
+    static constexpr double kAlone = 1.0;
+    const double* rates = &kAlone;
+    const std::uint8_t* binding = nullptr;
+    if (run.size() > 1) {
+      // A copy whose work is done holds nothing while it waits to complete; a kernel keeps its SMs
+      // (a collective's member spins until its peers arrive).
+      auto holds_nothing = [&](const Running& x) { return x.done && g_.kind(x.node) != OpKind::Kernel; };
+      RateSolver& solver = solvers_[dev];
+      keys_.clear();
+      bool interned = true;
       for (auto& x : run) {
         if (!x.has_demand) {
           x.demand = g_.sharing->demand(x.node, g_);
           x.has_demand = true;
+          x.demand_id = solver.intern(x.demand);
         }
-        // A copy whose work is done holds nothing while it waits to complete; a kernel keeps
-        // its SMs (a collective's member spins until its peers arrive).
-        ShareDemand dm = x.done && g_.kind(x.node) != OpKind::Kernel ? ShareDemand{} : x.demand;
-        dm.draining = x.draining;
-        demands_.push_back(dm);
+        const std::uint32_t id = holds_nothing(x) ? solver.intern(ShareDemand{}) : x.demand_id;
+        interned = interned && id != kNone;
+        keys_.push_back(RateSolver::key(id, x.draining));
       }
-      solve_rates(demands_, g_.sharing->sm_count(dev), rates_, &binding_, g_.sharing->drain_weight(dev));
+      if (interned) {
+        const RateSolver::Rates solved = solver.solve(keys_.data(), keys_.size());
+        rates = solved.rate;
+        binding = solved.binding;
+      } else {
+        demands_.clear();
+        for (auto& x : run) {
+          ShareDemand dm = holds_nothing(x) ? ShareDemand{} : x.demand;
+          dm.draining = x.draining;
+          demands_.push_back(dm);
+        }
+        solve_rates(demands_, g_.sharing->sm_count(dev), rates_, &binding_, g_.sharing->drain_weight(dev));
+        rates = rates_.data();
+        binding = binding_.data();
+      }
     }
     for (std::size_t k = 0; k < run.size(); ++k) {
       Running& x = run[k];
-      double rate = rates_[k];
+      double rate = rates[k];
       if (x.done || (rate == x.rate && x.finish != kNever)) continue;
       x.rate = rate;
-      if (rate < 1.0 && k < binding_.size()) {
+      if (rate < 1.0 && binding) {
         std::uint8_t& b = r.shared[x.node];
-        if (b == 0 || binding_[k] == 1) b = binding_[k];
+        if (b == 0 || binding[k] == 1) b = binding[k];
       }
       // Held at rate 0: not scheduled until its rate rises (kHeld, unlike a new op's kNever, is
       // a rate already solved).
@@ -211,7 +231,8 @@ class Engine {
                           false,
                           false,
                           false,
-                          {}});
+                          {},
+                          kNone});
     resolve(dev, r);
     return true;
   }
@@ -383,7 +404,9 @@ class Engine {
   std::vector<std::uint64_t> shared_seq_;      // per GPU: that event's sequence number (ties in time)
   std::uint32_t shared_min_ = kNone;           // the GPU whose SharedDone comes first (kNone: none)
   std::vector<OpId> done_now_;
-  std::size_t drain_cursor_ = 0;  // Graph::drain_fraction's hint (ops start nearly in node order)
+  std::size_t drain_cursor_ = 0;     // Graph::drain_fraction's hint (ops start nearly in node order)
+  std::vector<RateSolver> solvers_;  // per GPU (sharing only)
+  std::vector<std::uint32_t> keys_;
   std::vector<ShareDemand> demands_;
   std::vector<double> rates_;
   std::vector<std::uint8_t> binding_;

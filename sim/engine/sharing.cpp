@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <exception>
 #include <limits>
 #include <map>
+#include <optional>
 #include <thread>
 
 #include "sim/graph/edit.hpp"
@@ -229,6 +231,117 @@ void solve_shares(const std::vector<ShareDemand>& ops, std::uint32_t sm_count, s
 }  // namespace
 
 namespace {
+constexpr std::size_t kDemandWords = 9;
+void pack(const ShareDemand& d, std::uint32_t* w) {
+  auto bits = [](float f) {
+    std::uint32_t u = 0;
+    std::memcpy(&u, &f, sizeof u);
+    return u;
+  };
+  w[0] = d.sms;
+  w[1] = bits(d.sm_fraction);
+  w[2] = bits(d.hbm);
+  w[3] = bits(d.pcie_h2d);
+  w[4] = bits(d.pcie_d2h);
+  w[5] = bits(d.pcie);
+  w[6] = bits(d.weight);
+  w[7] = (d.fixed_rate ? 1u : 0u) | (d.needs_sms ? 2u : 0u);
+  w[8] = d.tiles;
+}
+std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
+  h = (h ^ v) * 0x9E3779B97F4A7C15ull;
+  return h ^ (h >> 29);
+}
+}  // namespace
+
+std::uint32_t RateSolver::intern(const ShareDemand& given) {
+  std::uint32_t w[kDemandWords];
+  pack(given, w);
+  std::uint64_t h = 0x51ED270B2D3A4E15ull;
+  for (std::uint32_t x : w) h = mix(h, x);
+  if (demand_slots_.empty()) demand_slots_.assign(64, kNone);
+  const std::size_t mask = demand_slots_.size() - 1;
+  for (std::size_t s = h & mask;; s = (s + 1) & mask) {
+    const std::uint32_t id = demand_slots_[s];
+    if (id == kNone) break;
+    if (demand_hash_[id] != h) continue;
+    std::uint32_t v[kDemandWords];
+    pack(demands_[id], v);
+    if (std::memcmp(v, w, sizeof v) == 0) return id;
+  }
+  if (demands_.size() >= kMaxDemands) return kNone;
+  const auto id = static_cast<std::uint32_t>(demands_.size());
+  ShareDemand d = given;
+  d.draining = false;
+  demands_.push_back(d);
+  demand_hash_.push_back(h);
+  if (2 * demands_.size() > demand_slots_.size()) {  // grow, keeping the load under a half
+    demand_slots_.assign(demand_slots_.size() * 2, kNone);
+    const std::size_t m = demand_slots_.size() - 1;
+    for (std::uint32_t k = 0; k < demands_.size(); ++k) {
+      std::size_t s = demand_hash_[k] & m;
+      while (demand_slots_[s] != kNone) s = (s + 1) & m;
+      demand_slots_[s] = k;
+    }
+  } else {
+    std::size_t s = h & mask;
+    while (demand_slots_[s] != kNone) s = (s + 1) & mask;
+    demand_slots_[s] = id;
+  }
+  return id;
+}
+
+RateSolver::Rates RateSolver::solve(const std::uint32_t* keys, std::size_t n) {
+  std::uint64_t h = mix(0x2545F4914F6CDD1Dull, n);
+  for (std::size_t k = 0; k < n; ++k) h = mix(h, keys[k]);
+  if (table_.empty()) table_.resize(1024);
+  std::size_t mask = table_.size() - 1;
+  std::size_t s = h & mask;
+  for (;; s = (s + 1) & mask) {
+    const Entry& e = table_[s];
+    if (!e.used) break;
+    if (e.hash == h && e.n == n && std::equal(keys, keys + n, keys_.begin() + e.at)) return {&rates_[e.at], &bindings_[e.at]};
+  }
+  // A new problem: solved, then remembered.
+  scratch_.clear();
+  for (std::size_t k = 0; k < n; ++k) {
+    scratch_.push_back(demands_[keys[k] >> 1]);
+    scratch_.back().draining = (keys[k] & 1) != 0;
+  }
+  solve_rates(scratch_, sm_count_, scratch_rates_, &scratch_binding_, drain_weight_);
+  if (entries_ >= kMaxEntries) {  // start over (bounded memory)
+    table_.assign(table_.size(), Entry{});
+    keys_.clear();
+    rates_.clear();
+    bindings_.clear();
+    entries_ = 0;
+    s = h & mask;
+  } else if (2 * (entries_ + 1) > table_.size()) {  // grow, keeping the load under a half
+    std::vector<Entry> old(table_.size() * 2);
+    old.swap(table_);
+    mask = table_.size() - 1;
+    for (const Entry& e : old)
+      if (e.used) {
+        std::size_t t = e.hash & mask;
+        while (table_[t].used) t = (t + 1) & mask;
+        table_[t] = e;
+      }
+    s = h & mask;
+    while (table_[s].used) s = (s + 1) & mask;
+  }
+  Entry& e = table_[s];
+  e.used = true;
+  e.hash = h;
+  e.n = static_cast<std::uint32_t>(n);
+  e.at = static_cast<std::uint32_t>(keys_.size());
+  keys_.insert(keys_.end(), keys, keys + n);
+  rates_.insert(rates_.end(), scratch_rates_.begin(), scratch_rates_.end());
+  bindings_.insert(bindings_.end(), scratch_binding_.begin(), scratch_binding_.end());
+  ++entries_;
+  return {&rates_[e.at], &bindings_[e.at]};
+}
+
+namespace {
 
 // One GPU's device ops as the trace shows them, swept in start order.
 struct DeviceSweep {
@@ -237,12 +350,15 @@ struct DeviceSweep {
     TimeNs end;
     ShareDemand demand;
     bool has_demand;
-    double lost;            // ns of alone-speed work not done while shared
-    bool draining = false;  // a later kernel took SMs it had held: its blocks are retiring
-    double drained = 0;     // ns of alone-speed work done while draining
+    double lost;               // ns of alone-speed work not done while shared
+    bool draining = false;     // a later kernel took SMs it had held: its blocks are retiring
+    double drained = 0;        // ns of alone-speed work done while draining
+    std::uint32_t id = kNone;  // its demand's in `solver` (kNone: not interned yet, or not internable)
+    bool interned = false;
   };
   std::vector<Active> active;  // in start order
   TimeNs prev = 0;
+  std::optional<RateSolver> solver;
 };
 
 struct In {
@@ -388,17 +504,34 @@ class Sweep {
       for (const auto& a : d.active) next = std::min(next, a.end);
       if (!d.active.empty() && next > d.prev) {
         const auto dt = static_cast<double>(next - d.prev);
+        static constexpr double kAlone = 1.0;
+        const double* rates = &kAlone;
         if (d.active.size() >= 2) {
-          demands_.clear();
-          for (auto& a : d.active) demands_.push_back(demand_of(a));
-          solve_rates(demands_, m_.sm_count(dev), rates_, nullptr, m_.drain_weight(dev));
+          if (!d.solver) d.solver.emplace(m_.sm_count(dev), m_.drain_weight(dev));
+          keys_.clear();
+          bool interned = true;
+          for (auto& a : d.active) {
+            if (!a.interned) {
+              demand_of(a);
+              a.id = d.solver->intern(a.demand);
+              a.interned = true;
+            }
+            interned = interned && a.id != kNone;
+            keys_.push_back(RateSolver::key(a.id, a.draining));
+          }
+          if (interned) {
+            rates = d.solver->solve(keys_.data(), keys_.size()).rate;
+          } else {
+            demands_.clear();
+            for (auto& a : d.active) demands_.push_back(demand_of(a));
+            solve_rates(demands_, m_.sm_count(dev), rates_, nullptr, m_.drain_weight(dev));
+            rates = rates_.data();
+          }
           for (std::size_t k = 0; k < d.active.size(); ++k)
-            if (rates_[k] < 1.0 && !demands_[k].fixed_rate) d.active[k].lost += (1.0 - rates_[k]) * dt;
-        } else {
-          rates_.assign(1, 1.0);
+            if (rates[k] < 1.0 && !d.active[k].demand.fixed_rate) d.active[k].lost += (1.0 - rates[k]) * dt;
         }
         for (std::size_t k = 0; k < d.active.size(); ++k)
-          if (d.active[k].draining) d.active[k].drained += rates_[k] * dt;
+          if (d.active[k].draining) d.active[k].drained += rates[k] * dt;
       }
       d.prev = std::max(d.prev, next);
       bool retired = false;
@@ -503,6 +636,7 @@ class Sweep {
   std::map<std::uint32_t, DeviceSweep> sweeps_;
   std::vector<ShareDemand> demands_;
   std::vector<double> rates_;
+  std::vector<std::uint32_t> keys_;
   std::vector<In> ins_;
 };
 
