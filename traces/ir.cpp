@@ -102,37 +102,37 @@ void Trace::finalize() {
   };
   const std::size_t n = ops.size();
   if (!std::is_sorted(ops.begin(), ops.end(), less)) {
-    // Sort compact keys, then apply the permutation in place, following its cycles, so that no
-    // second copy of the ops exists.
+    // Sort compact keys, then gather the ops into their order (below).
     struct Key {
       TimeNs start;
       std::uint32_t tie;  // kind, then lane
       OpId idx;
     };
-    std::vector<Key> keys(n);
-    for (std::size_t i = 0; i < n; ++i)
-      keys[i] = {ops[i].start, (static_cast<std::uint32_t>(ops[i].kind) << 30) | std::min<std::uint32_t>(ops[i].lane, (1u << 30) - 1),
-                 static_cast<OpId>(i)};
     auto kless = [](const Key& a, const Key& b) {
       return a.start != b.start ? a.start < b.start : a.tie != b.tie ? a.tie < b.tie : a.idx < b.idx;
     };
-    // Each lane (a stream or a thread) is nearly always in time order already: group the ops by
-    // lane (counting sort) and merge the lanes with a heap; a lane out of order is sorted first.
+    // Each lane (a stream or a thread) is nearly always in time order already: the keys are
+    // grouped by lane (counting sort; each lane's keys contiguous, so the merge reads them in
+    // order) and the lanes merged with a heap; a lane out of order is sorted first.
     std::vector<std::uint32_t> offset(lanes.size() + 2, 0);
     for (const Op& o : ops) offset[std::min<std::size_t>(o.lane, lanes.size()) + 1]++;
     for (std::size_t l = 1; l < offset.size(); ++l) offset[l] += offset[l - 1];
-    std::vector<OpId> grouped(n);
+    std::vector<Key> grouped(n);
     {
       std::vector<std::uint32_t> fill(offset.begin(), offset.end() - 1);
-      for (std::size_t i = 0; i < n; ++i) grouped[fill[std::min<std::size_t>(ops[i].lane, lanes.size())]++] = static_cast<OpId>(i);
+      for (std::size_t i = 0; i < n; ++i) {
+        const Op& o = ops[i];
+        const std::size_t l = std::min<std::size_t>(o.lane, lanes.size());
+        grouped[fill[l]++] = {o.start, (static_cast<std::uint32_t>(o.kind) << 30) | std::min<std::uint32_t>(o.lane, (1u << 30) - 1),
+                              static_cast<OpId>(i)};
+      }
     }
-    auto gless = [&](OpId a, OpId b) { return kless(keys[a], keys[b]); };
     using Cursor = std::pair<std::uint32_t, std::uint32_t>;  // position, end
-    auto heap_less = [&](const Cursor& a, const Cursor& b) { return gless(grouped[b.first], grouped[a.first]); };
+    auto heap_less = [&](const Cursor& a, const Cursor& b) { return kless(grouped[b.first], grouped[a.first]); };
     std::vector<Cursor> heap;
     for (std::size_t l = 0; l + 1 < offset.size(); ++l) {
       auto b = grouped.begin() + offset[l], e = grouped.begin() + offset[l + 1];
-      if (!std::is_sorted(b, e, gless)) std::sort(b, e, gless);
+      if (!std::is_sorted(b, e, kless)) std::sort(b, e, kless);
       if (b != e) heap.emplace_back(offset[l], offset[l + 1]);
     }
     std::make_heap(heap.begin(), heap.end(), heap_less);
@@ -141,7 +141,7 @@ void Trace::finalize() {
     while (!heap.empty()) {
       std::pop_heap(heap.begin(), heap.end(), heap_less);
       Cursor& c = heap.back();
-      perm.push_back(grouped[c.first]);
+      perm.push_back(grouped[c.first].idx);
       if (++c.first < c.second)
         std::push_heap(heap.begin(), heap.end(), heap_less);
       else
@@ -149,8 +149,6 @@ void Trace::finalize() {
     }
     grouped.clear();
     grouped.shrink_to_fit();
-    keys.clear();
-    keys.shrink_to_fit();
     std::vector<OpId> inv(n);
     for (std::size_t i = 0; i < n; ++i) inv[perm[i]] = static_cast<OpId>(i);
     for (auto& o : ops)

@@ -39,6 +39,7 @@ class Engine {
     r.start_src.assign(n, kNone);
     r.resource_busy.assign(g_.resources.size(), 0);
     pending_start_.assign(n, 0);
+    has_end_deps_.assign(n, false);
     const std::size_t lanes = g_.lanes.size();
     in_use_.assign(lanes + g_.resources.size(), 0);
     capacity_.assign(lanes + g_.resources.size(), 1);
@@ -61,9 +62,10 @@ class Engine {
       for (auto e : boost::make_iterator_range(boost::out_edges(u, g_.csr))) {
         OpId v = boost::target(e, g_.csr);
         DepType at = g_.csr[e].attach();
-        if (at == DepType::EndToEnd || at == DepType::StartToEnd)
+        if (at == DepType::EndToEnd || at == DepType::StartToEnd) {
           pending_end_[v]++;
-        else
+          has_end_deps_[v] = true;
+        } else
           pending_start_[v]++;
       }
     }
@@ -341,6 +343,10 @@ class Engine {
   }
 
   void work_done(OpId u, SimResult& r) {
+    if (!has_end_deps_[u] && r.end[u] <= now_) {  // the usual op: nothing else holds its end
+      complete(u, r);
+      return;
+    }
     auto it = pending_end_.find(u);
     if (it != pending_end_.end() && it->second > 0) {
       work_done_at_[u] = now_;
@@ -394,6 +400,7 @@ class Engine {
   TimeNs now_ = 0;
   std::vector<std::uint32_t> pending_start_;
   std::unordered_map<OpId, std::uint32_t> pending_end_;
+  std::vector<bool> has_end_deps_;  // per node: end -> end or start -> end edges into it (pending_end_'s keys)
   std::unordered_map<OpId, TimeNs> work_done_at_;
   std::vector<std::uint32_t> in_use_, capacity_;
   std::vector<std::deque<OpId>> waiters_;

@@ -349,8 +349,13 @@ class Builder {
   // A deterministic reservoir of at most kReservoir samples per key keeps memory flat.
   static constexpr std::size_t kReservoir = 1 << 16;
   void sample(std::uint64_t key, TimeNs v) {
-    auto& s = samples_[key];
-    auto& seen = seen_[key];
+    if (!last_sample_ || key != last_sample_key_) {  // keys come in runs: one lookup a run
+      last_sample_ = &samples_[key];
+      last_seen_ = &seen_[key];
+      last_sample_key_ = key;
+    }
+    auto& s = *last_sample_;
+    auto& seen = *last_seen_;
     ++seen;
     if (s.size() < kReservoir) {
       s.push_back(v);
@@ -367,6 +372,7 @@ class Builder {
       if ((k >> 40) == static_cast<std::uint64_t>(EdgeType::StreamOrder)) stream_gap_.push_back(n);
     }
     samples_.clear();
+    last_sample_ = nullptr;
   }
 
   int launch_category(const Op& o) const {
@@ -550,6 +556,9 @@ class Builder {
   std::unordered_map<OpId, std::vector<ExplicitDep>> explicit_in_;
   std::unordered_map<std::uint64_t, std::vector<TimeNs>> samples_;
   std::unordered_map<std::uint64_t, std::uint64_t> seen_;
+  std::vector<TimeNs>* last_sample_ = nullptr;  // samples_ and seen_ of the last key sampled
+  std::uint64_t* last_seen_ = nullptr;
+  std::uint64_t last_sample_key_ = 0;
   std::uint64_t rng_ = 0x853c49e6748fea9bull;
   std::unordered_map<std::uint64_t, TimeNs> nominals_;
   std::vector<TimeNs> stream_gap_;

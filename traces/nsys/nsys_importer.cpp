@@ -377,8 +377,22 @@ class Reader {
     }
   }
 
-  OpId find_api(std::uint64_t key) const {
-    auto it = std::lower_bound(api_by_corr_.begin(), api_by_corr_.end(), std::make_pair(key, OpId{0}));
+  // `hint` (optional): where the previous lookup ended; lookups of rising keys (device ops in the
+  // order they were launched) then gallop forward from it instead of searching the whole table.
+  OpId find_api(std::uint64_t key, std::size_t* hint = nullptr) const {
+    const auto probe = std::make_pair(key, OpId{0});
+    auto first = api_by_corr_.begin(), last = api_by_corr_.end();
+    if (hint && *hint < api_by_corr_.size() && api_by_corr_[*hint] < probe) {
+      std::size_t lo = *hint, step = 1;  // api_by_corr_[lo] < probe
+      while (lo + step < api_by_corr_.size() && api_by_corr_[lo + step] < probe) {
+        lo += step;
+        step *= 2;
+      }
+      first = api_by_corr_.begin() + static_cast<std::ptrdiff_t>(lo + 1);
+      last = api_by_corr_.begin() + static_cast<std::ptrdiff_t>(std::min(lo + step + 1, api_by_corr_.size()));
+    }
+    auto it = std::lower_bound(first, last, probe);
+    if (hint) *hint = static_cast<std::size_t>(it - api_by_corr_.begin());
     return it != api_by_corr_.end() && it->first == key ? it->second : kNone;
   }
 
@@ -537,8 +551,9 @@ class Reader {
 
   void link_launches() {
     std::uint64_t unlinked = 0;
+    std::size_t hint = 0;
     for (auto [op_id, key] : pending_corr_) {
-      OpId api = key == ~0ull ? kNone : find_api(key);
+      OpId api = key == ~0ull ? kNone : find_api(key, &hint);
       if (api == kNone) {
         if (unlinked++ == 0)
           t_.note("nsys: device op without a launching API call", Severity::Info,
