@@ -349,13 +349,15 @@ class Builder {
   // A deterministic reservoir of at most kReservoir samples per key keeps memory flat.
   static constexpr std::size_t kReservoir = 1 << 16;
   void sample(std::uint64_t key, TimeNs v) {
-    if (!last_sample_ || key != last_sample_key_) {  // keys come in runs: one lookup a run
-      last_sample_ = &samples_[key];
-      last_seen_ = &seen_[key];
-      last_sample_key_ = key;
+    // A trace's keys are a handful (edge types, devices, categories) that alternate: the maps are
+    // looked up once a key, then remembered (their entries' addresses are stable).
+    Recent* r = std::find_if(recent_samples_.begin(), recent_samples_.end(), [&](const Recent& x) { return x.samples && x.key == key; });
+    if (r == recent_samples_.end()) {
+      r = &recent_samples_[recent_next_++ % recent_samples_.size()];
+      *r = {key, &samples_[key], &seen_[key]};
     }
-    auto& s = *last_sample_;
-    auto& seen = *last_seen_;
+    auto& s = *r->samples;
+    auto& seen = *r->seen;
     ++seen;
     if (s.size() < kReservoir) {
       s.push_back(v);
@@ -372,7 +374,7 @@ class Builder {
       if ((k >> 40) == static_cast<std::uint64_t>(EdgeType::StreamOrder)) stream_gap_.push_back(n);
     }
     samples_.clear();
-    last_sample_ = nullptr;
+    recent_samples_.fill(Recent{});
   }
 
   int launch_category(const Op& o) const {
@@ -556,9 +558,13 @@ class Builder {
   std::unordered_map<OpId, std::vector<ExplicitDep>> explicit_in_;
   std::unordered_map<std::uint64_t, std::vector<TimeNs>> samples_;
   std::unordered_map<std::uint64_t, std::uint64_t> seen_;
-  std::vector<TimeNs>* last_sample_ = nullptr;  // samples_ and seen_ of the last key sampled
-  std::uint64_t* last_seen_ = nullptr;
-  std::uint64_t last_sample_key_ = 0;
+  struct Recent {  // samples_ and seen_ of a key sampled lately
+    std::uint64_t key = 0;
+    std::vector<TimeNs>* samples = nullptr;
+    std::uint64_t* seen = nullptr;
+  };
+  std::array<Recent, 8> recent_samples_{};
+  std::size_t recent_next_ = 0;
   std::uint64_t rng_ = 0x853c49e6748fea9bull;
   std::unordered_map<std::uint64_t, TimeNs> nominals_;
   std::vector<TimeNs> stream_gap_;
