@@ -258,16 +258,14 @@ std::uint32_t RateSolver::intern(const ShareDemand& given) {
   std::uint32_t w[kDemandWords];
   pack(given, w);
   std::uint64_t h = 0x51ED270B2D3A4E15ull;
-  for (std::uint32_t x : w) h = mix(h, x);
+  for (std::size_t k = 0; k + 1 < kDemandWords; k += 2) h = mix(h, std::uint64_t{w[k]} << 32 | w[k + 1]);
+  h = mix(h, w[kDemandWords - 1]);
   if (demand_slots_.empty()) demand_slots_.assign(64, kNone);
   const std::size_t mask = demand_slots_.size() - 1;
   for (std::size_t s = h & mask;; s = (s + 1) & mask) {
     const std::uint32_t id = demand_slots_[s];
     if (id == kNone) break;
-    if (demand_hash_[id] != h) continue;
-    std::uint32_t v[kDemandWords];
-    pack(demands_[id], v);
-    if (std::memcmp(v, w, sizeof v) == 0) return id;
+    if (demand_hash_[id] == h && std::equal(w, w + kDemandWords, packed_.begin() + std::ptrdiff_t{id} * kDemandWords)) return id;
   }
   if (demands_.size() >= kMaxDemands) return kNone;
   const auto id = static_cast<std::uint32_t>(demands_.size());
@@ -275,6 +273,7 @@ std::uint32_t RateSolver::intern(const ShareDemand& given) {
   d.draining = false;
   demands_.push_back(d);
   demand_hash_.push_back(h);
+  packed_.insert(packed_.end(), w, w + kDemandWords);
   if (2 * demands_.size() > demand_slots_.size()) {  // grow, keeping the load under a half
     demand_slots_.assign(demand_slots_.size() * 2, kNone);
     const std::size_t m = demand_slots_.size() - 1;
@@ -300,7 +299,12 @@ RateSolver::Rates RateSolver::solve(const std::uint32_t* keys, std::size_t n) {
   for (;; s = (s + 1) & mask) {
     const Entry& e = table_[s];
     if (!e.used) break;
-    if (e.hash == h && e.n == n && std::equal(keys, keys + n, keys_.begin() + e.at)) return {&rates_[e.at], &bindings_[e.at]};
+    if (e.hash == h && e.n == n) {
+      const std::uint32_t* have = keys_.data() + e.at;
+      std::size_t k = 0;
+      while (k < n && have[k] == keys[k]) ++k;  // a few words: no call
+      if (k == n) return {&rates_[e.at], &bindings_[e.at]};
+    }
   }
   // A new problem: solved, then remembered.
   scratch_.clear();

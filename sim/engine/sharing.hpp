@@ -130,6 +130,7 @@ class RateSolver {
   double drain_weight_;
   std::vector<ShareDemand> demands_;
   std::vector<std::uint64_t> demand_hash_;
+  std::vector<std::uint32_t> packed_;        // each demand's fields as words (intern compares them)
   std::vector<std::uint32_t> demand_slots_;  // open addressing over demands_ (kNone: free)
   std::vector<Entry> table_;                 // open addressing over problems (power of 2)
   std::size_t entries_ = 0;
