@@ -116,19 +116,19 @@ class Engine {
   void push(TimeNs t, OpId u, EvType ty, SimResult&) { q_.push(Event{t, seq_++, u, ty}); }
 
   // ---- sharing (sim/engine/sharing.hpp) ------------------------------------------------------
-  struct Running {
+  struct Running {  // 56 bytes: the engine walks a GPU's running ops at every event
     OpId node;
-    double remaining;  // ns of alone-speed work
+    std::uint32_t demand_id;  // its demand's in its GPU's RateSolver (kNone: none interned)
+    double remaining;         // ns of alone-speed work
     double rate;
     TimeNs since;
     TimeNs finish;    // when its work is done at the current rate
     double drain_at;  // remaining work (ns) at which it starts draining (0: never)
     bool draining;    // its SMs are free for later kernels
-    bool has_demand;
-    bool done;  // its work is done; it holds the GPU until it completes (end dependencies)
-    ShareDemand demand;
-    std::uint32_t demand_id;  // its GPU's RateSolver's (kNone: not interned)
+    bool has_demand;  // demand_id is set
+    bool done;        // its work is done; it holds the GPU until it completes (end dependencies)
   };
+  static_assert(sizeof(Running) == 56);
   // Work done on the GPU's running ops up to now.
   void advance(std::vector<Running>& run) {
     for (auto& x : run) {
@@ -151,9 +151,8 @@ class Engine {
       bool interned = true;
       for (auto& x : run) {
         if (!x.has_demand) {
-          x.demand = g_.sharing->demand(x.node, g_);
+          x.demand_id = solver.intern(g_.sharing->demand(x.node, g_));
           x.has_demand = true;
-          x.demand_id = solver.intern(x.demand);
         }
         const std::uint32_t id = holds_nothing(x) ? solver.intern(ShareDemand{}) : x.demand_id;
         interned = interned && id != kNone;
@@ -166,7 +165,8 @@ class Engine {
       } else {
         demands_.clear();
         for (auto& x : run) {
-          ShareDemand dm = holds_nothing(x) ? ShareDemand{} : x.demand;
+          // (more distinct demands than the solver interns: asked again, a rare case)
+          ShareDemand dm = holds_nothing(x) ? ShareDemand{} : g_.sharing->demand(x.node, g_);
           dm.draining = x.draining;
           demands_.push_back(dm);
         }
@@ -224,17 +224,8 @@ class Engine {
     if (dev == kNone || dev >= running_.size()) return false;
     auto& run = running_[dev];
     advance(run);
-    run.push_back(Running{u,
-                          static_cast<double>(d),
-                          1.0,
-                          now_,
-                          kNever,
-                          g_.drain_fraction(u, &drain_cursor_) * static_cast<double>(d),
-                          false,
-                          false,
-                          false,
-                          {},
-                          kNone});
+    run.push_back(Running{u, kNone, static_cast<double>(d), 1.0, now_, kNever,
+                          g_.drain_fraction(u, &drain_cursor_) * static_cast<double>(d), false, false, false});
     resolve(dev, r);
     return true;
   }
