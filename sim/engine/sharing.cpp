@@ -488,6 +488,9 @@ class Sweep {
       d.active.push_back({i, o.end(), mine, have_mine, 0.0});
     }
     for (auto& [dev, d] : sweeps_) advance(dev, d, std::numeric_limits<TimeNs>::max());
+    // Sorted here, on the part's own thread: the parts hold disjoint runs of ops, so the parts'
+    // drains one after the other are in order.
+    if (!std::is_sorted(out_.drains.begin(), out_.drains.end())) std::sort(out_.drains.begin(), out_.drains.end());
   }
 
  private:
@@ -676,7 +679,7 @@ void calibrate_sharing(Graph& g, const ShareModel& m, std::size_t split_min_ops)
     for (auto [op, ns] : p.lost) g.set_lost_to_sharing(op, ns);
     g.sharing_drain.insert(g.sharing_drain.end(), p.drains.begin(), p.drains.end());
   }
-  std::sort(g.sharing_drain.begin(), g.sharing_drain.end());
+  if (!std::is_sorted(g.sharing_drain.begin(), g.sharing_drain.end())) std::sort(g.sharing_drain.begin(), g.sharing_drain.end());
   if (!parts[0].held_copies.empty() || !parts[1].held_copies.empty()) {
     GraphEditor ed(g, "copy-engine completion order");
     for (const Part& p : parts)
