@@ -166,12 +166,22 @@ TEST_CASE("a rate solver with a memory gives solve_rates' rates, remembered or n
             RateSolver::key(7, false)};
     full.solve(keys.data(), keys.size());
   }
-  std::vector<double> want;
-  solve_rates({full.demand(0), full.demand(1), full.demand(7)}, 132, want);
-  keys = {RateSolver::key(0, false), RateSolver::key(1, false), RateSolver::key(7, false)};
-  const RateSolver::Rates again = full.solve(keys.data(), keys.size());
-  CHECK(again.rate[0] == want[0]);
-  CHECK(again.rate[2] == want[2]);
+  // Problems forgotten at the restart, each asked twice (solved again, then remembered).
+  for (const std::uint32_t first : {0u, 59999u}) {
+    ShareDemand draining = full.demand(1);
+    draining.draining = true;
+    std::vector<double> want;
+    std::vector<std::uint8_t> why;
+    solve_rates({full.demand(first), draining, full.demand(7)}, 132, want, &why);
+    keys = {RateSolver::key(first, false), RateSolver::key(1, true), RateSolver::key(7, false)};
+    for (int ask = 0; ask < 2; ++ask) {
+      const RateSolver::Rates again = full.solve(keys.data(), keys.size());
+      for (std::size_t k = 0; k < 3; ++k) {
+        CHECK(again.rate[k] == want[k]);
+        CHECK(again.binding[k] == why[k]);
+      }
+    }
+  }
 }
 
 TEST_CASE("the engine re-solves rates as ops start and end (hand-computed)", "[sharing][engine]") {

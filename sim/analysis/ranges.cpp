@@ -127,6 +127,7 @@ std::map<std::string, TimeNs> path_breakdown(const Graph& g, const SimResult& r,
   // Summed by class first (a path has millions of nodes and a handful of classes), host API calls
   // after the classes; named at the end.
   constexpr std::size_t kApi = 4;
+  static_assert(static_cast<std::size_t>(OpClass::Host) + 1 == kApi, "one slot per OpClass, then host API calls");
   std::array<TimeNs, kApi + 1> sum{};
   std::array<bool, kApi + 1> seen{};
   for (OpId n : path) {

@@ -313,7 +313,7 @@ RateSolver::Rates RateSolver::solve(const std::uint32_t* keys, std::size_t n) {
     scratch_.back().draining = (keys[k] & 1) != 0;
   }
   solve_rates(scratch_, sm_count_, scratch_rates_, &scratch_binding_, drain_weight_);
-  if (entries_ >= kMaxEntries) {  // start over (bounded memory)
+  if (entries_ >= kMaxEntries || keys_.size() + n > kMaxKeys) {  // start over (bounded memory)
     table_.assign(table_.size(), Entry{});
     keys_.clear();
     rates_.clear();

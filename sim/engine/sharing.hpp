@@ -102,7 +102,8 @@ void solve_rates(const std::vector<ShareDemand>& ops, std::uint32_t sm_count, st
 // overlapping streams) poses 27,000 distinct problems in 7.6 M solves. Exact: a problem remembered
 // gives the rates and bindings solving it gives. Memory is bounded: past kMaxDemands distinct
 // demands `intern` gives kNone (the caller solves those with solve_rates), past kMaxEntries problems
-// the memory of problems starts over.
+// or kMaxKeys ops in them (about 13 bytes an op: its key, rate and binding) the memory of problems
+// starts over.
 class RateSolver {
  public:
   RateSolver(std::uint32_t sm_count, double drain_weight) : sm_count_(sm_count), drain_weight_(drain_weight) {}
@@ -119,6 +120,7 @@ class RateSolver {
   Rates solve(const std::uint32_t* keys, std::size_t n);
   static constexpr std::size_t kMaxEntries = 1 << 18;
   static constexpr std::size_t kMaxDemands = 1 << 16;
+  static constexpr std::size_t kMaxKeys = 1 << 22;
 
  private:
   struct Entry {
