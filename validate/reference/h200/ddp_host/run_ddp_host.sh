@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The host-bound DDP pair of the host-model issue, on one machine with two H200s:
+# The host-bound DDP pair the host model's forecasts are held to, on one machine with two H200s:
 # validate/workloads/parallel.py --mode dp (DDP, bf16 10 x Linear(6144), SGD) at 96 and 256 tokens a
 # GPU, where the host issues the step slower than the GPU runs it. Each size: on one GPU three
 # processes one after another, and on two GPUs three runs; every process times 12 steps unprofiled
