@@ -159,6 +159,16 @@ TEST_CASE("a rate solver with a memory gives solve_rates' rates, remembered or n
   for (std::size_t i = 0; i < RateSolver::kMaxDemands; ++i) REQUIRE(full.intern(dem(static_cast<std::uint32_t>(i + 1), 0.5f, 1)) == i);
   CHECK(full.intern(dem(0, 0.5f, 1)) == kNone);
   CHECK(full.intern(dem(1, 0.5f, 1)) == 0);  // known ones still are
+  {                                          // an op without an id: all solved by solve_rates, as the demands say
+    const std::vector<ShareDemand> ds = {dem(1, 0.5f, 1), dem(0, 0.5f, 1)};
+    const std::uint32_t given[] = {0, kNone};
+    std::vector<double> want;
+    solve_rates(ds, 132, want);
+    const RateSolver::Rates got = full.solve_ops(
+        2, [&](std::size_t k) { return given[k]; }, [](std::size_t) { return false; }, [&](std::size_t k) { return ds[k]; });
+    CHECK(got.rate[0] == want[0]);
+    CHECK(got.rate[1] == want[1]);
+  }
   // Past kMaxEntries problems the memory starts over and keeps answering alike.
   std::vector<std::uint32_t> keys(3);
   for (std::size_t i = 0; i <= RateSolver::kMaxEntries; ++i) {

@@ -147,33 +147,21 @@ class Engine {
       // (a collective's member spins until its peers arrive).
       auto holds_nothing = [&](const Running& x) { return x.done && g_.kind(x.node) != OpKind::Kernel; };
       RateSolver& solver = solvers_[dev];
-      keys_.clear();
-      bool interned = true;
-      for (auto& x : run) {
+      Running* const ops = run.data();
+      auto id = [&](std::size_t k) {
+        Running& x = ops[k];
         if (!x.has_demand) {
           x.demand_id = solver.intern(g_.sharing->demand(x.node, g_));
           x.has_demand = true;
         }
-        const std::uint32_t id = holds_nothing(x) ? solver.intern(ShareDemand{}) : x.demand_id;
-        interned = interned && id != kNone;
-        keys_.push_back(RateSolver::key(id, x.draining));
-      }
-      if (interned) {
-        const RateSolver::Rates solved = solver.solve(keys_.data(), keys_.size());
-        rates = solved.rate;
-        binding = solved.binding;
-      } else {
-        demands_.clear();
-        for (auto& x : run) {
-          // (more distinct demands than the solver interns: asked again, a rare case)
-          ShareDemand dm = holds_nothing(x) ? ShareDemand{} : g_.sharing->demand(x.node, g_);
-          dm.draining = x.draining;
-          demands_.push_back(dm);
-        }
-        solve_rates(demands_, g_.sharing->sm_count(dev), rates_, &binding_, g_.sharing->drain_weight(dev));
-        rates = rates_.data();
-        binding = binding_.data();
-      }
+        return holds_nothing(x) ? solver.intern(ShareDemand{}) : x.demand_id;
+      };
+      auto draining = [&](std::size_t k) { return ops[k].draining; };
+      // (asked only where more distinct demands than the solver interns run at once: a rare case)
+      auto demand = [&](std::size_t k) { return holds_nothing(ops[k]) ? ShareDemand{} : g_.sharing->demand(ops[k].node, g_); };
+      const RateSolver::Rates solved = solver.solve_ops(run.size(), id, draining, demand);
+      rates = solved.rate;
+      binding = solved.binding;
     }
     for (std::size_t k = 0; k < run.size(); ++k) {
       Running& x = run[k];
@@ -404,10 +392,6 @@ class Engine {
   std::vector<OpId> done_now_;
   std::size_t drain_cursor_ = 0;     // Graph::drain_fraction's hint (ops start nearly in node order)
   std::vector<RateSolver> solvers_;  // per GPU (sharing only)
-  std::vector<std::uint32_t> keys_;
-  std::vector<ShareDemand> demands_;
-  std::vector<double> rates_;
-  std::vector<std::uint8_t> binding_;
 };
 
 }  // namespace

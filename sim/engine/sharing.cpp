@@ -515,25 +515,18 @@ class Sweep {
         const double* rates = &kAlone;
         if (d.active.size() >= 2) {
           if (!d.solver) d.solver.emplace(m_.sm_count(dev), m_.drain_weight(dev));
-          keys_.clear();
-          bool interned = true;
-          for (auto& a : d.active) {
-            if (!a.interned) {
-              demand_of(a);
-              a.id = d.solver->intern(a.demand);
-              a.interned = true;
+          auto& act = d.active;
+          auto id = [&](std::size_t k) {
+            if (!act[k].interned) {
+              demand_of(act[k]);
+              act[k].id = d.solver->intern(act[k].demand);
+              act[k].interned = true;
             }
-            interned = interned && a.id != kNone;
-            keys_.push_back(RateSolver::key(a.id, a.draining));
-          }
-          if (interned) {
-            rates = d.solver->solve(keys_.data(), keys_.size()).rate;
-          } else {
-            demands_.clear();
-            for (auto& a : d.active) demands_.push_back(demand_of(a));
-            solve_rates(demands_, m_.sm_count(dev), rates_, nullptr, m_.drain_weight(dev));
-            rates = rates_.data();
-          }
+            return act[k].id;
+          };
+          auto draining = [&](std::size_t k) { return act[k].draining; };
+          auto demand = [&](std::size_t k) { return demand_of(act[k]); };
+          rates = d.solver->solve_ops(act.size(), id, draining, demand).rate;
           for (std::size_t k = 0; k < d.active.size(); ++k)
             if (rates[k] < 1.0 && !d.active[k].demand.fixed_rate) d.active[k].lost += (1.0 - rates[k]) * dt;
         }
@@ -643,7 +636,6 @@ class Sweep {
   std::map<std::uint32_t, DeviceSweep> sweeps_;
   std::vector<ShareDemand> demands_;
   std::vector<double> rates_;
-  std::vector<std::uint32_t> keys_;
   std::vector<In> ins_;
 };
 

@@ -118,6 +118,27 @@ class RateSolver {
   };
   // The rates of ops given by key(id, draining), in start order; valid until the next call.
   Rates solve(const std::uint32_t* keys, std::size_t n);
+  // The rates of n ops in start order: `id(k)` op k's demand id (kNone: none interned),
+  // `draining(k)` its flag, `demand(k)` its demand, asked only where some op has no id (then all
+  // are solved by solve_rates, without the memory). Valid until the next call.
+  template <class Id, class Draining, class Demand>
+  Rates solve_ops(std::size_t n, Id&& id, Draining&& draining, Demand&& demand) {
+    ops_keys_.clear();
+    bool interned = true;
+    for (std::size_t k = 0; k < n; ++k) {
+      const std::uint32_t i = id(k);
+      interned = interned && i != kNone;
+      ops_keys_.push_back(key(i, draining(k)));
+    }
+    if (interned) return solve(ops_keys_.data(), n);
+    scratch_.clear();
+    for (std::size_t k = 0; k < n; ++k) {
+      scratch_.push_back(demand(k));
+      scratch_.back().draining = draining(k);
+    }
+    solve_rates(scratch_, sm_count_, scratch_rates_, &scratch_binding_, drain_weight_);
+    return {scratch_rates_.data(), scratch_binding_.data()};
+  }
   static constexpr std::size_t kMaxEntries = 1 << 18;
   static constexpr std::size_t kMaxDemands = 1 << 16;
   static constexpr std::size_t kMaxKeys = 1 << 22;
@@ -139,6 +160,7 @@ class RateSolver {
   std::vector<std::uint32_t> keys_;
   std::vector<double> rates_;
   std::vector<std::uint8_t> bindings_;
+  std::vector<std::uint32_t> ops_keys_;  // solve_ops' keys
   std::vector<ShareDemand> scratch_;
   std::vector<double> scratch_rates_;
   std::vector<std::uint8_t> scratch_binding_;
