@@ -44,6 +44,7 @@ p.add_argument("--shared-prefix", default="", help="LEN:GROUPS: each prompt star
 p.add_argument("--hash-block", type=int, default=0, help="prompt tokens one hash id covers (default: --block-size)")
 p.add_argument("--block-sharing", action="store_true", help="the engine shares KV blocks of equal prompt prefixes (allow_block_sharing)")
 p.add_argument("--diag", action="store_true", help="per-step engine-thread CPU time and an interpreter-speed probe in the step log; per-thread CPU times at the end")
+p.add_argument("--diag-steps", default="2,3,12,13", help="with --diag: the engine steps whose forward is profiled (cProfile), an early pair and a later pair")
 a = p.parse_args()
 
 cfg = LlamaConfig(hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=16,
@@ -214,6 +215,7 @@ def prep(self):
 
 
 PROF = {}  # --diag: cProfile of the engine thread's forward in an early and a later step
+DIAG_STEPS = [int(x) for x in a.diag_steps.split(",")]
 
 
 def mem_counts():
@@ -225,9 +227,9 @@ def step(self, model):
     seq = cur.get("seq", [])
     k = len(steps)
     prof = None
-    if a.diag and T0[0] is not None and k in (2, 3, 12, 13):
+    if a.diag and T0[0] is not None and k in DIAG_STEPS:
         import cProfile
-        prof = PROF.setdefault("early" if k < 10 else "late", cProfile.Profile())
+        prof = PROF.setdefault("early" if k < DIAG_STEPS[2] else "late", cProfile.Profile())
         cur["mem0"] = mem_counts()
     qs = sum(q for q, _ in seq)
     kv = sum(q + past for q, past in seq)
