@@ -489,6 +489,27 @@ TEST_CASE("step cost model: roofline features and CUDA-graph padding (hand-compu
   r = simulate({req("A", 0, 127, 3)}, e, fixed, false);
   CHECK(r.step_count == 3);
   CHECK(r.new_shapes == 2);
+  // A graph's padded attention: the pairs padding adds are priced at the roofline, the step's own
+  // at the fitted rate. Attention alone, 43x the roofline (as fitted on one capture's eager steps):
+  // a 512-token prompt over nothing cached, 512 x 512 pairs, padded to 512 x (512 + 16384). Each
+  // pair costs 16 layers x 4 x 2048 / attn_rate; the prompt's own 262,144 at 43x, the 8,388,608
+  // added at 1x: (43 x 262,144 + 8,388,608) pairs' worth, 19,660,800 (not 43 x 8,650,752).
+  m.form = AttentionForm::PerSequence;
+  m.gpu = {0, 0, 43, 0, 0, 0};
+  m.kernels_per_step = 0;
+  StepShape prompt;
+  prompt.q = prompt.kv = 512;
+  prompt.seqs = prompt.logits = 1;
+  prompt.qkv_seq = 512.0 * 512;
+  StepShape padded = prompt;
+  padded.kv = 512 + 16384;
+  padded.qkv_seq = 512.0 * (512 + 16384);
+  const double pair_ns = 16 * 4.0 * 2048 / m.attn_rate * 1e9;
+  CHECK(static_cast<double>(m.time(prompt, true, false, &padded).gpu) == Approx(19660800 * pair_ns).margin(1));
+  CHECK(static_cast<double>(m.time(prompt, false).gpu) == Approx(43 * 262144 * pair_ns).margin(1));
+  // A fitted rate at or under the roofline prices the padding at that rate.
+  m.gpu = {0, 0, 0.5, 0, 0, 0};
+  CHECK(static_cast<double>(m.time(prompt, true, false, &padded).gpu) == Approx(0.5 * 8650752 * pair_ns).margin(1));
 }
 
 TEST_CASE("nnls: non-negative least squares (hand-computed)", "[serve]") {
