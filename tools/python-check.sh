@@ -7,6 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/install-deps.sh --python
 d=$(mktemp -d)
+trap '[ -f "$d/CMakeCache.txt" ] && cp "$d/CMakeCache.txt" build-ci/CMakeCache.txt; rm -rf "$d"' EXIT
 python3 -m venv "$d/venv"
 # After CI's build (the ci preset compiles position-independent code, as the module needs), pip
 # builds in build-ci: only the module and the command are compiled again (1.7 min instead of 6).
@@ -17,7 +18,6 @@ if [ -f build-ci/CMakeCache.txt ]; then
   reuse=(--config-settings=build-dir=build-ci)
   cp build-ci/CMakeCache.txt "$d/CMakeCache.txt"
 fi
-trap '[ -f "$d/CMakeCache.txt" ] && cp "$d/CMakeCache.txt" build-ci/CMakeCache.txt; rm -rf "$d"' EXIT
 "$d/venv/bin/pip" install -q --disable-pip-version-check "${reuse[@]}" . pytest pandas
 BNECK_EXE="$d/venv/bin/bneck" "$d/venv/bin/python" -m pytest -q python/tests
 "$d/venv/bin/python" -c "import bneck; print(bneck.load('traces/data/demo_pipeline.sqlite').replay().makespan_ns)"

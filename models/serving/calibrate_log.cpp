@@ -114,6 +114,7 @@ bool fit_host_steps(const std::vector<Request>& reqs, const EngineConfig& eng, S
   StepCostModel base = m;
   base.host_scale = 1;
   base.host_var_ratio = 1;
+  base.launch[1] = base.launch[2] = 0;  // (a forecast's assumed per-sequence work is what this measures)
   std::set<ShapeKey> met;
   std::vector<std::vector<double>> rows;
   std::vector<double> y, qs, seqs;
@@ -165,8 +166,8 @@ bool fit_host_steps(const std::vector<Request>& reqs, const EngineConfig& eng, S
   fit.seq_fitted = by_seq;
   // How well the fitted model tells each step's time: the median |log error| over the steps used.
   m.host_scale = fit.scale;
-  m.launch[1] += fit.per_seq_ns;
-  m.launch[2] += fit.per_token_ns;
+  m.launch[1] = fit.per_seq_ns;  // the fitted slopes in place of any assumed ones, as `base` above
+  m.launch[2] = fit.per_token_ns;
   std::vector<double> err;
   met.clear();
   for (std::size_t k = 0; k < ls.size() && k < r.steps.size(); ++k) {

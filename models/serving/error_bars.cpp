@@ -94,9 +94,8 @@ ServeBars serve_error_bars(const ServeBarInputs& in) {
       if (r > 0) {
         char b[64];
         std::snprintf(b, sizeof b, "%.1fx", in.load_ratio);
-        parts.emplace_back(f.half_width * r, std::string("load ") + b +
-                                                 " the calibration's (requests in flight): " + plus_minus(f.half_width * r) +
-                                                 " more, the forward's per-sequence host work assumed there, not measured");
+        parts.emplace_back(f.half_width * r, std::string("load ") + b + " the calibration's (requests in flight): " +
+                                                 plus_minus(f.half_width * r) + " more, per-sequence host work not measured there");
       }
       if (in.static_from_continuous)
         parts.emplace_back(st.half_width, "static batching from a continuous engine's calibration " + plus_minus(st.half_width));

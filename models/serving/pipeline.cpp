@@ -127,14 +127,15 @@ void calibrate(const ServeJob& job, ServeOutcome& out) {
   const TraceLog tl{&traced, traced_path, ce};
   out.calibration = calibrate_step_model(t, out.model, traced_path.empty() ? nullptr : &tl);
   if (traced_path.empty()) return;
-  // The forward's host work per sequence (a Python engine builds each sequence's positions and
-  // block tables every step), which neither the trace's launch pauses nor a light load's few
-  // sequences a step measure: assumed, then scaled with every host term to the log below. Not for a
-  // static forecast (model.generate batches its sequences in tensors: no such work).
+  // The forward's host work per sequence (what a Python engine does for each sequence inside its
+  // forward; a CUDA graph's replay skips it, its captures pay it), which neither the trace's launch
+  // pauses nor a light load's few sequences a step measure: assumed, then scaled with every host
+  // term to the log below. Not for a static forecast (model.generate batches its sequences in
+  // tensors: no such work).
   if (ce.policy == Policy::Continuous && out.engine.policy == Policy::Continuous && out.model.launch[1] == 0) {
     out.model.launch[1] = kForwardHostPerSeq;
     out.model.notes.push_back("forward host " + fmt_scale(kForwardHostPerSeq / 1e3) +
-                              " us/seq: assumed (not measured by the calibration; fitted on this engine's held-out runs of three captures, "
+                              " us/seq: assumed (not measured by the calibration; chosen on this engine's held-out runs of three captures, "
                               "docs/serving.md), before the host scale");
   }
   const std::string scale_paths = job.calibrate_log.empty() ? traced_path : job.calibrate_log;

@@ -216,6 +216,8 @@ def prep(self):
 
 PROF = {}  # --diag: cProfile of the engine thread's forward in an early and a later step
 DIAG_STEPS = [int(x) for x in a.diag_steps.split(",")]
+if len(DIAG_STEPS) != 4:
+    p.error("--diag-steps takes four steps: an early pair and a later pair")
 
 
 def mem_counts():

@@ -4,7 +4,7 @@
 # --plain) and --diag (each step's engine-thread CPU time beside its wall time, cProfile of the
 # forward at steps 5-6 and 45-46, the caching allocator's device allocations and frees over them),
 # and the 64-at-once run once more unmarked (its run-to-run spread).
-# Usage (on the machine loads3 was captured on, from the repository root): .../loads3/run_loads3_diag.sh DIR
+# Usage (on a machine of the kind loads3 was captured on, from the repository root): .../loads3/run_loads3_diag.sh DIR
 set -u
 export PYTHONUNBUFFERED=1
 D=${1:?usage: run_loads3_diag.sh DIR}; mkdir -p "$D"
