@@ -2,6 +2,7 @@
 // and model.generate measured on an H200 (validate/reference/h200/serving, made by
 // validate/reference/h200/serving/run_serving.sh and the capture scripts beside it).
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -177,7 +178,8 @@ TEST_CASE("serve forecasts held-out loads from a capture with no annotation at a
 // the log's 2 batches (123 + 123, a prefill each). Forecast vs measured, makespan and median E2E:
 // batches of 16: 21.97 / 23.60 s (-6.9 %), 16.77 / 18.32 s (-8.5 %); batches of 64: 14.47 / 15.58 s
 // (-7.1 %), 12.70 / 13.92 s (-8.8 %). (Calibrated on the continuous engine instead, run 2's static
-// forecast was +14.8 % in makespan: that engine's paged-KV preparation is not model.generate's.)
+// forecast was +14.8 % in makespan, +6.7 % since its per-sequence, per-token and per-KV-token
+// preparation, which model.generate does not have, is dropped from static forecasts.)
 TEST_CASE("serve calibrates static batching from a plain profile of model.generate and its log", "[serve][e2e]") {
   const std::string dir = kServe + "static/";
   const LlmConfig llm = load_llm_config(dir + "config.json");
@@ -497,7 +499,8 @@ TEST_CASE("serve calibrates from a plain profile whose warm-up repeats, and fore
 // -11.2 / -11.7 %, 64 at once +0.2 / -18.1 / -13.3 %, with CUDA graphs -4.2 / -5.7 / -5.4 % (+25.1 /
 // -4.6 / +2.0 % before the attention pairs a graph's padding adds were priced at the roofline: this
 // calibration fitted the eager steps' attention at 43x the roofline);
-// static batches from the continuous engine's calibration: makespan +15.3 %, median E2E +8.3 %.
+// static batches from the continuous engine's calibration: makespan +10.2 %, median E2E +4.3 %
+// (+15.3 / +8.3 % with the continuous engine's per-sequence, per-token and per-KV-token terms).
 // (Without the forward's per-sequence host work, which was chosen on other captures' runs and not
 // on these: 8/s -18.4 / -13.4 / -13.8 %, 64 at once -1.9 / -19.6 / -15.3 %, CUDA graphs +24.8 /
 // -5.6 / +1.2 %.) The engine's host ran slower as the batch grew (its steps 56-60 ms at the
@@ -535,8 +538,15 @@ TEST_CASE("serve forecasts the host-model issue's held-out serving rows from a p
   const ServeOutcome o = run_serving(j);
   INFO("static16: makespan " << o.simulated.duration_s << " / " << o.measured.duration_s << " s, E2E " << o.simulated.e2el.median << " / "
                              << o.measured.e2el.median);
-  CHECK(std::abs(o.simulated.duration_s / o.measured.duration_s - 1) < 0.18);
+  // The continuous engine's terms that grow with the batch are not model.generate's: dropped, said.
+  CHECK(o.model.prepare[1] == 0);
+  CHECK(o.model.prepare[2] == 0);
+  CHECK(o.model.prepare[3] == 0);
+  CHECK(o.model.update[1] == 0);
+  CHECK(o.model.prepare[0] > 0);
+  CHECK(std::any_of(o.model.notes.begin(), o.model.notes.end(), [](const std::string& n) { return n.rfind("static batching:", 0) == 0; }));
+  CHECK(std::abs(o.simulated.duration_s / o.measured.duration_s - 1) < 0.13);
   CHECK((o.bars.duration_s[0] <= o.measured.duration_s && o.measured.duration_s <= o.bars.duration_s[1]));
-  CHECK(std::abs(o.simulated.e2el.median / o.measured.e2el.median - 1) < 0.11);
+  CHECK(std::abs(o.simulated.e2el.median / o.measured.e2el.median - 1) < 0.07);
   CHECK((o.bars.e2el_ms[0] <= o.measured.e2el.median && o.measured.e2el.median <= o.bars.e2el_ms[1]));
 }

@@ -20,7 +20,7 @@
 //     TPOT / E2E +11.1 / +10.0 / +9.8 %): that run's errors as a family of one (1.645 x RMS);
 //   - static batching forecast from a continuous engine's calibration: the makespan errors of
 //     static forecasts from another engine's or another machine's calibration (docs/serving.md:
-//     from the continuous engine on its machine +14.8 and -2.0 %, runs 2 and 3; from model.generate
+//     from the continuous engine on its machine, its per-sequence terms dropped, +6.7 and -9.4 %, runs 2 and 3; from model.generate
 //     calibrated on another machine +47 and +34 %): the engine's host and the machine's both
 //     unmeasured for the run forecast;
 //   - no calibration: the hardware model alone, without the engine's host work: its GPU time is a

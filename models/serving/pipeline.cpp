@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cstdio>
 #include <cmath>
 #include <sstream>
 
@@ -165,6 +166,22 @@ void calibrate(const ServeJob& job, ServeOutcome& out) {
   }
   out.model = std::move(fitted);
   out.calibration = rep;
+  // A static forecast from the continuous engine's calibration: that engine's preparation and
+  // update grow with its batch's sequences, tokens and KV tokens (the scheduler's per-sequence
+  // Python, the paged cache's block tables); model.generate's batch is tensors (a contiguous cache,
+  // a padded batch), so its host work per step does not: those terms go, the constant ones and the
+  // forward's stay (fitted to the log above with the continuous engine they describe).
+  if (ce.policy == Policy::Continuous && out.engine.policy == Policy::Static) {
+    const StepCostModel& m = out.model;
+    char b[200];
+    std::snprintf(b, sizeof b,
+                  "static batching: the continuous engine's preparation per sequence, token and KV token (%.3g, %.3g, %.3g us) and update "
+                  "per sequence (%.3g us) dropped (model.generate's batch is tensors)",
+                  m.prepare[1] / 1e3, m.prepare[2] / 1e3, m.prepare[3] / 1e3, m.update[1] / 1e3);
+    out.model.prepare[1] = out.model.prepare[2] = out.model.prepare[3] = 0;
+    out.model.update[1] = 0;
+    out.model.notes.push_back(b);
+  }
 }
 
 // The intervals of the forecast (error_bars.hpp).
