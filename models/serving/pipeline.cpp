@@ -173,7 +173,7 @@ void calibrate(const ServeJob& job, ServeOutcome& out) {
   // forward's stay (fitted to the log above with the continuous engine they describe).
   if (ce.policy == Policy::Continuous && out.engine.policy == Policy::Static) {
     const StepCostModel& m = out.model;
-    char b[200];
+    char b[320];
     std::snprintf(b, sizeof b,
                   "static batching: the continuous engine's preparation per sequence, token and KV token (%.3g, %.3g, %.3g us) and update "
                   "per sequence (%.3g us) dropped (model.generate's batch is tensors)",
