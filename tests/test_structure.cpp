@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 
 #include "helpers.hpp"
@@ -195,6 +196,40 @@ TEST_CASE("structure on a hand-made launch sequence: 4 steps of 3 identical laye
   REQUIRE(layer);
   CHECK(layer->instances.size() == 12);
   CHECK(layer->median_ns == 30'000);
+}
+
+// Other people's profiles whose first kernels have no launch: TraceLens's Qwen1.5-0.5B inference
+// (inference_mode, one ProfilerStep#6) on an H100 and an MI300X. Their first 509 (H100) device ops
+// ran before the profiler's active window opened: their launches are not in the trace. One thread
+// launches the rest; nothing is a backward. Before, the caller's thread was the first op's (none),
+// every launched kernel counted as "another thread's" and the run was called one training step
+// (forward 14.5 ms, "backward" 34.9 ms). Now the iteration is the profiler's step: on the H100 its
+// device ops span 34.892 ms, the step's own GPU annotation (gpu_user_annotation ProfilerStep#6,
+// 34,892.421 us); its layers are the loop found inside it (23 of the model's 24: the first
+// decoder layer's ops differ).
+TEST_CASE("structure: an inference profile whose first kernels lost their launches has no backward", "[structure][extended]") {
+  for (const char* name : {"h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz", "mi300__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"}) {
+    INFO(name);
+    const std::string f = extra_dir() + "/traces/thirdparty/tracelens/" + name;
+    if (!std::ifstream(f).good()) {
+      WARN("no " << f << ": skipped");
+      return;
+    }
+    Trace t = load_trace(f);
+    const Structure s = find_structure(t);
+    CHECK(s.level("backward") == nullptr);
+    CHECK(s.level("forward") == nullptr);
+    const StructureLevel* it = s.level("iteration");
+    REQUIRE(it);
+    REQUIRE(it->instances.size() == 1);
+    CHECK(it->how.find("ProfilerStep") != std::string::npos);
+    if (std::string(name).rfind("h100", 0) == 0)
+      CHECK(std::llabs(it->instances[0].end_ns - it->instances[0].start_ns - 34'892'421) < 2'000);
+    const StructureLevel* ly = s.level("layer");
+    REQUIRE(ly);
+    CHECK(ly->instances.size() == 23);
+    check_replayed_as_ranges(t, s, "iteration");
+  }
 }
 
 TEST_CASE("a GPU-only trace's structure is usable as ranges over device time", "[structure][extended]") {

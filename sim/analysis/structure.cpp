@@ -49,8 +49,9 @@ StructureInstance instance_of(const Trace& t, std::vector<OpId> ops, std::uint32
 std::vector<std::pair<std::vector<OpId>, std::vector<OpId>>> training_passes(const Trace& t, const std::vector<OpId>& ops) {
   auto thread = [&](OpId d) { return t.ops[d].link != kNone ? t.ops[t.ops[d].link].lane : kNone; };
   std::vector<std::pair<std::vector<OpId>, std::vector<OpId>>> out;
-  if (ops.empty()) return out;
-  const LaneId main = thread(ops[0]);
+  LaneId main = kNone;  // the first launched op's thread (the first ops may have lost their launches)
+  for (std::size_t i = 0; i < ops.size() && main == kNone; ++i) main = thread(ops[i]);
+  if (main == kNone) return out;
   std::size_t prev = 0;
   for (std::size_t i = 0; i < ops.size();) {
     std::size_t j = i;
@@ -81,7 +82,7 @@ StructureInstance make_instance(const Trace& t, const Seq& s, std::size_t b, std
     in.host_end_ns = first ? hs : std::max(in.host_end_ns, hs);
     first = false;
   }
-  in.lane = s.thread[b];
+  in.lane = s.first_thread(b, e);
   return in;
 }
 
@@ -206,14 +207,16 @@ Structure find_structure(const Trace& t) {
         continue;  // their insides differ: no layers copied by offset
       }
     // Backward passes of the window [b, e): the runs of ops launched by a thread other than the
-    // first op's (the caller blocks in backward() while the autograd thread launches), each at
+    // first launched op's (the caller blocks in backward() while the autograd thread launches), each at
     // least 8 ops and 2 % of the window; the forward pass before each; with two or more,
     // microbatches (gradient accumulation: forward and backward, M times, then the optimizer).
     auto passes = [&](std::size_t b, std::size_t e) {
       std::vector<std::pair<std::size_t, std::size_t>> runs;
+      const LaneId caller = s.first_thread(b, e);
+      if (caller == kNone) return runs;
       for (std::size_t i = b; i < e;) {
         std::size_t j = i;
-        while (j < e && s.thread[j] != kNone && s.thread[j] != s.thread[b]) ++j;
+        while (j < e && s.thread[j] != kNone && s.thread[j] != caller) ++j;
         if (j - i >= 8 && (j - i) * 50 >= e - b) runs.emplace_back(i - b, j - b);
         i = j + 1;
       }

@@ -365,7 +365,7 @@ std::vector<char> anatomy_offsets(const Seq& s, const Loop& l) {
   LaneId main = kNone;
   for (std::size_t k = 0; k < n && main == kNone; ++k)
     if (s.optimizer[b + k]) main = s.thread[b + k];
-  if (main == kNone) main = s.thread[b];
+  if (main == kNone) main = s.first_thread(b, b + n);
   auto bw = [&](std::size_t k) { return s.thread[b + k % n] != main && s.thread[b + k % n] != kNone; };
   std::size_t bw_ops = 0;
   for (std::size_t k = 0; k < n; ++k) bw_ops += bw(k);

@@ -20,6 +20,14 @@ struct Seq {
   std::vector<char> optimizer;       // an optimizer's kernel by its name (multi_tensor_apply, adam, sgd, ...)
   std::vector<std::uint64_t> h, pw;  // prefix hashes, powers of kBase
   std::uint64_t window(std::size_t i, std::size_t len) const { return h[i + len] - h[i] * pw[len]; }
+  // The launching thread of the first op in [b, e) whose launch is recorded (kNone: none is). A
+  // trace may lose launches (a profiler's buffer, a window that starts mid-step): the op at b need
+  // not have one.
+  LaneId first_thread(std::size_t b, std::size_t e) const {
+    for (std::size_t i = b; i < e; ++i)
+      if (thread[i] != kNone) return thread[i];
+    return kNone;
+  }
 };
 
 struct Loop {
