@@ -155,6 +155,12 @@ constexpr AmdPart kAmd[] = {
 
 }  // namespace
 
+std::string amd_part_from_properties(unsigned sm_count, int cc_major, int cc_minor) {
+  if (cc_major == 9 && cc_minor == 4) return sm_count == 304 ? "AMD Instinct MI300X" : sm_count == 228 ? "AMD Instinct MI300A" : "";
+  if (cc_major == 9 && cc_minor == 0 && sm_count == 104) return "AMD Instinct MI210";
+  return "";
+}
+
 nlohmann::json spec_from_trace_device(const std::string& name, unsigned sm_count, int cc_major, int cc_minor, double memory_bytes,
                                       double clock_hz, std::string& why) {
   using nlohmann::json;

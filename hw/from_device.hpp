@@ -22,6 +22,12 @@ nlohmann::json spec_from_device(const nlohmann::json& device, const std::string&
 nlohmann::json spec_from_trace_device(const std::string& name, unsigned sm_count, int cc_major, int cc_minor, double memory_bytes,
                                       double clock_hz, std::string& why);
 
+// The AMD Instinct part whose compute units and gfx version (HIP's compute capability: gfx942 is
+// 9.4, gfx90a 9.0) a device shows, for a ROCm profile whose deviceProperties leave the name empty
+// (vLLM's on an MI300X): 304 CUs at 9.4 an MI300X, 228 at 9.4 an MI300A, 104 at 9.0 an MI210 (or
+// one die of an MI250, the same CUs and bandwidth a die). "" where none is certain.
+std::string amd_part_from_properties(unsigned sm_count, int cc_major, int cc_minor);
+
 // "NVIDIA GeForce RTX 4090" -> "nvidia-geforce-rtx-4090".
 std::string spec_slug(const std::string& device_name);
 

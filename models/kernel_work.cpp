@@ -104,6 +104,13 @@ Dtype kernel_dtype(std::string_view name, Dtype fallback) {
   return fallback;
 }
 
+bool low_bit_weight_gemm(std::string_view name) {
+  const std::string n = lower(name);
+  for (const char* k : {"mxfp4", "nvfp4", "mxfp6", "e2m1", "int4", "w4a16", "w4a8", "wna16", "marlin", "awq", "gptq"})
+    if (has(n, k)) return true;
+  return false;
+}
+
 ComputeUnit kernel_unit(std::string_view name, KernelClass c, Dtype d, const GpuSpec& g) {
   std::string n = lower(name);
   if (!is_compute_class(c)) return ComputeUnit::Simt;

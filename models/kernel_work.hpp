@@ -47,6 +47,11 @@ bool gemm_helper_kernel(std::string_view name);
 bool is_compute_class(KernelClass c);  // GEMM, convolution, attention: bound by math when large
 // Precision and unit from the kernel's name (template arguments, cuBLAS/cuDNN/nvjet tokens).
 Dtype kernel_dtype(std::string_view name, Dtype fallback = Dtype::FP32);
+// A GEMM whose weights are stored in 4 bits (or 6) and widened inside the kernel, by the kernel's
+// name: mxfp4 / nvfp4 / e2m1 (OCP and NVIDIA microscaling), int4 and the weight-only kernels that
+// carry them (w4a16, w4a8, wna16, Marlin, AWQ, GPTQ). Its compute runs in the activations' type
+// (kernel_dtype), its weight traffic is already below fp8's.
+bool low_bit_weight_gemm(std::string_view name);
 ComputeUnit kernel_unit(std::string_view name, KernelClass c, Dtype d, const GpuSpec& g);
 
 // The output tile of a GEMM kernel from its name ("nvjet_sm90_tst_192x128_...", "..._128x256_32x3_...",

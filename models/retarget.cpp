@@ -183,13 +183,28 @@ HwSpec source_spec(const Trace& t, const std::string& override_spec) {
     std::string p = preset_for_device(d.name);
     if (!p.empty()) return load_hw(p);
   }
-  // No preset: the properties the trace records, beside the architecture's rates.
+  // No preset: the properties the trace records, beside the architecture's rates. A device a ROCm
+  // profile leaves unnamed (HIP runtime calls) is the AMD part its CUs and gfx version tell.
+  auto hip = [&] {
+    std::size_t seen = 0;
+    for (const Op& o : t.ops)
+      if (o.kind == OpKind::Api) {
+        if (t.name(o).rfind("hip", 0) == 0) return true;
+        if (++seen == 1000) break;
+      }
+    return false;
+  };
   for (const auto& d : t.devices) {
-    std::string why;
-    const nlohmann::json spec = spec_from_trace_device(d.name, d.sm_count, static_cast<int>(d.cc_major), static_cast<int>(d.cc_minor),
+    std::string why, name = d.name, inferred;
+    if (name.empty() && hip())
+      name = inferred = amd_part_from_properties(d.sm_count, static_cast<int>(d.cc_major), static_cast<int>(d.cc_minor));
+    const nlohmann::json spec = spec_from_trace_device(name, d.sm_count, static_cast<int>(d.cc_major), static_cast<int>(d.cc_minor),
                                                        static_cast<double>(d.memory_bytes), d.clock_hz, why);
     if (spec.is_null()) continue;
     HwSpec h = load_hw_json(spec, t.source);
+    if (!inferred.empty())
+      why = "the trace names no GPU; its " + std::to_string(d.sm_count) + " CUs, gfx" + std::to_string(d.cc_major) + "." +
+            std::to_string(d.cc_minor) + " and HIP runtime are an " + inferred + "'s. " + why;
     h.from_trace = why;
     remember_trace_spec(h);
     return h;

@@ -8,6 +8,8 @@
 #include <fstream>
 
 #include "helpers.hpp"
+#include "hw/from_device.hpp"
+#include "models/retarget.hpp"
 #include "sim/base/error.hpp"
 #include "models/replay.hpp"
 #include "models/whatif/run.hpp"
@@ -187,6 +189,31 @@ TEST_CASE("a GPU with no preset gets a spec from the trace's device properties, 
   }
   wo.transforms = parse_transform_args({"--scale", "2:kind=kernel"}, scenario);
   CHECK(run_whatif(u, wo).log.front().find("no hardware model, sharing off") != std::string::npos);
+}
+
+TEST_CASE("a ROCm profile that names no GPU: the AMD part its CUs and gfx version tell", "[formats][extended]") {
+  // vLLM's decode profile of thirdparty/tracelens: deviceProperties with an empty name, 304 CUs,
+  // compute capability 9.4 (gfx942), HIP runtime calls. It is an MI300X (CDNA3), said; before, an
+  // H100 SXM's rates were assumed. The same properties without HIP calls (an NVIDIA runtime) tell
+  // nothing: no part is guessed.
+  const std::string f = extra_dir() + "/traces/thirdparty/tracelens/inference__vllm_decode_full__graph_execution.json.gz";
+  if (!fs::exists(f)) {
+    WARN("no " << f << ": skipped");
+    return;
+  }
+  const Trace t = load_trace(f);
+  REQUIRE_FALSE(t.devices.empty());
+  CHECK(t.devices[0].name.empty());
+  const HwSpec h = source_spec(t, "");
+  CHECK(h.name == "amd-instinct-mi300x");
+  CHECK(h.gpu.sm_count == 304);
+  CHECK(h.from_trace.find("the trace names no GPU; its 304 CUs, gfx9.4 and HIP runtime are an AMD Instinct MI300X's") == 0);
+  CHECK(amd_part_from_properties(304, 9, 4) == "AMD Instinct MI300X");
+  CHECK(amd_part_from_properties(132, 9, 0).empty());
+  Trace u = t;
+  for (Op& o : u.ops)
+    if (o.kind == OpKind::Api) o.name = u.strings.intern("cudaLaunchKernel");
+  CHECK_THROWS_AS(source_spec(u, ""), InputError);
 }
 
 TEST_CASE("the key scan of a gzip file obeys the decompression-bomb bound", "[formats][robust]") {

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "helpers.hpp"
+#include "models/kernel_work.hpp"
 #include "sim/base/error.hpp"
 
 using namespace bneck;
@@ -33,6 +34,39 @@ TEST_CASE("fp8 recipes: per-tensor scaling costs an amax pass more than per-bloc
   CHECK(tensor.predicted_ns < tensor.baseline_ns);
   CHECK(row.predicted_ns != tensor.predicted_ns);
   CHECK_THROWS_AS(parse_transform("precision", "fp8-channel"), InputError);
+  std::remove(p.c_str());
+}
+
+TEST_CASE("fp8 keeps a GEMM whose weights are already 4-bit (its name), and converts the others", "[whatif][precision]") {
+  // The hand-computed trace above with two GEMMs of 2 ms each, both bf16 activations: a cuBLAS
+  // bf16 GEMM, and triton's matmul_ogs with mxfp4 weights (gpt-oss's MoE layers on vLLM). fp8
+  // quantizes the first only: the second's weights take half a byte each already, fp8's one. Its
+  // 2 ms stay; the log names it.
+  std::string p = tmp("fp8_mxfp4.json");
+  std::ofstream(p) << R"({"traceEvents": [
+    {"ph": "X", "cat": "user_annotation", "name": "step0", "pid": 1, "tid": 1, "ts": 0, "dur": 4500},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 20,
+     "args": {"Input Dims": [[8192, 4096], [4096, 4096]], "Input type": ["c10::BFloat16", "c10::BFloat16"]}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 12, "dur": 5, "args": {"correlation": 1}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 40, "dur": 5, "args": {"correlation": 2}},
+    {"ph": "X", "cat": "kernel", "name": "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT", "pid": 0, "tid": 7, "ts": 200, "dur": 2000,
+     "args": {"correlation": 1, "stream": 7, "device": 0, "grid": [2, 66, 1], "block": [384, 1, 1]}},
+    {"ph": "X", "cat": "kernel", "name": "_matmul_ogs_NNT_bf16xbf16xmxfp4_16x128x256x1", "pid": 0, "tid": 7, "ts": 2200, "dur": 2000,
+     "args": {"correlation": 2, "stream": 7, "device": 0, "grid": [132, 1, 1], "block": [256, 1, 1]}}],
+    "deviceProperties": [{"id": 0, "name": "NVIDIA H200", "numSms": 132, "computeMajor": 9, "computeMinor": 0}]})";
+  CHECK(low_bit_weight_gemm("_matmul_ogs_NNT_bf16xbf16xmxfp4_16x128x256x1"));
+  CHECK(low_bit_weight_gemm("marlin::Marlin<256, 1, 8, 8, 4, 8>"));
+  CHECK_FALSE(low_bit_weight_gemm("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT"));
+  const WhatIfReport w = whatif_of(p, "step0", {"--unprofile=off", "--precision", "fp8-tensor"});
+  bool said = false;
+  for (const auto& l : w.log)
+    said = said ||
+           (l.find("1 linear GEMMs in fp8") != std::string::npos && l.find("1 GEMMs whose weights are already 4-bit") != std::string::npos);
+  CHECK(said);
+  // The bf16 GEMM runs faster in fp8; the mxfp4 one keeps its 2 ms: the step ends at least 2 ms after
+  // the first GEMM's start.
+  CHECK(w.predicted_ns < w.baseline_ns);
+  CHECK(w.predicted_ns > 2'000'000);
   std::remove(p.c_str());
 }
 

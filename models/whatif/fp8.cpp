@@ -86,13 +86,17 @@ class Fp8 : public TransformStep {
     bool training = false;
     for (OpId i = 0; i < t.ops.size() && !training; ++i)
       training = linear(ctx, i) && t.ops[i].link != kNone && t.ops[t.ops[i].link].lane != main;
-    std::size_t gemms = 0, kept = 0, quants = 0;
+    std::size_t gemms = 0, kept = 0, quants = 0, low_bit = 0;
     TimeNs before = 0, after = 0, quant_total = 0, host_total = 0;
     for (OpId i = 0; i < t.ops.size(); ++i) {
       const Op& o = t.ops[i];
       if (!hit[i] || o.kind != OpKind::Kernel || (o.flags & Op::kFlagNccl) || !is_compute_class(ctx.work[i].cls)) continue;
       if (!linear(ctx, i)) {
         ++kept;
+        continue;
+      }
+      if (low_bit_weight_gemm(t.name(o))) {  // weights already in 4 bits: fp8's would double their bytes
+        ++low_bit;
         continue;
       }
       const KernelWork& w = ctx.work[i];
@@ -127,12 +131,14 @@ class Fp8 : public TransformStep {
       ++gemms;
     }
     const char* names[] = {"per-tensor", "per-row", "per-block"};
-    c.log.push_back(text + " (the trace runs " + recipe_in_use(t, ctx.work) + "): " + std::to_string(gemms) + " linear GEMMs in fp8 (" +
-                    names[static_cast<int>(s_)] + " scaling, " +
-                    (training ? "training: x, W and the output gradient" : "inference: activations; weights cast once") + " quantized, " +
-                    std::to_string(quants / 2) + " quantizations: " + format_duration(quant_total) + " on the GPU, " +
-                    format_duration(host_total) + " on the host), " + std::to_string(kept) + " batched GEMM/attention kernels kept; " +
-                    format_duration(before) + " -> " + format_duration(after));
+    c.log.push_back(
+        text + " (the trace runs " + recipe_in_use(t, ctx.work) + "): " + std::to_string(gemms) + " linear GEMMs in fp8 (" +
+        names[static_cast<int>(s_)] + " scaling, " +
+        (training ? "training: x, W and the output gradient" : "inference: activations; weights cast once") + " quantized, " +
+        std::to_string(quants / 2) + " quantizations: " + format_duration(quant_total) + " on the GPU, " + format_duration(host_total) +
+        " on the host), " + std::to_string(kept) + " batched GEMM/attention kernels kept" +
+        (low_bit ? ", " + std::to_string(low_bit) + " GEMMs whose weights are already 4-bit (mxfp4, int4: their names) kept" : "") + "; " +
+        format_duration(before) + " -> " + format_duration(after));
   }
 
  private:
