@@ -146,7 +146,7 @@ class Builder {
         }
         if (prev != kNone) in.push_back({prev, EdgeType::StreamOrder, DepType::EndToStart, 0});
         attach_waits(i, o, in);
-        if (calibrate_ && !infer_waits_.empty() && infer_waits_[t_.lanes[o.lane].process]) infer_wait(o, prev, in, g);
+        if (calibrate_ && !infer_waits_.empty() && infer_waits_[t_.lanes[o.lane].process]) infer_wait(i, o, prev, in, g);
         collective_edges(i, o, in, g);
       }
       if (auto it = explicit_in_.find(i); it != explicit_in_.end())
@@ -293,7 +293,7 @@ class Builder {
   // predecessor allowed: if an op on another stream of its device ended within kInferWindow before
   // it started, later than those two, it is taken as the event the stream waited for.
   static constexpr TimeNs kInferWindow = 20 * kNsPerUs;
-  void infer_wait(const Op& o, OpId prev, std::vector<PendingEdge>& in, Graph& g) {
+  void infer_wait(OpId i, const Op& o, OpId prev, std::vector<PendingEdge>& in, Graph& g) {
     TimeNs allowed = o.link != kNone ? t_.ops[o.link].start : std::numeric_limits<TimeNs>::min();
     if (prev != kNone) allowed = std::max(allowed, t_.ops[prev].end());
     for (const auto& e : in)
@@ -305,9 +305,14 @@ class Builder {
       OpId c = lanes_.last_ended_by(t_, l, o.start);
       if (c != kNone && (best == kNone || t_.ops[c].end() > t_.ops[best].end())) best = c;
     }
-    if (best == kNone) return;
-    TimeNs e = t_.ops[best].end();
-    if (e <= allowed || o.start - e > kInferWindow) return;
+    const TimeNs e = best == kNone ? std::numeric_limits<TimeNs>::min() : t_.ops[best].end();
+    if (best == kNone || e <= allowed || o.start - e > kInferWindow) {
+      // Held past its launch call's return (not a slow launch: a lazy module load inside the call)
+      // and its stream predecessor's end by more than the window: it waited for something unseen.
+      const TimeNs returned = o.link != kNone ? std::max(allowed, t_.ops[o.link].end()) : allowed;
+      if (returned != std::numeric_limits<TimeNs>::min() && o.start - returned > kInferWindow) g.unknown_wait.push_back(i);
+      return;
+    }
     in.push_back({best, EdgeType::Event, DepType::EndToStart, 0});
     g.stats.inferred_waits++;
   }

@@ -16,6 +16,7 @@
 #pragma once
 #include <boost/graph/compressed_sparse_row_graph.hpp>
 #include <boost/range/iterator_range.hpp>
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -193,6 +194,12 @@ struct Graph {
     sharing_lost[n] = ns;
   }
   GraphStats stats;
+  // Device ops that started well after their launch and stream allowed, in a process whose stream
+  // waits the trace does not resolve, with no op of another stream ending just before to wait for
+  // (sorted): they waited for something the trace does not show, kept in their launch edge's
+  // measured delay. Transforms that re-time launches keep that delay (it is no launch overhead).
+  std::vector<NodeId> unknown_wait;
+  bool waited_unknown(NodeId n) const { return std::binary_search(unknown_wait.begin(), unknown_wait.end(), n); }
   std::map<std::string, Anomaly> anomalies;  // dependencies the builder could not resolve
 
   std::size_t num_trace_nodes() const { return trace ? trace->ops.size() : 0; }
