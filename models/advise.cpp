@@ -22,6 +22,7 @@ namespace {
 constexpr const char* kHost = "host calls";
 constexpr const char* kSync = "synchronization";
 constexpr const char* kGaps = "gaps between ops";
+constexpr const char* kWait = "unresolved waits";  // Graph::unknown_wait: held by an unseen event
 constexpr const char* kComm = "communication";
 constexpr const char* kCopies = "copies";
 constexpr const char* kCompute = "compute-bound kernels";
@@ -48,6 +49,14 @@ void classify_run(Advice& a) {
   };
   const double host = share(kHost) + share(kSync) + share(kGaps);
   const double idle = a.overlap.window_ns > 0 ? static_cast<double>(a.overlap.gpu_idle_ns) / static_cast<double>(a.overlap.window_ns) : 0;
+  if (share(kWait) >= 0.5) {
+    a.bottleneck = "waiting on what the trace does not show";
+    a.evidence = "device ops held by stream waits the trace does not resolve are " + format_share(share(kWait)) +
+                 " of the critical path (their events' sources are not in it: another process, an untraced thread, or work before "
+                 "the profiler's window); the GPU is idle " +
+                 format_share(idle) + " of the run";
+    return;
+  }
   if (host >= 0.5) {
     a.bottleneck = share(kSync) >= 0.25 ? "synchronization-bound" : "launch/host-bound";
     a.evidence = "host calls, synchronization and the gaps between ops are " + format_share(host) +
@@ -146,9 +155,12 @@ void path_by_class(const Trace& t, const WorkTable& work, const HwSpec& hw, cons
   for (OpId o : path)
     if (o < t.ops.size()) ops.push_back(o);
   const SimResult& sim = *base.base_sim;
+  const Graph& g = *base.base_graph;
   a.path_ns = walk_path(sim, std::move(ops), [&](OpId o, TimeNs gap, TimeNs own) {
     const Op& op = t.ops[o];
-    if (gap > 0) {
+    if (gap > 0 && g.waited_unknown(o)) {
+      a.path_by_class[kWait] += gap;  // held by an event the trace does not show, not the host
+    } else if (gap > 0) {
       a.path_by_class[kGaps] += gap;
       if (op.kind == OpKind::Api) a.host_terms[kBetweenCalls] += gap;  // host work before a call
     }

@@ -69,6 +69,25 @@ TEST_CASE("advise on the extra folder's eager decoding: CUDA graphs first", "[ad
 TEST_CASE("advise: an unfused elementwise chain is memory-bound and fusion ranks first (H200)", "[advise][e2e]") { chain_advice(core); }
 TEST_CASE("advise on the extra folder's elementwise chain: fusion first", "[advise][e2e][extended]") { chain_advice(h200); }
 
+// SGLang's decode profile (thirdparty/tracelens, an MI300X): its forward waited 463 ms on a stream
+// wait whose event the trace does not hold (the GPU idle, the host in a blocking copy), then ran
+// 10 ms of work. The critical path is that wait, not the host: the bottleneck says so, and CUDA
+// graphs (the graph waits too) gain nothing (they were ranked first at 47x).
+TEST_CASE("advise: a run held by a stream wait the trace does not resolve is waiting, not host-bound", "[advise][e2e][extended]") {
+  const std::string f = extra_dir() + "/traces/thirdparty/tracelens/inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz";
+  if (!std::filesystem::exists(f)) {
+    WARN("no " << f << ": skipped");
+    return;
+  }
+  const Advice a = advise_of(f, "");
+  CHECK(a.bottleneck == "waiting on what the trace does not show");
+  REQUIRE(a.path_by_class.count("unresolved waits"));
+  CHECK(static_cast<double>(a.path_by_class.at("unresolved waits")) > 0.9 * static_cast<double>(a.path_ns));
+  for (const AdviceSuggestion& s : a.suggestions)
+    if (!s.args.empty() && s.args[0] == "--cuda-graph")
+      CHECK(static_cast<double>(s.baseline_ns) < 1.02 * static_cast<double>(s.predicted_ns));
+}
+
 TEST_CASE("advise: fp32 Hugging Face models rank a precision change first (H200)", "[advise][e2e]") {
   if (!fs::exists(hf("bert_large-inf-8x512"))) {
     WARN("no unpacked hf_models traces: skipped");
