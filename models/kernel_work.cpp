@@ -42,6 +42,9 @@ KernelClass classify_kernel(std::string_view name) {
   std::string n = lower(name);
   if (is_comm_kernel_name(name)) return KernelClass::Communication;
   if (has(n, "compute_dot_do_o")) return KernelClass::Reduction;  // rowsum(dO * O) of attention backward
+  // A paged KV cache's writes (vLLM's reshape_and_cache_flash, its block copies): copies, not the
+  // attention the cache's name ("flash") might say.
+  if (has(n, "reshape_and_cache") || has(n, "copy_blocks") || has(n, "swap_blocks")) return KernelClass::Copy;
   if (has(n, "fmha") || has(n, "flash") || has(n, "sdpa") || has(n, "attention")) return KernelClass::Attention;
   if (has(n, "convolution") || has(n, "conv2d") || has(n, "conv3d") || has(n, "conv1d") || has(n, "convnd") ||
       has(n, "implicit_convolve") || has(n, "implicit_gemm") || has(n, "wgrad") || has(n, "dgrad") || has(n, "winograd") ||
@@ -207,9 +210,10 @@ bool op_work(const std::string& op, const std::vector<std::vector<std::int64_t>>
     w.out_elems = b * h * t * d;
     return true;
   }
-  // Lookups read only the rows they index, not the table their shapes describe: no estimate from
-  // shapes (inferred from the duration instead).
-  for (const char* gather : {"embedding", "index", "gather", "lookup", "scatter", "sparse"})
+  // Lookups read only the rows they index, not the table their shapes describe, and a KV cache's
+  // writes only the slots they index (vLLM's reshape_and_cache_flash takes the whole pool of blocks:
+  // 4.3 G elements for 888 tokens): no estimate from shapes (inferred from the duration instead).
+  for (const char* gather : {"embedding", "index", "gather", "lookup", "scatter", "sparse", "cache"})
     if (op.find(gather) != std::string::npos) return false;
   // Memory-bound ops: inputs read once, an output the size of the largest input written.
   double in = 0, largest = 0;

@@ -182,6 +182,36 @@ TEST_CASE("work from recorded shapes: the QKV projection of block_bf16", "[model
   CHECK(found >= 10);  // 2 blocks x 5 steps
 }
 
+TEST_CASE("a paged KV cache's write is a copy whose work its pool's shape does not give", "[models][work]") {
+  // vLLM's reshape_and_cache_flash (the B200 profile of thirdparty/tracelens): 888 tokens' keys and
+  // values written into a pool of 4,213,816 blocks of 16 x 1 x 64. The pool's shape is no measure of
+  // the 113 kB written: its work comes from its 10 us (inferred, not from shapes; it was 466 GB,
+  // 7,418 % of the B200's bandwidth for its class), and "flash" in its name is no attention.
+  const std::string p = tmp("kv_cache_write.json");
+  std::ofstream(p) << R"({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "_C_cache_ops::reshape_and_cache_flash", "pid": 1, "tid": 1, "ts": 10, "dur": 20,
+     "args": {"Input Dims": [[888, 1, 64], [888, 1, 64], [4213816, 16, 1, 64], [4213816, 16, 1, 64], [888], [], [], []],
+              "Input type": ["c10::BFloat16", "c10::BFloat16", "unsigned char", "unsigned char", "long int", "", "", ""]}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 12, "dur": 5, "args": {"correlation": 1}},
+    {"ph": "X", "cat": "kernel", "name": "void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, unsigned char, (vllm::Fp8KVCacheDataType)1>",
+     "pid": 0, "tid": 7, "ts": 30, "dur": 10, "args": {"correlation": 1, "stream": 7, "device": 0, "grid": [888, 1, 1], "block": [128, 1, 1]}}],
+    "deviceProperties": [{"id": 0, "name": "NVIDIA H200", "numSms": 132, "computeMajor": 9, "computeMinor": 0}]})";
+  CHECK(classify_kernel("void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, unsigned char, (vllm::Fp8KVCacheDataType)1>") ==
+        KernelClass::Copy);
+  const Trace t = load_trace(p);
+  const WorkTable work = estimate_work(t, load_hw("h200-sxm"));
+  std::size_t kernels = 0;
+  for (OpId i = 0; i < t.ops.size(); ++i)
+    if (t.ops[i].kind == OpKind::Kernel) {
+      ++kernels;
+      CHECK(work[i].cls == KernelClass::Copy);
+      CHECK_FALSE(work[i].from_shapes);
+      CHECK(work[i].bytes < 1e8);  // what 10 us at the H200's bandwidth moves, not the pool's 466 GB
+    }
+  CHECK(kernels == 1);
+  std::remove(p.c_str());
+}
+
 TEST_CASE("the work table keeps shared work once and each inferred amount apart", "[models][work]") {
   // Four ops: an API call (default work), two GEMMs whose flops were inferred from their durations
   // (one template, two amounts), a kernel of known shapes (a template of its own).
