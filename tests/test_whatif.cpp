@@ -286,6 +286,33 @@ TEST_CASE("CUDA graphs split at host synchronizations, the host time after them 
   CHECK(r.predicted_ns <= floor + 10 * kNsPerUs);
 }
 
+// Setup no graph replays keeps its time: a step launches a, allocates (cudaMalloc, 1 ms: the
+// caching allocator growing), launches b. Replayed as a graph the launches and the host time between
+// them go, the allocation stays: b starts after it, about 1 ms + 20 us from a's start (it was about
+// 30 us: the allocation went with the launches). A stream-ordered cudaMallocAsync is captured.
+TEST_CASE("CUDA graphs keep setup calls (allocation, creation) a graph does not replay", "[whatif][cuda-graph]") {
+  auto step = [](const char* alloc) {
+    return std::string(R"({"format": "bneck-workload", "measured": true,
+    "devices": [{"name": "NVIDIA H200", "sm_count": 132, "compute_capability": "9.0"}],
+    "lanes": [{"kind": "thread", "name": "main"}, {"kind": "stream", "name": "s", "device": 0}],
+    "ranges": [{"name": "step", "lane": 0, "start": "0 us", "end": "1050 us"}],
+    "ops": [{"kind": "api", "name": "cudaLaunchKernel", "lane": 0, "start": "0 us", "duration": "5 us", "api_class": "launch"},
+            {"kind": "kernel", "name": "a", "lane": 1, "start": "10 us", "end": "20 us", "launched_by": 0},
+            {"kind": "api", "name": ")") +
+           alloc + R"(", "lane": 0, "start": "10 us", "duration": "1000 us"},
+            {"kind": "api", "name": "cudaLaunchKernel", "lane": 0, "start": "1015 us", "duration": "5 us", "api_class": "launch"},
+            {"kind": "kernel", "name": "b", "lane": 1, "start": "1025 us", "end": "1035 us", "launched_by": 3}]})";
+  };
+  const WhatIfReport kept =
+      whatif_of(write_temp(step("cudaMalloc"), "graph_setup"), "step", {"--cuda-graph", "--sharing", "off", "--unprofile=off"});
+  CHECK(has_line(kept, "1 setup calls a graph does not replay (allocation, creation, device queries) keep their 1.000 ms"));
+  CHECK(kept.predicted_ns >= 1'000 * kNsPerUs);
+  CHECK(kept.predicted_ns <= 1'030 * kNsPerUs);
+  const WhatIfReport captured =
+      whatif_of(write_temp(step("cudaMallocAsync"), "graph_setup_async"), "step", {"--cuda-graph", "--sharing", "off", "--unprofile=off"});
+  CHECK(captured.predicted_ns < 100 * kNsPerUs);
+}
+
 // A kernel held by a stream wait the trace does not resolve (Kineto without the wait's event: an
 // SGLang decode step's forward waited 463 ms for an event no op of the trace records) waited for
 // something a CUDA graph waits for too: its measured delay stays. One thread launches a, b and c
