@@ -293,7 +293,15 @@ class DataParallel : public TransformStep {
     }
     ed.commit();
     if (steps == 0) {
-      c.log.push_back(text + ": no DDP calls in the trace and no gradient sizes (no shapes): give --grad-bytes (the gradients of a step)");
+      // A backward whose gradients nothing sizes: their all-reduce is the layout's cost, and a
+      // forecast without it would be the replicas' (throughput doubled for free). Inference (no
+      // backward) has no gradients: its replicas are the forecast.
+      const bool backward = std::any_of(phases.begin(), phases.end(), [](const Phase& ph) { return !ph.bwd.empty(); });
+      if (backward)
+        throw InputError(t.source, text +
+                                       ": the trace holds backward passes but no DDP calls and no shapes to size their gradients: give "
+                                       "--grad-bytes (the gradients of a step)");
+      c.log.push_back(text + ": no backward pass in the trace: replicas with no gradients to all-reduce");
       return;
     }
     c.log.push_back(text + ": no DDP in the trace: " + std::to_string(reduces) + " bucket all-reduces of " + shown(total) + " over " +
