@@ -232,6 +232,37 @@ TEST_CASE("structure: an inference profile whose first kernels lost their launch
   }
 }
 
+// An inference engine's profile of one step, with no ProfilerStep#N: the engine's own step range is
+// the iteration (vLLM's execute_..., which TraceLens's SGLang profiles carry too; SGLang's step[...])
+// and the loop inside it its layers. SGLang's Qwen3-8B decode (one CUDA graph) and prefill+decode
+// steps: 36 layers, the model's 36; vLLM's prefill on a B200 (gpt-oss, sliding and full attention
+// alternating): 18 pairs of layers. Before, the layers were taken for 36 (18) iterations.
+TEST_CASE("structure: an inference engine's step range is the iteration, the loop in it the layers", "[structure][extended]") {
+  struct Case {
+    const char* file;
+    std::size_t layers;
+  } cases[] = {{"inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz", 36},
+               {"inference__sglang_prefilldecode__sglang_Qwen3-8B_prefilldecode.json.gz", 36},
+               {"b200__eager_trace.json.gz", 18}};
+  for (const Case& c : cases) {
+    INFO(c.file);
+    const std::string f = extra_dir() + "/traces/thirdparty/tracelens/" + c.file;
+    if (!std::ifstream(f).good()) {
+      WARN("no " << f << ": skipped");
+      return;
+    }
+    Trace t = load_trace(f);
+    const Structure s = find_structure(t);
+    const StructureLevel *it = s.level("iteration"), *ly = s.level("layer");
+    REQUIRE(it);
+    REQUIRE(ly);
+    CHECK(it->instances.size() == 1);
+    CHECK(it->how.find("step ranges") != std::string::npos);
+    CHECK(ly->instances.size() == c.layers);
+    check_replayed_as_ranges(t, s, "iteration");
+  }
+}
+
 TEST_CASE("a GPU-only trace's structure is usable as ranges over device time", "[structure][extended]") {
   // An MI210 profile named a GPU-only trace: one training step (223 kernels launched by the main
   // thread, then 339 by another: the backward), whose loop of 21 device ops x 2 is its layers (20,

@@ -128,14 +128,25 @@ void summarize(StructureLevel& lv) {
                   " % of their median (at most " + std::to_string(static_cast<int>(100 * kMaxSpread)) + " %): not one repeated unit";
 }
 
-// Annotations help where present: a PyTorch profile's ProfilerStep#N ranges are its steps. When
+// Annotations help where present: a PyTorch profile's ProfilerStep#N ranges are its steps (an
+// inference engine's step ranges where it has none). When
 // two thirds of the iterations found lie inside them, two or more a step (a profile of one or two steps, where the loop
 // found is the layers), the steps become the iterations and that loop their layers.
 void promote_profiler_steps(const Trace& t, StructureLevel& iter, StructureLevel& layer) {
   if (iter.instances.empty()) return;
-  std::vector<std::size_t> marked;  // the profiler's step ranges (the index of every range is built only for them)
-  for (std::size_t r = 0; r < t.ranges.size(); ++r)
-    if (!t.ranges[r].structure && t.strings.str(t.ranges[r].name).rfind("ProfilerStep#", 0) == 0) marked.push_back(r);
+  // The profiler's step ranges, else an inference engine's own (vLLM's execute_..., SGLang's
+  // step[...]): the first family the trace holds, so that nested ones do not count twice. (The
+  // index of every range is built only when one is found.)
+  std::vector<std::size_t> marked;
+  const char* family = "";
+  for (const auto& [prefix, words] : {std::pair{"ProfilerStep#", "the PyTorch profiler's ProfilerStep#N ranges"},
+                                      std::pair{"execute_", "the engine's step ranges (execute_..., as vLLM names them)"},
+                                      std::pair{"step[", "SGLang's step ranges (step[...])"}}) {
+    for (std::size_t r = 0; r < t.ranges.size(); ++r)
+      if (!t.ranges[r].structure && t.strings.str(t.ranges[r].name).rfind(prefix, 0) == 0) marked.push_back(r);
+    family = words;
+    if (!marked.empty()) break;
+  }
   if (marked.empty()) return;
   RangeIndex idx(t);
   std::vector<StructureInstance> steps;
@@ -162,9 +173,9 @@ void promote_profiler_steps(const Trace& t, StructureLevel& iter, StructureLevel
   // Most of them inside (a warm-up outside the profiled steps may repeat the loop too).
   if (inner.size() * 3 < iter.instances.size() * 2 || inner.size() < 2 * steps.size()) return;
   layer.instances = std::move(inner);
-  layer.how = iter.how + " (inside the profiler's steps)";
+  layer.how = iter.how + " (inside the steps)";
   iter.instances = std::move(steps);
-  iter.how = "the PyTorch profiler's ProfilerStep#N ranges, holding the loop found";
+  iter.how = std::string(family) + ", holding the loop found";
 }
 
 }  // namespace
