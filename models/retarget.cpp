@@ -177,6 +177,18 @@ TimeNs RetargetCostModel::duration(OpId n, const Graph& g) const {
   return o.duration();
 }
 
+std::string unnamed_device_part(const Trace& t, const Device& d) {
+  if (!d.name.empty()) return "";
+  std::size_t seen = 0;
+  for (const Op& o : t.ops)
+    if (o.kind == OpKind::Api) {
+      if (t.name(o).rfind("hip", 0) == 0)
+        return amd_part_from_properties(d.sm_count, static_cast<int>(d.cc_major), static_cast<int>(d.cc_minor));
+      if (++seen == 1000) break;
+    }
+  return "";
+}
+
 HwSpec source_spec(const Trace& t, const std::string& override_spec) {
   if (!override_spec.empty()) return load_hw(override_spec);
   for (const auto& d : t.devices) {
@@ -185,19 +197,10 @@ HwSpec source_spec(const Trace& t, const std::string& override_spec) {
   }
   // No preset: the properties the trace records, beside the architecture's rates. A device a ROCm
   // profile leaves unnamed (HIP runtime calls) is the AMD part its CUs and gfx version tell.
-  auto hip = [&] {
-    std::size_t seen = 0;
-    for (const Op& o : t.ops)
-      if (o.kind == OpKind::Api) {
-        if (t.name(o).rfind("hip", 0) == 0) return true;
-        if (++seen == 1000) break;
-      }
-    return false;
-  };
   for (const auto& d : t.devices) {
-    std::string why, name = d.name, inferred;
-    if (name.empty() && hip())
-      name = inferred = amd_part_from_properties(d.sm_count, static_cast<int>(d.cc_major), static_cast<int>(d.cc_minor));
+    std::string why, name = d.name;
+    const std::string inferred = unnamed_device_part(t, d);
+    if (!inferred.empty()) name = inferred;
     const nlohmann::json spec = spec_from_trace_device(name, d.sm_count, static_cast<int>(d.cc_major), static_cast<int>(d.cc_minor),
                                                        static_cast<double>(d.memory_bytes), d.clock_hz, why);
     if (spec.is_null()) continue;

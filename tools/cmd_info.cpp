@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
+#include "models/retarget.hpp"
 #include "tools/commands.hpp"
 #include "tools/trace_options.hpp"
 #include "tools/output.hpp"
@@ -25,6 +26,7 @@ json info_json(const Trace& t) {
   for (const auto& d : t.devices)
     devs.push_back({{"id", d.id},
                     {"name", d.name},
+                    {"inferred_part", unnamed_device_part(t, d)},
                     {"sm_count", d.sm_count},
                     {"clock", format_frequency(d.clock_hz)},
                     {"memory_bandwidth", format_bandwidth(d.memory_bandwidth)},
@@ -70,9 +72,14 @@ json info_json(const Trace& t) {
 void info_text(const Trace& t, const json& j, std::ostream& out) {
   out << "trace   " << t.source << "\nformat  " << t.format << (t.measured ? "" : " (hand-written workload)") << "\n";
   for (const auto& d : j["devices"])
-    out << "device  " << d["id"] << ": " << d["name"].get<std::string>() << ", " << d["sm_count"] << " SMs, "
-        << d["clock"].get<std::string>() << ", " << d["memory_bandwidth"].get<std::string>() << ", L2 " << d["l2"].get<std::string>()
-        << ", " << d["memory"].get<std::string>() << ", cc " << d["compute_capability"].get<std::string>() << "\n";
+    out << "device  " << d["id"] << ": "
+        << (!d["name"].get<std::string>().empty() ? d["name"].get<std::string>()
+            : !d["inferred_part"].get<std::string>().empty()
+                ? "(unnamed: an " + d["inferred_part"].get<std::string>() + " by its properties)"
+                : std::string("(unnamed)"))
+        << ", " << d["sm_count"] << " SMs, " << d["clock"].get<std::string>() << ", " << d["memory_bandwidth"].get<std::string>() << ", L2 "
+        << d["l2"].get<std::string>() << ", " << d["memory"].get<std::string>() << ", cc " << d["compute_capability"].get<std::string>()
+        << "\n";
   for (const auto& p : t.processes)
     out << "process " << p.pid << (p.name.empty() ? "" : " " + p.name) << (p.rank != kNone ? ", rank " + std::to_string(p.rank) : "")
         << "\n";
