@@ -141,7 +141,8 @@ class CudaGraph : public TransformStep {
       for (std::size_t k = 0; k < dev.size(); ++k)
         for (auto e : boost::make_iterator_range(boost::out_edges(dev[k], g.csr)))
           if (g.csr[e].type() == EdgeType::StreamOrder && std::binary_search(dev.begin(), dev.end(), boost::target(e, g.csr)))
-            g.csr[e].set_delay(spec.graph_node_latency);
+            // An op held by an unresolved wait after its predecessor ended keeps that gap too.
+            g.csr[e].set_delay(std::max(spec.graph_node_latency, g.waited_unknown(boost::target(e, g.csr)) ? g.csr[e].delay() : 0));
     }
     c.log.push_back(
         text + ": " + std::to_string(regions.size()) + " regions replayed as CUDA graphs (" + std::to_string(launches) +
