@@ -316,12 +316,8 @@ void simulate(const Trace& t, const WhatIfBaseline& baseline, std::vector<Advice
       double saved = 0;
       for (OpId o = 0; o < t.ops.size() && o < w.pred_sim.end.size(); ++o) {
         const Op& op = t.ops[o];
-        if (op.kind == OpKind::Api) {  // waits, not work: syncs and blocking copies (their calls wait for the GPU)
-          const ApiClass c = op.api_class();
-          if (wait[op.name] || c == ApiClass::StreamSync || c == ApiClass::EventSync || c == ApiClass::DeviceSync ||
-              c == ApiClass::MemcpySync)
-            continue;
-        }
+        // Waits, not work: syncs and blocking copies (their calls wait for the GPU).
+        if (op.kind == OpKind::Api && (wait[op.name] || blocks_host(op.api_class()))) continue;
         if (op.kind != OpKind::Api && !is_device_op(op.kind)) continue;
         saved += static_cast<double>((w.base_sim->end[o] - w.base_sim->start[o]) - (w.pred_sim.end[o] - w.pred_sim.start[o]));
       }

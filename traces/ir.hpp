@@ -43,6 +43,11 @@ enum class ApiClass : std::uint8_t {
 };
 const char* to_string(ApiClass c);
 std::optional<ApiClass> api_class_from_string(std::string_view s);
+// A call that blocks the host until device work ends: a stream, event or device synchronize, or a
+// blocking copy. No CUDA graph captures it; its time is waiting, not the host's work.
+constexpr bool blocks_host(ApiClass c) {
+  return c == ApiClass::StreamSync || c == ApiClass::EventSync || c == ApiClass::DeviceSync || c == ApiClass::MemcpySync;
+}
 
 enum class MemcpyKind : std::uint8_t {
   Unknown = 0,

@@ -64,10 +64,7 @@ class CudaGraph : public TransformStep {
       std::vector<OpId> apis;
       idx.api_ops(r, apis);
       // Pieces between host synchronizations; each piece's last launch call is its graph launch.
-      auto is_sync = [&](OpId a) {
-        const ApiClass cls = ctx.trace.ops[a].api_class();
-        return cls == ApiClass::StreamSync || cls == ApiClass::EventSync || cls == ApiClass::DeviceSync || cls == ApiClass::MemcpySync;
-      };
+      auto is_sync = [&](OpId a) { return blocks_host(ctx.trace.ops[a].api_class()); };
       std::vector<bool> graph_launch(apis.size(), false);
       std::vector<std::uint32_t> piece(apis.size(), 0);
       std::vector<OpId> piece_launch;  // per piece: its graph launch call, kNone if it stays eager
