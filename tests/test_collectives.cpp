@@ -73,6 +73,37 @@ TEST_CASE("two ranks joined by an all-reduce: the collective ends when the last 
   std::remove(r1.c_str());
 }
 
+TEST_CASE("one rank's file of a larger job: its collectives ran on the job's ranks (distributedInfo)", "[kineto][collectives]") {
+  // Rank 0 of the two-rank trace above, its record_param_comms (which names the group) taken out
+  // and its distributedInfo saying world_size 8: the all-reduce ran on 8 ranks, though the file
+  // holds one member. --ranks 2 re-times its kernel (10 us .. 1.010 ms GEMM, all-reduce 1.010 ..
+  // 3.510 ms) by the model's 2-rank over 8-rank time: span = 1.0 ms + 2.5 ms x t2 / t8. Taken for a
+  // one-rank group, the same kernel was re-timed by t2 / t1 (t1: no transfer at all), hundreds of
+  // times its length.
+  const std::string r0 = rank_trace(0, 1000, 3510);
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(r0));
+  auto& ev = j["traceEvents"];
+  for (auto it = ev.begin(); it != ev.end();) it = (*it)["name"] == "record_param_comms" ? ev.erase(it) : it + 1;
+  j["distributedInfo"]["world_size"] = 8;
+  std::ofstream(r0) << j.dump();
+  Trace t = load_traces({r0});
+  REQUIRE(t.collectives.size() == 1);
+  CHECK(t.collectives[0].ranks() == 8);
+  CHECK(t.processes[0].world_size == 8);
+  WhatIfOptions wo;
+  wo.transforms = {parse_transform("ranks", "2")};
+  const WhatIfReport w = run_whatif(t, wo);
+  // Without record_param_comms the message size is unknown (0 bytes): the ratio is the ring's
+  // latency terms', 2 x (2 - 1) steps over 2 x (8 - 1): 1/7, span 1.0 + 2.5 / 7 ms.
+  CHECK(t.collectives[0].bytes == 0);
+  HwSpec h = load_target_hw("h200-sxm");
+  const double t2 = static_cast<double>(collective_time(h, CollKind::AllReduce, 0, 2).time_ns);
+  const double t8 = static_cast<double>(collective_time(h, CollKind::AllReduce, 0, 8).time_ns);
+  REQUIRE(t8 > t2);
+  CHECK(static_cast<double>(w.predicted.length()) == Approx(1'000'000 + 2'500'000 * t2 / t8).margin(2));
+  std::remove(r0.c_str());
+}
+
 TEST_CASE("overlap-comm what-if: an all-reduce launched late starts when its input is ready", "[kineto][collectives][whatif]") {
   // Both ranks: a 1 ms GEMM (10 us .. 1.010 ms), then the host launches the all-reduce on its own
   // stream at 2 ms; it starts at 2.010 ms and moves data for 0.5 ms: 2.510 ms. Started when its

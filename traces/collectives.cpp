@@ -285,7 +285,7 @@ CommInfo info_of(const Trace& t, const CommRanges& comm_ranges, OpId kern) {
 
 // One group's collectives: the i-th kernel of every rank in the group, while their kinds agree.
 void match_group(Trace& t, const std::string& group, const std::map<std::uint32_t, std::vector<std::pair<OpId, CommInfo>>>& by_rank,
-                 std::uint32_t traced_ranks) {
+                 std::uint32_t world_ranks) {
   std::size_t n = SIZE_MAX, longest = 0;
   for (auto& [r, v] : by_rank) {
     n = std::min(n, v.size());
@@ -304,7 +304,7 @@ void match_group(Trace& t, const std::string& group, const std::map<std::uint32_
       if (c.members.empty()) {
         c.kind = ci.kind;
         c.bytes = ci.bytes;
-        c.group_size = ci.group_size ? ci.group_size : (group == "world" ? traced_ranks : 0);
+        c.group_size = ci.group_size ? ci.group_size : (group == "world" ? world_ranks : 0);
       } else if (ci.kind != c.kind && ci.kind != CollKind::Unknown && c.kind != CollKind::Unknown) {
         mismatch = true;
       }
@@ -349,8 +349,11 @@ void match_collectives(Trace& t) {
       seqs[ci.group][rank].emplace_back(k, ci);
     }
   }
-  const auto traced_ranks = static_cast<std::uint32_t>(per_rank.size());
-  for (auto& [group, by_rank] : seqs) match_group(t, group, by_rank, traced_ranks);
+  // The world group: the traced ranks, or the job's size where a rank's trace says it (one rank's
+  // file of an 8-rank job holds one member of each collective, which ran on 8).
+  auto world = static_cast<std::uint32_t>(per_rank.size());
+  for (const Process& p : t.processes) world = std::max(world, p.world_size);
+  for (auto& [group, by_rank] : seqs) match_group(t, group, by_rank, world);
 }
 
 }  // namespace bneck

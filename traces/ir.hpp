@@ -205,6 +205,7 @@ struct Process {
   std::uint64_t pid = 0;
   std::string name;
   std::uint32_t rank = kNone;
+  std::uint32_t world_size = 0;  // ranks of the job the process belongs to, as its trace says (0: not said)
 };
 
 enum class LaneKind : std::uint8_t { Thread = 0, Stream = 1 };

@@ -459,6 +459,9 @@ class Reader : public JsonSax {
       case Field::DevSmem: dev_.smem_per_sm = static_cast<Bytes>(v); break;
       case Field::DevThreadsPerSm: dev_.max_warps_per_sm = static_cast<std::uint32_t>(v / 32); break;
       case Field::Rank: rank_ = static_cast<std::uint32_t>(v); break;
+      case Field::WorldSize:
+        if (v > 0) world_size_ = static_cast<std::uint32_t>(std::min<std::int64_t>(v, 1 << 24));
+        break;
       default: break;
     }
     if (!list_field_) field_ = Field::None;
@@ -692,6 +695,7 @@ class Reader : public JsonSax {
       if (it != process_.end()) t_.processes[it->second].name = n;
     }
     if (rank_ != kNone && host_process_ != kNone) t_.processes[host_process_].rank = rank_;
+    if (world_size_ > 0 && host_process_ != kNone) t_.processes[host_process_].world_size = world_size_;
     if (legacy_ > 0) t_.note("kineto: the legacy profiler's host ops (\"CPU functions\")", Severity::Info, "read as op ranges", legacy_);
     // Device properties by id; a device the properties do not list (a process that sees one GPU of
     // a node by another id, a virtual function) takes them where they all name one GPU.
@@ -817,7 +821,7 @@ class Reader : public JsonSax {
   bool skip_rest_ = false;          // the event being read is of a phase not read: skip its other members
   bool python_noted_ = false;       // a Python frame (with_stack) was noted, with its name as the example
   bool python_counted_ = false;     // the event being read is a later Python frame: counted, not read
-  std::uint32_t rank_ = kNone, host_process_ = kNone;
+  std::uint32_t rank_ = kNone, host_process_ = kNone, world_size_ = 0;
   std::unordered_map<std::int64_t, std::uint32_t> process_, device_;
   std::unordered_map<std::pair<std::int64_t, std::int64_t>, LaneId, PairHash> thread_lane_, stream_lane_;
   std::unordered_map<std::string, std::pair<StrId, ApiClass>> api_names_;
