@@ -520,6 +520,29 @@ TEST_CASE("fill-waves: swept grids of three H200 kernels against their filled gr
 // out: the wrapper's 13.65 us a launch was fitted on the loop and BERT-base) 11.787 / 8.517 (its
 // trace's baseline is 51 % above its eager run: the profiler's cost under-removed), 7.773 / 6.549,
 // 5.073 / 4.727: |error| 11, 6, 36, 38, 19, 7 %, median 15 %.
+TEST_CASE("a fused kernel never takes longer than the kernels it replaces", "[whatif][fuse]") {
+  // A 2 us fill of one block (vLLM's capture steps: a FillFunctor<long> of a few elements) and then a
+  // 20 us elementwise kernel over 132 x 256 threads on one stream. Fused: half the fill's bytes plus
+  // half the large kernel's, on the large kernel's launch, calibrated by the pair's measured over
+  // modelled time: at most their 22 us. On the fill's launch of 128 threads the same bytes were
+  // timed as 128 threads moving them: milliseconds (vLLM's piecewise capture: 0.83 -> 71 ms).
+  const std::string w = write_temp(R"({"format": "bneck-workload", "measured": true,
+    "devices": [{"name": "NVIDIA H200", "sm_count": 132, "compute_capability": "9.0"}],
+    "lanes": [{"kind": "thread", "name": "main"}, {"kind": "stream", "name": "s", "device": 0}],
+    "ranges": [{"name": "step", "lane": 0, "start": "0 us", "end": "40 us"}],
+    "ops": [{"kind": "api", "name": "cudaLaunchKernel", "lane": 0, "start": "0 us", "duration": "2 us", "api_class": "launch"},
+            {"kind": "api", "name": "cudaLaunchKernel", "lane": 0, "start": "3 us", "duration": "2 us", "api_class": "launch"},
+            {"kind": "kernel", "name": "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<long>>", "lane": 1,
+             "start": "10 us", "end": "12 us", "launched_by": 0, "grid": [1, 1, 1], "block": [128, 1, 1]},
+            {"kind": "kernel", "name": "void at::native::vectorized_elementwise_kernel<8, at::native::FillFunctor<c10::BFloat16>>",
+             "lane": 1, "start": "12 us", "end": "32 us", "launched_by": 1, "grid": [132, 1, 1], "block": [256, 1, 1]}]})",
+                                   "fuse_small_first");
+  const WhatIfReport f = whatif_of(w, "step", {"--fuse", "kind=kernel", "--sharing", "off", "--unprofile=off"});
+  CHECK(has_line(f, "2 kernels in 1 fused runs"));
+  CHECK(f.predicted_ns <= f.baseline_ns);
+  CHECK(f.predicted_ns <= 40 * kNsPerUs);
+}
+
 TEST_CASE("fuse auto on host-bound programs: the fused ops' dispatches and the modules' Python go", "[whatif][fuse][e2e]") {
   const std::string d = std::string(BNECK_TEST_DATA) + "/fusion_host/";
   const WhatIfReport r = whatif_of(d + "k/host.fp32.json.gz", "step.*", {"--fuse", "auto"});

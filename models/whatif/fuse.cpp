@@ -1,8 +1,9 @@
 // --fuse SEL. Model card: fusion. Each maximal run of consecutive selected kernels on one stream
 //   becomes one kernel: intermediates stay on chip, so bytes = the first kernel's inputs + the last
 //   kernel's outputs (each kernel's bytes taken as half read, half written), FLOPs add up, one
-//   launch and one tail. Time = the models' time for the fused work x (the run's measured time /
-//   the models' time for its kernels): the run's own calibration carries over. The fused-away
+//   launch and one tail. Time = the models' time for the fused work on the launch of the run's
+//   largest kernel x (the run's measured time / the models' time for its kernels): the run's own
+//   calibration carries over; never more than the run's measured time. The fused-away
 //   kernels take no time and no stream gap. The host dispatches and launches the fused kernel
 //   once: the launch calls of the run's other kernels take no time, and so does the host time
 //   after each launch of the run but the last (the next fused op's dispatch: Python, the
@@ -88,16 +89,22 @@ class Fuse : public TransformStep {
         if (e > k) {
           // The run lane[k..e] becomes one kernel.
           KernelWork fused = ctx.work[lane[k]];
-          double measured = 0, modelled = 0;
+          double measured = 0, modelled = 0, largest = -1;
+          std::size_t shape = k;  // the member whose launch the fused kernel takes: the one of most work
           for (std::size_t m = k; m <= e; ++m) {
             measured += static_cast<double>(c.durations[lane[m]]);
-            modelled += static_cast<double>(model_kernel(ctx.trace, lane[m], ctx.work[lane[m]], c.spec).time_ns);
+            const auto own = static_cast<double>(model_kernel(ctx.trace, lane[m], ctx.work[lane[m]], c.spec).time_ns);
+            modelled += own;
+            if (own > largest) largest = own, shape = m;
             if (m > k) fused.flops += ctx.work[lane[m]].flops;
           }
           fused.bytes = 0.5 * ctx.work[lane[k]].bytes + 0.5 * ctx.work[lane[e]].bytes;
           double calib = modelled > 0 ? measured / modelled : 1;
-          auto t_fused =
-              static_cast<TimeNs>(std::llround(static_cast<double>(model_kernel(ctx.trace, lane[k], fused, c.spec).time_ns) * calib));
+          // A fused kernel moves fewer bytes than its members did and does their math: never more
+          // time than they took (a run led by a small fill would otherwise be timed on its launch of
+          // a few threads).
+          auto t_fused = static_cast<TimeNs>(
+              std::llround(std::min(measured, static_cast<double>(model_kernel(ctx.trace, lane[shape], fused, c.spec).time_ns) * calib)));
           before += static_cast<TimeNs>(measured);
           after += t_fused;
           c.durations[lane[k]] = t_fused;
