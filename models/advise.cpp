@@ -239,9 +239,20 @@ std::vector<AdviceSuggestion> candidates(const Trace& t, const WorkTable& work, 
     add("CUDA graphs over each step", {"--cuda-graph"},
         "static shapes and memory addresses; the step is captured once; host-side logic inside it must move out");
   if (static_cast<double>(fp32_math) / k >= 0.1) {
-    add("bf16 autocast", {"--precision", "autocast-bf16"}, "numerics: bf16 keeps 8 mantissa bits in matmuls; check the loss or accuracy");
-    add("TF32 matmuls", {"--precision", "tf32"}, "numerics: 10 mantissa bits in matmul inputs; one flag (allow_tf32)");
-    add("the whole model in bf16", {"--precision", "bf16"}, "numerics: weights and optimizer state in bf16 need master weights or care");
+    // The 16-bit type the GPU has math for: bf16 from Ampere on, fp16 on Volta and Turing.
+    const bool bf16 = hw.gpu.peak_of(Dtype::BF16, ComputeUnit::Tensor) > 0 || hw.gpu.peak_of(Dtype::FP16, ComputeUnit::Tensor) <= 0;
+    if (bf16) {
+      add("bf16 autocast", {"--precision", "autocast-bf16"}, "numerics: bf16 keeps 8 mantissa bits in matmuls; check the loss or accuracy");
+    } else {
+      add("fp16 autocast", {"--precision", "autocast-fp16"},
+          "numerics: fp16's range needs loss scaling in training (GradScaler); 11 mantissa bits in matmuls");
+    }
+    if (hw.gpu.peak_of(Dtype::TF32, ComputeUnit::Tensor) > 0)
+      add("TF32 matmuls", {"--precision", "tf32"}, "numerics: 10 mantissa bits in matmul inputs; one flag (allow_tf32)");
+    if (bf16)
+      add("the whole model in bf16", {"--precision", "bf16"}, "numerics: weights and optimizer state in bf16 need master weights or care");
+    else
+      add("the whole model in fp16", {"--precision", "fp16"}, "numerics: fp16 weights need master weights and loss scaling in training");
   }
   if (static_cast<double>(half_gemm) / k >= 0.2 && hw.gpu.peak_of(Dtype::FP8, ComputeUnit::Tensor) > 0)
     add("fp8 linear layers (per-tensor scaling)", {"--precision", "fp8-tensor"},

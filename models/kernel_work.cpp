@@ -91,9 +91,26 @@ std::optional<Dtype> tensile_dtype(const std::string& n) {
 }
 }  // namespace
 
+namespace {
+// TensorRT's tensor-core kernels name their MMA shape after the input type: h16816gemm, h1688gemm,
+// h884cudnn (fp16), i8816gemm, i16832gemm (int8): a letter, three to five digits, then gemm or cudnn.
+std::optional<Dtype> mma_shape_dtype(const std::string& n) {
+  for (std::size_t p = 0; p < n.size(); ++p) {
+    if (n[p] != 'h' && n[p] != 'i') continue;
+    if (p > 0 && std::isalnum(static_cast<unsigned char>(n[p - 1]))) continue;
+    std::size_t q = p + 1;
+    while (q < n.size() && std::isdigit(static_cast<unsigned char>(n[q]))) ++q;
+    if (q - p - 1 < 3 || q - p - 1 > 5) continue;
+    if (n.compare(q, 4, "gemm") == 0 || n.compare(q, 5, "cudnn") == 0) return n[p] == 'h' ? Dtype::FP16 : Dtype::INT8;
+  }
+  return std::nullopt;
+}
+}  // namespace
+
 Dtype kernel_dtype(std::string_view name, Dtype fallback) {
   std::string n = lower(name);
   if (const std::optional<Dtype> d = tensile_dtype(n)) return *d;
+  if (const std::optional<Dtype> d = mma_shape_dtype(n)) return *d;
   if (has(n, "e4m3") || has(n, "e5m2") || has(n, "fp8")) return Dtype::FP8;
   if (has(n, "bfloat16") || has(n, "bf16") || has(n, "__nv_bfloat16") || has(n, "c10::bfloat16")) return Dtype::BF16;
   if (has(n, "half") || has(n, "fp16") || has(n, "f16") || has(n, "hgemm")) return Dtype::FP16;

@@ -164,6 +164,11 @@ TEST_CASE("kernel classes, precisions and NVTX shapes", "[models][work]") {
   CHECK(kernel_dtype(tensile_bf16) == Dtype::BF16);
   CHECK(kernel_dtype("Cijk_Ailk_Bljk_S_B_Bias_HA_S_SAV_UserArgs_MT16x16x128_MI16x16x1_SN_LDSB1_AFC1") == Dtype::FP32);
   CHECK(kernel_dtype("Cijk_Ailk_Bljk_HHS_BH_MT128x128x32_MI32x32x8_SN") == Dtype::FP16);
+  // TensorRT's tensor-core kernels name the MMA shape after the input type (h: fp16, i: int8).
+  CHECK(kernel_dtype("trt_ampere_h16816gemm_64x64_ldg8_relu_stages_64x5_tn_v1") == Dtype::FP16);
+  CHECK(kernel_dtype("trt_turing_h1688cudnn_256x128_ldg8_relu_exp_small_nhwc_tn_v1") == Dtype::FP16);
+  CHECK(kernel_dtype("trt_ampere_i16832gemm_int8_128x128_ldg16_relu_stages_64x3_t1r1s1") == Dtype::INT8);
+  CHECK(kernel_dtype("sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma") == Dtype::FP32);
   auto sz = parse_nvtx_sizes("aten::addmm, seq = 3, op_id = 9, sizes = [[6144], [8192, 2048], [2048, 6144]], input_op_ids = [(0,-1)]");
   REQUIRE(sz.size() == 3);
   CHECK(sz[0] == std::vector<std::int64_t>{6144});

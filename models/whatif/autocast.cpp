@@ -63,6 +63,7 @@ class Autocast : public TransformStep {
   Autocast(Dtype dtype, std::string sel, TimeNs host) : dtype_(dtype), sel_(std::move(sel)), host_(host) {}
   void apply(const WhatIfContext& ctx, WhatIfCase& c) const override {
     const Trace& t = ctx.trace;
+    require_math(t, c.spec.gpu, dtype_, text);
     const std::vector<bool> hit = ctx.select(sel_, true);
     const LaneId main = forward_lane(t);
     const TimeNs host = (host_ >= 0 ? host_ : kCastHost) + (c.profiler_removed ? 0 : profiler_cost_per_cast(t));

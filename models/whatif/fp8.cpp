@@ -25,6 +25,7 @@
 #include <cmath>
 #include <limits>
 
+#include "sim/base/error.hpp"
 #include "sim/base/units.hpp"
 
 namespace bneck {
@@ -46,7 +47,7 @@ std::string recipe_in_use(const Trace& t, const WorkTable& work) {
     const Op& o = t.ops[i];
     if (o.kind != OpKind::Kernel || (o.flags & Op::kFlagNccl)) continue;
     const auto d = static_cast<std::size_t>(work[i].dtype) & 7;
-    if (work[i].cls == KernelClass::Gemm) gemm[d] += static_cast<double>(o.duration());
+    if (is_compute_class(work[i].cls)) gemm[d] += static_cast<double>(o.duration());  // GEMMs, convolutions, attention
     if (work[i].cls == KernelClass::Norm || work[i].cls == KernelClass::Softmax) pointwise[d] += static_cast<double>(o.duration());
   }
   const auto top = [](const double* v) { return static_cast<Dtype>(std::max_element(v, v + 8) - v); };
@@ -57,6 +58,12 @@ std::string recipe_in_use(const Trace& t, const WorkTable& work) {
   if (half) return std::string(to_string(g)) + " (the whole model)";
   if (g == Dtype::FP8) return "fp8 GEMMs";
   return to_string(g);
+}
+
+void require_math(const Trace& t, const GpuSpec& g, Dtype d, const std::string& what) {
+  if (g.peak_of(d, ComputeUnit::Tensor) > 0 || g.peak_of(d, ComputeUnit::Simt) > 0) return;
+  throw InputError(t.source, what + ": no " + to_string(d) + " math on " + (g.name.empty() ? std::string("this GPU") : g.name) + " (--hw " +
+                                 (d == Dtype::FP8 ? "h100-sxm" : "a100-sxm-80gb") + " before it asks another GPU)");
 }
 
 bool has_backward(const Trace& t) {
@@ -81,6 +88,7 @@ class Fp8 : public TransformStep {
   Fp8(QuantScaling s, std::string sel, TimeNs host) : s_(s), sel_(std::move(sel)), host_(host) {}
   void apply(const WhatIfContext& ctx, WhatIfCase& c) const override {
     const Trace& t = ctx.trace;
+    require_math(t, c.spec.gpu, Dtype::FP8, text);
     auto hit = ctx.select(sel_, true);
     const LaneId main = forward_lane(t);
     bool training = false;

@@ -18,6 +18,9 @@ bool has_backward(const Trace& t);
 // The precision recipe the trace already runs, from its kernels weighted by time: "fp32", "tf32",
 // "autocast-bf16" (bf16 GEMMs, fp32 norms and softmax), "bf16" (the whole model), "fp8 GEMMs", ...
 std::string recipe_in_use(const Trace& t, const WorkTable& work);
+// Refuses (InputError naming the trace) a precision the forecast's GPU has no math for: fp8 on an
+// A100 or MI210, bf16 on a V100 or T4, TF32 before Ampere. `what` is the transform as given.
+void require_math(const Trace& t, const GpuSpec& g, Dtype d, const std::string& what);
 
 // scaling: "tensor", "row" or "block"; sel: the ops it applies to (empty: all); host: host time of
 // one quantization kernel's launch.

@@ -24,8 +24,9 @@ class Precision : public TransformStep {
  public:
   Precision(Dtype dtype, std::string sel) : dtype_(dtype), sel_(std::move(sel)) {}
   void apply(const WhatIfContext& ctx, WhatIfCase& c) const override {
-    auto hit = ctx.select(sel_, true);
     const GpuSpec& g = c.spec.gpu;
+    require_math(ctx.trace, g, dtype_, text);
+    auto hit = ctx.select(sel_, true);
     c.gemm_dtype = dtype_;
     std::size_t compute = 0, memory = 0, kept = 0;
     TimeNs before = 0, after = 0;
@@ -34,7 +35,10 @@ class Precision : public TransformStep {
       const Op& o = ctx.trace.ops[i];
       if (!hit[i] || o.kind != OpKind::Kernel || (o.flags & Op::kFlagNccl)) continue;
       const KernelWork& w = ctx.work[i];
-      if (w.dtype == dtype_ || (dtype_bytes(w.dtype) <= new_b && !is_compute_class(w.cls))) {
+      // TF32 is a math mode of fp32 GEMMs (allow_tf32): kernels of any other type, and every
+      // elementwise kernel, run as they did.
+      const bool untouched = dtype_ == Dtype::TF32 ? !(w.dtype == Dtype::FP32 && is_compute_class(w.cls)) : false;
+      if (untouched || w.dtype == dtype_ || (dtype_bytes(w.dtype) <= new_b && !is_compute_class(w.cls))) {
         ++kept;
         continue;
       }
