@@ -357,3 +357,33 @@ TEST_CASE("a trace with no device work gets one line from advise, whatif and rep
   Run j = run("whatif '" + cpu + "' --scale 2:kind=kernel --json -");
   CHECK(nlohmann::json::parse(j.out)["no_device_work"].get<std::string>().rfind("no device work in this trace", 0) == 0);
 }
+
+// A trace that names no GPU (Kineto without deviceProperties) replays on its measured times; its
+// HTML report is written too, the roofline section saying it has no GPU to draw (it was refused:
+// "which GPU ran it?"). A trace of host calls alone (or an execution trace without timings) gets
+// one line and no file.
+TEST_CASE("report on a trace whose GPU is unknown, and on one with no device work", "[cli][report]") {
+  const std::string trace = write_temp(R"({"traceEvents": [
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 0, "dur": 5, "args": {"correlation": 1}},
+    {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10, "dur": 100,
+     "args": {"correlation": 1, "stream": 7, "device": 0, "grid": [1, 1, 1], "block": [32, 1, 1]}}]})",
+                                       "report_nogpu.json");
+  const std::string html = tmp("report_nogpu.html");
+  std::remove(html.c_str());
+  Run r = run("report '" + trace + "' -o '" + html + "'");
+  INFO(r.err);
+  CHECK(r.code == 0);
+  std::ifstream in(html);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  CHECK(ss.str().find("the trace does not say which GPU ran it") != std::string::npos);
+  std::remove(html.c_str());
+  const std::string et = write_temp(R"({"traceEvents": [
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaGetDevice", "pid": 1, "tid": 1, "ts": 0, "dur": 5}]})",
+                                    "report_host_only.json");
+  Run e = run("report '" + et + "' -o '" + html + "'");
+  INFO(e.out << e.err);
+  CHECK(e.code == 0);
+  CHECK(e.out.find("no device work") != std::string::npos);
+  CHECK_FALSE(std::ifstream(html).good());
+}

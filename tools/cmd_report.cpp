@@ -9,6 +9,7 @@
 #include <cmath>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "models/kernel_roofline.hpp"
 #include "models/kernel_work.hpp"
@@ -63,6 +64,7 @@ void add_report(CLI::App& sub, Action& action) {
     std::vector<std::string> extras = self->remaining();
     action = [extras] {
       Trace t = load_with_options({trace}, topt, structure_texts(extras, range));
+      if (said_no_device_work(t, "report", "")) return 0;  // an execution trace without timings: no timeline to draw
       ReplayOptions ro;
       if (!range.empty()) ro.range_regex = range;
       ro.hw = hw;
@@ -120,18 +122,31 @@ void add_report(CLI::App& sub, Action& action) {
                           {"device_ops", t.device_op_count()},
                           {"cut", cut}};
       // Roofline: each kernel's arithmetic intensity and achieved rate on the trace's GPU.
-      const HwSpec spec = source_spec(t, "");
-      WorkTable work = estimate_work(t, spec);
-      json pts = json::array();  // per kernel name (kernel_roofline.hpp), those with work to plot
-      for (const KernelPoint& p : kernel_points(t, work, spec.gpu))
-        if (p.flops > 0 && p.bytes > 0 && p.time_ns > 0) pts.push_back({p.name, p.intensity(), p.achieved_flop_per_s(), p.time_ns});
-      double peak = 0;
-      for (int d = 0; d < kDtypeCount; ++d) peak = std::max(peak, spec.gpu.peak_of(static_cast<Dtype>(d), ComputeUnit::Tensor));
-      data["roofline"] = {{"gpu", spec.name},
-                          {"bandwidth", spec.gpu.memory_bandwidth},
-                          {"peak_fp32", spec.gpu.peak_of(Dtype::FP32, ComputeUnit::Simt)},
-                          {"peak_tensor", peak},
-                          {"kernels", pts}};
+      // A trace whose GPU is not known (no preset, no properties to build one from) keeps the
+      // report; its roofline section says what it lacks.
+      std::optional<HwSpec> spec;
+      try {
+        spec = source_spec(t, "");
+      } catch (const InputError&) {
+        data["roofline"] = {{"gpu", "the trace does not say which GPU ran it: no roofs, no kernels placed"},
+                            {"bandwidth", 0},
+                            {"peak_fp32", 0},
+                            {"peak_tensor", 0},
+                            {"kernels", json::array()}};
+      }
+      if (spec) {
+        WorkTable work = estimate_work(t, *spec);
+        json pts = json::array();  // per kernel name (kernel_roofline.hpp), those with work to plot
+        for (const KernelPoint& p : kernel_points(t, work, spec->gpu))
+          if (p.flops > 0 && p.bytes > 0 && p.time_ns > 0) pts.push_back({p.name, p.intensity(), p.achieved_flop_per_s(), p.time_ns});
+        double peak = 0;
+        for (int d = 0; d < kDtypeCount; ++d) peak = std::max(peak, spec->gpu.peak_of(static_cast<Dtype>(d), ComputeUnit::Tensor));
+        data["roofline"] = {{"gpu", spec->name},
+                            {"bandwidth", spec->gpu.memory_bandwidth},
+                            {"peak_fp32", spec->gpu.peak_of(Dtype::FP32, ComputeUnit::Simt)},
+                            {"peak_tensor", peak},
+                            {"kernels", pts}};
+      }
       if (!extras.empty()) {
         WhatIfOptions wo;
         if (!range.empty()) wo.range_regex = range;
@@ -147,7 +162,7 @@ void add_report(CLI::App& sub, Action& action) {
           << kReportJs << "\n</script>\n</body></html>\n";
       });
       std::cout << "bneck report: " << out << " (" << dev.size() << " device ops on the timelines" << (cut ? ", cut" : "") << ", "
-                << pts.size() << " kernels on the roofline" << (extras.empty() ? "" : ", a what-if") << ")\n";
+                << data["roofline"]["kernels"].size() << " kernels on the roofline" << (extras.empty() ? "" : ", a what-if") << ")\n";
       return 0;
     };
   });
