@@ -1,6 +1,7 @@
 #include "models/retarget.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -178,6 +179,12 @@ TimeNs RetargetCostModel::duration(OpId n, const Graph& g) const {
 }
 
 std::string unnamed_device_part(const Trace& t, const Device& d) {
+  // ROCm names a part it does not know by the generic "AMD Radeon Graphics" (an MI250's GCD in
+  // HTA's ROCm 6.2 profile): the name says AMD, the properties say which.
+  std::string lower = d.name;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower == "amd radeon graphics")
+    return amd_part_from_properties(d.sm_count, static_cast<int>(d.cc_major), static_cast<int>(d.cc_minor));
   if (!d.name.empty()) return "";
   std::size_t seen = 0;
   for (const Op& o : t.ops)
@@ -206,8 +213,11 @@ HwSpec source_spec(const Trace& t, const std::string& override_spec) {
     if (spec.is_null()) continue;
     HwSpec h = load_hw_json(spec, t.source);
     if (!inferred.empty())
-      why = "the trace names no GPU; its " + std::to_string(d.sm_count) + " CUs, gfx" + std::to_string(d.cc_major) + "." +
-            std::to_string(d.cc_minor) + " and HIP runtime are an " + inferred + "'s. " + why;
+      why = (d.name.empty() ? std::string("the trace names no GPU; its ")
+                            : "the trace names the GPU '" + d.name + "' (ROCm's generic name); its ") +
+            std::to_string(d.sm_count) + " CUs, gfx" + std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor) +
+            (d.name.empty() ? " and HIP runtime" : "") + " are an " + inferred + "'s" +
+            (inferred == "AMD Instinct MI210" ? " (or one die of an MI250: the same CUs and bandwidth a die)" : "") + ". " + why;
     h.from_trace = why;
     remember_trace_spec(h);
     return h;

@@ -71,8 +71,9 @@ class RetargetCostModel : public CostModel {
 
 // The spec of the GPU the trace was captured on: `override_spec` if given, else the preset that
 // matches its device name. Throws InputError if neither works.
-// The part a device the trace leaves unnamed is, where its properties tell (a ROCm profile's: HIP
-// runtime calls, its CUs and gfx version; amd_part_from_properties); "" otherwise.
+// The part a device the trace leaves unnamed (or names by ROCm's generic "AMD Radeon Graphics") is,
+// where its properties tell (a ROCm profile's: HIP runtime calls, its CUs and gfx version;
+// amd_part_from_properties); "" otherwise.
 std::string unnamed_device_part(const Trace& t, const Device& d);
 HwSpec source_spec(const Trace& t, const std::string& override_spec);
 

@@ -216,6 +216,26 @@ TEST_CASE("a ROCm profile that names no GPU: the AMD part its CUs and gfx versio
   CHECK_THROWS_AS(source_spec(u, ""), InputError);
 }
 
+TEST_CASE("a ROCm profile naming ROCm's generic 'AMD Radeon Graphics': the part its CUs and gfx version tell", "[formats][extended]") {
+  // HTA's MI250 training profile (ROCm 6.2): four devices named "AMD Radeon Graphics", 104 CUs each,
+  // gfx90a (9.0), 64 GiB: one die of an MI250, the same CUs and bandwidth as an MI210. Every what-if
+  // was refused ("which GPU ran it?"); now its CDNA2 rates, said.
+  const std::string f = extra_dir() + "/traces/kineto/hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz";
+  if (!fs::exists(f)) {
+    WARN("no " << f << ": skipped");
+    return;
+  }
+  const Trace t = load_trace(f);
+  REQUIRE_FALSE(t.devices.empty());
+  CHECK(t.devices[0].name == "AMD Radeon Graphics");
+  const HwSpec h = source_spec(t, "");
+  CHECK(h.name == "amd-instinct-mi210");
+  CHECK(h.gpu.sm_count == 104);
+  CHECK_THAT(h.from_trace, Catch::Contains("'AMD Radeon Graphics' (ROCm's generic name); its 104 CUs, gfx9.0 are an AMD Instinct MI210's "
+                                           "(or one die of an MI250"));
+  CHECK(amd_part_from_properties(104, 9, 0) == "AMD Instinct MI210");
+}
+
 TEST_CASE("the key scan of a gzip file obeys the decompression-bomb bound", "[formats][robust]") {
   // No telling key in the first 4 kB, so the registry scans the keys: 300 MiB of spaces inside a
   // "metadata" string, compressed about 1000x, is refused naming the file, not read to its end.

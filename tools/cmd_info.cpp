@@ -73,7 +73,10 @@ void info_text(const Trace& t, const json& j, std::ostream& out) {
   out << "trace   " << t.source << "\nformat  " << t.format << (t.measured ? "" : " (hand-written workload)") << "\n";
   for (const auto& d : j["devices"])
     out << "device  " << d["id"] << ": "
-        << (!d["name"].get<std::string>().empty() ? d["name"].get<std::string>()
+        << (!d["name"].get<std::string>().empty()
+                ? d["name"].get<std::string>() + (d["inferred_part"].get<std::string>().empty()
+                                                      ? std::string()
+                                                      : " (an " + d["inferred_part"].get<std::string>() + " by its properties)")
             : !d["inferred_part"].get<std::string>().empty()
                 ? "(unnamed: an " + d["inferred_part"].get<std::string>() + " by its properties)"
                 : std::string("(unnamed)"))
