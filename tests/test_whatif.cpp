@@ -313,6 +313,34 @@ TEST_CASE("CUDA graphs keep setup calls (allocation, creation) a graph does not 
   CHECK(captured.predicted_ns < 100 * kNsPerUs);
 }
 
+TEST_CASE("CUDA graphs keep a stream capture in progress: the program builds its graph there", "[whatif][cuda-graph]") {
+  // One thread: cudaStreamBeginCapture, four launches 100 us apart (the model's Python running in
+  // capture mode: the launches record nodes, no kernel runs), cudaStreamEndCapture,
+  // cudaGraphInstantiate, then one cudaGraphLaunch whose kernel runs 20 us. Replayed as a graph the
+  // capture would shrink to nothing (vLLM's capture profile forecast 25x); it is the graph being
+  // built and keeps its 400 us. A kernel launched eagerly before the capture (10 .. 20 us) opens the
+  // GPU span, the replay's kernel (535 .. 555 us) closes it: about 545 us, at least 500.
+  const std::string w = write_temp(R"({"format": "bneck-workload", "measured": true,
+    "devices": [{"name": "NVIDIA H200", "sm_count": 132, "compute_capability": "9.0"}],
+    "lanes": [{"kind": "thread", "name": "main"}, {"kind": "stream", "name": "s", "device": 0}],
+    "ranges": [{"name": "step", "lane": 0, "start": "0 us", "end": "600 us"}],
+    "ops": [{"kind": "api", "name": "cudaStreamBeginCapture", "lane": 0, "start": "6 us", "duration": "2 us"},
+            {"kind": "api", "name": "cudaLaunchKernel", "lane": 0, "start": "100 us", "duration": "5 us", "api_class": "launch"},
+            {"kind": "api", "name": "cudaLaunchKernel", "lane": 0, "start": "200 us", "duration": "5 us", "api_class": "launch"},
+            {"kind": "api", "name": "cudaLaunchKernel", "lane": 0, "start": "300 us", "duration": "5 us", "api_class": "launch"},
+            {"kind": "api", "name": "cudaLaunchKernel", "lane": 0, "start": "400 us", "duration": "5 us", "api_class": "launch"},
+            {"kind": "api", "name": "cudaStreamEndCapture", "lane": 0, "start": "410 us", "duration": "2 us"},
+            {"kind": "api", "name": "cudaGraphInstantiate", "lane": 0, "start": "415 us", "duration": "100 us"},
+            {"kind": "api", "name": "cudaGraphLaunch", "lane": 0, "start": "520 us", "duration": "10 us", "api_class": "graph_launch"},
+            {"kind": "kernel", "name": "k", "lane": 1, "start": "535 us", "end": "555 us", "launched_by": 7},
+            {"kind": "api", "name": "cudaLaunchKernel", "lane": 0, "start": "0 us", "duration": "5 us", "api_class": "launch"},
+            {"kind": "kernel", "name": "a", "lane": 1, "start": "10 us", "end": "20 us", "launched_by": 9}]})",
+                                   "graph_capture");
+  const WhatIfReport f = whatif_of(w, "step", {"--cuda-graph", "--sharing", "off", "--unprofile=off"});
+  CHECK(has_line(f, "calls inside stream captures (the program building its graphs) keep their time"));
+  CHECK(f.predicted_ns >= 500 * kNsPerUs);
+}
+
 // A kernel held by a stream wait the trace does not resolve (Kineto without the wait's event: an
 // SGLang decode step's forward waited 463 ms for an event no op of the trace records) waited for
 // something a CUDA graph waits for too: its measured delay stays. One thread launches a, b and c

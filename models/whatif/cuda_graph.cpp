@@ -23,7 +23,8 @@ namespace bneck {
 namespace {
 
 // A call no graph replays: memory allocated or freed (not stream-ordered), streams, events and
-// handles created or destroyed, device properties queried, modules loaded, the context set up.
+// handles created or destroyed, device properties queried, modules loaded, the context set up, a
+// captured graph instantiated.
 // Setup a graph needs done before its capture; in a traced region (a first iteration, a benchmark
 // that includes its start) it keeps its time: cudaDeviceGetStreamPriorityRange creating the context
 // took 29.9 s of HTA's AlexNet benchmark trace, its cudaFree and cudaMalloc 8.5 s.
@@ -32,7 +33,7 @@ bool setup_call(std::string_view name) {
   for (char& ch : n) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   if (n.find("async") != std::string::npos) return false;  // stream-ordered allocation: captured
   for (const char* k : {"malloc", "free", "create", "destroy", "hostalloc", "hostregister", "getdeviceproperties", "streampriorityrange",
-                        "moduleload", "libraryload", "setdevice", "devicereset", "primaryctx"})
+                        "moduleload", "libraryload", "setdevice", "devicereset", "primaryctx", "instantiate"})
     if (n.find(k) != std::string::npos) return true;
   return false;
 }
@@ -58,7 +59,7 @@ class CudaGraph : public TransformStep {
     }
     Graph& g = c.edit_graph();
     const GpuSpec& spec = c.spec.gpu;
-    std::size_t launches = 0, pieces = 0, held_ops = 0, setups = 0;
+    std::size_t launches = 0, pieces = 0, held_ops = 0, setups = 0, captured = 0;
     TimeNs setup_ns = 0;
     for (std::size_t r : regions) {
       std::vector<OpId> apis;
@@ -93,10 +94,29 @@ class CudaGraph : public TransformStep {
       }
       if (std::all_of(piece_launch.begin(), piece_launch.end(), [](OpId a) { return a == kNone; })) continue;
       for (OpId a : piece_launch) pieces += a != kNone;
+      // A stream capture in progress (cudaStreamBeginCapture .. EndCapture on one thread; vLLM's
+      // and SGLang's graph-capture profiles): the program builds its graph there, its launches
+      // record nodes and run nothing. A replay would not skip that work: it stays as it ran.
+      std::vector<bool> capturing(apis.size(), false);
+      {
+        std::unordered_map<LaneId, bool> open;
+        for (std::size_t k = 0; k < apis.size(); ++k) {
+          std::string n = ctx.trace.name(ctx.trace.ops[apis[k]]);
+          for (char& ch : n) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+          bool& o = open[ctx.trace.ops[apis[k]].lane];
+          if (n.find("streambegincapture") != std::string::npos) o = true;
+          capturing[k] = o;
+          if (n.find("streamendcapture") != std::string::npos) o = false;
+        }
+      }
       for (std::size_t k = 0; k < apis.size(); ++k) {
         const OpId a = apis[k];
         ApiClass cls = ctx.trace.ops[a].api_class();
         const bool sync = is_sync(a);
+        if (capturing[k]) {
+          ++captured;
+          continue;
+        }
         if (!sync && piece_launch[piece[k]] == kNone) continue;  // an eager piece
         const bool setup = !sync && cls == ApiClass::Other && setup_call(ctx.trace.name(ctx.trace.ops[a]));
         if (setup) {
@@ -149,6 +169,8 @@ class CudaGraph : public TransformStep {
         (setups ? "; " + std::to_string(setups) +
                       " setup calls a graph does not replay (allocation, creation, device queries) keep their " + format_duration(setup_ns)
                 : std::string()) +
+        (captured ? "; " + std::to_string(captured) + " calls inside stream captures (the program building its graphs) keep their time"
+                  : std::string()) +
         (held_ops ? "; " + std::to_string(held_ops) +
                         " device ops that waited for something the trace does not show (a stream wait it does not resolve) keep "
                         "their measured delay"
