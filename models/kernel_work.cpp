@@ -89,9 +89,7 @@ std::optional<Dtype> tensile_dtype(const std::string& n) {
   if (t[0] == 'd') return Dtype::FP64;
   return std::nullopt;
 }
-}  // namespace
 
-namespace {
 // TensorRT's tensor-core kernels name their MMA shape after the input type: h16816gemm, h1688gemm,
 // h884cudnn (fp16), i8816gemm, i16832gemm (int8): a letter, three to five digits, then gemm or cudnn.
 std::optional<Dtype> mma_shape_dtype(const std::string& n) {
