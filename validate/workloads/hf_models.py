@@ -10,6 +10,8 @@
 #   llama_1b-inf-4x1024       LlamaForCausalLM (hidden 2048, 16 layers, 32 heads, 8 KV heads, ffn 8192, vocab
 #                             32000, RMSNorm, rotary, SwiGLU) forward, no grad
 #   llama_1b-train-1x1024     LlamaForCausalLM forward + LM loss + backward + AdamW step
+#   qwen2_1.5b-inf-4x1024     Qwen2ForCausalLM (Qwen2-1.5B's shape: hidden 1536, 28 layers, 12 heads, 2 KV
+#                             heads, ffn 8960, vocab 151936, q/k/v biases) forward, no grad
 #   bert_base-inf-1x128       BertModel (hidden 768, 12 layers, 12 heads, ffn 3072) forward, no grad
 #   gpt2_medium-inf-4x512     GPT2LMHeadModel (n_embd 1024, 24 layers, 16 heads) forward, no grad
 #   gpt2_medium-inf-1x64      the same at batch 1, 64 tokens (host-bound)
@@ -51,6 +53,7 @@ import argparse, fcntl, os, signal, statistics, sys, time
 import torch
 import transformers
 from transformers import BertConfig, BertModel, GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, OPTConfig, OPTForCausalLM
+from transformers import Qwen2Config, Qwen2ForCausalLM
 
 WORKLOADS = {
     # name: (model kind, train?, batch, seq)
@@ -60,6 +63,7 @@ WORKLOADS = {
     "opt_1.3b-inf-2x2048": ("opt_1.3b", False, 2, 2048),
     "llama_1b-inf-4x1024": ("llama_1b", False, 4, 1024),
     "llama_1b-train-1x1024": ("llama_1b", True, 1, 1024),
+    "qwen2_1.5b-inf-4x1024": ("qwen2_1.5b", False, 4, 1024),
     "bert_base-inf-1x128": ("bert_base", False, 1, 128),
     "gpt2_medium-inf-4x512": ("gpt2_medium", False, 4, 512),
     "gpt2_medium-inf-1x64": ("gpt2_medium", False, 1, 64),
@@ -146,6 +150,10 @@ def make_config():
         return BertModel, BertConfig(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072)
     if kind == "gpt2_medium":
         return GPT2LMHeadModel, GPT2Config(n_embd=1024, n_layer=24, n_head=16)
+    if kind == "qwen2_1.5b":
+        return Qwen2ForCausalLM, Qwen2Config(hidden_size=1536, num_hidden_layers=28, num_attention_heads=12, num_key_value_heads=2,
+                                             intermediate_size=8960, vocab_size=151936, max_position_embeddings=2048,
+                                             tie_word_embeddings=True)
     if kind == "llama_1b":
         return LlamaForCausalLM, LlamaConfig(hidden_size=2048, num_hidden_layers=16, num_attention_heads=32, num_key_value_heads=8,
                                              intermediate_size=8192, vocab_size=32000, max_position_embeddings=2048)

@@ -63,7 +63,7 @@ for b in (16, 64, 128, 512):
         for h in (64, 128):
             batched.append((b, s, h, s))  # scores: q @ k^T
             batched.append((b, s, s, h))  # context: p @ v
-for name in ("fp32", "tf32", "bf16"):
+for name in (sys.argv[1].split(",") if len(sys.argv) > 1 else ("fp32", "tf32", "bf16")):  # argv[1]: some of them
     torch.backends.cuda.matmul.allow_tf32 = name == "tf32"
     dt = torch.bfloat16 if name == "bf16" else torch.float32
     rows, fs = [], []
