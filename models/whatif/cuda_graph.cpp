@@ -97,16 +97,16 @@ class CudaGraph : public TransformStep {
       // A stream capture in progress (cudaStreamBeginCapture .. EndCapture on one thread; vLLM's
       // and SGLang's graph-capture profiles): the program builds its graph there, its launches
       // record nodes and run nothing. A replay would not skip that work: it stays as it ran.
+      // (CUDA and HIP spell both calls alike: cudaStreamBeginCapture, hipStreamBeginCapture.)
       std::vector<bool> capturing(apis.size(), false);
       {
         std::unordered_map<LaneId, bool> open;
         for (std::size_t k = 0; k < apis.size(); ++k) {
-          std::string n = ctx.trace.name(ctx.trace.ops[apis[k]]);
-          for (char& ch : n) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+          const std::string& n = ctx.trace.name(ctx.trace.ops[apis[k]]);
           bool& o = open[ctx.trace.ops[apis[k]].lane];
-          if (n.find("streambegincapture") != std::string::npos) o = true;
+          if (n.find("StreamBeginCapture") != std::string::npos) o = true;
           capturing[k] = o;
-          if (n.find("streamendcapture") != std::string::npos) o = false;
+          if (n.find("StreamEndCapture") != std::string::npos) o = false;
         }
       }
       for (std::size_t k = 0; k < apis.size(); ++k) {
