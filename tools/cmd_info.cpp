@@ -71,18 +71,16 @@ json info_json(const Trace& t) {
 
 void info_text(const Trace& t, const json& j, std::ostream& out) {
   out << "trace   " << t.source << "\nformat  " << t.format << (t.measured ? "" : " (hand-written workload)") << "\n";
-  for (const auto& d : j["devices"])
-    out << "device  " << d["id"] << ": "
-        << (!d["name"].get<std::string>().empty()
-                ? d["name"].get<std::string>() + (d["inferred_part"].get<std::string>().empty()
-                                                      ? std::string()
-                                                      : " (an " + d["inferred_part"].get<std::string>() + " by its properties)")
-            : !d["inferred_part"].get<std::string>().empty()
-                ? "(unnamed: an " + d["inferred_part"].get<std::string>() + " by its properties)"
-                : std::string("(unnamed)"))
-        << ", " << d["sm_count"] << " SMs, " << d["clock"].get<std::string>() << ", " << d["memory_bandwidth"].get<std::string>() << ", L2 "
-        << d["l2"].get<std::string>() << ", " << d["memory"].get<std::string>() << ", cc " << d["compute_capability"].get<std::string>()
-        << "\n";
+  for (const auto& d : j["devices"]) {
+    // Its name, and the part its properties tell where the name does not (empty, or ROCm's generic one).
+    const std::string name = d["name"].get<std::string>(), part = d["inferred_part"].get<std::string>();
+    const std::string told = part.empty() ? "" : "an " + part + " by its properties";
+    const std::string label =
+        !name.empty() ? name + (told.empty() ? "" : " (" + told + ")") : "(unnamed" + (told.empty() ? "" : ": " + told) + ")";
+    out << "device  " << d["id"] << ": " << label << ", " << d["sm_count"] << " SMs, " << d["clock"].get<std::string>() << ", "
+        << d["memory_bandwidth"].get<std::string>() << ", L2 " << d["l2"].get<std::string>() << ", " << d["memory"].get<std::string>()
+        << ", cc " << d["compute_capability"].get<std::string>() << "\n";
+  }
   for (const auto& p : t.processes)
     out << "process " << p.pid << (p.name.empty() ? "" : " " + p.name) << (p.rank != kNone ? ", rank " + std::to_string(p.rank) : "")
         << "\n";
