@@ -74,6 +74,19 @@ std::vector<Case> reference_cases() {
     c.push_back({"autocast", p, "step.*", {"--precision", "autocast-bf16"}, l.autocast, true});
     c.push_back({"fuse", p, "step.*", {"--fuse", "auto"}, l.compile, true});
   }
+  // The H100 pairs (validate/reference/h100/hf_autocast; test_precision.cpp), held out.
+  const std::string hk = source_dir() + "/validate/reference/h100/hf_autocast/k/";
+  struct H100 {
+    const char* w;
+    double tf32, autocast;
+  };
+  for (const H100& h : {H100{"bert_large-inf-8x512", 21.748, 24.278}, H100{"gpt2_large-inf-4x1024", 87.579, 87.904},
+                        H100{"gpt2_large-train-1x1024", 112.071, 130.635}, H100{"opt_1.3b-inf-2x2048", 122.502, 121.089},
+                        H100{"llama_1b-inf-4x1024", 63.339, 58.402}}) {
+    const std::string p = hk + h.w + ".fp32.kineto.json.gz";
+    c.push_back({"tf32", p, "step.*", {"--precision", "tf32"}, h.tf32, true});
+    c.push_back({"autocast", p, "step.*", {"--precision", "autocast-bf16"}, h.autocast, true});
+  }
   const std::string lk = std::string(BNECK_TEST_DATA) + "/loops/k/";
   c.push_back({"copies", lk + "copy.pageable.json.gz", "step.*", {"--pin-memory"}, 1.945, true});
   c.push_back({"copies", lk + "stage.serial.json.gz", "step.*", {"--overlap-copies"}, 0.806, true});
@@ -145,7 +158,7 @@ TEST_CASE("error bars: 80 % intervals hold on the references, and are not wider 
   }
   const double coverage = static_cast<double>(inside) / static_cast<double>(half.size());
   INFO("coverage " << coverage << " (held out " << held_inside << " of " << held << "), median half-width " << median(half));
-  CHECK(half.size() == 49);
+  CHECK(half.size() == 59);
   CHECK(coverage >= 0.8);
   CHECK(static_cast<double>(held_inside) / static_cast<double>(held) >= 0.8);
   CHECK(median(half) <= 0.15);

@@ -7,11 +7,26 @@
 //     GEMM's first operand where it is fp32 (attention probabilities after an fp32 softmax); a
 //     fused attention kernel's q, k, v where fp32. A GEMM right after another reads its input (q,
 //     k, v projections of one tensor). Its output is in DTYPE.
-//   - a norm, softmax or reduction (autocast's fp32 list) casts a DTYPE input up, and outputs fp32;
-//     a binary elementwise op (two tensors: a residual add, a mask) promotes to fp32. Elementwise
-//     kernels keep their time: moving them to DTYPE's bytes put the GPT-2 large 4x1024 and OPT-1.3B
-//     2x2048 forecasts 18 and 7 % below measured (61.7 and 95.6 ms against 75.2 and 102.6; 68.1
-//     and 103.8 ms without).
+//     A linear GEMM reading what the previous one read (q/k/v, gate and up projections, with an
+//     activation between them: same input elements, not the previous one's output) is its sibling.
+//   - a norm, softmax, reduction or fp32-list math kernel (pow, exp, log, rsqrt, reciprocal)
+//     casts a DTYPE input up, and outputs fp32.
+//   - a binary elementwise op (two tensors) of two DTYPE operands, the product of sibling GEMMs'
+//     outputs (SwiGLU's gate x up: same-shape operands), runs at DTYPE's bytes and outputs DTYPE;
+//     with one DTYPE operand (a residual, an attention mask, rotary tables) it promotes to fp32 on
+//     PyTorch's casting path, kMixedBroadcast (1.5) x the fp32 kernel's time where an operand is
+//     broadcast (the shapes' bytes under 2.9x the elements), kMixedFull (1.25) x where both are
+//     full-size (without shapes: the fp32 time). Measured on the autocast traces of GPT-2 large and
+//     Qwen2 on an H100 (validate/reference/h100/hf_autocast): mixed broadcast 1.53, 1.54,
+//     1.33-1.61x; mixed full-size 1.12-1.34x. Other elementwise kernels keep their time, though
+//     those of one DTYPE tensor (scaling, SiLU, GELU's parts) run at 0.47-0.50x there: priced so,
+//     BERT-large's forecasts from the five H200 processes' traces fell from -6.1 / -5.7 to -12.7 /
+//     -12.2 % (its small bf16 GEMMs and attention products take longer than the shape surfaces'
+//     ratio prices them: 4096 x 1024 x 1024 and 128 x 512 x 512 x 64 by 15 and 46 % with the H200's
+//     surface against the H100's measured kernels), and GPT-2 large's on the H200 -2.4 -> -7.2 %.
+//     (Until 2026-12-05 PyTorch's non-vectorized add and Nsight Systems' spelling of the operand
+//     array were not taken for binary ops: a softmax or a LayerNorm after an fp32 add paid a cast
+//     that does not happen and the mask's slower add went unpriced; Qwen2's forecast was +16.4 %.)
 //   Casts cost the GPU elements x (4 + DTYPE bytes) at the streaming rate plus the kernel tail
 //   (folded into the op they feed, on its stream), and the host kCastHost each (aten::to ->
 //   _to_copy -> empty_strided + copy_, its launch, and the autocast dispatch of the op it feeds),
@@ -30,6 +45,7 @@
 //   (fitted on those two). Held out: BERT-large, GPT-2 large, OPT-1.3B, Llama (hf_models), GPT-2
 //   medium (loops) and the core block pair (docs/whatif.md).
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 
 #include "models/whatif/fp8.hpp"
@@ -39,17 +55,38 @@
 namespace bneck {
 namespace {
 
-constexpr TimeNs kCastHost = 10'900;  // ns: one cast's host time unprofiled, H200 hosts (card above)
+constexpr TimeNs kCastHost = 10'900;                        // ns: one cast's host time unprofiled, H200 hosts (card above)
+constexpr double kMixedBroadcast = 1.5, kMixedFull = 1.25;  // a mixed-dtype binary op's time over its fp32 kernel's (card)
 
 enum class Dt { F32, Low };
 
 // Two tensor inputs: PyTorch's vectorized kernels carry their operands in a std::array of
 // inputs + output pointers; its binary functors name themselves (AUnary/BUnary: one tensor and a
-// scalar).
+// scalar), and so does add/sub's (CUDAFunctor_add; CUDAFunctorOnSelf_add / OnOther_add: a scalar
+// operand), which a broadcast (an attention mask added to the scores) runs without the array.
+// (Nsight Systems spells the array std::array<char *, (unsigned long)3>.)
 bool binary_elementwise(const std::string& n) {
-  if (n.find("std::array<char*, 3") != std::string::npos || n.find("std::array<char*, 4") != std::string::npos) return true;
+  if (auto p = n.find("std::array<char"); p != std::string::npos) {
+    auto c = n.find(',', p);
+    if (c != std::string::npos) {
+      auto d = n.find_first_of("0123456789", c);
+      if (d != std::string::npos && d < c + 20 && (n[d] == '3' || n[d] == '4') &&
+          (d + 1 >= n.size() || !std::isdigit(static_cast<unsigned char>(n[d + 1]))))
+        return true;
+    }
+  }
+  if (n.find("CUDAFunctor_add<") != std::string::npos) return true;
   return n.find("BinaryFunctor") != std::string::npos && n.find("UnaryFunctor") == std::string::npos;
 }
+
+// Math on autocast's fp32 list (pow, exp, log, rsqrt, reciprocal): a DTYPE input is cast up first.
+bool fp32_list_math(const std::string& n) {
+  for (const char* k : {"pow_tensor", "exp_kernel", "log_kernel", "rsqrt_kernel", "reciprocal_kernel"})
+    if (n.find(k) != std::string::npos) return true;
+  return false;
+}
+
+TimeNs scaled(TimeNs d, double f) { return static_cast<TimeNs>(std::llround(static_cast<double>(d) * f)); }
 
 // cuBLAS's helpers around one GEMM call (split-K's beta scaling and reduction, cuBLASLt's bias
 // epilogue): part of the GEMM before or after them, no op of their own.
@@ -79,13 +116,16 @@ class Autocast : public TransformStep {
         (host_ >= 0           ? ", given"
          : c.profiler_removed ? ""
                               : ", the profiler's cost kept") +
-        "); norms, softmax and elementwise kernels fp32; " + format_duration(s.before) + " -> " + format_duration(s.after));
+        "); norms and softmax fp32, elementwise kernels by their operands' dtypes; " + format_duration(s.before) + " -> " +
+        format_duration(s.after));
   }
 
  private:
   struct State {
     Dt cur = Dt::F32, last_act = Dt::F32;
-    bool prev_linear = false;  // the previous kernel (copies aside) was a linear GEMM
+    bool prev_linear = false;          // the previous kernel (copies aside) was a linear GEMM
+    double last_in = 0, last_out = 0;  // elements of the last linear GEMM's input and output (shapes; 0: unknown)
+    int siblings = 0;                  // linear GEMMs since the last binary op or norm reading one input (q/k/v, gate/up)
     std::size_t gemms = 0, casts = 0;
     TimeNs before = 0, after = 0, cast_gpu = 0, cast_host = 0;
   };
@@ -162,7 +202,11 @@ class Autocast : public TransformStep {
     if (gemm_helper(name)) return;
     if (is_compute_class(w.cls)) {
       const bool linear = w.cls != KernelClass::Attention && w.batch <= 1;
-      const Dt act = linear && s.prev_linear ? s.last_act : s.cur;
+      // A linear GEMM reading what the previous one read (gate and up projections, an activation
+      // between them) is its sibling: it reads that activation, and their outputs are both DTYPE.
+      const double in = linear && w.from_shapes && w.out_rows > 0 ? w.out_rows * gemm_inner(w) : 0;
+      const bool sibling = in > 0 && s.last_in == in && s.last_out != in;
+      const Dt act = linear && (s.prev_linear || sibling) ? s.last_act : s.cur;
       if (fp32 && hit) {
         KernelWork w2 = w;
         w2.dtype = dtype_;
@@ -174,19 +218,36 @@ class Autocast : public TransformStep {
         std::tie(n_cast, cast) = gemm_casts(t, i, w, act, g);
         ++s.gemms;
       }
+      s.siblings = linear && (sibling || s.prev_linear) ? s.siblings + 1 : 1;
+      s.last_in = in;
+      s.last_out = linear ? w.out_elems : 0;
       s.last_act = act;
       s.prev_linear = linear;
       s.cur = Dt::Low;
-    } else if (w.cls == KernelClass::Norm || w.cls == KernelClass::Softmax || w.cls == KernelClass::Reduction) {
+    } else if (w.cls == KernelClass::Norm || w.cls == KernelClass::Softmax || w.cls == KernelClass::Reduction ||
+               (w.cls == KernelClass::Elementwise && fp32_list_math(name))) {
       if (s.cur == Dt::Low && hit) {
         n_cast = 1;
         cast = cast_ns(g, w.bytes / 8);  // its input up (it reads and writes fp32)
       }
       s.cur = Dt::F32;
       s.prev_linear = false;
+      s.siblings = 0;
+      s.last_in = s.last_out = 0;
     } else if (w.cls == KernelClass::Elementwise && binary_elementwise(name)) {
-      s.cur = Dt::F32;  // promoted with an fp32 operand
+      // Both operands DTYPE (the product of sibling GEMMs' outputs: SwiGLU's gate x up): DTYPE's
+      // bytes. One DTYPE operand and an fp32 one (a residual, a mask, rotary tables): promoted to
+      // fp32 on PyTorch's casting path, slower than the fp32 kernel (kMixed*).
+      const bool broadcast = w.from_shapes && w.flops > 0 && w.bytes < 2.9 * 4 * w.flops;
+      if (s.cur == Dt::Low && s.siblings >= 2 && w.from_shapes && !broadcast) {
+        if (hit) nd = scaled(d, dtype_bytes(dtype_) / 4.0);
+      } else {
+        if (s.cur == Dt::Low && hit && w.from_shapes) nd = scaled(d, broadcast ? kMixedBroadcast : kMixedFull);
+        s.cur = Dt::F32;
+      }
       s.prev_linear = false;
+      s.siblings = 0;
+      s.last_in = s.last_out = 0;
     } else if (w.cls != KernelClass::Copy) {
       s.prev_linear = false;
     }

@@ -13,7 +13,9 @@
 //     per-event spread over the programs it was measured on (its coefficient of variation, x 1.282)
 //     times the removed time over the host span left (a host step 3x its profiler-free length
 //     moves 2x as much as the cost per event);
-//   - the trace's own spread: the coefficient of variation of its repeated ranges' measured spans;
+//   - the trace's own spread: the coefficient of variation of its repeated ranges' measured spans,
+//     or of their forecasts where that is larger (a change that moves the steps onto the host
+//     brings out the host's pace per traced step, which a GPU-bound measured span hides);
 //   - a target GPU (--hw): the held-out median |error| of its kernel classes (the spec's
 //     held_out_error, time-weighted), as a normal's s = median / 0.674; none: unvalidated;
 //   - rates built from the trace's device properties (a GPU with no preset) where a transform
@@ -48,6 +50,7 @@ struct ErrorBar {
 struct ErrorContext {
   double gpu_busy_after = 1;       // the forecast's GPU busy fraction of its span
   double spread = 0;               // coefficient of variation of the trace's repeated measured spans
+  double spread_predicted = 0;     // and of their forecasts (where the change moves steps onto their hosts' paces)
   const HwSpec* target = nullptr;  // the spec after the transforms (its held_out_error for --hw); set by run_whatif
   // The profiler's host cost taken out, over the unprofiled host span, and its per-event cost's
   // coefficient of variation over programs (--unprofile).

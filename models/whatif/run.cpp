@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "models/retarget.hpp"
 #include "models/whatif/error_bar.hpp"
@@ -109,27 +110,38 @@ HwSpec unidentified_source(const Trace& t, const WhatIfOptions& opt, std::string
 
 namespace {
 
-// The coefficient of variation of the measured spans of the largest group of ranges that repeat
-// (names equal but for their digits: step0, step1, ...), within 1.3x of its median (repeats_center).
-double repeats_spread(const std::vector<WhatIfRange>& ranges) {
-  std::map<std::string, std::vector<double>> groups;
+// The coefficients of variation of the measured and of the predicted spans of the largest group of
+// ranges that repeat (names equal but for their digits: step0, step1, ...), those whose measured
+// span is within 1.3x of its median (repeats_center). The predicted ones differ where the change
+// moves a step onto the host: the traced steps' host paces, hidden under a GPU-bound measured span,
+// set the forecast of each.
+std::pair<double, double> repeats_spread(const std::vector<WhatIfRange>& ranges) {
+  std::map<std::string, std::vector<const WhatIfRange*>> groups;
   for (const WhatIfRange& r : ranges) {
     std::string key;
     for (char ch : r.name)
       if (!std::isdigit(static_cast<unsigned char>(ch))) key += ch;
-    groups[key].push_back(static_cast<double>(r.measured_span_ns));
+    groups[key].push_back(&r);
   }
-  const std::vector<double>* best = nullptr;
+  const std::vector<const WhatIfRange*>* best = nullptr;
   for (const auto& [k, v] : groups)
     if (!best || v.size() > best->size()) best = &v;
-  if (!best || best->size() < 2) return 0;
-  const double m = median(*best);
-  double sum = 0, sq = 0, n = 0;
-  for (double x : *best)
-    if (near_median(x, m)) sum += x, sq += x * x, ++n;
-  if (n < 2 || sum <= 0) return 0;
-  const double mean = sum / n;
-  return std::sqrt(std::max(0.0, (sq - n * mean * mean) / (n - 1))) / mean;
+  if (!best || best->size() < 2) return {0, 0};
+  std::vector<double> spans;
+  for (const WhatIfRange* r : *best) spans.push_back(static_cast<double>(r->measured_span_ns));
+  const double m = median(spans);
+  auto cv = [&](TimeNs WhatIfRange::*field) {
+    double sum = 0, sq = 0, n = 0;
+    for (const WhatIfRange* r : *best)
+      if (near_median(static_cast<double>(r->measured_span_ns), m)) {
+        const double x = static_cast<double>(r->*field);
+        sum += x, sq += x * x, ++n;
+      }
+    if (n < 2 || sum <= 0) return 0.0;
+    const double mean = sum / n;
+    return std::sqrt(std::max(0.0, (sq - n * mean * mean) / (n - 1))) / mean;
+  };
+  return {cv(&WhatIfRange::measured_span_ns), cv(&WhatIfRange::predicted_ns)};
 }
 
 // The forecast's interval and its ranges' (error_bar.hpp).
@@ -142,7 +154,7 @@ void attach_error_bars(WhatIfReport& rep, const std::vector<Transform>& transfor
     for (const WhatIfRange& r : rep.ranges) sum += r.busy_after;
     ec.gpu_busy_after = sum / static_cast<double>(rep.ranges.size());
   }
-  ec.spread = repeats_spread(rep.ranges);
+  std::tie(ec.spread, ec.spread_predicted) = repeats_spread(rep.ranges);
   if (rep.baseline_ranks.size() > 1)
     for (const RankStats& r : rep.baseline_ranks)
       if (r.span.length() > 0)
