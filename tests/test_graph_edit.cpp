@@ -48,6 +48,32 @@ TEST_CASE("repeat: b runs three times in all, c follows the last copy", "[graph]
   CHECK(last_device_op(g, measured_schedule(t)) < 3);
 }
 
+TEST_CASE("repeat: an op between the set's ops (another thread's kernel on the stream) follows the copies", "[graph][edit]") {
+  // One stream: a 1 ms, x 2 ms, b 1 ms, c 1 ms; the set {a, b}, x outside it between them. Run
+  // twice: a 0..1, b right after a (x no longer between them) 1..2, the copies a' 2..3 and b' 3..4
+  // or later; x and c follow the last copy. Six ops on one stream: 7 ms. (Before: x waited for the
+  // last copy while b, which the copies follow, waited for x: "dependency cycle".)
+  Trace t = workload(R"({"format": "bneck-workload", "lanes": [{"kind": "stream", "name": "s0"}], "ops": [
+    {"kind": "kernel", "name": "a", "lane": 0, "duration": "1 ms"},
+    {"kind": "kernel", "name": "x", "lane": 0, "duration": "2 ms"},
+    {"kind": "kernel", "name": "b", "lane": 0, "duration": "1 ms"},
+    {"kind": "kernel", "name": "c", "lane": 0, "duration": "1 ms"}]})");
+  Graph g = build_graph(t);
+  std::vector<std::vector<NodeId>> copies;
+  {
+    GraphEditor ed(g, "--repeat");
+    copies = ed.repeat({0, 2}, 1);
+  }
+  REQUIRE(copies.size() == 1);
+  SimResult r = simulate(g, MeasuredCostModel());
+  CHECK(r.start[2] == 1 * kNsPerMs);
+  CHECK(r.start[copies[0][0]] == 2 * kNsPerMs);
+  CHECK(r.start[copies[0][1]] >= 3 * kNsPerMs);
+  CHECK(r.start[1] >= 3 * kNsPerMs);
+  CHECK(r.start[3] >= r.end[copies[0][1]]);
+  CHECK(device_span(g, sim_schedule(r)).length() == 7 * kNsPerMs);
+}
+
 TEST_CASE("an all-reduce added on a new stream after a, c waits for it", "[graph][edit]") {
   // a 0..1, then the synthetic all-reduce (fixed 3 ms) on the new stream 1..4, b 1..3 beside it,
   // c after b and the all-reduce: 4..5. Compute 4 ms; communication 3 ms of which b overlaps

@@ -159,6 +159,61 @@ std::vector<NodeId> GraphEditor::split(NodeId n, std::uint32_t parts, const std:
   return out;
 }
 
+std::unordered_set<NodeId> GraphEditor::sandwiched(const std::unordered_map<NodeId, std::size_t>& set) const {
+  // The graph's edges and the pending ones, forward from the set: what the set's ops reach.
+  const std::size_t n = g_.num_nodes();
+  std::unordered_map<NodeId, std::vector<NodeId>> pending;
+  for (const auto& p : add_) pending[p.from].push_back(p.to);
+  auto for_out = [&](NodeId u, auto&& f) {
+    if (u < boost::num_vertices(g_.csr))
+      for (auto e : boost::make_iterator_range(boost::out_edges(u, g_.csr))) {
+        const NodeId v = static_cast<NodeId>(boost::target(e, g_.csr));
+        if (drop_set_.empty() || !drop_set_.count({u, v})) f(v);
+      }
+    if (auto it = pending.find(u); it != pending.end())
+      for (NodeId v : it->second) f(v);
+  };
+  std::vector<char> reached(n, 0);
+  std::vector<NodeId> stack;
+  for (const auto& [u, k] : set) stack.push_back(u);
+  while (!stack.empty()) {
+    NodeId u = stack.back();
+    stack.pop_back();
+    for_out(u, [&](NodeId v) {
+      if (v < n && !reached[v] && !set.count(v)) {
+        reached[v] = 1;
+        stack.push_back(v);
+      }
+    });
+  }
+  // Of those, the ones that reach the set again: backward from the set over reached ops (the
+  // reversed edges among them, counted into offsets; edges may run both ways between two ops: a
+  // launch and the completion a blocking call waits for).
+  std::vector<std::uint32_t> first(n + 1, 0);
+  for (NodeId u = 0; u < n; ++u)
+    if (reached[u])
+      for_out(u, [&](NodeId v) {
+        if (v < n && (reached[v] || set.count(v))) ++first[v + 1];
+      });
+  for (std::size_t v = 0; v < n; ++v) first[v + 1] += first[v];
+  std::vector<NodeId> from(first[n]);
+  std::vector<std::uint32_t> fill(first.begin(), first.end() - 1);
+  for (NodeId u = 0; u < n; ++u)
+    if (reached[u])
+      for_out(u, [&](NodeId v) {
+        if (v < n && (reached[v] || set.count(v))) from[fill[v]++] = u;
+      });
+  std::unordered_set<NodeId> out;
+  for (const auto& [u, k] : set) stack.push_back(u);
+  while (!stack.empty()) {
+    NodeId v = stack.back();
+    stack.pop_back();
+    for (std::uint32_t k = first[v]; k < first[v + 1]; ++k)
+      if (out.insert(from[k]).second) stack.push_back(from[k]);
+  }
+  return out;
+}
+
 std::vector<std::vector<NodeId>> GraphEditor::repeat(const std::vector<NodeId>& set, std::uint32_t times) {
   std::vector<std::vector<NodeId>> copies;
   if (set.empty() || times == 0) return copies;
@@ -175,9 +230,30 @@ std::vector<std::vector<NodeId>> GraphEditor::repeat(const std::vector<NodeId>& 
     else if (iu)
       out_of.push_back({u, v, p});
   };
+  // (Edges an earlier repeat of this editor dropped are gone already.)
   for (NodeId u = 0; u < boost::num_vertices(g_.csr); ++u)
-    for (auto e : boost::make_iterator_range(boost::out_edges(u, g_.csr))) classify(u, boost::target(e, g_.csr), g_.csr[e]);
+    for (auto e : boost::make_iterator_range(boost::out_edges(u, g_.csr))) {
+      const NodeId v = static_cast<NodeId>(boost::target(e, g_.csr));
+      if (drop_set_.empty() || !drop_set_.count({u, v})) classify(u, v, g_.csr[e]);
+    }
   for (const auto& p : add_) classify(p.from, p.to, p.props);
+  // Ops outside the set on a path from the set back into it (another thread's kernels between the
+  // set's on a stream, a call the set's work wakes that the set then waits for) follow the last
+  // copy like everything after the set, and the set no longer waits for them: waiting, the copies
+  // would wait for what waits for them (a cycle), and a blocking call among them would hold its
+  // thread while the copies need it.
+  const std::unordered_set<NodeId> between = sandwiched(pos);
+  if (!between.empty()) {
+    into.erase(std::remove_if(into.begin(), into.end(),
+                              [&](const PendingEdge& e) {
+                                if (!between.count(e.from)) return false;
+                                drop_set_.insert({e.from, e.to});
+                                return true;
+                              }),
+               into.end());
+    add_.erase(std::remove_if(add_.begin(), add_.end(), [&](const PendingEdge& e) { return between.count(e.from) && pos.count(e.to); }),
+               add_.end());
+  }
   // Per lane: the set's first and last node (by id: trace order), and how the first one follows
   // its lane predecessor outside the set.
   struct LaneEnds {
@@ -201,14 +277,33 @@ std::vector<std::vector<NodeId>> GraphEditor::repeat(const std::vector<NodeId>& 
         (e.props.type() == EdgeType::HostOrder || e.props.type() == EdgeType::StreamOrder))
       le.chain = e.props;
   }
+  std::vector<PendingEdge> bridges;
+  if (!between.empty()) {
+    std::unordered_set<std::uint64_t> linked;
+    for (const auto& e : internal) linked.insert(std::uint64_t{e.from} << 32 | e.to);
+    std::unordered_map<LaneId, NodeId> last_on;
+    for (NodeId n : sorted) {
+      auto [it, fresh] = last_on.emplace(g_.lane(n), n);
+      if (!fresh) {
+        if (!linked.count(std::uint64_t{it->second} << 32 | n))
+          bridges.push_back(
+              {it->second, n, EdgeProps(0, g_.kind(n) == OpKind::Api ? EdgeType::HostOrder : EdgeType::StreamOrder, DepType::EndToStart)});
+        it->second = n;
+      }
+    }
+  }
+  for (const auto& [a, b, p] : bridges) add_.push_back({a, b, p});  // the original set's too
   std::vector<NodeId> prev(set);
   for (std::uint32_t c = 0; c < times; ++c) {
     std::vector<NodeId> cur(set.size());
     std::string suffix = " (repeat " + std::to_string(c + 2) + ")";
     for (std::size_t k = 0; k < set.size(); ++k) cur[k] = clone(set[k], g_.lane(set[k]), suffix);
     for (const auto& e : internal) add_.push_back({cur[pos[e.from]], cur[pos[e.to]], e.props});
+    // A lane's ops in the set that followed each other through ops outside it follow each other
+    // directly, in the set and in its copies.
+    for (const auto& [a, b, p] : bridges) add_.push_back({cur[pos[a]], cur[pos[b]], p});
     // Edges from outside: kept, except the lane predecessor of each lane's first node, which is
-    // now the previous copy's last node on that lane.
+    // now the previous copy's last node on that lane, and those from ops between the set's.
     for (const auto& e : into) {
       const auto& le = ends[g_.lane(e.to)];
       if (e.to == le.first && g_.lane(e.from) == g_.lane(e.to)) continue;

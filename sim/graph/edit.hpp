@@ -17,8 +17,13 @@
 //   follows copy k lane by lane: the first node of the set on each lane waits for the last node
 //   of the previous copy on that lane (the gap the lane showed inside the set's first node's
 //   predecessor edge is kept). Edges from the set to the rest of the graph leave from the last
-//   copy instead, so what followed the set follows all its copies.
+//   copy instead, so what followed the set follows all its copies. An op outside the set on a path
+//   from the set back into it (another thread's kernel between the set's on a stream, a call the
+//   set's work wakes that the set then waits for) follows the last copy too, and the set and its
+//   copies stop waiting for it; the set's ops on a lane that it separated follow each other.
 #pragma once
+#include <unordered_map>
+#include <unordered_set>
 #include <set>
 #include <string>
 #include <vector>
@@ -73,6 +78,8 @@ class GraphEditor {
  private:
   SideInfo& side(NodeId n);
   NodeId clone(NodeId n, LaneId lane, const std::string& suffix);
+  // Ops outside `set` on a path from one of its ops to another.
+  std::unordered_set<NodeId> sandwiched(const std::unordered_map<NodeId, std::size_t>& set) const;
   struct PendingEdge {
     NodeId from, to;
     EdgeProps props;
