@@ -109,7 +109,7 @@ class Fsdp : public TransformStep {
       const std::size_t forward = order.size();
       if (stage_ == 3)
         for (const Unit& u : s.bwd) order.push_back(&u);
-      std::vector<NodeId> ags = gather_chain(ed, order, skip, collective, host_of, gathers, group);
+      std::vector<NodeId> ags = gather_chain(t, ed, order, skip, collective, host_of, gathers, group);
       if (prev_opt != kNone)
         for (std::size_t u = 0; u < forward; ++u)
           if (ags[u] != kNone) ed.add_edge(prev_opt, ags[u], EdgeType::Event, DepType::EndToStart, 0);
@@ -165,8 +165,8 @@ class Fsdp : public TransformStep {
   // not for the first `skip` units: the root stays gathered and its ops surround the layers); the
   // unit's first op waits for it.
   template <class Coll, class Host>
-  std::vector<NodeId> gather_chain(GraphEditor& ed, const std::vector<const Unit*>& units, std::size_t skip, Coll& collective,
-                                   Host& host_of, std::size_t& gathers, std::uint32_t group) const {
+  std::vector<NodeId> gather_chain(const Trace& t, GraphEditor& ed, const std::vector<const Unit*>& units, std::size_t skip,
+                                   Coll& collective, Host& host_of, std::size_t& gathers, std::uint32_t group) const {
     std::vector<NodeId> out(units.size(), kNone);
     NodeId last = kNone;
     for (std::size_t u = 0; u < units.size(); ++u) {
@@ -175,7 +175,15 @@ class Fsdp : public TransformStep {
       const Unit& prev = *units[u > 0 ? u - 1 : 0];
       const OpId issue = prev.ops.empty() ? un.ops.front() : prev.ops.front();
       NodeId ag = collective(CollKind::AllGather, un.params, group, "ncclAllGather", un.ops.front());
-      ed.add_edge(host_of(issue), ag, EdgeType::Launch, DepType::EndToStart, call_);
+      if (const NodeId h = host_of(issue); h != un.ops.front()) {
+        ed.add_edge(h, ag, EdgeType::Launch, DepType::EndToStart, call_);
+      } else {
+        // The unit's first op is its own issue point and no call launched it in the trace (some of
+        // DLRM's kernels): the gather is issued when the op before it on its stream ends (the
+        // trace's first op starts, where none is before it), not after the op that waits for it.
+        const auto [before, attach] = issue_point(t, un.ops.front());
+        ed.add_edge(before, ag, EdgeType::Launch, attach, call_);
+      }
       if (u >= 2 + skip && !units[u - 2]->ops.empty()) ed.add_edge(units[u - 2]->ops.back(), ag, EdgeType::Event, DepType::EndToStart, 0);
       ed.add_edge(ag, un.ops.front(), EdgeType::Event, DepType::EndToStart, 0);
       if (last != kNone) ed.add_edge(last, ag, EdgeType::StreamOrder, DepType::EndToStart, 0);  // issued in order on NCCL's stream
@@ -184,6 +192,19 @@ class Fsdp : public TransformStep {
       ++gathers;
     }
     return out;
+  }
+
+  // What an all-gather for `op` waits for when no call launched `op`: the op before it on its lane
+  // (its end), else the trace's first op (its start).
+  static std::pair<OpId, DepType> issue_point(const Trace& t, OpId op) {
+    OpId before = kNone, first = 0;
+    for (OpId k = 0; k < t.ops.size(); ++k) {
+      if (t.ops[k].start < t.ops[first].start) first = k;
+      if (k != op && t.ops[k].lane == t.ops[op].lane && t.ops[k].start < t.ops[op].start &&
+          (before == kNone || t.ops[k].start > t.ops[before].start))
+        before = k;
+    }
+    return before != kNone ? std::pair{before, DepType::EndToStart} : std::pair{first, DepType::StartToStart};
   }
 
   // The training steps: per iteration (or the whole run), its forward and backward instances, the

@@ -1,8 +1,8 @@
 // --overlap-comm. Model card: overlapped communication. Each communication kernel starts as soon
-//   as its inputs are ready (the last non-communication device op its device was given before it,
-//   and its stream predecessor) instead of where the host launched it, as DDP's gradient bucketing
-//   issues all-reduces while backward still runs; the host's own timeline is unchanged. The
-//   kernel's in-edges are replaced (collective joins kept); edits made before it are kept.
+//   as its inputs are ready (the last non-communication device op its device was given before it
+//   that had ended when the kernel started in the trace, and its stream predecessor) instead of where the host launched it, as DDP's
+//   gradient bucketing issues all-reduces while backward still runs; the host's own timeline is unchanged. The kernel's in-edges are
+//   replaced (collective joins kept); edits made before it are kept.
 #include <algorithm>
 
 #include "models/whatif/transform.hpp"
@@ -36,9 +36,17 @@ class OverlapComm : public TransformStep {
       ++comm;
       ed.drop_in_edges(i, [](NodeId, const EdgeProps& p, const Graph&) { return p.type() != EdgeType::Collective; });
       if (prev != kNone) ed.add_edge(prev, i, EdgeType::StreamOrder, DepType::EndToStart, 0);
+      // Its input: the last op submitted before it that had ended when it started in the trace (one
+      // submitted earlier but still running may wait for it: another thread's stream behind an event
+      // this kernel's work records).
       const auto& v = compute[dev_of(o)];
       auto it = std::lower_bound(v.begin(), v.end(), std::make_pair(submit(o), OpId{0}));
-      if (it != v.begin() && std::prev(it)->second != prev) ed.add_edge(std::prev(it)->second, i, EdgeType::Event, DepType::EndToStart, 0);
+      for (int back = 0; it != v.begin() && back < 256; ++back) {
+        --it;
+        if (t.ops[it->second].end() > o.start) continue;
+        if (it->second != prev) ed.add_edge(it->second, i, EdgeType::Event, DepType::EndToStart, 0);
+        break;
+      }
     }
     ed.commit();
     c.log.push_back(text + ": " + std::to_string(comm) + " communication kernels start when their inputs are ready");
