@@ -12,6 +12,10 @@
 #   llama_1b-train-1x1024     LlamaForCausalLM forward + LM loss + backward + AdamW step
 #   qwen2_1.5b-inf-4x1024     Qwen2ForCausalLM (Qwen2-1.5B's shape: hidden 1536, 28 layers, 12 heads, 2 KV
 #                             heads, ffn 8960, vocab 151936, q/k/v biases) forward, no grad
+#   phi3_mini-inf-2x1024      Phi3ForCausalLM (Phi-3-mini's shape: hidden 3072, 32 layers, 32 heads, ffn 8192,
+#                             vocab 32064; fused qkv and gate/up projections) forward, no grad
+#   gemma_2b-inf-4x1024       GemmaForCausalLM (Gemma-2B's shape: hidden 2048, 18 layers, 8 heads, 1 KV head,
+#                             head 256, ffn 16384, vocab 256000, GeGLU) forward, no grad
 #   bert_base-inf-1x128       BertModel (hidden 768, 12 layers, 12 heads, ffn 3072) forward, no grad
 #   gpt2_medium-inf-4x512     GPT2LMHeadModel (n_embd 1024, 24 layers, 16 heads) forward, no grad
 #   gpt2_medium-inf-1x64      the same at batch 1, 64 tokens (host-bound)
@@ -54,6 +58,10 @@ import torch
 import transformers
 from transformers import BertConfig, BertModel, GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, OPTConfig, OPTForCausalLM
 from transformers import Qwen2Config, Qwen2ForCausalLM
+try:  # the held-out families of validate/reference/h100/hf_heldout
+    from transformers import GemmaConfig, GemmaForCausalLM, Phi3Config, Phi3ForCausalLM
+except ImportError:
+    pass
 
 WORKLOADS = {
     # name: (model kind, train?, batch, seq)
@@ -64,6 +72,8 @@ WORKLOADS = {
     "llama_1b-inf-4x1024": ("llama_1b", False, 4, 1024),
     "llama_1b-train-1x1024": ("llama_1b", True, 1, 1024),
     "qwen2_1.5b-inf-4x1024": ("qwen2_1.5b", False, 4, 1024),
+    "phi3_mini-inf-2x1024": ("phi3_mini", False, 2, 1024),
+    "gemma_2b-inf-4x1024": ("gemma_2b", False, 4, 1024),
     "bert_base-inf-1x128": ("bert_base", False, 1, 128),
     "gpt2_medium-inf-4x512": ("gpt2_medium", False, 4, 512),
     "gpt2_medium-inf-1x64": ("gpt2_medium", False, 1, 64),
@@ -154,6 +164,12 @@ def make_config():
         return Qwen2ForCausalLM, Qwen2Config(hidden_size=1536, num_hidden_layers=28, num_attention_heads=12, num_key_value_heads=2,
                                              intermediate_size=8960, vocab_size=151936, max_position_embeddings=2048,
                                              tie_word_embeddings=True)
+    if kind == "phi3_mini":
+        return Phi3ForCausalLM, Phi3Config(hidden_size=3072, num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=32,
+                                           intermediate_size=8192, vocab_size=32064, max_position_embeddings=4096)
+    if kind == "gemma_2b":
+        return GemmaForCausalLM, GemmaConfig(hidden_size=2048, num_hidden_layers=18, num_attention_heads=8, num_key_value_heads=1,
+                                             head_dim=256, intermediate_size=16384, vocab_size=256000, max_position_embeddings=2048)
     if kind == "llama_1b":
         return LlamaForCausalLM, LlamaConfig(hidden_size=2048, num_hidden_layers=16, num_attention_heads=32, num_key_value_heads=8,
                                              intermediate_size=8192, vocab_size=32000, max_position_embeddings=2048)
