@@ -98,6 +98,69 @@ TEST_CASE("TF32 is the math mode of fp32 GEMMs: a bf16 GEMM keeps its time, an f
   std::remove(p.c_str());
 }
 
+namespace {
+// An MLP as PyTorch's profiler records it: up = x @ W1 + b (1024 x 1024 -> 1024 x UP), SiLU on the
+// first 4096 columns, their product with the other 4096, down = h @ W2 (4096 -> 1024), a residual
+// add: five kernels of 100 us on one stream. UP = 8192 is Phi-3's fused gate/up projection (the
+// product's operands are halves of one GEMM's output); UP = 4096 a single up projection.
+std::string mlp_trace(const std::string& p, int up) {
+  const std::string u = std::to_string(up);
+  std::ofstream(p) << R"({"traceEvents": [
+    {"ph": "X", "cat": "user_annotation", "name": "step0", "pid": 1, "tid": 1, "ts": 0, "dur": 1000},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::addmm", "pid": 1, "tid": 1, "ts": 10, "dur": 20,
+     "args": {"Input Dims": [[)" +
+                          u + R"(], [1024, 1024], [1024, )" + u + R"(], [], []]}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 12, "dur": 5, "args": {"correlation": 1}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::silu", "pid": 1, "tid": 1, "ts": 40, "dur": 20, "args": {"Input Dims": [[1024, 4096]]}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 42, "dur": 5, "args": {"correlation": 2}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mul", "pid": 1, "tid": 1, "ts": 70, "dur": 20,
+     "args": {"Input Dims": [[1024, 4096], [1024, 4096]]}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 72, "dur": 5, "args": {"correlation": 3}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 100, "dur": 20,
+     "args": {"Input Dims": [[1024, 4096], [4096, 1024]]}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 102, "dur": 5, "args": {"correlation": 4}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 130, "dur": 20,
+     "args": {"Input Dims": [[1024, 1024], [1024, 1024], []]}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 132, "dur": 5, "args": {"correlation": 5}},
+    {"ph": "X", "cat": "kernel", "name": "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma", "pid": 0,
+     "tid": 7, "ts": 200, "dur": 100, "args": {"correlation": 1, "stream": 7, "device": 0, "grid": [32, 8, 1], "block": [256, 1, 1]}},
+    {"ph": "X", "cat": "kernel", "name": "void at::native::vectorized_elementwise_kernel<4, at::native::silu_kernel, std::array<char*, 2ul> >",
+     "pid": 0, "tid": 7, "ts": 300, "dur": 100, "args": {"correlation": 2, "stream": 7, "device": 0, "grid": [4096, 1, 1], "block": [128, 1, 1]}},
+    {"ph": "X", "cat": "kernel", "name": "void at::native::vectorized_elementwise_kernel<4, at::native::BinaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >, std::array<char*, 3ul> >",
+     "pid": 0, "tid": 7, "ts": 400, "dur": 100, "args": {"correlation": 3, "stream": 7, "device": 0, "grid": [4096, 1, 1], "block": [128, 1, 1]}},
+    {"ph": "X", "cat": "kernel", "name": "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma", "pid": 0,
+     "tid": 7, "ts": 500, "dur": 100, "args": {"correlation": 4, "stream": 7, "device": 0, "grid": [8, 8, 1], "block": [256, 1, 1]}},
+    {"ph": "X", "cat": "kernel", "name": "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul> >",
+     "pid": 0, "tid": 7, "ts": 600, "dur": 100, "args": {"correlation": 5, "stream": 7, "device": 0, "grid": [1024, 1, 1], "block": [128, 1, 1]}}],
+    "deviceProperties": [{"id": 0, "name": "NVIDIA H200", "numSms": 132, "computeMajor": 9, "computeMinor": 0}]})";
+  return p;
+}
+std::string autocast_log(const WhatIfReport& w) {
+  for (const auto& l : w.log)
+    if (l.find("--precision autocast") != std::string::npos) return l;
+  return "";
+}
+}  // namespace
+
+TEST_CASE("autocast: the halves of a fused gate/up projection multiply in bf16, a residual add promotes on the casting path",
+          "[whatif][precision]") {
+  // Casts, by hand. Fused (UP = 8192): the up projection casts its weight, its bias and its fp32
+  // input (3); SiLU keeps the bf16 half; the product of the two bf16 halves (the GEMM's output,
+  // 1024 x 8192, is twice an operand) stays bf16 at bf16's bytes (100 -> 50 us); the down
+  // projection reads bf16 and casts its weight only (aten::mm: no bias): 4 casts. The residual add
+  // (the bf16 output + the fp32 stream) runs PyTorch's casting path: 1.25 x 100 us. Kernel time
+  // beside the GEMMs: 100 (SiLU) + 50 + 125 = 275 us of the 300 traced.
+  // Single up projection (UP = 4096): its output is one operand's size, the product takes it for
+  // bf16 x fp32 (casting path, 125 us, output fp32), and the down projection casts it too: 5 casts.
+  const WhatIfReport f = whatif_of(mlp_trace(tmp("mlp_fused.json"), 8192), "step0", {"--precision", "autocast-bf16"});
+  const WhatIfReport s = whatif_of(mlp_trace(tmp("mlp_single.json"), 4096), "step0", {"--precision", "autocast-bf16"});
+  INFO(autocast_log(f) << "\n" << autocast_log(s));
+  CHECK(autocast_log(f).find(" 4 casts in the forward") != std::string::npos);
+  CHECK(autocast_log(s).find(" 5 casts in the forward") != std::string::npos);
+  std::remove(tmp("mlp_fused.json").c_str());
+  std::remove(tmp("mlp_single.json").c_str());
+}
+
 TEST_CASE("a precision the GPU has no math for is refused, naming the GPU", "[whatif][precision]") {
   // One bf16 GEMM on an A100 (no fp8 on Ampere) and the same on an RTX 2080 Ti (Turing: no bf16,
   // no TF32). fp8 there was timed at no rate at all: 10x slower, not an answer.

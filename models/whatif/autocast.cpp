@@ -12,7 +12,9 @@
 //   - a norm, softmax, reduction or fp32-list math kernel (pow, exp, log, rsqrt, reciprocal)
 //     casts a DTYPE input up, and outputs fp32.
 //   - a binary elementwise op (two tensors) of two DTYPE operands, the product of sibling GEMMs'
-//     outputs (SwiGLU's gate x up: same-shape operands), runs at DTYPE's bytes and outputs DTYPE;
+//     outputs (SwiGLU's gate x up: same-shape operands) or of two parts of one GEMM's output (a
+//     fused gate/up projection: the GEMM's output at least twice an operand), runs at DTYPE's
+//     bytes and outputs DTYPE;
 //     with one DTYPE operand (a residual, an attention mask, rotary tables) it promotes to fp32 on
 //     PyTorch's casting path, kMixedBroadcast (1.5) x the fp32 kernel's time where an operand is
 //     broadcast (the shapes' bytes under 2.9x the elements), kMixedFull (1.25) x where both are
@@ -239,7 +241,9 @@ class Autocast : public TransformStep {
       // bytes. One DTYPE operand and an fp32 one (a residual, a mask, rotary tables): promoted to
       // fp32 on PyTorch's casting path, slower than the fp32 kernel (kMixed*).
       const bool broadcast = w.from_shapes && w.flops > 0 && w.bytes < 2.9 * 4 * w.flops;
-      if (s.cur == Dt::Low && s.siblings >= 2 && w.from_shapes && !broadcast) {
+      // (Or the halves of one GEMM's output: Phi-3's fused gate/up projection, chunked.)
+      const bool halves = s.last_out > 0 && w.flops > 0 && s.last_out >= 1.9 * w.flops;
+      if (s.cur == Dt::Low && (s.siblings >= 2 || halves) && w.from_shapes && !broadcast) {
         if (hit) nd = scaled(d, dtype_bytes(dtype_) / 4.0);
       } else {
         if (s.cur == Dt::Low && hit && w.from_shapes) nd = scaled(d, broadcast ? kMixedBroadcast : kMixedFull);
