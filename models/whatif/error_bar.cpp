@@ -28,6 +28,9 @@ const std::vector<Family>& families() {
       // TF32: the four Hugging Face workloads (GEMMs by the H200's measured shape surfaces, aligned
       // and unaligned, validate/reference/h200/gemm; before them -7.2 / +9.9 / -1.0 % for the last three).
       {"tf32", "TF32", {0.000, 0.031, 0.118, 0.026}},
+      // TF32 on a GPU without a measured TF32 shape surface (its GEMMs priced by one efficiency):
+      // the same four workloads priced so on the H200 before its surfaces were measured.
+      {"tf32-unmeasured", "TF32 (GEMMs priced by one efficiency: no measured TF32 shapes on this GPU)", {0.000, -0.072, 0.099, -0.010}},
       // bf16 autocast: the four Hugging Face workloads and the core block pair (profiler kept); since
       // mixed-dtype elementwise ops are priced on PyTorch's casting path (2026-12-05; before: -5.0,
       // -0.1, -13.3 % for GPT-2 inference, OPT and the block pair).
@@ -194,8 +197,9 @@ ErrorBar error_bar(const std::vector<Transform>& transforms, const ErrorContext&
   for (const Family& f : families())
     if (f.own_error) widest = std::max(widest, stats(f.name).half_width);
   for (const Transform& tr : transforms) {
-    const std::string fam = family_of(tr->text);
+    std::string fam = family_of(tr->text);
     if (fam.empty()) continue;
+    if (fam == "tf32" && ctx.target && !ctx.target->gpu.gemm_samples.count(Dtype::TF32)) fam = "tf32-unmeasured";
     changed_work = changed_work || (fam != "measured" && fam != "cuda-graph");  // a graph takes host work away
     layout = layout || fam == "parallel";
     if (fam == "hw") {

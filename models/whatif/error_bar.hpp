@@ -16,6 +16,8 @@
 //   - the trace's own spread: the coefficient of variation of its repeated ranges' measured spans,
 //     or of their forecasts where that is larger (a change that moves the steps onto the host
 //     brings out the host's pace per traced step, which a GPU-bound measured span hides);
+//   - TF32 on a GPU with no measured TF32 shape surface: the family of TF32 priced by one
+//     efficiency (the H200's four workloads before its surfaces) instead of the surface's;
 //   - a target GPU (--hw): the held-out median |error| of its kernel classes (the spec's
 //     held_out_error, time-weighted), as a normal's s = median / 0.674; none: unvalidated;
 //   - rates built from the trace's device properties (a GPU with no preset) where a transform
