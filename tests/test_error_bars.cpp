@@ -191,3 +191,24 @@ TEST_CASE("error bars: a family's prediction interval and its composition (hand-
     CHECK(e.half_width >= 0.01);
   }
 }
+
+// The trace's own spread: the larger of its repeated ranges' measured and forecast coefficients of
+// variation, x 1.282 (no transform: that alone). Forecasts per step 65.1 / 64.7 / 79.5 ms (Qwen2's
+// under autocast): mean 69.77, sample s 8.43, CV 0.1208, w = 0.1549; the measured spans' CV 0.02
+// is smaller. A forecast of 100 ms: [100 / 1.1549, 100 / 0.8451] = [86.59, 118.33] ms, its basis
+// naming the forecasts.
+TEST_CASE("error bars: the spread of the repeated ranges' forecasts widens the interval (hand-computed)", "[whatif][error_bar]") {
+  ErrorContext ctx;
+  ctx.spread = 0.02;
+  ctx.spread_predicted = 0.1208;
+  const ErrorBar b = error_bar({}, ctx, 100'000'000);
+  CHECK(b.half_width == Approx(1.282 * 0.1208).epsilon(1e-6));
+  CHECK(static_cast<double>(b.low_ns) / 1e6 == Approx(86.59).epsilon(1e-3));
+  CHECK(static_cast<double>(b.high_ns) / 1e6 == Approx(118.33).epsilon(1e-3));
+  REQUIRE(b.basis.size() == 1);
+  CHECK(b.basis[0].find("forecasts") != std::string::npos);
+  // Measured spans that spread more than the forecasts: theirs.
+  ctx.spread = 0.05;
+  ctx.spread_predicted = 0.01;
+  CHECK(error_bar({}, ctx, 100'000'000).half_width == Approx(1.282 * 0.05).epsilon(1e-6));
+}
