@@ -216,7 +216,7 @@ class Autocast : public TransformStep {
         w2.bytes = w.bytes * dtype_bytes(dtype_) / 4;
         const auto [o_t, n_t] = model_kernel_pair(t, i, w, w2, c.spec);
         const double old_t = static_cast<double>(o_t), new_t = static_cast<double>(n_t);
-        nd = old_t > 0 ? static_cast<TimeNs>(std::llround(static_cast<double>(d) * new_t / old_t)) : d;
+        nd = old_t > 0 ? scaled(d, new_t / old_t) : d;
         std::tie(n_cast, cast) = gemm_casts(t, i, w, act, g);
         ++s.gemms;
       }
@@ -295,7 +295,7 @@ class Autocast : public TransformStep {
         w2.bytes = w.bytes * dtype_bytes(dtype_) / 4;
         const auto [o_t, n_t] = model_kernel_pair(t, i, w, w2, c.spec);
         const double old_t = static_cast<double>(o_t), new_t = static_cast<double>(n_t);
-        nd = old_t > 0 ? static_cast<TimeNs>(std::llround(static_cast<double>(d) * new_t / old_t)) : d;
+        nd = old_t > 0 ? scaled(d, new_t / old_t) : d;
         ++s.gemms;
       }
       nd += gpu_share;

@@ -1,8 +1,9 @@
 // --overlap-comm. Model card: overlapped communication. Each communication kernel starts as soon
 //   as its inputs are ready (the last non-communication device op its device was given before it
-//   that had ended when the kernel started in the trace, and its stream predecessor) instead of where the host launched it, as DDP's
-//   gradient bucketing issues all-reduces while backward still runs; the host's own timeline is unchanged. The kernel's in-edges are
-//   replaced (collective joins kept); edits made before it are kept.
+//   that had ended when the kernel started in the trace, and its stream predecessor) instead of
+//   where the host launched it, as DDP's gradient bucketing issues all-reduces while backward
+//   still runs; the host's own timeline is unchanged. The kernel's in-edges are replaced
+//   (collective joins kept); edits made before it are kept.
 #include <algorithm>
 
 #include "models/whatif/transform.hpp"

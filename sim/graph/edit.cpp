@@ -159,17 +159,22 @@ std::vector<NodeId> GraphEditor::split(NodeId n, std::uint32_t parts, const std:
   return out;
 }
 
+template <class F>
+void GraphEditor::for_base_out(NodeId u, F&& f) const {
+  if (u >= boost::num_vertices(g_.csr)) return;
+  for (auto e : boost::make_iterator_range(boost::out_edges(u, g_.csr))) {
+    const NodeId v = static_cast<NodeId>(boost::target(e, g_.csr));
+    if (drop_set_.empty() || !drop_set_.count({u, v})) f(v, g_.csr[e]);
+  }
+}
+
 std::unordered_set<NodeId> GraphEditor::sandwiched(const std::unordered_map<NodeId, std::size_t>& set) const {
   // The graph's edges and the pending ones, forward from the set: what the set's ops reach.
   const std::size_t n = g_.num_nodes();
   std::unordered_map<NodeId, std::vector<NodeId>> pending;
   for (const auto& p : add_) pending[p.from].push_back(p.to);
   auto for_out = [&](NodeId u, auto&& f) {
-    if (u < boost::num_vertices(g_.csr))
-      for (auto e : boost::make_iterator_range(boost::out_edges(u, g_.csr))) {
-        const NodeId v = static_cast<NodeId>(boost::target(e, g_.csr));
-        if (drop_set_.empty() || !drop_set_.count({u, v})) f(v);
-      }
+    for_base_out(u, [&](NodeId v, const EdgeProps&) { f(v); });
     if (auto it = pending.find(u); it != pending.end())
       for (NodeId v : it->second) f(v);
   };
@@ -231,11 +236,7 @@ std::vector<std::vector<NodeId>> GraphEditor::repeat(const std::vector<NodeId>& 
       out_of.push_back({u, v, p});
   };
   // (Edges an earlier repeat of this editor dropped are gone already.)
-  for (NodeId u = 0; u < boost::num_vertices(g_.csr); ++u)
-    for (auto e : boost::make_iterator_range(boost::out_edges(u, g_.csr))) {
-      const NodeId v = static_cast<NodeId>(boost::target(e, g_.csr));
-      if (drop_set_.empty() || !drop_set_.count({u, v})) classify(u, v, g_.csr[e]);
-    }
+  for (NodeId u = 0; u < boost::num_vertices(g_.csr); ++u) for_base_out(u, [&](NodeId v, const EdgeProps& p) { classify(u, v, p); });
   for (const auto& p : add_) classify(p.from, p.to, p.props);
   // Ops outside the set on a path from the set back into it (another thread's kernels between the
   // set's on a stream, a call the set's work wakes that the set then waits for) follow the last
@@ -292,7 +293,7 @@ std::vector<std::vector<NodeId>> GraphEditor::repeat(const std::vector<NodeId>& 
       }
     }
   }
-  for (const auto& [a, b, p] : bridges) add_.push_back({a, b, p});  // the original set's too
+  add_.insert(add_.end(), bridges.begin(), bridges.end());  // the original set's too
   std::vector<NodeId> prev(set);
   for (std::uint32_t c = 0; c < times; ++c) {
     std::vector<NodeId> cur(set.size());

@@ -22,10 +22,10 @@
 //   set's work wakes that the set then waits for) follows the last copy too, and the set and its
 //   copies stop waiting for it; the set's ops on a lane that it separated follow each other.
 #pragma once
-#include <unordered_map>
-#include <unordered_set>
 #include <set>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "sim/graph/graph.hpp"
@@ -78,6 +78,9 @@ class GraphEditor {
  private:
   SideInfo& side(NodeId n);
   NodeId clone(NodeId n, LaneId lane, const std::string& suffix);
+  // f(target, props) for each edge the graph had out of `u` that this editor has not dropped.
+  template <class F>
+  void for_base_out(NodeId u, F&& f) const;
   // Ops outside `set` on a path from one of its ops to another.
   std::unordered_set<NodeId> sandwiched(const std::unordered_map<NodeId, std::size_t>& set) const;
   struct PendingEdge {
