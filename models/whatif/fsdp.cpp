@@ -195,16 +195,17 @@ class Fsdp : public TransformStep {
   }
 
   // What an all-gather for `op` waits for when no call launched `op`: the op before it on its lane
-  // (its end), else the trace's first op (its start).
+  // (its end; of several starting together, the first), else the trace's first op (its start). The
+  // trace's ops are in start order, so the search walks back from `op`.
   static std::pair<OpId, DepType> issue_point(const Trace& t, OpId op) {
-    OpId before = kNone, first = 0;
-    for (OpId k = 0; k < t.ops.size(); ++k) {
-      if (t.ops[k].start < t.ops[first].start) first = k;
-      if (k != op && t.ops[k].lane == t.ops[op].lane && t.ops[k].start < t.ops[op].start &&
-          (before == kNone || t.ops[k].start > t.ops[before].start))
-        before = k;
+    const Op& o = t.ops[op];
+    OpId before = kNone;
+    for (OpId k = op; k-- > 0;) {
+      const Op& p = t.ops[k];
+      if (before != kNone && p.start < t.ops[before].start) break;
+      if (p.lane == o.lane && p.start < o.start) before = k;
     }
-    return before != kNone ? std::pair{before, DepType::EndToStart} : std::pair{first, DepType::StartToStart};
+    return before != kNone ? std::pair{before, DepType::EndToStart} : std::pair{OpId{0}, DepType::StartToStart};
   }
 
   // The training steps: per iteration (or the whole run), its forward and backward instances, the
