@@ -5,6 +5,7 @@
 #include <string>
 
 #include "sim/base/error.hpp"
+#include "sim/base/strings.hpp"
 
 namespace bneck {
 
@@ -120,8 +121,7 @@ nlohmann::json spec_from_device(const nlohmann::json& d, const std::string& orig
   std::snprintf(cc, sizeof cc, "%d.%d", a->major, a->minor);
   src["gpu.peak"] = std::string("guessed: ") + a->arch + " rates per SM and clock (cc " + cc +
                     " parts' datasheet peaks / SMs / boost clock) x this GPU's SMs and clock; GEMM rates are calibrated";
-  std::string lower = name;
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string lower = ascii_lower(name);
   return json{
       {"name", spec_slug(name)},
       {"match", json::array({lower})},
@@ -166,8 +166,7 @@ nlohmann::json spec_from_trace_device(const std::string& name, unsigned sm_count
   using nlohmann::json;
   why.clear();
   if (name.empty() || sm_count == 0) return nullptr;
-  std::string lower = name;
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string lower = ascii_lower(name);
   char mem[64] = "";
   if (memory_bytes > 0) std::snprintf(mem, sizeof mem, ", %.0f GiB", memory_bytes / (1u << 30));
   if (lower.find("amd") != std::string::npos || lower.find("instinct") != std::string::npos || lower.find("radeon") != std::string::npos) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "hw/spec.hpp"
+#include "sim/base/strings.hpp"
 
 namespace bneck {
 
@@ -67,10 +68,7 @@ bool has_token(const std::string& n, const std::string& t) {
   return false;
 }
 
-std::string lowercase(std::string x) {
-  for (char& c : x) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return x;
-}
+std::string lowercase(const std::string& x) { return ascii_lower(x); }
 
 // A spec's own `match` terms (not inherited), lowercased; empty when it has none.
 std::vector<std::string> match_terms(const std::string& text) {

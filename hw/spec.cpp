@@ -13,6 +13,7 @@
 
 #include "sim/base/error.hpp"
 #include "sim/base/json_input.hpp"
+#include "sim/base/strings.hpp"
 
 namespace bneck {
 
@@ -26,8 +27,7 @@ const char* to_string(ComputeUnit u) { return u == ComputeUnit::Simt ? "simt" : 
 double dtype_bytes(Dtype d) { return kDtypeBytes[static_cast<int>(d)]; }
 
 std::optional<Dtype> dtype_from_string(std::string_view s) {
-  std::string l;
-  for (char c : s) l += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string l = ascii_lower(s);
   for (int i = 0; i < kDtypeCount; ++i)
     if (l == kDtypes[i]) return static_cast<Dtype>(i);
   if (l == "double" || l == "float64") return Dtype::FP64;

@@ -13,6 +13,7 @@
 
 #include "models/occupancy.hpp"
 #include "models/roofline.hpp"
+#include "sim/base/strings.hpp"
 
 namespace bneck {
 
@@ -25,11 +26,7 @@ const char* to_string(KernelClass c) {
 bool is_compute_class(KernelClass c) { return c == KernelClass::Gemm || c == KernelClass::Conv || c == KernelClass::Attention; }
 
 namespace {
-std::string lower(std::string_view s) {
-  std::string l(s);
-  for (char& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return l;
-}
+std::string lower(std::string_view s) { return ascii_lower(s); }
 bool has(const std::string& s, std::string_view p) { return s.find(p) != std::string::npos; }
 }  // namespace
 

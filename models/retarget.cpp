@@ -12,6 +12,7 @@
 #include "models/occupancy.hpp"
 #include "models/transfer.hpp"
 #include "sim/base/error.hpp"
+#include "sim/base/strings.hpp"
 
 namespace bneck {
 
@@ -181,9 +182,7 @@ TimeNs RetargetCostModel::duration(OpId n, const Graph& g) const {
 std::string unnamed_device_part(const Trace& t, const Device& d) {
   // ROCm names a part it does not know by the generic "AMD Radeon Graphics" (an MI250's GCD in
   // HTA's ROCm 6.2 profile): the name says AMD, the properties say which.
-  std::string lower = d.name;
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (lower == "amd radeon graphics")
+  if (ascii_lower(d.name) == "amd radeon graphics")
     return amd_part_from_properties(d.sm_count, static_cast<int>(d.cc_major), static_cast<int>(d.cc_minor));
   if (!d.name.empty()) return "";
   std::size_t seen = 0;

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "sim/base/error.hpp"
+#include "sim/base/strings.hpp"
 
 namespace bneck {
 
@@ -174,8 +175,8 @@ void align_ranks(Trace& t) {
 
 namespace {
 
-double elem_bytes(std::string t) {
-  for (auto& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+double elem_bytes(const std::string& type) {
+  const std::string t = ascii_lower(type);
   if (t.find("bfloat16") != std::string::npos || t.find("half") != std::string::npos || t.find("short") != std::string::npos) return 2;
   if (t.find("double") != std::string::npos || t.find("long") != std::string::npos || t.find("int64") != std::string::npos) return 8;
   if (t.find("float8") != std::string::npos || t.find("char") != std::string::npos || t.find("byte") != std::string::npos ||

@@ -18,6 +18,7 @@
 #include "models/whatif/transform.hpp"
 #include "sim/analysis/analysis.hpp"
 #include "sim/base/error.hpp"
+#include "sim/base/strings.hpp"
 
 namespace bneck {
 namespace {
@@ -29,8 +30,7 @@ namespace {
 // that includes its start) it keeps its time: cudaDeviceGetStreamPriorityRange creating the context
 // took 29.9 s of HTA's AlexNet benchmark trace, its cudaFree and cudaMalloc 8.5 s.
 bool setup_call(std::string_view name) {
-  std::string n(name);
-  for (char& ch : n) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  const std::string n = ascii_lower(name);
   if (n.find("async") != std::string::npos) return false;  // stream-ordered allocation: captured
   for (const char* k : {"malloc", "free", "create", "destroy", "hostalloc", "hostregister", "getdeviceproperties", "streampriorityrange",
                         "moduleload", "libraryload", "setdevice", "devicereset", "primaryctx", "instantiate"})

@@ -33,13 +33,13 @@
 #include "models/whatif/transform.hpp"
 #include "sim/base/error.hpp"
 #include "sim/base/units.hpp"
+#include "sim/base/strings.hpp"
 
 namespace bneck {
 namespace {
 
 bool name_has(const std::string& name, std::initializer_list<const char*> parts) {
-  std::string n = name;
-  for (char& ch : n) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  const std::string n = ascii_lower(name);
   for (const char* p : parts)
     if (n.find(p) != std::string::npos) return true;
   return false;

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "sim/analysis/structure.hpp"
+#include "sim/base/strings.hpp"
 
 namespace bneck::structure_loops {
 namespace {
@@ -27,8 +28,7 @@ T middle(std::vector<T>& v) {
 // An optimizer step's kernel by its name: PyTorch's foreach and fused optimizers
 // (multi_tensor_apply_kernel, fused_adam), apex's and others' (adam, sgd, adagrad, rmsprop).
 bool optimizer_kernel(const std::string& name) {
-  std::string n = name;
-  for (char& c : n) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string n = ascii_lower(name);
   for (const char* k : {"multi_tensor_apply", "adam", "sgd", "adagrad", "rmsprop", "optimizer"})
     if (n.find(k) != std::string::npos) return true;
   return false;

@@ -9,6 +9,14 @@
 
 namespace bneck {
 
+// `s` in ASCII lower case (names of kernels, devices, dtypes: matched case-blind).
+inline std::string ascii_lower(std::string_view s) {
+  std::string l(s);
+  for (char& c : l)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return l;
+}
+
 using StrId = std::uint32_t;
 
 class StringTable {
