@@ -3,6 +3,7 @@
 // are found as instances whose GPU spans agree within 2 %.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -205,8 +206,8 @@ TEST_CASE("structure on a hand-made launch sequence: 4 steps of 3 identical laye
 // every launched kernel counted as "another thread's" and the run was called one training step
 // (forward 14.5 ms, "backward" 34.9 ms). Now the iteration is the profiler's step: on the H100 its
 // device ops span 34.892 ms, the step's own GPU annotation (gpu_user_annotation ProfilerStep#6,
-// 34,892.421 us); its layers are the loop found inside it (23 of the model's 24: the first
-// decoder layer's ops differ).
+// 34,892.421 us); its layers are its 24 Qwen2DecoderLayer module ranges (with_modules: the loop
+// found inside the step held 23 of them, the first decoder layer's ops differ).
 TEST_CASE("structure: an inference profile whose first kernels lost their launches has no backward", "[structure][extended]") {
   for (const char* name : {"h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz", "mi300__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"}) {
     INFO(name);
@@ -227,7 +228,8 @@ TEST_CASE("structure: an inference profile whose first kernels lost their launch
       CHECK(std::llabs(it->instances[0].end_ns - it->instances[0].start_ns - 34'892'421) < 2'000);
     const StructureLevel* ly = s.level("layer");
     REQUIRE(ly);
-    CHECK(ly->instances.size() == 23);
+    CHECK(ly->instances.size() == 24);
+    CHECK(ly->how.find("module ranges: Qwen2DecoderLayer") != std::string::npos);
     check_replayed_as_ranges(t, s, "iteration");
   }
 }
@@ -243,7 +245,7 @@ TEST_CASE("structure: an inference engine's step range is the iteration, the loo
     std::size_t layers;
   } cases[] = {{"inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz", 36},
                {"inference__sglang_prefilldecode__sglang_Qwen3-8B_prefilldecode.json.gz", 36},
-               {"b200__eager_trace.json.gz", 18}};
+               {"b200__eager_trace.json.gz", 36}};
   for (const Case& c : cases) {
     INFO(c.file);
     const std::string f = extra_dir() + "/traces/thirdparty/tracelens/" + c.file;
@@ -261,6 +263,56 @@ TEST_CASE("structure: an inference engine's step range is the iteration, the loo
     CHECK(ly->instances.size() == c.layers);
     check_replayed_as_ranges(t, s, "iteration");
   }
+}
+
+// A profile with the modules' ranges (with_modules): two steps, each one call of a model whose two
+// layers each call two Linear modules, each launching one kernel. The layer is the outermost class
+// one module calls repeatedly: Layer (Model calls it twice; Linear sits inside it), 2 a step, each
+// holding its two kernels; the 14 module ranges are a convention of the trace.
+TEST_CASE("structure: a profile's module ranges name its layers", "[structure][kineto]") {
+  std::string ev = R"({"ph":"X","cat":"python_function","name":"run.py(1): <module>","pid":1,"tid":1,"ts":0,"dur":3000},)";
+  int corr = 0;
+  auto x = [&](const char* cat, const std::string& name, long ts, long dur) {
+    ev += R"({"ph":"X","cat":")" + std::string(cat) + R"(","name":")" + name + R"(","pid":1,"tid":1,"ts":)" + std::to_string(ts) +
+          R"(,"dur":)" + std::to_string(dur) + "},";
+  };
+  auto linear = [&](int k, long ts, const char* kernel) {
+    x("python_function", "nn.Module: Linear_" + std::to_string(k), ts, 100);
+    ++corr;
+    ev += R"({"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":)" + std::to_string(ts + 10) +
+          R"(,"dur":10,"args":{"correlation":)" + std::to_string(corr) + "}},";
+    ev += R"({"ph":"X","cat":"kernel","name":")" + std::string(kernel) + R"(","pid":0,"tid":7,"ts":)" + std::to_string(ts + 30) +
+          R"(,"dur":100,"args":{"stream":7,"device":0,"correlation":)" + std::to_string(corr) + "}},";
+  };
+  for (long step : {0L, 1200L}) {
+    x("user_annotation", "ProfilerStep#" + std::to_string(step ? 2 : 1), step, 1100);
+    x("python_function", "nn.Module: Model_0", step + 5, 1000);
+    for (int l = 0; l < 2; ++l) {
+      const long b = step + 10 + 490 * l;
+      x("python_function", "nn.Module: Layer_" + std::to_string(l), b, 400);
+      linear(2 * l, b + 10, "gemm_a");
+      linear(2 * l + 1, b + 200, "gemm_b");
+    }
+  }
+  ev.pop_back();
+  const Trace t = load_trace(write_temp(R"({"traceEvents":[)" + ev + "]}", "module_ranges.json"));
+  const Structure s = find_structure(t);
+  const StructureLevel* ly = s.level("layer");
+  REQUIRE(ly);
+  CHECK(ly->how.find("module ranges: Layer ") != std::string::npos);
+  REQUIRE(ly->instances.size() == 4);
+  for (std::size_t i = 0; i < 4; ++i) {
+    REQUIRE(ly->instances[i].ops.size() == 2);
+    CHECK(t.name(t.ops[ly->instances[i].ops[0]]) == "gemm_a");
+    CHECK(t.name(t.ops[ly->instances[i].ops[1]]) == "gemm_b");
+    // GPU span: the first kernel starts 40 us into the layer (its Linear 10 us in, the kernel 30 us
+    // after), the second ends at 330 (200 + 30 + 100).
+    const long b = (i < 2 ? 0 : 1200) + 10 + 490 * static_cast<long>(i % 2);
+    CHECK(ly->instances[i].start_ns == (b + 40) * 1000);
+    CHECK(ly->instances[i].end_ns == (b + 330) * 1000);
+  }
+  CHECK(std::find(s.conventions.begin(), s.conventions.end(), "module ranges (nn.Module: with_modules, with_stack): 14") !=
+        s.conventions.end());
 }
 
 TEST_CASE("a GPU-only trace's structure is usable as ranges over device time", "[structure][extended]") {

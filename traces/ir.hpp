@@ -222,6 +222,10 @@ struct Lane {
   std::uint32_t capacity = 0;
 };
 
+// A module's forward as the PyTorch profiler records it (with_modules or with_stack: a Python frame
+// "nn.Module: <class>_<k>"), imported as a range of that name.
+inline constexpr const char* kModulePrefix = "nn.Module: ";
+
 struct Range {  // an NVTX push/pop (or start/end) range on a host thread
   TimeNs start = 0, end = 0;
   StrId name = 0;

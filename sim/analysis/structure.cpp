@@ -5,6 +5,7 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <set>
 #include <unordered_map>
 
 #include "sim/analysis/ranges.hpp"
@@ -128,6 +129,22 @@ void summarize(StructureLevel& lv) {
                   " % of their median (at most " + std::to_string(static_cast<int>(100 * kMaxSpread)) + " %): not one repeated unit";
 }
 
+// The device ops range `r` holds (RangeIndex's rule) as an instance: their GPU span, the range's
+// host span and thread.
+StructureInstance range_instance(const Trace& t, const RangeIndex& idx, std::size_t r, std::uint32_t loop) {
+  StructureInstance in;
+  in.ops = idx.device_ops(r);
+  in.rank = t.rank_of_lane(t.ranges[r].lane);
+  in.loop = loop;
+  in.lane = t.ranges[r].lane;
+  in.host_start_ns = t.ranges[r].start;
+  in.host_end_ns = t.ranges[r].end;
+  const Span gpu = measured_span(t, in.ops);
+  in.start_ns = gpu.begin;
+  in.end_ns = gpu.end;
+  return in;
+}
+
 // Annotations help where present: a PyTorch profile's ProfilerStep#N ranges are its steps (an
 // inference engine's step ranges where it has none). When
 // two thirds of the iterations found lie inside them, two or more a step (a profile of one or two steps, where the loop
@@ -150,19 +167,8 @@ void promote_profiler_steps(const Trace& t, StructureLevel& iter, StructureLevel
   if (marked.empty()) return;
   RangeIndex idx(t);
   std::vector<StructureInstance> steps;
-  for (std::size_t r : marked) {
-    StructureInstance in;
-    in.ops = idx.device_ops(r);
-    if (in.ops.empty()) continue;
-    in.rank = t.rank_of_lane(t.ranges[r].lane);
-    in.lane = t.ranges[r].lane;
-    in.host_start_ns = t.ranges[r].start;
-    in.host_end_ns = t.ranges[r].end;
-    const Span gpu = measured_span(t, in.ops);
-    in.start_ns = gpu.begin;
-    in.end_ns = gpu.end;
-    steps.push_back(std::move(in));
-  }
+  for (std::size_t r : marked)
+    if (StructureInstance in = range_instance(t, idx, r, 0); !in.ops.empty()) steps.push_back(std::move(in));
   if (steps.empty() || steps.size() * 2 > iter.instances.size()) return;
   std::vector<StructureInstance> inner;
   for (StructureInstance& i : iter.instances) {
@@ -176,6 +182,80 @@ void promote_profiler_steps(const Trace& t, StructureLevel& iter, StructureLevel
   layer.how = iter.how + " (inside the steps)";
   iter.instances = std::move(steps);
   iter.how = std::string(family) + ", holding the loop found";
+}
+
+// A module range's class: "nn.Module: Qwen2DecoderLayer_3" -> "Qwen2DecoderLayer" (empty: no module).
+std::string module_class(const std::string& n) {
+  const std::size_t p = std::char_traits<char>::length(kModulePrefix);
+  if (n.rfind(kModulePrefix, 0) != 0) return "";
+  std::size_t e = n.find_last_not_of("0123456789");
+  if (e != std::string::npos && e + 1 < n.size() && n[e] == '_' && e > p) return n.substr(p, e - p);
+  return n.substr(p);
+}
+
+// Annotations help where present: a profile with the modules' ranges (with_modules, with_stack)
+// names its layers. The layer is the outermost module class of which one module calls two or more
+// (a decoder's layers under its model; not the Linear under them): each call an instance, with
+// the device ops launched while it ran. Taken for forward-only runs (a backward has no module
+// ranges), where the instances are one repeated unit (their spans' spread); the loop found
+// stays otherwise.
+void module_layers(const Trace& t, StructureLevel& layer, const StructureLevel& bwd) {
+  if (!bwd.instances.empty()) return;
+  std::vector<std::size_t> mods;
+  std::unordered_map<std::size_t, std::string> cls;
+  for (std::size_t r = 0; r < t.ranges.size(); ++r)
+    if (!t.ranges[r].structure)
+      if (std::string c = module_class(t.strings.str(t.ranges[r].name)); !c.empty()) {
+        mods.push_back(r);
+        cls.emplace(r, std::move(c));
+      }
+  if (mods.size() < 2) return;
+  auto module_parent = [&](std::size_t r) {
+    for (std::uint32_t p = t.ranges[r].parent; p != kNone; p = t.ranges[p].parent)
+      if (cls.count(p)) return static_cast<std::size_t>(p);
+    return static_cast<std::size_t>(kNone);
+  };
+  // Classes called two or more times by one module (or at the top, by no module).
+  std::map<std::pair<std::size_t, std::string>, std::size_t> calls;
+  for (std::size_t r : mods) ++calls[{module_parent(r), cls[r]}];
+  std::set<std::string> repeated;
+  for (const auto& [k, n] : calls)
+    if (n >= 2 && k.first != static_cast<std::size_t>(kNone)) repeated.insert(k.second);
+  // The outermost: no instance inside a module of a repeated class.
+  std::set<std::string> inner;
+  for (std::size_t r : mods)
+    if (repeated.count(cls[r]))
+      for (std::size_t p = module_parent(r); p != static_cast<std::size_t>(kNone); p = module_parent(p))
+        if (repeated.count(cls[p])) inner.insert(cls[r]);
+  RangeIndex idx(t);
+  std::string best;
+  std::vector<StructureInstance> chosen;
+  std::size_t best_ops = 0;
+  for (const std::string& c : repeated) {
+    if (inner.count(c)) continue;
+    std::vector<StructureInstance> ins;
+    std::map<std::size_t, std::uint32_t> loop_of;  // each calling module's calls a loop
+    std::size_t ops = 0;
+    for (std::size_t r : mods) {
+      if (cls[r] != c) continue;
+      StructureInstance in = range_instance(t, idx, r, 0);
+      if (in.ops.empty()) continue;
+      in.loop = loop_of.emplace(module_parent(r), static_cast<std::uint32_t>(loop_of.size())).first->second;
+      ops += in.ops.size();
+      ins.push_back(std::move(in));
+    }
+    if (ins.size() >= 2 && ops > best_ops) {
+      best = c, best_ops = ops;
+      chosen = std::move(ins);
+    }
+  }
+  if (chosen.empty()) return;
+  StructureLevel lv{"layer", "", std::move(chosen), 0, 0, 0, {}};
+  summarize(lv);
+  if (!lv.rejected.empty()) return;
+  layer.instances = std::move(lv.instances);
+  layer.how = "the trace's module ranges: " + best + " (the outermost module a module calls repeatedly), " +
+              std::to_string(layer.instances.size()) + " calls";
 }
 
 }  // namespace
@@ -354,6 +434,7 @@ Structure find_structure(const Trace& t) {
         }
     }
   }
+  module_layers(t, layer, bwd);
   // A warm-up before the first iteration (first-call kernels, another shape) is no instance: said
   // where the device ops a process launched before it are half an iteration's or more.
   for (const StructureInstance& r : run.instances) {
@@ -384,6 +465,8 @@ Structure find_structure(const Trace& t) {
     std::string n = t.strings.str(r.name);
     if (n.rfind("ProfilerStep#", 0) == 0) {
       families["ProfilerStep#N ranges (PyTorch profiler steps)"]++;
+    } else if (n.rfind(kModulePrefix, 0) == 0) {
+      families["module ranges (nn.Module: with_modules, with_stack)"]++;
     } else if (n.find(", sizes = ") != std::string::npos) {
       families["op ranges with shapes (emit_nvtx or record_shapes)"]++;
     } else if (n.find(", op_id = ") != std::string::npos || n.find(", seq = ") != std::string::npos || n.rfind("aten::", 0) == 0 ||

@@ -219,11 +219,12 @@ class Reader : public JsonSax {
       case Field::Cat:
         ev_.cat = cat_of(v);
         ev_.has_cat = true;
-        // A complete event of a Python frame (with_stack: most events of such a profile) after the
-        // first is only counted: the rest of its members are passed over.
-        if (depth_ == 3 && in_event_ && ev_.ph == 'X' && ev_.cat == Cat::Python && python_noted_) skip_rest_ = python_counted_ = true;
+        python_frame_seen();
         break;
-      case Field::Name: ev_.name.assign(v); break;
+      case Field::Name:
+        ev_.name.assign(v);
+        python_frame_seen();
+        break;
       case Field::Pid:  // "Spans", "Traces": not an activity; the legacy profiler's host rows: "CPU functions"
         ev_.pid_num = v == "CPU functions";
         if (ev_.pid_num) ev_.pid = 0, ev_.legacy_cpu = true;
@@ -366,11 +367,10 @@ class Reader : public JsonSax {
       field_ = k == "rank" ? Field::Rank : k == "world_size" ? Field::WorldSize : Field::None;
     else if (depth_ == 3 && in_event_) {
       // Not read where the event's phase or category is known to need none of it: the args of
-      // instant events and Python frames (with_stack: half the events of such a profile), and a
-      // Python frame's name once one has been noted (the note keeps the first as its example).
+      // instant events and Python frames (with_stack: half the events of such a profile).
       const bool python = ev_.has_cat && ev_.cat == Cat::Python;
       args_key_ = container = k == "args" && ev_.ph != 'i' && !python;
-      field_ = python && python_noted_ && k == "name" ? Field::None : event_field(k);  // "args" is no field
+      field_ = event_field(k);  // "args" is no field
     } else if (depth_ == 3 && in_device_)
       field_ = device_field(k);
     else if (depth_ == 4 && in_args_)
@@ -558,9 +558,33 @@ class Reader : public JsonSax {
         break;
       case Cat::UserAnno:
       case Cat::CpuOp: range(); break;
-      case Cat::Python: note_python(); break;
+      case Cat::Python:
+        if (module_frame()) module_range();
+        note_python();
+        break;
       default: break;
     }
+  }
+
+  // A complete event of a Python frame (with_stack: most events of such a profile) after the first
+  // is only counted once its category and name are known: the rest of its members are passed over,
+  // except a module's ("nn.Module: <class>_<k>", with_modules), which is read as a range.
+  void python_frame_seen() {
+    if (depth_ == 3 && in_event_ && ev_.ph == 'X' && ev_.has_cat && ev_.cat == Cat::Python && python_noted_ && !ev_.name.empty() &&
+        !module_frame())
+      skip_rest_ = python_counted_ = true;
+  }
+  bool module_frame() const { return ev_.name.rfind(kModulePrefix, 0) == 0; }
+
+  // A module's forward (the profiler's "nn.Module: Qwen2DecoderLayer_3"): a range on its thread,
+  // named as the trace names it (the structure search finds a model's layers in them).
+  void module_range() {
+    Range r;
+    r.start = ev_.ts;
+    r.end = ev_.ts + ev_.dur;
+    r.lane = thread_lane(ev_.pid, ev_.tid);
+    r.name = t_.strings.intern(ev_.name);
+    t_.ranges.push_back(r);
   }
 
   // A Python frame (with_stack): counted, the first one the note's example.
