@@ -16,6 +16,11 @@
 #                             vocab 32064; fused qkv and gate/up projections) forward, no grad
 #   gemma_2b-inf-4x1024       GemmaForCausalLM (Gemma-2B's shape: hidden 2048, 18 layers, 8 heads, 1 KV head,
 #                             head 256, ffn 16384, vocab 256000, GeGLU) forward, no grad
+#   vit_large-inf-32x224      ViTForImageClassification (ViT-L/16: hidden 1024, 24 layers, 16 heads, ffn 4096,
+#                             224x224 images: a 16x16 convolution, then 197 tokens) forward, no grad
+#   vit_large-train-32x224    the same: forward + cross-entropy on 1,000 classes + backward + AdamW step
+#   resnet50-inf-64x224       ResNetForImageClassification (ResNet-50: bottleneck blocks 3/4/6/3, 64 images
+#                             224x224, cuDNN convolutions, batch norm in eval mode) forward, no grad
 #   bert_base-inf-1x128       BertModel (hidden 768, 12 layers, 12 heads, ffn 3072) forward, no grad
 #   gpt2_medium-inf-4x512     GPT2LMHeadModel (n_embd 1024, 24 layers, 16 heads) forward, no grad
 #   gpt2_medium-inf-1x64      the same at batch 1, 64 tokens (host-bound)
@@ -60,6 +65,7 @@ from transformers import BertConfig, BertModel, GPT2Config, GPT2LMHeadModel, Lla
 from transformers import Qwen2Config, Qwen2ForCausalLM
 try:  # the held-out families of validate/reference/h100/hf_heldout
     from transformers import GemmaConfig, GemmaForCausalLM, Phi3Config, Phi3ForCausalLM
+    from transformers import ResNetConfig, ResNetForImageClassification, ViTConfig, ViTForImageClassification
 except ImportError:
     pass
 
@@ -74,6 +80,9 @@ WORKLOADS = {
     "qwen2_1.5b-inf-4x1024": ("qwen2_1.5b", False, 4, 1024),
     "phi3_mini-inf-2x1024": ("phi3_mini", False, 2, 1024),
     "gemma_2b-inf-4x1024": ("gemma_2b", False, 4, 1024),
+    "vit_large-inf-32x224": ("vit_large", False, 32, 224),
+    "vit_large-train-32x224": ("vit_large", True, 32, 224),
+    "resnet50-inf-64x224": ("resnet50", False, 64, 224),
     "bert_base-inf-1x128": ("bert_base", False, 1, 128),
     "gpt2_medium-inf-4x512": ("gpt2_medium", False, 4, 512),
     "gpt2_medium-inf-1x64": ("gpt2_medium", False, 1, 64),
@@ -170,6 +179,11 @@ def make_config():
     if kind == "gemma_2b":
         return GemmaForCausalLM, GemmaConfig(hidden_size=2048, num_hidden_layers=18, num_attention_heads=8, num_key_value_heads=1,
                                              head_dim=256, intermediate_size=16384, vocab_size=256000, max_position_embeddings=2048)
+    if kind == "vit_large":
+        return ViTForImageClassification, ViTConfig(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096,
+                                                    image_size=224, patch_size=16, num_labels=1000)
+    if kind == "resnet50":
+        return ResNetForImageClassification, ResNetConfig(num_labels=1000)  # the defaults are ResNet-50's
     if kind == "llama_1b":
         return LlamaForCausalLM, LlamaConfig(hidden_size=2048, num_hidden_layers=16, num_attention_heads=32, num_key_value_heads=8,
                                              intermediate_size=8192, vocab_size=32000, max_position_embeddings=2048)
@@ -208,12 +222,20 @@ model, how, build_errs = build()
 build_s = time.perf_counter() - t0
 attn = getattr(model.config, "_attn_implementation", "?")
 nparams = sum(p.numel() for p in model.parameters())
-vocab = model.config.vocab_size
+VISION = kind in ("vit_large", "resnet50")
+vocab = getattr(model.config, "vocab_size", 0) if not VISION else 0
 g = torch.Generator(device=dev).manual_seed(0)
-ids = torch.randint(0, vocab, (B, S), device=dev, generator=g)
+if VISION:  # S is the image side; labels are 1,000 classes
+    ids = torch.randn((B, 3, S, S), device=dev, generator=g)
+    labels = torch.randint(0, 1000, (B,), device=dev, generator=g)
+    inputs = {"pixel_values": ids}
+else:
+    ids = torch.randint(0, vocab, (B, S), device=dev, generator=g)
+    labels = ids
+    inputs = {"input_ids": ids}
 model.train(train)
 opt = torch.optim.AdamW(model.parameters(), lr=1e-4) if train and a.workload not in NO_OPTIMIZER else None
-extra = {} if kind.startswith("bert") else {"use_cache": False}
+extra = {} if kind.startswith("bert") or VISION else {"use_cache": False}
 
 
 def graph_step(m):
@@ -224,11 +246,11 @@ def graph_step(m):
     side.wait_stream(torch.cuda.current_stream())
     with torch.no_grad(), torch.cuda.stream(side):
         for _ in range(3):
-            m(input_ids=ids, **extra)
+            m(**inputs, **extra)
     torch.cuda.current_stream().wait_stream(side)
     g = torch.cuda.CUDAGraph()
     with torch.no_grad(), torch.cuda.graph(g):
-        m(input_ids=ids, **extra)
+        m(**inputs, **extra)
     torch.cuda.synchronize()
     return g.replay
 
@@ -241,9 +263,9 @@ def make_step(mode, m):
         def step():
             if ac:
                 with ac():
-                    loss = m(input_ids=ids, labels=ids, **extra).loss
+                    loss = m(**inputs, labels=labels, **extra).loss
             else:
-                loss = m(input_ids=ids, labels=ids, **extra).loss
+                loss = m(**inputs, labels=labels, **extra).loss
             loss.backward()
             if opt is not None:
                 opt.step()
@@ -255,9 +277,9 @@ def make_step(mode, m):
             with torch.no_grad():
                 if ac:
                     with ac():
-                        m(input_ids=ids, **extra)
+                        m(**inputs, **extra)
                 else:
-                    m(input_ids=ids, **extra)
+                    m(**inputs, **extra)
     return step
 
 
