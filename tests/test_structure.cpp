@@ -268,34 +268,41 @@ TEST_CASE("structure: an inference engine's step range is the iteration, the loo
 // A profile with the modules' ranges (with_modules): two steps, each one call of a model whose two
 // layers each call two Linear modules, each launching one kernel. The layer is the outermost class
 // one module calls repeatedly: Layer (Model calls it twice; Linear sits inside it), 2 a step, each
-// holding its two kernels; the 14 module ranges are a convention of the trace.
+// holding its two kernels; the 14 module ranges are a convention of the trace. With 5 more kernels
+// a step outside any module (a part without module ranges: 4 of 9 ops in the layers, under half),
+// the layers are not the modules'.
 TEST_CASE("structure: a profile's module ranges name its layers", "[structure][kineto]") {
-  std::string ev = R"({"ph":"X","cat":"python_function","name":"run.py(1): <module>","pid":1,"tid":1,"ts":0,"dur":3000},)";
-  int corr = 0;
-  auto x = [&](const char* cat, const std::string& name, long ts, long dur) {
-    ev += R"({"ph":"X","cat":")" + std::string(cat) + R"(","name":")" + name + R"(","pid":1,"tid":1,"ts":)" + std::to_string(ts) +
-          R"(,"dur":)" + std::to_string(dur) + "},";
-  };
-  auto linear = [&](int k, long ts, const char* kernel) {
-    x("python_function", "nn.Module: Linear_" + std::to_string(k), ts, 100);
-    ++corr;
-    ev += R"({"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":)" + std::to_string(ts + 10) +
-          R"(,"dur":10,"args":{"correlation":)" + std::to_string(corr) + "}},";
-    ev += R"({"ph":"X","cat":"kernel","name":")" + std::string(kernel) + R"(","pid":0,"tid":7,"ts":)" + std::to_string(ts + 30) +
-          R"(,"dur":100,"args":{"stream":7,"device":0,"correlation":)" + std::to_string(corr) + "}},";
-  };
-  for (long step : {0L, 1200L}) {
-    x("user_annotation", "ProfilerStep#" + std::to_string(step ? 2 : 1), step, 1100);
-    x("python_function", "nn.Module: Model_0", step + 5, 1000);
-    for (int l = 0; l < 2; ++l) {
-      const long b = step + 10 + 490 * l;
-      x("python_function", "nn.Module: Layer_" + std::to_string(l), b, 400);
-      linear(2 * l, b + 10, "gemm_a");
-      linear(2 * l + 1, b + 200, "gemm_b");
+  auto profile = [](int outside) {
+    std::string ev = R"({"ph":"X","cat":"python_function","name":"run.py(1): <module>","pid":1,"tid":1,"ts":0,"dur":3000},)";
+    int corr = 0;
+    auto x = [&](const char* cat, const std::string& name, long ts, long dur) {
+      ev += R"({"ph":"X","cat":")" + std::string(cat) + R"(","name":")" + name + R"(","pid":1,"tid":1,"ts":)" + std::to_string(ts) +
+            R"(,"dur":)" + std::to_string(dur) + "},";
+    };
+    auto kernel = [&](long ts, const std::string& name) {
+      ++corr;
+      ev += R"({"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":)" + std::to_string(ts + 10) +
+            R"(,"dur":10,"args":{"correlation":)" + std::to_string(corr) + "}},";
+      ev += R"({"ph":"X","cat":"kernel","name":")" + name + R"(","pid":0,"tid":7,"ts":)" + std::to_string(ts + 30) +
+            R"(,"dur":100,"args":{"stream":7,"device":0,"correlation":)" + std::to_string(corr) + "}},";
+    };
+    for (long step : {0L, 1200L}) {
+      x("user_annotation", "ProfilerStep#" + std::to_string(step ? 2 : 1), step, 1100);
+      x("python_function", "nn.Module: Model_0", step + 5, 1000);
+      for (int l = 0; l < 2; ++l) {
+        const long b = step + 10 + 490 * l;
+        x("python_function", "nn.Module: Layer_" + std::to_string(l), b, 400);
+        x("python_function", "nn.Module: Linear_" + std::to_string(2 * l), b + 10, 100);
+        kernel(b + 10, "gemm_a");
+        x("python_function", "nn.Module: Linear_" + std::to_string(2 * l + 1), b + 200, 100);
+        kernel(b + 200, "gemm_b");
+      }
+      for (int k = 0; k < outside; ++k) kernel(step + 1000 + 10 * k, "other_" + std::to_string(k));
     }
-  }
-  ev.pop_back();
-  const Trace t = load_trace(write_temp(R"({"traceEvents":[)" + ev + "]}", "module_ranges.json"));
+    ev.pop_back();
+    return load_trace(write_temp(R"({"traceEvents":[)" + ev + "]}", "module_ranges_" + std::to_string(outside) + ".json"));
+  };
+  const Trace t = profile(0);
   const Structure s = find_structure(t);
   const StructureLevel* ly = s.level("layer");
   REQUIRE(ly);
@@ -313,6 +320,13 @@ TEST_CASE("structure: a profile's module ranges name its layers", "[structure][k
   }
   CHECK(std::find(s.conventions.begin(), s.conventions.end(), "module ranges (nn.Module: with_modules, with_stack): 14") !=
         s.conventions.end());
+  const Trace part = profile(5);
+  const Structure sp = find_structure(part);
+  const StructureLevel* it = sp.level("iteration");
+  REQUIRE(it);
+  CHECK(it->instances.size() == 2);
+  const StructureLevel* lp = sp.level("layer");
+  CHECK((lp == nullptr || lp->how.find("module ranges") == std::string::npos));
 }
 
 TEST_CASE("a GPU-only trace's structure is usable as ranges over device time", "[structure][extended]") {

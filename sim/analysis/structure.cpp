@@ -197,9 +197,9 @@ std::string module_class(const std::string& n) {
 // names its layers. The layer is the outermost module class of which one module calls two or more
 // (a decoder's layers under its model; not the Linear under them): each call an instance, with
 // the device ops launched while it ran. Taken for forward-only runs (a backward has no module
-// ranges), where the instances are one repeated unit (their spans' spread); the loop found
-// stays otherwise.
-void module_layers(const Trace& t, StructureLevel& layer, const StructureLevel& bwd) {
+// ranges), where the instances are one repeated unit (their spans' spread) and hold half the
+// iterations' device ops or more; the loop found stays otherwise.
+void module_layers(const Trace& t, StructureLevel& layer, const StructureLevel& bwd, const StructureLevel& iter) {
   if (!bwd.instances.empty()) return;
   std::vector<std::size_t> mods;
   std::unordered_map<std::size_t, std::string> cls;
@@ -249,7 +249,12 @@ void module_layers(const Trace& t, StructureLevel& layer, const StructureLevel& 
       chosen = std::move(ins);
     }
   }
-  if (chosen.empty()) return;
+  // They must hold most of the work: half the device ops of the iterations (of the trace without
+  // any), or they are a part's (a diffusion pipeline's text encoder beside a denoiser whose blocks
+  // record no module ranges).
+  std::size_t total = iter.instances.empty() ? t.device_op_count() : 0;
+  for (const StructureInstance& in : iter.instances) total += in.ops.size();
+  if (chosen.empty() || 2 * best_ops < total) return;
   StructureLevel lv{"layer", "", std::move(chosen), 0, 0, 0, {}};
   summarize(lv);
   if (!lv.rejected.empty()) return;
@@ -434,7 +439,7 @@ Structure find_structure(const Trace& t) {
         }
     }
   }
-  module_layers(t, layer, bwd);
+  module_layers(t, layer, bwd, iter);
   // A warm-up before the first iteration (first-call kernels, another shape) is no instance: said
   // where the device ops a process launched before it are half an iteration's or more.
   for (const StructureInstance& r : run.instances) {
