@@ -225,6 +225,7 @@ struct Lane {
 // A module's forward as the PyTorch profiler records it (with_modules or with_stack: a Python frame
 // "nn.Module: <class>_<k>"), imported as a range of that name.
 inline constexpr const char* kModulePrefix = "nn.Module: ";
+inline bool module_range_name(std::string_view n) { return n.substr(0, std::char_traits<char>::length(kModulePrefix)) == kModulePrefix; }
 
 struct Range {  // an NVTX push/pop (or start/end) range on a host thread
   TimeNs start = 0, end = 0;

@@ -119,7 +119,7 @@ class Unprofile : public TransformStep {
     // (A module's range is one of the Python frames the with_stack cost per op was measured with,
     // not a recorded op of its own.)
     for (const Range& r : t.ranges)
-      if (!r.structure && t.strings.str(r.name).rfind(kModulePrefix, 0) != 0) {
+      if (!r.structure && !module_range_name(t.strings.str(r.name))) {
         const std::size_t in = per_input > 0 ? shape_inputs(t.strings.str(r.name)) : 0;
         n_inputs += in;
         starts[r.lane].emplace_back(r.start, per_op + per_input * static_cast<double>(in));

@@ -187,7 +187,7 @@ void promote_profiler_steps(const Trace& t, StructureLevel& iter, StructureLevel
 // A module range's class: "nn.Module: Qwen2DecoderLayer_3" -> "Qwen2DecoderLayer" (empty: no module).
 std::string module_class(const std::string& n) {
   const std::size_t p = std::char_traits<char>::length(kModulePrefix);
-  if (n.rfind(kModulePrefix, 0) != 0) return "";
+  if (!module_range_name(n)) return "";
   std::size_t e = n.find_last_not_of("0123456789");
   if (e != std::string::npos && e + 1 < n.size() && n[e] == '_' && e > p) return n.substr(p, e - p);
   return n.substr(p);
@@ -470,7 +470,7 @@ Structure find_structure(const Trace& t) {
     std::string n = t.strings.str(r.name);
     if (n.rfind("ProfilerStep#", 0) == 0) {
       families["ProfilerStep#N ranges (PyTorch profiler steps)"]++;
-    } else if (n.rfind(kModulePrefix, 0) == 0) {
+    } else if (module_range_name(n)) {
       families["module ranges (nn.Module: with_modules, with_stack)"]++;
     } else if (n.find(", sizes = ") != std::string::npos) {
       families["op ranges with shapes (emit_nvtx or record_shapes)"]++;

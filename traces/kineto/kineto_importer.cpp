@@ -574,16 +574,19 @@ class Reader : public JsonSax {
         !module_frame())
       skip_rest_ = python_counted_ = true;
   }
-  bool module_frame() const { return ev_.name.rfind(kModulePrefix, 0) == 0; }
+  bool module_frame() const { return module_range_name(ev_.name); }
 
   // A module's forward (the profiler's "nn.Module: Qwen2DecoderLayer_3"): a range on its thread,
   // named as the trace names it (the structure search finds a model's layers in them).
-  void module_range() {
+  void module_range() { push_range(ev_.name); }
+
+  // The event as a range of that name on its thread.
+  void push_range(std::string_view name) {
     Range r;
     r.start = ev_.ts;
     r.end = ev_.ts + ev_.dur;
     r.lane = thread_lane(ev_.pid, ev_.tid);
-    r.name = t_.strings.intern(ev_.name);
+    r.name = t_.strings.intern(name);
     t_.ranges.push_back(r);
   }
 
@@ -701,12 +704,7 @@ class Reader : public JsonSax {
     } else {
       return;  // a cpu_op without shapes: nothing the models use
     }
-    Range r;
-    r.start = ev_.ts;
-    r.end = ev_.ts + ev_.dur;
-    r.lane = thread_lane(ev_.pid, ev_.tid);
-    r.name = t_.strings.intern(name);
-    t_.ranges.push_back(r);
+    push_range(name);
   }
 
   void finish() {
