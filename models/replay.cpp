@@ -291,7 +291,12 @@ ReplayReport run_replay(const Trace& t, const ReplayOptions& opt) {
   const TimeNs gpu_begin = rep.simulated.begin;
   rep.critical_path = critical_path(rep.sim, last_device_op(g, simulated), [&](OpId o) { return rep.sim.end[o] > gpu_begin; });
   if (opt.range_regex) range_results(g, opt, rep);
-  // The paths are walked: the bindings can go before slack takes its memory.
+  // The paths are walked and the sharing tables read (every duration the report needs is taken):
+  // the bindings, the calibrated sharing losses and drains and the per-node sharing flags can go
+  // before slack takes its memory (the report keeps the graph for names, kinds and counts).
+  std::vector<std::uint32_t>().swap(rep.graph->sharing_lost);  // (`= {}` would keep the capacity)
+  std::vector<std::pair<NodeId, float>>().swap(rep.graph->sharing_drain);
+  std::vector<std::uint8_t>().swap(rep.sim.shared);
   rep.slack = compute_slack(*rep.graph, rep.sim, std::move(rep.sim.start_src));
   rep.sim.start_src = {};
   for (auto& rr : rep.ranges)
