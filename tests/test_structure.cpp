@@ -329,6 +329,62 @@ TEST_CASE("structure: a profile's module ranges name its layers", "[structure][k
   CHECK((lp == nullptr || lp->how.find("module ranges") == std::string::npos));
 }
 
+// A training profile whose loop found cuts across its ProfilerStep#N ranges: six steps, each a
+// forward of 6 kernels on the caller's thread, a backward of 16 on another (autograd) thread with
+// one kernel of the caller's between its halves (a sparse update), then 2 update kernels, with 5 ms
+// of host time before every other step (a pause every two steps: the ResNet-50 samples of the
+// PyTorch profiler's TensorBoard plugin show this kind of loop). The search finds pairs of steps
+// (50 ops x 3: their starts' gaps 3x the inner ones) and took the backward's halves for
+// microbatches (12, gradient accumulation). The steps are the iterations: 6 of 25 device ops, GPU
+// span 2,670 us (fwd_0 starts 30 us into its step, upd_1 ends at 2,600 + 20 + 80 us), each one
+// forward (6 kernels) and one backward (its 16 and the caller's one between: 17), no microbatches.
+TEST_CASE("structure: profiler steps replace a loop that cuts across them", "[structure][kineto]") {
+  std::string ev;
+  int corr = 0;
+  auto kernel = [&](long ts, const std::string& name, int tid) {
+    ++corr;
+    ev += R"({"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":)" + std::to_string(tid) + R"(,"ts":)" +
+          std::to_string(ts) + R"(,"dur":10,"args":{"correlation":)" + std::to_string(corr) + "}},";
+    ev += R"({"ph":"X","cat":"kernel","name":")" + name + R"(","pid":0,"tid":7,"ts":)" + std::to_string(ts + 20) +
+          R"(,"dur":80,"args":{"stream":7,"device":0,"correlation":)" + std::to_string(corr) + "}},";
+  };
+  long t0 = 0;
+  for (int k = 0; k < 6; ++k) {
+    t0 += k % 2 == 0 ? 5000 : 100;
+    ev += R"({"ph":"X","cat":"user_annotation","name":"ProfilerStep#)" + std::to_string(k + 1) + R"(","pid":1,"tid":1,"ts":)" +
+          std::to_string(t0) + R"(,"dur":2800},)";
+    for (int i = 0; i < 6; ++i) kernel(t0 + 10 + 100 * i, "fwd_" + std::to_string(i), 1);
+    for (int j = 0; j < 16; ++j) {
+      if (j == 8) kernel(t0 + 1500, "emb_upd", 1);
+      kernel(t0 + 700 + 100 * j + (j >= 8 ? 100 : 0), "bwd_" + std::to_string(j), 2);
+    }
+    for (int m = 0; m < 2; ++m) kernel(t0 + 2500 + 100 * m, "upd_" + std::to_string(m), 1);
+    t0 += 2800;
+  }
+  ev.pop_back();
+  Trace t = load_trace(write_temp(R"({"traceEvents":[)" + ev + "]}", "steps_across"));
+  const Structure s = find_structure(t);
+  const StructureLevel *it = s.level("iteration"), *fw = s.level("forward"), *bw = s.level("backward");
+  REQUIRE(it);
+  CHECK(it->how.find("ProfilerStep#N ranges (the loop found, a loop of 50 device ops x 3, cut across them)") != std::string::npos);
+  REQUIRE(it->instances.size() == 6);
+  for (const StructureInstance& in : it->instances) {
+    REQUIRE(in.ops.size() == 25);
+    CHECK(t.name(t.ops[in.ops.front()]) == "fwd_0");
+    CHECK(in.end_ns - in.start_ns == 2670 * 1000);
+  }
+  REQUIRE(fw);
+  REQUIRE(bw);
+  REQUIRE(fw->instances.size() == 6);
+  REQUIRE(bw->instances.size() == 6);
+  for (std::size_t k = 0; k < 6; ++k) {
+    CHECK(fw->instances[k].ops.size() == 6);
+    CHECK(bw->instances[k].ops.size() == 17);
+  }
+  CHECK(s.level("microbatch") == nullptr);
+  check_replayed_as_ranges(t, s, "iteration");
+}
+
 TEST_CASE("a GPU-only trace's structure is usable as ranges over device time", "[structure][extended]") {
   // An MI210 profile named a GPU-only trace: one training step (223 kernels launched by the main
   // thread, then 339 by another: the backward), whose loop of 21 device ops x 2 is its layers (20,

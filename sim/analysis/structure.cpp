@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "sim/analysis/ranges.hpp"
 #include "sim/analysis/structure_loops.hpp"
@@ -46,7 +47,10 @@ StructureInstance instance_of(const Trace& t, std::vector<OpId> ops, std::uint32
 
 // The training passes of an instance's ops: the runs launched by a thread other than its first
 // op's (the caller blocks in backward() while the autograd thread launches), each at least 8 ops
-// and 2 % of the instance, and the forward before each: {forward, backward} pairs.
+// and 2 % of the instance, and the forward before each: {forward, backward} pairs. A "forward"
+// under a quarter of the first one's ops between two such runs is the caller's work inside one
+// backward (a sparse embedding's update between the autograd thread's runs), not a microbatch:
+// the runs and it are one backward.
 std::vector<std::pair<std::vector<OpId>, std::vector<OpId>>> training_passes(const Trace& t, const std::vector<OpId>& ops) {
   auto thread = [&](OpId d) { return t.ops[d].link != kNone ? t.ops[t.ops[d].link].lane : kNone; };
   std::vector<std::pair<std::vector<OpId>, std::vector<OpId>>> out;
@@ -58,8 +62,11 @@ std::vector<std::pair<std::vector<OpId>, std::vector<OpId>>> training_passes(con
     std::size_t j = i;
     while (j < ops.size() && thread(ops[j]) != kNone && thread(ops[j]) != main) ++j;
     if (j - i >= 8 && (j - i) * 50 >= ops.size()) {
-      out.emplace_back(std::vector<OpId>(ops.begin() + static_cast<std::ptrdiff_t>(prev), ops.begin() + static_cast<std::ptrdiff_t>(i)),
-                       std::vector<OpId>(ops.begin() + static_cast<std::ptrdiff_t>(i), ops.begin() + static_cast<std::ptrdiff_t>(j)));
+      const auto at = [&](std::size_t k) { return ops.begin() + static_cast<std::ptrdiff_t>(k); };
+      if (!out.empty() && 4 * (i - prev) < out.front().first.size())
+        out.back().second.insert(out.back().second.end(), at(prev), at(j));
+      else
+        out.emplace_back(std::vector<OpId>(at(prev), at(i)), std::vector<OpId>(at(i), at(j)));
       prev = j;
     }
     i = j + 1;
@@ -148,9 +155,13 @@ StructureInstance range_instance(const Trace& t, const RangeIndex& idx, std::siz
 // Annotations help where present: a PyTorch profile's ProfilerStep#N ranges are its steps (an
 // inference engine's step ranges where it has none). When
 // two thirds of the iterations found lie inside them, two or more a step (a profile of one or two steps, where the loop
-// found is the layers), the steps become the iterations and that loop their layers.
-void promote_profiler_steps(const Trace& t, StructureLevel& iter, StructureLevel& layer) {
-  if (iter.instances.empty()) return;
+// found is the layers), the steps become the iterations and that loop their layers. When most of
+// the iterations found cut across the steps instead (a loop of two steps, or one rotated into a
+// step: where the gaps inside a step rival those between steps), the steps, three or more and one
+// unit, become the iterations; layers found inside one step stay, and the passes are found again
+// in each step (returns true).
+bool promote_profiler_steps(const Trace& t, StructureLevel& iter, StructureLevel& layer) {
+  if (iter.instances.empty()) return false;
   // The profiler's step ranges, else an inference engine's own (vLLM's execute_..., SGLang's
   // step[...]): the first family the trace holds, so that nested ones do not count twice. (The
   // index of every range is built only when one is found.)
@@ -164,24 +175,56 @@ void promote_profiler_steps(const Trace& t, StructureLevel& iter, StructureLevel
     family = words;
     if (!marked.empty()) break;
   }
-  if (marked.empty()) return;
+  if (marked.empty()) return false;
   RangeIndex idx(t);
   std::vector<StructureInstance> steps;
   for (std::size_t r : marked)
     if (StructureInstance in = range_instance(t, idx, r, 0); !in.ops.empty()) steps.push_back(std::move(in));
-  if (steps.empty() || steps.size() * 2 > iter.instances.size()) return;
-  std::vector<StructureInstance> inner;
-  for (StructureInstance& i : iter.instances) {
-    bool inside = false;
-    for (const StructureInstance& st : steps) inside = inside || (st.rank == i.rank && st.start_ns <= i.start_ns && i.end_ns <= st.end_ns);
-    if (inside) inner.push_back(std::move(i));
+  if (steps.empty()) return false;
+  auto inside = [&](const StructureInstance& i) {
+    for (const StructureInstance& st : steps)
+      if (st.rank == i.rank && st.start_ns <= i.start_ns && i.end_ns <= st.end_ns) return true;
+    return false;
+  };
+  if (steps.size() * 2 <= iter.instances.size()) {
+    std::vector<StructureInstance> inner;
+    for (StructureInstance& i : iter.instances)
+      if (inside(i)) inner.push_back(std::move(i));
+    // Most of them inside (a warm-up outside the profiled steps may repeat the loop too).
+    if (inner.size() * 3 < iter.instances.size() * 2 || inner.size() < 2 * steps.size()) return false;
+    layer.instances = std::move(inner);
+    layer.how = iter.how + " (inside the steps)";
+    iter.instances = std::move(steps);
+    iter.how = std::string(family) + ", holding the loop found";
+    return false;
   }
-  // Most of them inside (a warm-up outside the profiled steps may repeat the loop too).
-  if (inner.size() * 3 < iter.instances.size() * 2 || inner.size() < 2 * steps.size()) return;
+  // The loop found cuts across the steps: most of its instances inside none, and the steps hold
+  // most of the device ops its instances hold (the run is the steps), one unit by summarize's rule.
+  std::size_t across = 0, loop_ops = 0, in_steps = 0;
+  std::unordered_set<OpId> stepped;
+  for (const StructureInstance& st : steps) stepped.insert(st.ops.begin(), st.ops.end());
+  for (const StructureInstance& i : iter.instances) {
+    across += inside(i) ? 0 : 1;
+    loop_ops += i.ops.size();
+    for (OpId o : i.ops) in_steps += stepped.count(o);
+  }
+  if (steps.size() < 3 || across * 2 <= iter.instances.size() || in_steps * 3 < loop_ops * 2) return false;
+  StructureLevel probe{"steps", "", steps, 0, 0, 0, {}};
+  summarize(probe);
+  if (!probe.rejected.empty()) return false;
+  const std::string found = iter.how.substr(0, iter.how.find(','));  // "a loop of N device ops x K"
+  std::vector<StructureInstance> inner;
+  for (StructureInstance& l : layer.instances) {
+    bool small_inside = false;
+    for (const StructureInstance& st : steps)
+      small_inside =
+          small_inside || (st.rank == l.rank && st.start_ns <= l.start_ns && l.end_ns <= st.end_ns && 2 * l.ops.size() <= st.ops.size());
+    if (small_inside) inner.push_back(std::move(l));
+  }
   layer.instances = std::move(inner);
-  layer.how = iter.how + " (inside the steps)";
   iter.instances = std::move(steps);
-  iter.how = std::string(family) + ", holding the loop found";
+  iter.how = std::string(family) + " (the loop found, " + found + ", cut across them)";
+  return true;
 }
 
 // A module range's class: "nn.Module: Qwen2DecoderLayer_3" -> "Qwen2DecoderLayer" (empty: no module).
@@ -393,7 +436,7 @@ Structure find_structure(const Trace& t) {
     }
   }
   if (iter.instances.empty()) run.instances.clear();  // no loop: nothing to say
-  promote_profiler_steps(t, iter, layer);
+  if (promote_profiler_steps(t, iter, layer)) fwd.instances.clear(), bwd.instances.clear(), mb.instances.clear();
   // A training step the passes were not found in: a profile of one step (its ProfilerStep#N the
   // iteration, or none: the loop found is its layers). Each iteration's passes from its ops; where
   // the iterations hold none and a process's whole run holds one forward and one backward, that run
