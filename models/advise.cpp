@@ -471,7 +471,12 @@ Advice advise(const Trace& t, const AdviseOptions& opt) {
   } catch (const InputError&) {
     if (!source.empty()) throw;
     source = "h100-sxm";
-    a.assumed_hw = "the trace does not say which GPU ran it: an H100 SXM's rates assumed (--source-hw SPEC gives the real one)";
+    std::string device;
+    for (const auto& d : t.devices)
+      if (!d.name.empty()) device = d.name;
+    a.assumed_hw =
+        (device.empty() ? std::string("the trace does not say which GPU ran it") : "the trace's GPU, '" + device + "', has no preset") +
+        ": an H100 SXM's rates assumed (--source-hw SPEC gives the real one)";
   }
   const HwSpec hw = pick_source(t, source);
   if (!hw.from_trace.empty()) a.assumed_hw = hw.from_trace;

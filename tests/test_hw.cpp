@@ -29,6 +29,11 @@ TEST_CASE("hardware presets: every number sourced, extends resolved, errors name
   CHECK(h200.gpu.memory_bandwidth == Approx(4.8e12));                             // its own
   CHECK(h200.gpu.peak_of(Dtype::BF16, ComputeUnit::Tensor) == Approx(989.4e12));  // inherited
   CHECK(h200.gpu.l2_bytes == 62914560);
+  // An H800 is an H100 SXM5 with FP64 at 1 TFLOP/s and NVLink at 400 GB/s both ways (200 each).
+  HwSpec h800 = load_hw("h800-sxm");
+  CHECK(h800.gpu.peak_of(Dtype::BF16, ComputeUnit::Tensor) == Approx(989.4e12));
+  CHECK(h800.gpu.peak_of(Dtype::FP64, ComputeUnit::Simt) == Approx(1e12));
+  CHECK(h800.node.nvlink_bandwidth == Approx(200e9));
   CHECK_THROWS_WITH(load_hw("h300-imaginary"), Catch::Contains("no such hardware preset"));
   // Device names find their preset through the presets' own `match` terms (the most specific wins).
   CHECK(preset_for_device_name("NVIDIA H200") == "h200-sxm");
@@ -50,6 +55,7 @@ TEST_CASE("hardware presets: every number sourced, extends resolved, errors name
   CHECK(preset_for_device_name("NVIDIA GeForce RTX 4090") == "rtx4090");
   CHECK(preset_for_device_name("NVIDIA H100 NVL") == "h100-nvl");
   CHECK(preset_for_device_name("NVIDIA GH200 480GB") == "gh200");
+  CHECK(preset_for_device_name("NVIDIA H800") == "h800-sxm");  // DeepSeek's published profiles
   CHECK(preset_for_device_name("AMD Instinct MI300X").empty());
   CHECK(preset_for_device("NVIDIA H200") == "h200-sxm-calibrated");
   nlohmann::json bad = nlohmann::json::parse(

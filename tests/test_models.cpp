@@ -152,6 +152,13 @@ TEST_CASE("kernel classes, precisions and NVTX shapes", "[models][work]") {
   CHECK(classify_kernel("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7") == KernelClass::Attention);
   CHECK(classify_kernel("void cudnn::fusion::convert_dq_to_16bits<(bool)1>(const void *)") != KernelClass::Conv);
   CHECK(classify_kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096>)") == KernelClass::Communication);
+  // DeepEP's all-to-all (its namespaces; dpsk::ep:: as DeepSeek's published training profile names
+  // them), not its layout kernel, which computes.
+  CHECK(classify_kernel("void deep_ep::internode_ll::dispatch<3, 2, 7168>(void*, float*, int*)") == KernelClass::Communication);
+  CHECK(classify_kernel("void deep_ep::intranode::notify_dispatch<8>(int const*, int*, int)") == KernelClass::Communication);
+  CHECK(classify_kernel("void dpsk::ep::internode::combine<false, 8, __nv_bfloat16, 8, 2, 16, 24>(int4*, float*)") ==
+        KernelClass::Communication);
+  CHECK(classify_kernel("void dpsk::ep::cuda::get_dispatch_layout<256, 32, 8>(long const*, int*)") != KernelClass::Communication);
   CHECK(classify_kernel("void at::native::vectorized_layer_norm_kernel<float, float, (bool)0>") == KernelClass::Norm);
   CHECK(classify_kernel("implicit_convolve_sgemm") == KernelClass::Conv);
   CHECK(kernel_dtype("void op_mul<__nv_bfloat16>(const T1 *, T1 *, unsigned long)") == Dtype::BF16);

@@ -215,8 +215,12 @@ void Trace::validate() const {
 
 bool is_comm_kernel_name(std::string_view name) {
   auto starts = [&](std::string_view p) { return name.substr(0, p.size()) == p; };
-  return starts("nccl") || starts("rccl") || starts("void nccl") || name.find("ncclDevKernel") != std::string_view::npos ||
-         name.find("ncclKernel") != std::string_view::npos || starts("nvshmem");
+  auto has = [&](std::string_view p) { return name.find(p) != std::string_view::npos; };
+  // DeepEP's expert-parallel all-to-all kernels (dispatch, combine and their notify barriers) live in
+  // its internode, internode_ll and intranode namespaces (deep_ep::, or dpsk::ep:: in DeepSeek's
+  // published profiles); its layout kernel, in another namespace, is compute.
+  return starts("nccl") || starts("rccl") || starts("void nccl") || has("ncclDevKernel") || has("ncclKernel") || starts("nvshmem") ||
+         has("ep::internode") || has("ep::intranode");
 }
 
 std::string canonical_kernel_name(std::string_view name) {

@@ -329,7 +329,8 @@ struct Trace {
 // "memcpy HtoD" / "memset".
 std::string canonical_kernel_name(std::string_view name);
 
-// True if a kernel name denotes a communication kernel (NCCL, RCCL, NVSHMEM collectives).
+// True if a kernel name denotes a communication kernel (NCCL, RCCL, NVSHMEM collectives, DeepEP's
+// all-to-all).
 bool is_comm_kernel_name(std::string_view name);
 
 }  // namespace bneck
