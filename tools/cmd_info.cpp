@@ -100,7 +100,10 @@ void info_text(const Trace& t, const json& j, std::ostream& out) {
   std::string line = "ranges  " + std::to_string(t.ranges.size()) + " (" + std::to_string(rnames.size()) + " distinct names)";
   std::size_t shown = 0;
   for (auto& [k, v] : rnames) {  // as many names as fit in 200 characters
-    const std::string item = (shown++ == 0 ? ": " : ", ") + short_name(k, 30) + (v > 1 ? " x" + std::to_string(v) : "");
+    // A range's name is the user's, kept whole but for its length (not cut at a parenthesis as a
+    // kernel's argument list is: "attn(F)" and "attn(B)" are two names).
+    const std::string nm = k.size() > 30 ? k.substr(0, 27) + "..." : k;
+    const std::string item = (shown++ == 0 ? ": " : ", ") + nm + (v > 1 ? " x" + std::to_string(v) : "");
     if (line.size() + item.size() > 195) {
       line += " ...";
       break;
