@@ -743,3 +743,29 @@ TEST_CASE("others' profiles under --fsdp and --overlap-comm: every rank forecast
     CHECK(x <= 1.0);
   }
 }
+
+// A CPU that polls a count a kernel writes to mapped memory (DeepEP's notify_dispatch) waits for
+// that kernel with no runtime call. One thread launches a 10 ms GEMM, then notify_dispatch on the
+// same stream (it starts when the GEMM ends, at 10,020 us, and runs 100 us); the thread's next call
+// comes at 10,110 us, after an idle gap (the count arrived 10 us before the kernel's last barrier
+// ended), and launches the dispatch (500 us, at 10,130: 10 us after notify_dispatch). The replay is
+// exact (10,610 us). Twice as fast a GEMM: it ends at 5,020, notify_dispatch runs 5,020-5,120, the
+// host wakes 90 us after it started (5,110: the measured offset, start -> start), the dispatch
+// starts at max(5,110 + 20 us launch, 5,120 + 10 us) = 5,130 and ends at 5,630: a span of 5,610 us.
+// Kept as host time, the idle gap would hold the dispatch at 10,130 (10,610 us: no gain).
+TEST_CASE("a host that polls a kernel's count waits for that kernel", "[whatif][graph]") {
+  const std::string doc = R"J({"traceEvents":[
+    {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":0,"dur":10,"args":{"correlation":1}},
+    {"ph":"X","cat":"kernel","name":"gemm_kernel","pid":0,"tid":7,"ts":20,"dur":10000,"args":{"stream":7,"device":0,"correlation":1}},
+    {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":20,"dur":10,"args":{"correlation":2}},
+    {"ph":"X","cat":"kernel","name":"void deep_ep::intranode::notify_dispatch<8>(int const*, int*, int)","pid":0,"tid":7,"ts":10020,"dur":100,"args":{"stream":7,"device":0,"correlation":2}},
+    {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":10110,"dur":10,"args":{"correlation":3}},
+    {"ph":"X","cat":"kernel","name":"void deep_ep::intranode::dispatch<8, 768, 8192>(int4*)","pid":0,"tid":7,"ts":10130,"dur":500,"args":{"stream":7,"device":0,"correlation":3}}
+  ]})J";
+  const std::string f = write_temp(doc, "polled_signal");
+  const WhatIfReport same = whatif_of(f, "", {"--unprofile=off", "--scale", "1:name~gemm"});
+  CHECK(same.baseline_ns == 10'610'000);
+  CHECK(same.predicted_ns == 10'610'000);
+  const WhatIfReport fast = whatif_of(f, "", {"--unprofile=off", "--scale", "2:name~gemm"});
+  CHECK(fast.predicted_ns == 5'610'000);
+}

@@ -119,9 +119,15 @@ class Builder {
       for (OpId m : col.members) member_of_[m] = {c, last_start};
     }
     for (const auto& d : t_.deps) explicit_in_[d.to].push_back(d);
+    std::unordered_map<StrId, bool> signals;  // by kernel name: writes the host a count it polls for
     for (OpId i = 0; i < t_.ops.size(); ++i) {
       const Op& o = t_.ops[i];
       if (o.link != kNone && t_.ops[o.link].api_class() == ApiClass::MemcpySync) launched_[o.link].push_back(i);
+      if (t_.measured && o.kind == OpKind::Kernel && o.link != kNone) {
+        auto [it, fresh] = signals.emplace(o.name, false);
+        if (fresh) it->second = t_.strings.str(o.name).find("notify_dispatch") != std::string::npos;
+        if (it->second) signal_launch_[o.link] = i;
+      }
     }
     std::vector<std::uint32_t> sources, targets;
     std::vector<EdgeProps> props;
@@ -139,6 +145,7 @@ class Builder {
         if (prev != kNone) in.push_back({prev, EdgeType::HostOrder, DepType::EndToStart, 0});
         if (calibrate_) wake_edge(i, o, prev, in);
         host_edges(i, o, in);
+        polled_signal_edge(o, prev, in);
       } else {
         if (o.link != kNone) {
           EdgeType lt = t_.ops[o.link].api_class() == ApiClass::GraphLaunch ? EdgeType::GraphLaunch : EdgeType::Launch;
@@ -276,6 +283,21 @@ class Builder {
     auto& mine = threads[o.lane];
     mine.older = mine.newer;
     mine.newer = i;
+  }
+
+  // A kernel that writes the host a count it polls for in mapped memory, with no runtime call to
+  // wait on: DeepEP's notify_dispatch (the CPU spins until the number of tokens each rank sends
+  // arrives, then allocates the receive buffers and launches the dispatch). The call after such a
+  // launch that came after an idle gap starts when that kernel ends (HostSync, end -> start), or,
+  // where it started before the kernel ended (the count arrives before the kernel's last barrier
+  // ends), the measured time after the kernel started (start -> start, as reconcile makes it).
+  void polled_signal_edge(const Op& o, OpId prev, std::vector<PendingEdge>& in) {
+    if (prev == kNone || signal_launch_.empty()) return;
+    auto it = signal_launch_.find(prev);
+    if (it == signal_launch_.end()) return;
+    const Op& k = t_.ops[it->second];
+    if (o.start - t_.ops[prev].end() > kWakeGap && o.start >= k.start)
+      in.push_back({it->second, EdgeType::HostSync, DepType::EndToStart, 0});
   }
 
   // Event ids are per process.
@@ -560,6 +582,7 @@ class Builder {
   std::unordered_map<std::uint64_t, OpId> last_record_;
   std::unordered_map<LaneId, std::vector<std::pair<TimeNs, OpId>>> waits_;
   std::unordered_map<OpId, std::vector<OpId>> launched_;
+  std::unordered_map<OpId, OpId> signal_launch_;  // launch call -> the kernel whose signal its thread polls for
   std::unordered_map<OpId, std::vector<ExplicitDep>> explicit_in_;
   std::unordered_map<std::uint64_t, std::vector<TimeNs>> samples_;
   std::unordered_map<std::uint64_t, std::uint64_t> seen_;

@@ -34,7 +34,9 @@ enum class EdgeType : std::uint8_t {
   GraphLaunch = 2,  // cudaGraphLaunch start -> node op start
   StreamOrder = 3,  // previous op on the stream ends -> next op starts (FIFO)
   Event = 4,        // op before cudaEventRecord ends -> first op after cudaStreamWaitEvent starts
-  HostSync = 5,     // awaited device op ends -> blocking call returns (end -> end)
+  HostSync = 5,     // awaited device op ends -> blocking call returns (end -> end), or the host's
+                    // next call starts (end -> start: a CPU polling a count a kernel writes to
+                    // mapped memory, DeepEP's notify_dispatch)
   Explicit = 6,     // workload dependency
   ThreadWake = 7,   // inferred: a host thread's burst of calls after an idle gap follows the latest
                     // call another thread of its process finished during that gap (the trace has no
