@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <map>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "hw/from_device.hpp"
 #include "models/collective.hpp"
@@ -221,8 +222,59 @@ HwSpec source_spec(const Trace& t, const std::string& override_spec) {
     remember_trace_spec(h);
     return h;
   }
+  // No name and no properties (a profile older than deviceProperties): the architecture its
+  // kernels were built for, where cuBLAS and cuDNN name it (volta_sgemm_..., sm80_xmma_...,
+  // nvjet_sm90_...), and that generation's common data-center part, said as a guess.
+  bool named = false;
+  for (const auto& d : t.devices) named = named || !d.name.empty();
+  if (!named)
+    if (std::string why, preset = preset_from_kernel_names(t, why); !preset.empty()) {
+      HwSpec h = load_hw(preset);
+      h.from_trace = why;
+      return h;
+    }
   throw InputError(t.source, "which GPU ran it? (device '" + (t.devices.empty() ? std::string("?") : t.devices[0].name) +
                                  "', no preset): --source-hw SPEC");
+}
+
+std::string preset_from_kernel_names(const Trace& t, std::string& why) {
+  struct Arch {
+    const char* tokens[3];
+    const char* arch;
+    const char* preset;
+    const char* part;
+  };
+  static const Arch archs[] = {
+      {{"volta_", "sm70_", nullptr}, "Volta (sm_70)", "v100-sxm2", "a V100 SXM2"},
+      {{"turing_", "sm75_", nullptr}, "Turing (sm_75)", "t4", "a T4"},
+      {{"ampere_", "sm80_", nullptr}, "Ampere (sm_80)", "a100-sxm-80gb", "an A100 SXM 80 GB"},
+      {{"sm86_", nullptr, nullptr}, "Ampere (sm_86)", "a10", "an A10"},
+      {{"sm89_", nullptr, nullptr}, "Ada (sm_89)", "l40s", "an L40S"},
+      {{"sm90_", "sm90a_", nullptr}, "Hopper (sm_90)", "h100-sxm", "an H100 SXM"},
+      {{"sm100_", "sm100a_", nullptr}, "Blackwell (sm_100)", "b200", "a B200"},
+  };
+  constexpr std::size_t kArchs = sizeof(archs) / sizeof(archs[0]);
+  std::size_t count[kArchs] = {}, kernels = 0;
+  std::unordered_map<StrId, int> of_name;  // by kernel name: its architecture (-1: none)
+  for (const Op& o : t.ops) {
+    if (o.kind != OpKind::Kernel) continue;
+    ++kernels;
+    auto [it, fresh] = of_name.emplace(o.name, -1);
+    if (fresh) {
+      std::string n = ascii_lower(t.name(o));
+      if (n.rfind("void ", 0) == 0) n.erase(0, 5);
+      for (std::size_t a = 0; a < kArchs && it->second < 0; ++a)
+        for (const char* tok : archs[a].tokens)
+          if (tok && (n.rfind(tok, 0) == 0 || n.find(std::string("_") + tok) != std::string::npos)) it->second = static_cast<int>(a);
+    }
+    if (it->second >= 0) ++count[it->second];
+  }
+  const std::size_t best = static_cast<std::size_t>(std::max_element(count, count + kArchs) - count);
+  if (count[best] == 0) return "";
+  why = "the trace names no GPU; " + std::to_string(count[best]) + " of its " + std::to_string(kernels) + " kernels are built for " +
+        archs[best].arch + " (cuBLAS / cuDNN kernel names): " + archs[best].part +
+        "'s rates assumed, a guess (--source-hw SPEC gives the real one)";
+  return archs[best].preset;
 }
 
 }  // namespace bneck

@@ -216,6 +216,38 @@ TEST_CASE("a ROCm profile that names no GPU: the AMD part its CUs and gfx versio
   CHECK_THROWS_AS(source_spec(u, ""), InputError);
 }
 
+// A profile older than deviceProperties names no GPU: cuBLAS and cuDNN name their kernels by the
+// architecture they were built for (the 2021 ResNet-50 samples of the PyTorch profiler's
+// TensorBoard plugin: volta_scudnn_..., volta_sgemm_...). The most kernels' architecture picks its
+// common data-center part, said as a guess; no telling name, no guess.
+TEST_CASE("a trace that names no GPU: the architecture its kernels were built for", "[formats][hw]") {
+  auto trace = [](const std::vector<std::string>& kernels) {
+    std::string ev;
+    int corr = 0;
+    for (const std::string& k : kernels) {
+      ++corr;
+      ev += R"({"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":)" + std::to_string(100 * corr) +
+            R"(,"dur":5,"args":{"correlation":)" + std::to_string(corr) + "}},";
+      ev += R"({"ph":"X","cat":"kernel","name":")" + k + R"(","pid":0,"tid":7,"ts":)" + std::to_string(100 * corr + 10) +
+            R"(,"dur":50,"args":{"stream":7,"device":0,"correlation":)" + std::to_string(corr) + "}},";
+    }
+    ev.pop_back();
+    return load_trace(write_temp(R"({"traceEvents":[)" + ev + "]}", "arch_" + std::to_string(kernels.size())));
+  };
+  const Trace v =
+      trace({"volta_scudnn_128x64_relu_medium_nn_v1", "volta_sgemm_128x64_nn", "void at::native::vectorized_elementwise_kernel<4>"});
+  const HwSpec h = source_spec(v, "");
+  CHECK(h.name == "v100-sxm2");
+  CHECK(h.from_trace ==
+        "the trace names no GPU; 2 of its 3 kernels are built for Volta (sm_70) (cuBLAS / cuDNN kernel names): a V100 "
+        "SXM2's rates assumed, a guess (--source-hw SPEC gives the real one)");
+  const Trace hop = trace({"nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NTN", "sm90_xmma_gemm_bf16bf16_bf16f32", "volta_sgemm_128x64_nn",
+                           "void at::native::vectorized_elementwise_kernel<4>"});
+  CHECK(source_spec(hop, "").name == "h100-sxm");  // 2 Hopper kernels to 1 Volta
+  const Trace none = trace({"void at::native::vectorized_elementwise_kernel<4>", "my_kernel"});
+  CHECK_THROWS_AS(source_spec(none, ""), InputError);
+}
+
 TEST_CASE("a ROCm profile naming ROCm's generic 'AMD Radeon Graphics': the part its CUs and gfx version tell", "[formats][extended]") {
   // HTA's MI250 training profile (ROCm 6.2): four devices named "AMD Radeon Graphics", 104 CUs each,
   // gfx90a (9.0), 64 GiB: one die of an MI250, the same CUs and bandwidth as an MI210. Every what-if
