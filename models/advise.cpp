@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "models/kernel_work.hpp"
+#include "models/retarget.hpp"
 #include "models/occupancy.hpp"
 #include "models/whatif/host_path.hpp"
 #include "models/whatif/run.hpp"
@@ -471,9 +472,7 @@ Advice advise(const Trace& t, const AdviseOptions& opt) {
   } catch (const InputError&) {
     if (!source.empty()) throw;
     source = "h100-sxm";
-    std::string device;
-    for (const auto& d : t.devices)
-      if (!d.name.empty()) device = d.name;
+    const std::string device = named_device(t);
     a.assumed_hw =
         (device.empty() ? std::string("the trace does not say which GPU ran it") : "the trace's GPU, '" + device + "', has no preset") +
         ": an H100 SXM's rates assumed (--source-hw SPEC gives the real one)";

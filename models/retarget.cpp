@@ -225,9 +225,7 @@ HwSpec source_spec(const Trace& t, const std::string& override_spec) {
   // No name and no properties (a profile older than deviceProperties): the architecture its
   // kernels were built for, where cuBLAS and cuDNN name it (volta_sgemm_..., sm80_xmma_...,
   // nvjet_sm90_...), and that generation's common data-center part, said as a guess.
-  bool named = false;
-  for (const auto& d : t.devices) named = named || !d.name.empty();
-  if (!named)
+  if (named_device(t).empty())
     if (std::string why, preset = preset_from_kernel_names(t, why); !preset.empty()) {
       HwSpec h = load_hw(preset);
       h.from_trace = why;
@@ -235,6 +233,13 @@ HwSpec source_spec(const Trace& t, const std::string& override_spec) {
     }
   throw InputError(t.source, "which GPU ran it? (device '" + (t.devices.empty() ? std::string("?") : t.devices[0].name) +
                                  "', no preset): --source-hw SPEC");
+}
+
+std::string named_device(const Trace& t) {
+  std::string device;
+  for (const auto& d : t.devices)
+    if (!d.name.empty()) device = d.name;
+  return device;
 }
 
 std::string preset_from_kernel_names(const Trace& t, std::string& why) {

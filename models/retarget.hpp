@@ -75,6 +75,8 @@ class RetargetCostModel : public CostModel {
 // where its properties tell (a ROCm profile's: HIP runtime calls, its CUs and gfx version;
 // amd_part_from_properties); "" otherwise.
 std::string unnamed_device_part(const Trace& t, const Device& d);
+// The name the trace gives its GPU (its last named device), "" where it names none.
+std::string named_device(const Trace& t);
 // A trace that names no GPU and records no properties: the preset of the architecture most of its
 // kernels were built for, where cuBLAS and cuDNN name it (volta_, sm80_, nvjet_sm90_...), with
 // `why` saying so; "" where none does. source_spec takes it (its from_trace says it is a guess).

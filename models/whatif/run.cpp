@@ -96,9 +96,7 @@ HwSpec unidentified_source(const Trace& t, const WhatIfOptions& opt, std::string
     for (const Transform& tr : opt.transforms)
       if (tr->needs_gpu_rates()) throw InputError(std::string(e.what()) + " (" + tr->text + " prices work on the GPU's rates)");
   }
-  std::string device;
-  for (const auto& d : t.devices)
-    if (!d.name.empty()) device = d.name;
+  const std::string device = named_device(t);
   HwSpec s = load_hw("hypothetical-120tf-2tbs");
   s.name = device.empty() ? "an unidentified GPU" : "'" + device + "' (no preset)";
   s.description = "placeholder: measured times only";

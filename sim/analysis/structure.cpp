@@ -181,10 +181,11 @@ bool promote_profiler_steps(const Trace& t, StructureLevel& iter, StructureLevel
   for (std::size_t r : marked)
     if (StructureInstance in = range_instance(t, idx, r, 0); !in.ops.empty()) steps.push_back(std::move(in));
   if (steps.empty()) return false;
+  auto holds = [](const StructureInstance& st, const StructureInstance& i) {
+    return st.rank == i.rank && st.start_ns <= i.start_ns && i.end_ns <= st.end_ns;
+  };
   auto inside = [&](const StructureInstance& i) {
-    for (const StructureInstance& st : steps)
-      if (st.rank == i.rank && st.start_ns <= i.start_ns && i.end_ns <= st.end_ns) return true;
-    return false;
+    return std::any_of(steps.begin(), steps.end(), [&](const StructureInstance& st) { return holds(st, i); });
   };
   if (steps.size() * 2 <= iter.instances.size()) {
     std::vector<StructureInstance> inner;
@@ -215,11 +216,10 @@ bool promote_profiler_steps(const Trace& t, StructureLevel& iter, StructureLevel
   const std::string found = iter.how.substr(0, iter.how.find(','));  // "a loop of N device ops x K"
   std::vector<StructureInstance> inner;
   for (StructureInstance& l : layer.instances) {
-    bool small_inside = false;
-    for (const StructureInstance& st : steps)
-      small_inside =
-          small_inside || (st.rank == l.rank && st.start_ns <= l.start_ns && l.end_ns <= st.end_ns && 2 * l.ops.size() <= st.ops.size());
-    if (small_inside) inner.push_back(std::move(l));
+    // Inside a step and at most half of it (a loop of whole steps is no layer).
+    if (std::any_of(steps.begin(), steps.end(),
+                    [&](const StructureInstance& st) { return holds(st, l) && 2 * l.ops.size() <= st.ops.size(); }))
+      inner.push_back(std::move(l));
   }
   layer.instances = std::move(inner);
   iter.instances = std::move(steps);

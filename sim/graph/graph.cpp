@@ -119,14 +119,15 @@ class Builder {
       for (OpId m : col.members) member_of_[m] = {c, last_start};
     }
     for (const auto& d : t_.deps) explicit_in_[d.to].push_back(d);
-    std::unordered_map<StrId, bool> signals;  // by kernel name: writes the host a count it polls for
+    // By name (-1: not looked at yet): a kernel that writes the host a count it polls for.
+    std::vector<std::int8_t> signals(t_.measured ? t_.strings.size() : 0, -1);
     for (OpId i = 0; i < t_.ops.size(); ++i) {
       const Op& o = t_.ops[i];
       if (o.link != kNone && t_.ops[o.link].api_class() == ApiClass::MemcpySync) launched_[o.link].push_back(i);
-      if (t_.measured && o.kind == OpKind::Kernel && o.link != kNone) {
-        auto [it, fresh] = signals.emplace(o.name, false);
-        if (fresh) it->second = t_.strings.str(o.name).find("notify_dispatch") != std::string::npos;
-        if (it->second) signal_launch_[o.link] = i;
+      if (o.kind == OpKind::Kernel && o.link != kNone && o.name < signals.size()) {
+        std::int8_t& s = signals[o.name];
+        if (s < 0) s = t_.strings.str(o.name).find("notify_dispatch") != std::string::npos;
+        if (s) signal_launch_[o.link] = i;
       }
     }
     std::vector<std::uint32_t> sources, targets;
