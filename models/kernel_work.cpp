@@ -56,7 +56,7 @@ KernelClass classify_kernel(std::string_view name) {
     return KernelClass::Gemm;
   if (has(n, "softmax")) return KernelClass::Softmax;
   if (has(n, "layer_norm") || has(n, "layernorm") || has(n, "rms_norm") || has(n, "rmsnorm") || has(n, "batch_norm") ||
-      has(n, "batchnorm") || has(n, "gammabeta") || has(n, "norm_"))
+      has(n, "batchnorm") || has(n, "gammabeta") || has(n, "norm_") || has(n, "cudnn::bn_"))
     return KernelClass::Norm;
   if (has(n, "reduce") || has(n, "reduction") || has(n, "sum_kernel") || has(n, "argmax") || has(n, "mean")) return KernelClass::Reduction;
   if (has(n, "copy") || has(n, "memcpy") || has(n, "cat") || has(n, "transpose") || has(n, "permute")) return KernelClass::Copy;
@@ -170,9 +170,99 @@ double numel(const std::vector<std::int64_t>& s) {
   return s.empty() ? 0 : std::accumulate(s.begin(), s.end(), 1.0, [](double a, std::int64_t b) { return a * static_cast<double>(b); });
 }
 
+// The scalar arguments Kineto records with shapes ("args = |||[2, 2]|[3, 3]|[1, 1]|1|", one field
+// per argument): each field's integers ("[2, 2]" -> {2, 2}, "1" -> {1}, "True" -> {1}, "" -> {}).
+std::vector<std::vector<std::int64_t>> parse_concrete_args(std::string_view text) {
+  std::vector<std::vector<std::int64_t>> out;
+  auto p = text.find(", args = ");
+  if (p == std::string_view::npos) return out;
+  std::vector<std::int64_t> cur;
+  std::int64_t num = 0;
+  bool in_num = false;
+  for (std::size_t i = p + 9; i < text.size() && out.size() < 64; ++i) {
+    const char c = text[i];
+    if (std::isdigit(static_cast<unsigned char>(c)) && num < (std::int64_t{1} << 40)) {
+      num = num * 10 + (c - '0');
+      in_num = true;
+      continue;
+    }
+    if (in_num) cur.push_back(num), num = 0, in_num = false;
+    if (c == 'T' && text.substr(i, 4) == "True") cur.push_back(1);
+    if (c == 'F' && text.substr(i, 5) == "False") cur.push_back(0);
+    if (c == '|') out.push_back(cur), cur.clear();
+  }
+  return out;
+}
+
+// A convolution: 2 x N x C_out x (output positions) x (C_in / groups x kernel positions) FLOPs per
+// pass. Forward ops (cudnn/miopen_convolution, convolution, _convolution) need the stride, padding
+// and dilation from the recorded scalar arguments for the output's size; the backward
+// (convolution_backward) records grad_output's shape itself and computes the input's and the
+// weight's gradients as its output_mask says (both where not recorded). Transposed convolutions
+// and traces without the arguments: false (their work is inferred from the duration).
+bool conv_work(const std::string& op, const std::vector<std::vector<std::int64_t>>& sz, const std::vector<std::vector<std::int64_t>>& args,
+               double elem, KernelWork& w) {
+  const bool bwd = op == "aten::convolution_backward";
+  const std::size_t in = bwd ? 1 : 0, wt = bwd ? 2 : 1;
+  if (sz.size() <= wt || sz[in].size() < 3 || sz[wt].size() != sz[in].size()) return false;
+  const std::size_t nd = sz[in].size() - 2;
+  const auto& x = sz[in];
+  const auto& k = sz[wt];
+  std::vector<double> out(nd);
+  if (bwd) {
+    if (sz[0].size() != x.size()) return false;
+    for (std::size_t i = 0; i < nd; ++i) out[i] = static_cast<double>(sz[0][i + 2]);
+  } else {
+    // argument positions of stride, padding, dilation and transposed (-1: none)
+    int st = 3, pd = 4, dl = 5, tr = 6;
+    if (op == "aten::cudnn_convolution")
+      st = 3, pd = 2, dl = 4, tr = -1;
+    else if (op == "aten::miopen_convolution")
+      st = 4, pd = 3, dl = 5, tr = -1;
+    else if (op != "aten::convolution" && op != "aten::_convolution")
+      return false;
+    const auto at = [&](int i) -> const std::vector<std::int64_t>* {
+      return static_cast<std::size_t>(i) < args.size() ? &args[static_cast<std::size_t>(i)] : nullptr;
+    };
+    if (!at(dl)) return false;
+    if (tr >= 0 && (at(tr)->empty() || (*at(tr))[0] != 0)) return false;
+    for (std::size_t i = 0; i < nd; ++i) {
+      auto v = [&](int a, std::int64_t dflt) {
+        const auto& f = *at(a);
+        return f.empty() ? dflt : f[std::min(i, f.size() - 1)];
+      };
+      const std::int64_t s = v(st, 1), p = v(pd, 0), d = v(dl, 1);
+      if (s <= 0 || d <= 0 || p < 0) return false;
+      const std::int64_t o = (x[i + 2] + 2 * p - d * (k[i + 2] - 1) - 1) / s + 1;
+      if (o <= 0) return false;
+      out[i] = static_cast<double>(o);
+    }
+  }
+  double positions = 1, taps = static_cast<double>(k[1]);
+  for (std::size_t i = 0; i < nd; ++i) positions *= out[i], taps *= static_cast<double>(k[i + 2]);
+  const double n = static_cast<double>(x[0]), cout = static_cast<double>(k[0]);
+  const double out_elems = n * cout * positions, in_elems = numel(x), wt_elems = numel(k);
+  double passes = 1;
+  double bytes = in_elems + wt_elems + out_elems;
+  if (bwd) {  // output_mask: the input's gradient, the weight's (the bias's is a reduction)
+    bool grad_in = true, grad_w = true;
+    if (args.size() >= 11 && args[10].size() >= 2) grad_in = args[10][0] != 0, grad_w = args[10][1] != 0;
+    passes = (grad_in ? 1 : 0) + (grad_w ? 1 : 0);
+    bytes += (grad_in ? in_elems : 0) + (grad_w ? wt_elems : 0);
+  }
+  if (passes <= 0) return false;
+  w.flops = 2 * passes * out_elems * taps;
+  w.bytes = bytes * elem;
+  w.weight_elems = bwd ? 0 : wt_elems;
+  w.out_elems = out_elems;
+  return true;
+}
+
 // Work of one aten op from its sizes; false if the op is not one we know how to count.
-bool op_work(const std::string& op, const std::vector<std::vector<std::int64_t>>& sz, double elem, KernelWork& w) {
+bool op_work(const std::string& op, const std::vector<std::vector<std::int64_t>>& sz, double elem, KernelWork& w,
+             std::string_view text = {}) {
   auto is = [&](const char* n) { return op == n; };
+  if (op.find("convolution") != std::string::npos) return conv_work(op, sz, parse_concrete_args(text), elem, w);
   if (is("aten::addmm") && sz.size() >= 3 && sz[1].size() == 2 && sz[2].size() == 2) {
     double m = static_cast<double>(sz[1][0]), k = static_cast<double>(sz[1][1]), n = static_cast<double>(sz[2][1]);
     w.flops = 2 * m * n * k;
@@ -438,7 +528,7 @@ WorkTable estimate_work(const Trace& t, const HwSpec& source) {
     std::string op = text.substr(0, text.find(','));
     auto sizes = parse_nvtx_sizes(text);
     KernelWork total;
-    if (!op_work(op, sizes, dtype_bytes(work[ks[0]].dtype), total)) continue;
+    if (!op_work(op, sizes, dtype_bytes(work[ks[0]].dtype), total, text)) continue;
     // Math goes to the op's compute-class kernels if it has any, bytes are shared by all.
     std::size_t compute =
         static_cast<std::size_t>(std::count_if(ks.begin(), ks.end(), [&](OpId k) { return is_compute_class(work[k].cls); }));

@@ -224,6 +224,62 @@ TEST_CASE("a paged KV cache's write is a copy whose work its pool's shape does n
   std::remove(p.c_str());
 }
 
+TEST_CASE("a convolution's work from its shapes and the stride, padding and dilation Kineto records", "[models][work]") {
+  // Three ops, one kernel each:
+  // 1. aten::cudnn_convolution x [64, 64, 56, 56], w [64, 64, 3, 3], padding 1, stride 1: the output
+  //    is 56 x 56, 2 x 64 x 64 x 3136 x (64 x 9) = 14.80 GFLOP; bytes (x + w + out) x 4 =
+  //    (12,845,056 + 36,864 + 12,845,056) x 4 = 102.9 MB; the weight's 36,864 elements (a cast's).
+  // 2. stride 2 on x [8, 16, 33, 33], w [32, 16, 3, 3], padding 1: (33 + 2 - 2 - 1) / 2 + 1 = 17,
+  //    2 x 8 x 32 x 289 x 144 = 21.31 MFLOP.
+  // 3. aten::convolution_backward, grad_output [8, 32, 17, 17], output_mask [False, True, True] (the
+  //    network's first layer: no input gradient): the weight's gradient only, 21.31 MFLOP again.
+  // The same first op without its recorded arguments (a profile of PyTorch before 2.1, Nsight's
+  // NVTX shapes) cannot size its output: its work is inferred from its duration.
+  const std::string p = tmp("conv_work.json");
+  auto op = [](const char* name, double ts, const char* dims, const char* concrete, int corr) {
+    std::string e = R"({"ph": "X", "cat": "cpu_op", "name": ")" + std::string(name) + R"(", "pid": 1, "tid": 1, "ts": )" +
+                    std::to_string(ts) + R"(, "dur": 20, "args": {"Input Dims": )" + dims;
+    if (concrete[0]) e += std::string(R"(, "Concrete Inputs": )") + concrete;
+    e += "}},\n";
+    e += R"({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": )" + std::to_string(ts + 2) +
+         R"(, "dur": 5, "args": {"correlation": )" + std::to_string(corr) + "}},\n";
+    e +=
+        R"({"ph": "X", "cat": "kernel", "name": "sm90_xmma_fprop_implicit_gemm_f32f32_tf32f32_f32_nhwckrsc_nhwc", "pid": 0, "tid": 7, "ts": )" +
+        std::to_string(ts + 10) + R"(, "dur": 100, "args": {"correlation": )" + std::to_string(corr) +
+        R"(, "stream": 7, "device": 0, "grid": [132, 1, 1], "block": [256, 1, 1]}})";
+    return e;
+  };
+  std::ofstream(p) << R"({"traceEvents": [)"
+                   << op("aten::cudnn_convolution", 0, "[[64, 64, 56, 56], [64, 64, 3, 3], [], [], [], [], [], [], []]",
+                         R"(["", "", "[1, 1]", "[1, 1]", "[1, 1]", "1", "False", "False", "True"])", 1)
+                   << ",\n"
+                   << op("aten::cudnn_convolution", 200, "[[8, 16, 33, 33], [32, 16, 3, 3], [], [], [], [], [], [], []]",
+                         R"(["", "", "[1, 1]", "[2, 2]", "[1, 1]", "1", "False", "False", "True"])", 2)
+                   << ",\n"
+                   << op("aten::convolution_backward", 400,
+                         "[[8, 32, 17, 17], [8, 16, 33, 33], [32, 16, 3, 3], [], [], [], [], [], [], [], []]",
+                         R"(["", "", "", "[0]", "[2, 2]", "[1, 1]", "[1, 1]", "False", "[0, 0]", "1", "[False, True, True]"])", 3)
+                   << ",\n"
+                   << op("aten::cudnn_convolution", 600, "[[64, 64, 56, 56], [64, 64, 3, 3], [], [], [], [], [], [], []]", "", 4) << R"(],
+    "deviceProperties": [{"id": 0, "name": "NVIDIA H200", "numSms": 132, "computeMajor": 9, "computeMinor": 0}]})";
+  const Trace t = load_trace(p);
+  const WorkTable work = estimate_work(t, load_hw("h200-sxm"));
+  std::vector<KernelWork> k;
+  for (OpId i = 0; i < t.ops.size(); ++i)
+    if (t.ops[i].kind == OpKind::Kernel) k.push_back(work[i]);
+  REQUIRE(k.size() == 4);
+  CHECK(k[0].cls == KernelClass::Conv);
+  CHECK(k[0].from_shapes);
+  CHECK(k[0].flops == Approx(2.0 * 64 * 64 * 3136 * 576));
+  CHECK(k[0].bytes == Approx(102'907'904));
+  CHECK(k[0].weight_elems == Approx(36'864));
+  CHECK(k[1].flops == Approx(2.0 * 8 * 32 * 289 * 144));
+  CHECK(k[2].from_shapes);
+  CHECK(k[2].flops == Approx(2.0 * 8 * 32 * 289 * 144));
+  CHECK_FALSE(k[3].from_shapes);
+  std::remove(p.c_str());
+}
+
 TEST_CASE("the work table keeps shared work once and each inferred amount apart", "[models][work]") {
   // Four ops: an API call (default work), two GEMMs whose flops were inferred from their durations
   // (one template, two amounts), a kernel of known shapes (a template of its own).

@@ -99,14 +99,135 @@ TEST_CASE("TF32 is the math mode of fp32 GEMMs: a bf16 GEMM keeps its time, an f
 }
 
 namespace {
-// An MLP as PyTorch's profiler records it: up = x @ W1 + b (1024 x 1024 -> 1024 x UP), SiLU on the
-// first 4096 columns, their product with the other 4096, down = h @ W2 (4096 -> 1024), a residual
-// add: five kernels of 100 us on one stream. UP = 8192 is Phi-3's fused gate/up projection (the
+// A convolutional block as PyTorch's profiler records it (fp32, cuDNN): conv (an FFT algorithm: a
+// filter flip, a forward FFT, a complex GEMM, an inverse FFT), batch norm, ReLU, a 1x1 conv, batch
+// norm, the residual add, ReLU: eleven kernels of 100 us back to back on one stream, each op with
+// its shapes and arguments. x [32, 64, 56, 56] throughout.
+std::string conv_block_trace(const std::string& p) {
+  std::string ev;
+  int corr = 0;
+  double ts = 10;
+  const std::string x = "[32, 64, 56, 56]";
+  auto op = [&](const std::string& name, const std::string& dims, const std::string& concrete, const std::vector<std::string>& kernels) {
+    ev += R"({"ph": "X", "cat": "cpu_op", "name": ")" + name + R"(", "pid": 1, "tid": 1, "ts": )" + std::to_string(ts) +
+          R"(, "dur": 8, "args": {"Input Dims": )" + dims + (concrete.empty() ? "" : R"(, "Concrete Inputs": )" + concrete) + "}},\n";
+    for (const std::string& k : kernels) {
+      ++corr;
+      ev += R"({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": )" + std::to_string(ts + 1) +
+            R"(, "dur": 1, "args": {"correlation": )" + std::to_string(corr) + "}},\n";
+      ev += R"({"ph": "X", "cat": "kernel", "name": ")" + k + R"(", "pid": 0, "tid": 7, "ts": )" + std::to_string(100 + 100 * (corr - 1)) +
+            R"(, "dur": 100, "args": {"correlation": )" + std::to_string(corr) +
+            R"(, "stream": 7, "device": 0, "grid": [3136, 1, 1], "block": [128, 1, 1]}},)" + "\n";
+      ts += 2;
+    }
+    ts += 2;
+  };
+  const std::string conv_args = R"(["", "", "[1, 1]", "[1, 1]", "[1, 1]", "1", "False", "False", "True"])";
+  const std::string bn = "void cudnn::bn_fw_inf_1C11_kernel_NCHW<float, float, true, 1>(float, float, cudnnTensorStruct, float const*)";
+  const std::string relu =
+      "void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::launch_clamp_scalar(at::TensorIteratorBase&, "
+      "c10::Scalar, c10::Scalar, at::native::detail::ClampLimits)::{lambda()#1}::operator()() const::{lambda(float)#1}, std::array<char*, "
+      "2ul> >";
+  op("aten::cudnn_convolution", "[" + x + ", [64, 64, 3, 3], [], [], [], [], [], [], []]", conv_args,
+     {"void flip_filter<float, float>(float*, float const*, int, int, int, int)", "void fft2d_r2c_32x32<float, false, 1u, false>(float2*)",
+      "sm80_xmma_gemm_cf32cf32_f32f32_cf32_tn_n_tilesize64x64x8_stage3_warpsize1x4x1_ffma_aligna8_alignc8_execute_kernel_trt",
+      "void fft2d_c2r_32x32<float, false, false, 0u, false, false>(float*, float2 const*)"});
+  op("aten::cudnn_batch_norm", "[" + x + ", [64], [64], [64], [64], [], [], []]", "", {bn});
+  op("aten::relu_", "[" + x + "]", "", {relu});
+  op("aten::cudnn_convolution", "[" + x + ", [64, 64, 1, 1], [], [], [], [], [], [], []]",
+     R"(["", "", "[0, 0]", "[1, 1]", "[1, 1]", "1", "False", "False", "True"])",
+     {"sm80_xmma_fprop_implicit_gemm_f32f32_f32f32_f32_nchwkcrs_nchw_tilesize128x128x8_stage3_warpsize2x2x1_g1_ffma_aligna4_alignc4_"
+      "execute_kernel"});
+  op("aten::cudnn_batch_norm", "[" + x + ", [64], [64], [64], [64], [], [], []]", "", {bn});
+  op("aten::add_", "[" + x + ", " + x + ", []]", "",
+     {"void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul> >"});
+  op("aten::relu_", "[" + x + "]", "", {relu});
+  ev.pop_back();
+  ev.pop_back();  // the last ",\n"
+  std::ofstream(p) << R"({"traceEvents": [
+    {"ph": "X", "cat": "user_annotation", "name": "step0", "pid": 1, "tid": 1, "ts": 0, "dur": 1300},
+)" << ev << R"(],
+    "deviceProperties": [{"id": 0, "name": "NVIDIA H200", "numSms": 132, "computeMajor": 9, "computeMinor": 0}]})";
+  return p;
+}
+
+// "... kernels to tf32 ...; 400.000 us -> 120.000 us": the two durations after the last "; ".
+std::pair<double, double> log_before_after(const std::string& line) {
+  const auto semi = line.rfind("; "), arrow = line.rfind(" -> ");
+  REQUIRE(semi != std::string::npos);
+  REQUIRE(arrow != std::string::npos);
+  return {static_cast<double>(parse_duration(line.substr(semi + 2, arrow - semi - 2))),
+          static_cast<double>(parse_duration(line.substr(arrow + 4)))};
+}
+}  // namespace
+
+TEST_CASE("a convolution's helper kernels move with its math, and batch norm and a CNN's activations stay bf16 under autocast",
+          "[whatif][precision]") {
+  const std::string p = conv_block_trace(tmp("conv_block.json"));
+  const GpuSpec g = load_hw("h200-sxm-calibrated").gpu;  // the trace's GPU as the forecast takes it
+  // TF32: the two convolutions' math kernels (the complex GEMM, the implicit GEMM) go to the tensor
+  // cores, before -> after in the log; cuDNN's flip and FFT kernels around the complex GEMM are its
+  // algorithm's and move by its ratio. The block's 1,100 us are back to back on one stream, so the
+  // step saves what the kernels do: (1 - r1) x 400 us + (1 - r2) x 100 us, where the log's before ->
+  // after sums r1 x 100 + r2 x 100. With the helpers kept (the rule before), it saved 300 us x (1 - r1)
+  // less.
+  {
+    const WhatIfReport w = whatif_of(p, "step0", {"--unprofile=off", "--precision", "tf32"});
+    std::string line;
+    for (const auto& l : w.log)
+      if (l.find("--precision tf32") != std::string::npos) line = l;
+    INFO(line);
+    CHECK(line.find(" 2 GEMM/attention/conv kernels to tf32") != std::string::npos);
+    // Each conv alone: the ratio of its math (selected by name).
+    auto ratio = [&](const std::string& sel) {
+      const WhatIfReport one = whatif_of(p, "step0", {"--unprofile=off", "--precision", "tf32:" + sel});
+      for (const auto& l : one.log)
+        if (l.find("--precision tf32") != std::string::npos) {
+          auto [b, a] = log_before_after(l);
+          return a / b;
+        }
+      return 1.0;
+    };
+    const double r1 = ratio("name~cf32cf32"), r2 = ratio("name~fprop");
+    REQUIRE(r1 < 0.9);
+    const double saved = (1 - r1) * 400e3 + (1 - r2) * 100e3;
+    CHECK(static_cast<double>(w.baseline_ns - w.predicted_ns) == Approx(saved).margin(100));
+  }
+  // Autocast, the elementwise and norm kernels alone (the convolutions kept): both batch norms read
+  // and write bf16 (on neither of autocast's lists), one element per thread: body x 2/4 x the
+  // access widths' efficiencies 4 B / 2 B; the ReLUs and the residual add (two bf16 tensors: nothing
+  // in this forward made an fp32 one) vectorized, 16-byte accesses either way: body x 0.5.
+  {
+    const WhatIfReport w = whatif_of(p, "step0", {"--unprofile=off", "--precision", "autocast-bf16:name~bn_|elementwise"});
+    const double tail = static_cast<double>(g.kernel_tail), body = 100e3 - tail;
+    const double bn = tail + body * 0.5 * g.streaming_efficiency_for(4) / g.streaming_efficiency_for(2), ew = tail + body * 0.5;
+    CHECK(static_cast<double>(w.baseline_ns - w.predicted_ns) == Approx(2 * (100e3 - bn) + 3 * (100e3 - ew)).margin(100));
+  }
+  // The whole recipe: casts of the input (fp32) and of both weights, none of the 1x1 conv's
+  // activation (the batch norm and ReLU before it kept bf16): 3.
+  {
+    const WhatIfReport w = whatif_of(p, "step0", {"--unprofile=off", "--precision", "autocast-bf16"});
+    std::string line;
+    for (const auto& l : w.log)
+      if (l.find("--precision autocast") != std::string::npos) line = l;
+    INFO(line);
+    CHECK(line.find(" 3 casts in the forward") != std::string::npos);
+  }
+  std::remove(p.c_str());
+}
+
+namespace {
+// A transformer's MLP as PyTorch's profiler records it: x = LayerNorm(x) (fp32), up = x @ W1 + b
+// (1024 x 1024 -> 1024 x UP), SiLU on the first 4096 columns, their product with the other 4096,
+// down = h @ W2 (4096 -> 1024), a residual add: six kernels of 100 us on one stream. UP = 8192 is Phi-3's fused gate/up projection (the
 // product's operands are halves of one GEMM's output); UP = 4096 a single up projection.
 std::string mlp_trace(const std::string& p, int up) {
   const std::string u = std::to_string(up);
   std::ofstream(p) << R"({"traceEvents": [
     {"ph": "X", "cat": "user_annotation", "name": "step0", "pid": 1, "tid": 1, "ts": 0, "dur": 1000},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::native_layer_norm", "pid": 1, "tid": 1, "ts": 2, "dur": 6,
+     "args": {"Input Dims": [[1024, 1024], [], [1024], [1024], []]}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 4, "dur": 2, "args": {"correlation": 6}},
     {"ph": "X", "cat": "cpu_op", "name": "aten::addmm", "pid": 1, "tid": 1, "ts": 10, "dur": 20,
      "args": {"Input Dims": [[)" +
                           u + R"(], [1024, 1024], [1024, )" + u + R"(], [], []]}},
@@ -122,6 +243,8 @@ std::string mlp_trace(const std::string& p, int up) {
     {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 130, "dur": 20,
      "args": {"Input Dims": [[1024, 1024], [1024, 1024], []]}},
     {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 132, "dur": 5, "args": {"correlation": 5}},
+    {"ph": "X", "cat": "kernel", "name": "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float, float>", "pid": 0,
+     "tid": 7, "ts": 100, "dur": 100, "args": {"correlation": 6, "stream": 7, "device": 0, "grid": [1024, 1, 1], "block": [256, 1, 1]}},
     {"ph": "X", "cat": "kernel", "name": "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma", "pid": 0,
      "tid": 7, "ts": 200, "dur": 100, "args": {"correlation": 1, "stream": 7, "device": 0, "grid": [32, 8, 1], "block": [256, 1, 1]}},
     {"ph": "X", "cat": "kernel", "name": "void at::native::vectorized_elementwise_kernel<4, at::native::silu_kernel, std::array<char*, 2ul> >",

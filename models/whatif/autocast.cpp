@@ -49,6 +49,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <limits>
 
 #include "models/whatif/fp8.hpp"
 #include "models/whatif/transform.hpp"
@@ -90,6 +91,12 @@ bool fp32_list_math(const std::string& n) {
 
 TimeNs scaled(TimeNs d, double f) { return static_cast<TimeNs>(std::llround(static_cast<double>(d) * f)); }
 
+// Batch norm is on neither of autocast's lists: it runs in its input's dtype (cuDNN's fp32 kernels
+// for fp32 input, PyTorch's batch_norm_*_kernel<BFloat16> for bf16), its output too.
+bool batch_norm(const std::string& n) {
+  return n.find("batch_norm") != std::string::npos || n.find("cudnn::bn_") != std::string::npos || n.find("BatchNorm") != std::string::npos;
+}
+
 // cuBLAS's helpers around one GEMM call (split-K's beta scaling and reduction, cuBLASLt's bias
 // epilogue): part of the GEMM before or after them, no op of their own.
 bool gemm_helper(const std::string& n) {
@@ -108,8 +115,25 @@ class Autocast : public TransformStep {
     const TimeNs host = (host_ >= 0 ? host_ : kCastHost) + (c.profiler_removed ? 0 : profiler_cost_per_cast(t));
     State s;
     c.gemm_dtype = dtype_;
-    for (OpId i : forward_kernels(t, main)) step(ctx, c, i, hit[i], host, s);
+    const std::vector<TimeNs> before = c.durations;
+    // A new iteration starts from the input (fp32) after the host waited for the GPU on the
+    // forward's thread or a backward ran: the dtype walk starts over there.
+    std::vector<TimeNs> restarts;
+    for (const Op& o : t.ops)
+      if (o.kind == OpKind::Api && ((o.lane == main && blocks_host(static_cast<ApiClass>(o.sub))) ||
+                                    (o.lane != main && static_cast<ApiClass>(o.sub) == ApiClass::Launch)))
+        restarts.push_back(o.start);
+    std::sort(restarts.begin(), restarts.end());
+    TimeNs last_launch = std::numeric_limits<TimeNs>::min();
+    for (OpId i : forward_kernels(t, main)) {
+      const TimeNs at = t.ops[t.ops[i].link].start;
+      if (std::upper_bound(restarts.begin(), restarts.end(), last_launch) != std::lower_bound(restarts.begin(), restarts.end(), at))
+        s.restart();
+      last_launch = at;
+      step(ctx, c, i, hit[i], host, s);
+    }
     const std::size_t bw_casts = has_backward(t) ? backward(ctx, c, hit, main, host, s) : 0;
+    scale_conv_helpers(t, ctx.work, before, c);
     c.log.push_back(
         text + " (the trace runs " + recipe_in_use(t, ctx.work) + "): " + std::to_string(s.gemms) + " GEMM/attention kernels in " +
         to_string(dtype_) + " on " + to_string(c.spec.gpu.best_unit(dtype_)) + ", " + std::to_string(s.casts) + " casts in the forward" +
@@ -125,6 +149,18 @@ class Autocast : public TransformStep {
  private:
   struct State {
     Dt cur = Dt::F32, last_act = Dt::F32;
+    std::string_view conv_op;  // the last convolution op's name and output elements
+    double conv_out = 0;
+    bool f32_made = false;           // an op of the forward has output an fp32 tensor (a norm, softmax, fp32 math, a promoted add)
+    std::vector<double> f32_inputs;  // elements of the fp32 inputs GEMMs read before that
+    void restart() {
+      cur = last_act = Dt::F32;
+      prev_linear = f32_made = false;
+      last_in = last_out = conv_out = 0;
+      siblings = 0;
+      conv_op = {};
+      f32_inputs.clear();
+    }
     bool prev_linear = false;          // the previous kernel (copies aside) was a linear GEMM
     double last_in = 0, last_out = 0;  // elements of the last linear GEMM's input and output (shapes; 0: unknown)
     int siblings = 0;                  // linear GEMMs since the last binary op or norm reading one input (q/k/v, gate/up)
@@ -168,6 +204,12 @@ class Autocast : public TransformStep {
       weight_elems = w.rhs_elems > 0 ? w.rhs_elems : inner * w.out_cols;
       bias_elems = w.out_cols;
       bias = w.op.find("mm") == std::string::npos || w.op.find("addmm") != std::string::npos;  // aten::mm, bmm, matmul: none
+    } else if (conv_op_kernel(w) && w.weight_elems > 0) {
+      // A convolution's weight (its bias is an add of its own) and its input: the shapes' bytes
+      // less the weight and the output.
+      weight_elems = w.weight_elems;
+      act_elems = std::max(0.0, w.bytes / 4 - w.weight_elems - w.out_elems);
+      bias = false;
     } else {
       act_elems = weight_elems = w.bytes / 12;  // a third of its fp32 bytes each (no shapes)
     }
@@ -202,6 +244,11 @@ class Autocast : public TransformStep {
     std::size_t n_cast = 0;
     TimeNs cast = 0;
     if (gemm_helper(name)) return;
+    const bool conv = conv_op_kernel(w);
+    if (conv && !is_compute_class(w.cls)) return;  // part of its convolution's algorithm (scale_conv_helpers)
+    // A convolution's second math kernel (cuDNN's FFT algorithm: a complex GEMM) reads no new input.
+    const bool same_conv = conv && s.conv_op == w.op && s.conv_out == w.out_elems && s.prev_linear;
+    if (conv) s.conv_op = w.op, s.conv_out = w.out_elems;
     if (is_compute_class(w.cls)) {
       const bool linear = w.cls != KernelClass::Attention && w.batch <= 1;
       // A linear GEMM reading what the previous one read (gate and up projections, an activation
@@ -217,7 +264,11 @@ class Autocast : public TransformStep {
         const auto [o_t, n_t] = model_kernel_pair(t, i, w, w2, c.spec);
         const double old_t = static_cast<double>(o_t), new_t = static_cast<double>(n_t);
         nd = old_t > 0 ? scaled(d, new_t / old_t) : d;
-        std::tie(n_cast, cast) = gemm_casts(t, i, w, act, g);
+        if (!same_conv) std::tie(n_cast, cast) = gemm_casts(t, i, w, act, g);
+        if (act == Dt::F32 && !s.f32_made && s.f32_inputs.size() < 16) {  // an input of the forward, fp32 (its elements)
+          const double elems = in > 0 ? in : conv && w.weight_elems > 0 ? w.bytes / 4 - w.weight_elems - w.out_elems : 0;
+          if (elems > 0) s.f32_inputs.push_back(elems);
+        }
         ++s.gemms;
       }
       s.siblings = linear && (sibling || s.prev_linear) ? s.siblings + 1 : 1;
@@ -226,6 +277,11 @@ class Autocast : public TransformStep {
       s.last_act = act;
       s.prev_linear = linear;
       s.cur = Dt::Low;
+    } else if (w.cls == KernelClass::Norm && batch_norm(name)) {
+      if (s.cur == Dt::Low && hit) nd = streaming_at(name, d, 4, dtype_bytes(dtype_), g);
+      s.prev_linear = false;
+      s.siblings = 0;
+      s.last_in = s.last_out = 0;
     } else if (w.cls == KernelClass::Norm || w.cls == KernelClass::Softmax || w.cls == KernelClass::Reduction ||
                (w.cls == KernelClass::Elementwise && fp32_list_math(name))) {
       if (s.cur == Dt::Low && hit) {
@@ -233,6 +289,7 @@ class Autocast : public TransformStep {
         cast = cast_ns(g, w.bytes / 8);  // its input up (it reads and writes fp32)
       }
       s.cur = Dt::F32;
+      s.f32_made = true;
       s.prev_linear = false;
       s.siblings = 0;
       s.last_in = s.last_out = 0;
@@ -243,15 +300,26 @@ class Autocast : public TransformStep {
       const bool broadcast = w.from_shapes && w.flops > 0 && w.bytes < 2.9 * 4 * w.flops;
       // (Or the halves of one GEMM's output: Phi-3's fused gate/up projection, chunked.)
       const bool halves = s.last_out > 0 && w.flops > 0 && s.last_out >= 1.9 * w.flops;
-      if (s.cur == Dt::Low && (s.siblings >= 2 || halves) && w.from_shapes && !broadcast) {
+      // (Or any two activations of a forward that has made no fp32 tensor since its input, where
+      // neither is the size of an fp32 input a GEMM read: a convolutional network, whose batch
+      // norms keep DTYPE, adds DTYPE residuals; an MLP adding its own fp32 input does not.)
+      const bool reads_input = w.from_shapes && std::find(s.f32_inputs.begin(), s.f32_inputs.end(), w.flops) != s.f32_inputs.end();
+      if (s.cur == Dt::Low && !s.f32_made && !broadcast && !reads_input) {
+        if (hit) nd = streaming_at(name, d, 4, dtype_bytes(dtype_), g);
+      } else if (s.cur == Dt::Low && (s.siblings >= 2 || halves) && w.from_shapes && !broadcast) {
         if (hit) nd = scaled(d, dtype_bytes(dtype_) / 4.0);
       } else {
         if (s.cur == Dt::Low && hit && w.from_shapes) nd = scaled(d, broadcast ? kMixedBroadcast : kMixedFull);
         s.cur = Dt::F32;
+        s.f32_made = true;
       }
       s.prev_linear = false;
       s.siblings = 0;
       s.last_in = s.last_out = 0;
+    } else if (w.cls == KernelClass::Elementwise && s.cur == Dt::Low && !s.f32_made) {
+      // One DTYPE tensor in, DTYPE out (ReLU, GELU, SiLU, a scaling): DTYPE's bytes.
+      if (hit && w.from_shapes) nd = streaming_at(name, d, 4, dtype_bytes(dtype_), g);
+      s.prev_linear = false;
     } else if (w.cls != KernelClass::Copy) {
       s.prev_linear = false;
     }

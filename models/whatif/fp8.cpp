@@ -41,6 +41,50 @@ LaneId forward_lane(const Trace& t) {
   return main;
 }
 
+bool conv_op_kernel(const KernelWork& w) { return w.from_shapes && w.op.find("convolution") != std::string_view::npos; }
+
+void scale_conv_helpers(const Trace& t, const WorkTable& work, const std::vector<TimeNs>& before, WhatIfCase& c) {
+  std::vector<OpId> ks;  // every launched kernel, in launch order per thread
+  bool any = false;
+  for (OpId i = 0; i < t.ops.size(); ++i) {
+    const Op& o = t.ops[i];
+    if (o.kind != OpKind::Kernel || o.link == kNone) continue;
+    ks.push_back(i);
+    any = any || conv_op_kernel(work[i]);
+  }
+  if (!any) return;
+  auto launch = [&](OpId k) { return std::pair{t.ops[t.ops[k].link].lane, t.ops[t.ops[k].link].start}; };
+  std::stable_sort(ks.begin(), ks.end(), [&](OpId a, OpId b) { return launch(a) < launch(b); });
+  for (std::size_t a = 0; a < ks.size();) {
+    const KernelWork& wa = work[ks[a]];
+    std::size_t b = a + 1;
+    if (!conv_op_kernel(wa)) {
+      a = b;
+      continue;
+    }
+    while (b < ks.size() && launch(ks[b]).first == launch(ks[a]).first && conv_op_kernel(work[ks[b]]) && work[ks[b]].op == wa.op &&
+           work[ks[b]].out_elems == wa.out_elems)
+      ++b;
+    double old_math = 0, new_math = 0;
+    for (std::size_t k = a; k < b; ++k)
+      if (is_compute_class(work[ks[k]].cls))
+        old_math += static_cast<double>(before[ks[k]]), new_math += static_cast<double>(c.durations[ks[k]]);
+    if (old_math > 0)
+      for (std::size_t k = a; k < b; ++k)
+        if (!is_compute_class(work[ks[k]].cls))
+          c.durations[ks[k]] = static_cast<TimeNs>(std::llround(static_cast<double>(c.durations[ks[k]]) * new_math / old_math));
+    a = b;
+  }
+}
+
+TimeNs streaming_at(const std::string& name, TimeNs d, double old_b, double new_b, const GpuSpec& g) {
+  const bool vectorized = name.find("vectorized") != std::string::npos;
+  const Bytes old_w = vectorized ? 16 : static_cast<Bytes>(old_b), new_w = vectorized ? 16 : static_cast<Bytes>(new_b);
+  const double eff = g.streaming_efficiency_for(old_w) / g.streaming_efficiency_for(new_w);
+  const double body = static_cast<double>(std::max<TimeNs>(0, d - g.kernel_tail));
+  return static_cast<TimeNs>(std::llround(body * new_b / old_b * eff)) + std::min(d, g.kernel_tail);
+}
+
 std::string recipe_in_use(const Trace& t, const WorkTable& work) {
   double gemm[8] = {}, pointwise[8] = {};
   for (OpId i = 0; i < t.ops.size() && i < work.size(); ++i) {

@@ -22,6 +22,22 @@ std::string recipe_in_use(const Trace& t, const WorkTable& work);
 // A100 or MI210, bf16 on a V100 or T4, TF32 before Ampere. `what` is the transform as given.
 void require_math(const Trace& t, const GpuSpec& g, Dtype d, const std::string& what);
 
+// A streaming (elementwise, copy, batch-norm) kernel of `d` that moved elements of `old_b` bytes,
+// moving `new_b`-byte elements instead: its body (the time beyond the kernel tail) x the bytes'
+// ratio x the ratio of the two access widths' achieved bandwidths. PyTorch's vectorized kernels
+// keep 16-byte accesses; one element per thread kernels (cuDNN's and PyTorch's batch norm, the
+// non-vectorized loops) drop to the element's width, which reaches less bandwidth.
+TimeNs streaming_at(const std::string& name, TimeNs d, double old_b, double new_b, const GpuSpec& g);
+
+// A kernel a convolution op launched (from its recorded shapes: the op's math, or cuDNN's FFT
+// transforms, filter flips and layout transposes beside it).
+bool conv_op_kernel(const KernelWork& w);
+// cuDNN picks a convolution's algorithm per precision, and its helper kernels (FFT transforms,
+// filter flips, layout transposes) with it: each helper (a conv op's kernel outside the compute
+// classes) moves by the ratio of its op's math kernels' durations after (c.durations) and before.
+// An op's kernels: consecutive launches of one thread from one convolution op of one output size.
+void scale_conv_helpers(const Trace& t, const WorkTable& work, const std::vector<TimeNs>& before, WhatIfCase& c);
+
 // scaling: "tensor", "row" or "block"; sel: the ops it applies to (empty: all); host: host time of
 // one quantization kernel's launch.
 std::unique_ptr<TransformStep> make_fp8_step(const std::string& scaling, std::string sel, TimeNs host);

@@ -31,6 +31,7 @@ class Precision : public TransformStep {
     std::size_t compute = 0, memory = 0, kept = 0;
     TimeNs before = 0, after = 0;
     const double new_b = dtype_bytes(dtype_);
+    const std::vector<TimeNs> durations_before = c.durations;
     for (OpId i = 0; i < ctx.trace.ops.size(); ++i) {
       const Op& o = ctx.trace.ops[i];
       if (!hit[i] || o.kind != OpKind::Kernel || (o.flags & Op::kFlagNccl)) continue;
@@ -42,6 +43,7 @@ class Precision : public TransformStep {
         ++kept;
         continue;
       }
+      if (conv_op_kernel(w) && !is_compute_class(w.cls)) continue;  // moves with its convolution's math (below)
       const std::string& name = ctx.trace.name(o);
       TimeNs d = c.durations[i], nd = d;
       if (is_compute_class(w.cls)) {
@@ -59,13 +61,7 @@ class Precision : public TransformStep {
         ++compute;
       } else if ((w.cls == KernelClass::Elementwise || w.cls == KernelClass::Copy) &&
                  name.find("multi_tensor_apply") == std::string::npos) {
-        double ratio = new_b / dtype_bytes(w.dtype);
-        bool vectorized = name.find("vectorized") != std::string::npos;
-        Bytes old_w = vectorized ? 16 : static_cast<Bytes>(dtype_bytes(w.dtype));
-        Bytes new_w = vectorized ? 16 : static_cast<Bytes>(new_b);
-        double eff = g.streaming_efficiency_for(old_w) / g.streaming_efficiency_for(new_w);
-        double body = static_cast<double>(std::max<TimeNs>(0, d - g.kernel_tail));
-        nd = static_cast<TimeNs>(std::llround(body * ratio * eff)) + std::min(d, g.kernel_tail);
+        nd = streaming_at(name, d, dtype_bytes(w.dtype), new_b, g);
         ++memory;
       } else {
         ++kept;
@@ -75,6 +71,7 @@ class Precision : public TransformStep {
       after += nd;
       c.durations[i] = nd;
     }
+    scale_conv_helpers(ctx.trace, ctx.work, durations_before, c);
     c.log.push_back(text + " (the trace runs " + recipe_in_use(ctx.trace, ctx.work) + "): " + std::to_string(compute) +
                     " GEMM/attention/conv kernels to " + to_string(dtype_) + " on " + to_string(g.best_unit(dtype_)) + ", " +
                     std::to_string(memory) + " elementwise/copy kernels at " + fmt_num("%.0f", new_b) + " B/element, " +

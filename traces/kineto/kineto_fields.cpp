@@ -163,6 +163,7 @@ Field arg_field(std::string_view k) {
       break;
     case 'C':
       if (k == "Collective name") return Field::CollName;
+      if (k == "Concrete Inputs") return Field::Concrete;
       break;
     case 'P':
       if (k == "Process Group Name") return Field::PgName;

@@ -32,6 +32,9 @@ struct Ev {
   std::int64_t regs = -1, smem = -1;
   std::int64_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
   std::string sync_kind, arg_name, memkind, in_type, coll_name, dtype, pg_name, pg_ranks;
+  // "Concrete Inputs" (PyTorch 2.1+ with record_shapes: scalar arguments as text, "[2, 2]", "1"),
+  // joined "|" between arguments: the convolutions' stride, padding, dilation and groups
+  std::string concrete;
   std::int64_t in_nelems = -1, out_nelems = -1, group_size = -1;
   // Input shapes: the first `dims_n` of `dims` (the rest keep their memory for the next event).
   std::vector<std::vector<std::int64_t>> dims;
@@ -55,7 +58,8 @@ struct Ev {
     correlation = stream = device = bytes = wait_on_stream = wait_record_corr = wait_event_id = regs = smem = -1;
     in_nelems = out_nelems = group_size = -1;
     for (int i = 0; i < 3; ++i) grid[i] = block[i] = 0;
-    for (std::string* x : {&name, &sync_kind, &arg_name, &memkind, &in_type, &coll_name, &dtype, &pg_name, &pg_ranks}) x->clear();
+    for (std::string* x : {&name, &sync_kind, &arg_name, &memkind, &in_type, &coll_name, &dtype, &pg_name, &pg_ranks, &concrete})
+      x->clear();
     dims_n = 0;
   }
 };
@@ -85,6 +89,7 @@ enum class Field : std::uint8_t {
   ArgName,
   Kind,
   InType,
+  Concrete,
   CollName,
   Dtype,
   PgName,

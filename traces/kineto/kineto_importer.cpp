@@ -241,6 +241,9 @@ class Reader : public JsonSax {
       case Field::InType:
         if (ev_.in_type.empty()) ev_.in_type.assign(v);
         break;
+      case Field::Concrete:
+        if (ev_.concrete.size() < 256) ev_.concrete.append(v).push_back('|');
+        break;
       case Field::CollName: ev_.coll_name.assign(v); break;
       case Field::Dtype: ev_.dtype.assign(v); break;
       case Field::PgName: ev_.pg_name.assign(v); break;
@@ -311,7 +314,7 @@ class Reader : public JsonSax {
       } else if (field_ == Field::Dims) {
         ev_.has_dims = true;
         list_field_ = true;
-      } else if (field_ == Field::InType)
+      } else if (field_ == Field::InType || field_ == Field::Concrete)
         list_field_ = true;
       else if (field_ == Field::PgRanks) {
         ev_.pg_ranks.clear();
@@ -697,6 +700,8 @@ class Reader : public JsonSax {
       name.reserve(ev_.name.size() + 64);
       name.append(ev_.name).append(", sizes = ");
       append_dims(name, ev_.dims, ev_.dims_n);
+      // A convolution's output shape needs its stride, padding and dilation (scalar arguments)
+      if (!ev_.concrete.empty() && ev_.name.find("convolution") != std::string::npos) name.append(", args = ").append(ev_.concrete);
     } else if (ev_.name.rfind("torch.distributed.ddp.reducer::", 0) == 0) {
       name = ev_.name;  // DDP's reducer steps (copy_bucket_to_grad: after the bucket all-reduces)
     } else if (ev_.name.rfind("ProfilerStep#", 0) == 0) {

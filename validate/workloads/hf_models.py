@@ -21,6 +21,8 @@
 #   vit_large-train-32x224    the same: forward + cross-entropy on 1,000 classes + backward + AdamW step
 #   resnet50-inf-64x224       ResNetForImageClassification (ResNet-50: bottleneck blocks 3/4/6/3, 64 images
 #                             224x224, cuDNN convolutions, batch norm in eval mode) forward, no grad
+#   resnet50-train-32x224     the same at 32 images: forward + cross-entropy + backward + AdamW step
+#   resnet50-inf-16x224       the inference at 16 images (the convolutions' smaller grids)
 #   bert_base-inf-1x128       BertModel (hidden 768, 12 layers, 12 heads, ffn 3072) forward, no grad
 #   gpt2_medium-inf-4x512     GPT2LMHeadModel (n_embd 1024, 24 layers, 16 heads) forward, no grad
 #   gpt2_medium-inf-1x64      the same at batch 1, 64 tokens (host-bound)
@@ -83,6 +85,8 @@ WORKLOADS = {
     "vit_large-inf-32x224": ("vit_large", False, 32, 224),
     "vit_large-train-32x224": ("vit_large", True, 32, 224),
     "resnet50-inf-64x224": ("resnet50", False, 64, 224),
+    "resnet50-train-32x224": ("resnet50", True, 32, 224),
+    "resnet50-inf-16x224": ("resnet50", False, 16, 224),
     "bert_base-inf-1x128": ("bert_base", False, 1, 128),
     "gpt2_medium-inf-4x512": ("gpt2_medium", False, 4, 512),
     "gpt2_medium-inf-1x64": ("gpt2_medium", False, 1, 64),
