@@ -212,3 +212,23 @@ TEST_CASE("error bars: the spread of the repeated ranges' forecasts widens the i
   ctx.spread_predicted = 0.01;
   CHECK(error_bar({}, ctx, 100'000'000).half_width == Approx(1.282 * 0.05).epsilon(1e-6));
 }
+
+// The profiler's cost taken out where the host runs the forecast: ResNet-50 at 16 images under TF32
+// (validate/reference/h100/hf_heldout) kept its GPU busy 92 % of the forecast's span, but the host
+// held 97 % of its critical path, and the profiler's cost taken out of each traced step (10.12 ->
+// 7.01 ms) was 0.98x the 3.25 ms forecast. Its per-input cost varies 28 % between the programs it
+// was measured on: w = 1.282 x 0.28 x 0.98 = 35.2 %. With the host off the path (a GPU-bound
+// forecast) nothing is added.
+TEST_CASE("error bars: the profiler's cost taken out widens a forecast the host runs (hand-computed)", "[whatif][error_bar]") {
+  ErrorContext ctx;
+  ctx.gpu_busy_after = 0.92;
+  ctx.host_on_path = 0.97;
+  ctx.profiler_share = 0.98;
+  ctx.profiler_cv = 0.28;
+  const ErrorBar b = error_bar({}, ctx, 3'250'000);
+  CHECK(b.half_width == Approx(1.282 * 0.28 * 0.98).epsilon(1e-6));
+  REQUIRE(b.basis.size() == 1);
+  CHECK(b.basis[0].find("profiler") != std::string::npos);
+  ctx.host_on_path = 0.1;
+  for (const std::string& why : error_bar({}, ctx, 3'250'000).basis) CHECK(why.find("profiler") == std::string::npos);
+}

@@ -54,9 +54,10 @@ struct ErrorContext {
   double spread = 0;               // coefficient of variation of the trace's repeated measured spans
   double spread_predicted = 0;     // and of their forecasts (where the change moves steps onto their hosts' paces)
   const HwSpec* target = nullptr;  // the spec after the transforms (its held_out_error for --hw); set by run_whatif
-  // The profiler's host cost taken out, over the unprofiled host span, and its per-event cost's
-  // coefficient of variation over programs (--unprofile).
-  double profiler_share = 0, profiler_cv = 0;
+  // The profiler's host cost taken out of a range (its measured span less its baseline's), over
+  // its forecast, the largest of the ranges; its per-event cost's coefficient of variation over
+  // programs (--unprofile); the host's share of the forecast's critical path.
+  double profiler_share = 0, profiler_cv = 0, host_on_path = 0;
   bool rates_guessed = false;   // a transform prices work on rates built from the trace's device properties
   double rank_wait = 0;         // a multi-rank trace: the largest share of its span a rank waited at collectives
   double host_ranks = 0;        // a layout's ranks whose slowest host the forecast runs at (0: none)

@@ -160,9 +160,19 @@ void attach_error_bars(WhatIfReport& rep, const std::vector<Transform>& transfor
   ec.target = &pred.spec;
   ec.host_ranks = pred.host_ranks;
   for (const Transform& tr : transforms) ec.rates_guessed = ec.rates_guessed || (!pred.spec.from_trace.empty() && tr->needs_gpu_rates());
-  if (pred.profiler_removed_ns > 0 && rep.baseline.length() > 0) {
-    ec.profiler_share = static_cast<double>(pred.profiler_removed_ns) / static_cast<double>(rep.baseline.length());
+  // The profiler's cost taken out of what the forecast runs: the time it took off each range (its
+  // measured span less its baseline's), over the range's forecast; the largest. Without ranges,
+  // the whole run's.
+  if (pred.profiler_removed_ns > 0) {
+    auto share = [](TimeNs measured, TimeNs baseline, TimeNs predicted) {
+      return predicted > 0 ? std::max(0.0, static_cast<double>(measured - baseline) / static_cast<double>(predicted)) : 0.0;
+    };
+    for (const WhatIfRange& r : rep.ranges)
+      ec.profiler_share = std::max(ec.profiler_share, share(r.measured_span_ns, r.baseline_ns, r.predicted_ns));
+    if (rep.ranges.empty()) ec.profiler_share = share(rep.measured.length(), rep.baseline.length(), rep.predicted.length());
     ec.profiler_cv = pred.profiler_cost_cv;
+    ec.host_on_path =
+        rep.host_after.path_ns > 0 ? static_cast<double>(rep.host_after.host()) / static_cast<double>(rep.host_after.path_ns) : 0;
   }
   const Overlap& b = rep.baseline_overlap;
   ec.gpu_busy_before = b.window_ns > 0 ? static_cast<double>(b.gpu_busy_ns) / static_cast<double>(b.window_ns) : 1;
