@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+# Host cost of torch.autocast per op, on host-bound eager loops (tiny tensors: the GPU finishes each
+# kernel long before the next launch, so a step's wall time is host time). Each program runs one
+# step of N ops with and without torch.autocast("cuda", bfloat16) in the same process, alternating
+# blocks of steps; prints the per-step medians and (autocast - plain) / N per op.
+#   relu_bf16     N x torch.relu(x), x bf16 (on neither autocast list: dispatch only)
+#   add_bf16      N x (x + y), both bf16 (the same, a binary op)
+#   linear_bf16   N x F.linear(x, W), x and W bf16 (on the lower-precision list; nothing to cast)
+#   linear_fp32   N x F.linear(x, W), fp32 (the list: x and W cast every call, 2 casts an op)
+#   conv_fp32     N x F.conv2d(x, W), fp32 [1, 16, 8, 8] x [16, 16, 3, 3] (x and W cast: 2 casts an op)
+#   bn_bf16       N x F.batch_norm(x, m, v, w, b), x bf16 [1, 16, 8, 8], stats fp32 (on no list)
+#   layernorm_bf16 N x F.layer_norm(x, (256,)), x bf16 (the fp32 list: x cast up, 1 cast an op)
+import argparse, statistics, time
+import torch
+import torch.nn.functional as F
+
+p = argparse.ArgumentParser()
+p.add_argument("--program", required=True)
+p.add_argument("--n", type=int, default=200)
+p.add_argument("--steps", type=int, default=60)
+p.add_argument("--blocks", type=int, default=6)
+a = p.parse_args()
+dev = torch.device("cuda")
+bf, f32 = torch.bfloat16, torch.float32
+N = a.n
+if a.program in ("relu_bf16", "add_bf16", "linear_bf16", "layernorm_bf16"):
+    x = torch.randn(8, 256, device=dev, dtype=bf)
+    y = torch.randn(8, 256, device=dev, dtype=bf)
+    W = torch.randn(256, 256, device=dev, dtype=bf)
+elif a.program == "linear_fp32":
+    x = torch.randn(8, 256, device=dev, dtype=f32)
+    W = torch.randn(256, 256, device=dev, dtype=f32)
+elif a.program == "conv_fp32":
+    x = torch.randn(1, 16, 8, 8, device=dev, dtype=f32)
+    W = torch.randn(16, 16, 3, 3, device=dev, dtype=f32)
+elif a.program == "bn_bf16":
+    x = torch.randn(1, 16, 8, 8, device=dev, dtype=bf)
+    m, v = torch.zeros(16, device=dev), torch.ones(16, device=dev)
+    w, b = torch.ones(16, device=dev), torch.zeros(16, device=dev)
+else:
+    raise SystemExit("unknown program " + a.program)
+
+
+def step():
+    for _ in range(N):
+        if a.program == "relu_bf16":
+            torch.relu(x)
+        elif a.program == "add_bf16":
+            x + y
+        elif a.program in ("linear_bf16", "linear_fp32"):
+            F.linear(x, W)
+        elif a.program == "conv_fp32":
+            F.conv2d(x, W, padding=1)
+        elif a.program == "bn_bf16":
+            F.batch_norm(x, m, v, w, b, False)
+        elif a.program == "layernorm_bf16":
+            F.layer_norm(x, (256,))
+
+
+def timed(auto):
+    out = []
+    for _ in range(a.steps):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        with torch.no_grad(), torch.autocast("cuda", dtype=bf, enabled=auto):
+            step()
+        torch.cuda.synchronize()
+        out.append((time.perf_counter() - t0) * 1e3)
+    return out
+
+
+with torch.no_grad():
+    for _ in range(3):
+        timed(False), timed(True)
+plain, auto = [], []
+for _ in range(a.blocks):
+    plain += timed(False)
+    auto += timed(True)
+mp, ma = statistics.median(plain), statistics.median(auto)
+print(f"program {a.program} n {N} plain_ms {mp:.4f} autocast_ms {ma:.4f} per_op_us {(ma - mp) / N * 1e3:.3f} "
+      f"plain_per_op_us {mp / N * 1e3:.3f} torch {torch.__version__} gpu {torch.cuda.get_device_name()}")
