@@ -232,12 +232,15 @@ bool conv_work(const std::string& op, const std::vector<std::vector<std::int64_t
         return f.empty() ? dflt : f[std::min(i, f.size() - 1)];
       };
       const std::int64_t s = v(st, 1), p = v(pd, 0), d = v(dl, 1);
-      if (s <= 0 || d <= 0 || p < 0) return false;
+      constexpr std::int64_t kMax = std::int64_t{1} << 30;  // beyond: a hostile record, not a shape
+      if (s <= 0 || d <= 0 || p < 0 || s > kMax || d > kMax || p > kMax || x[i + 2] > kMax || k[i + 2] > kMax || k[i + 2] < 1) return false;
       const std::int64_t o = (x[i + 2] + 2 * p - d * (k[i + 2] - 1) - 1) / s + 1;
       if (o <= 0) return false;
       out[i] = static_cast<double>(o);
     }
   }
+  bool spatial = false;  // a filter wider than 1x1 or a stride (not one GEMM over the channels)
+  for (std::size_t i = 0; i < nd; ++i) spatial = spatial || k[i + 2] > 1 || out[i] != static_cast<double>(x[i + 2]);
   double positions = 1, taps = static_cast<double>(k[1]);
   for (std::size_t i = 0; i < nd; ++i) positions *= out[i], taps *= static_cast<double>(k[i + 2]);
   const double n = static_cast<double>(x[0]), cout = static_cast<double>(k[0]);
@@ -255,6 +258,7 @@ bool conv_work(const std::string& op, const std::vector<std::vector<std::int64_t
   w.bytes = bytes * elem;
   w.weight_elems = bwd ? 0 : wt_elems;
   w.out_elems = out_elems;
+  w.conv_spatial = spatial;
   return true;
 }
 
@@ -541,6 +545,7 @@ WorkTable estimate_work(const Trace& t, const HwSpec& source) {
       w.op = op_name_of(op);
       w.weight_elems = gets_math ? total.weight_elems / static_cast<double>(compute ? compute : ks.size()) : 0;
       w.out_elems = total.out_elems;
+      w.conv_spatial = total.conv_spatial;
       w.rhs_elems = gets_math ? total.rhs_elems : 0;
       if (gets_math) {
         w.out_rows = total.out_rows;
@@ -666,6 +671,7 @@ std::size_t WorkTable::Hash::operator()(const KernelWork& w) const {
     mix(bits_of(v));
   mix(w.access_width);
   mix(std::hash<std::string_view>()(w.op));
+  mix(w.conv_spatial ? 1 : 0);
   return static_cast<std::size_t>(h);
 }
 
@@ -676,7 +682,7 @@ bool WorkTable::Eq::operator()(const KernelWork& a, const KernelWork& b) const {
          bits_of(a.read_bytes) == bits_of(b.read_bytes) && bits_of(a.chain_ops) == bits_of(b.chain_ops) && a.op == b.op &&
          bits_of(a.out_elems) == bits_of(b.out_elems) && bits_of(a.rhs_elems) == bits_of(b.rhs_elems) &&
          bits_of(a.out_rows) == bits_of(b.out_rows) && bits_of(a.out_cols) == bits_of(b.out_cols) && bits_of(a.batch) == bits_of(b.batch) &&
-         bits_of(a.tiles) == bits_of(b.tiles);
+         bits_of(a.tiles) == bits_of(b.tiles) && a.conv_spatial == b.conv_spatial;
 }
 
 }  // namespace bneck

@@ -69,6 +69,7 @@ struct KernelWork {
   bool from_shapes = false;        // false: inferred from the measured duration
   bool from_geometry = false;      // bytes from the launch geometry (threads x element x arrays)
   MemLevel level = MemLevel::Hbm;  // where its working set streams from
+  bool conv_spatial = false;       // a convolution's kernel: its filter wider than 1x1, or strided (shapes)
   double flops = 0, bytes = 0;
   double weight_elems = 0;                       // GEMM forward (addmm): elements of the weight operand (autocast casts it)
   Bytes access_width = 0;                        // bytes one thread moves per access, where known (launch geometry):

@@ -731,15 +731,17 @@ TEST_CASE("others' profiles under --fsdp and --overlap-comm: every rank forecast
   CHECK(ranks == 8);
   // HTA's multi-thread traces: a communication kernel's input was the last compute op submitted
   // before it even where that op was still running when it started (it waited, through an event,
-  // for the communication kernel: a cycle). Now the last one that had ended: within 1 % of the
-  // replay (their collectives are a small part of the step).
+  // for the communication kernel: a cycle). Now the last one that had ended: no cycle, and the
+  // forecast within 1 % of the replay on trace_diff's, -4.5 % on negative_queue's rank 0, whose
+  // 80 collectives are 185 ms of its 1.23 s exposed (-0.5 % while its kernels held on other
+  // streams past the inference window kept their launches' delays: milliseconds nothing moved).
   const std::string k = extra_dir() + "/traces/kineto/hta/";
   for (const char* f : {"trace_diff/test/test.json.gz", "negative_queue_length_values_check/rank0.json.gz"}) {
     INFO(f);
     WhatIfReport w;
     REQUIRE_NOTHROW(w = whatif_of(k + f, "", {"--overlap-comm"}));
     const double x = static_cast<double>(w.predicted_ns) / static_cast<double>(w.baseline_ns);
-    CHECK(x > 0.99);
+    CHECK(x > (std::string(f).find("negative") != std::string::npos ? 0.94 : 0.99));
     CHECK(x <= 1.0);
   }
 }
@@ -768,4 +770,32 @@ TEST_CASE("a host that polls a kernel's count waits for that kernel", "[whatif][
   CHECK(same.predicted_ns == 10'610'000);
   const WhatIfReport fast = whatif_of(f, "", {"--unprofile=off", "--scale", "2:name~gemm"});
   CHECK(fast.predicted_ns == 5'610'000);
+}
+
+TEST_CASE("a kernel held on another stream past the inference window waits for that stream's last op, not for its launch",
+          "[whatif][graph]") {
+  // The host ran ahead (a GPU-bound profile): kernel_b on stream 13 was launched at 20 us, behind a
+  // stream wait the trace does not resolve (no stream or event recorded), and started at 1,140 us,
+  // 40 us after kernel_a (stream 7, 100 .. 1,100 us) ended: past the 20 us window in which an op on
+  // another stream is taken for the event. Kept on its launch, the wait was a 1,120 us delay no
+  // faster kernel_a could move (the span stayed 1,140 us); taken as waiting for kernel_a at its
+  // measured 40 us, kernel_a twice as fast gives 100 + 500 + 40 + 100 = 740 us: a span of 640 us.
+  const std::string p = tmp("held_wait.json");
+  std::ofstream(p) << R"({"traceEvents": [
+    {"ph": "X", "cat": "user_annotation", "name": "step0", "pid": 1, "tid": 1, "ts": 0, "dur": 1300},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 10, "dur": 4, "args": {"correlation": 1}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaEventRecord", "pid": 1, "tid": 1, "ts": 15, "dur": 1, "args": {"correlation": 2}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamWaitEvent", "pid": 1, "tid": 1, "ts": 17, "dur": 1, "args": {"correlation": 3}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 20, "dur": 4, "args": {"correlation": 4}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaDeviceSynchronize", "pid": 1, "tid": 1, "ts": 30, "dur": 1215, "args": {"correlation": 5}},
+    {"ph": "X", "cat": "kernel", "name": "kernel_a", "pid": 0, "tid": 7, "ts": 100, "dur": 1000,
+     "args": {"correlation": 1, "stream": 7, "device": 0, "grid": [132, 1, 1], "block": [256, 1, 1]}},
+    {"ph": "X", "cat": "kernel", "name": "kernel_b", "pid": 0, "tid": 13, "ts": 1140, "dur": 100,
+     "args": {"correlation": 4, "stream": 13, "device": 0, "grid": [132, 1, 1], "block": [256, 1, 1]}}],
+    "deviceProperties": [{"id": 0, "name": "NVIDIA H200", "numSms": 132, "computeMajor": 9, "computeMinor": 0}]})";
+  const WhatIfReport w = whatif_of(p, "step0", {"--unprofile=off", "--scale", "2:name~kernel_a"});
+  INFO("baseline " << w.baseline_ns << " predicted " << w.predicted_ns);
+  CHECK(w.baseline_ns == 1'140'000);
+  CHECK(w.predicted_ns == Approx(640'000).margin(100));
+  std::remove(p.c_str());
 }

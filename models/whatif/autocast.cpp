@@ -134,6 +134,7 @@ class Autocast : public TransformStep {
     }
     const std::size_t bw_casts = has_backward(t) ? backward(ctx, c, hit, main, host, s) : 0;
     scale_conv_helpers(t, ctx.work, before, c);
+    const std::size_t transposes = add_conv_layout_transposes(t, ctx.work, hit, dtype_bytes(dtype_), c);
     c.log.push_back(
         text + " (the trace runs " + recipe_in_use(t, ctx.work) + "): " + std::to_string(s.gemms) + " GEMM/attention kernels in " +
         to_string(dtype_) + " on " + to_string(c.spec.gpu.best_unit(dtype_)) + ", " + std::to_string(s.casts) + " casts in the forward" +
@@ -142,8 +143,9 @@ class Autocast : public TransformStep {
         (host_ >= 0           ? ", given"
          : c.profiler_removed ? ""
                               : ", the profiler's cost kept") +
-        "); norms and softmax fp32, elementwise kernels by their operands' dtypes; " + format_duration(s.before) + " -> " +
-        format_duration(s.after));
+        "); norms and softmax fp32, elementwise kernels by their operands' dtypes" +
+        (transposes ? ", " + std::to_string(transposes) + " NCHW/NHWC layout transposes around cuDNN's convolutions" : "") + "; " +
+        format_duration(s.before) + " -> " + format_duration(s.after));
   }
 
  private:

@@ -43,7 +43,10 @@ LaneId forward_lane(const Trace& t) {
 
 bool conv_op_kernel(const KernelWork& w) { return w.from_shapes && w.op.find("convolution") != std::string_view::npos; }
 
-void scale_conv_helpers(const Trace& t, const WorkTable& work, const std::vector<TimeNs>& before, WhatIfCase& c) {
+namespace {
+// The kernels of each convolution op: consecutive launches of one thread from one convolution op
+// of one output size, in launch order.
+std::vector<std::vector<OpId>> conv_op_groups(const Trace& t, const WorkTable& work) {
   std::vector<OpId> ks;  // every launched kernel, in launch order per thread
   bool any = false;
   for (OpId i = 0; i < t.ops.size(); ++i) {
@@ -52,29 +55,67 @@ void scale_conv_helpers(const Trace& t, const WorkTable& work, const std::vector
     ks.push_back(i);
     any = any || conv_op_kernel(work[i]);
   }
-  if (!any) return;
+  std::vector<std::vector<OpId>> groups;
+  if (!any) return groups;
   auto launch = [&](OpId k) { return std::pair{t.ops[t.ops[k].link].lane, t.ops[t.ops[k].link].start}; };
   std::stable_sort(ks.begin(), ks.end(), [&](OpId a, OpId b) { return launch(a) < launch(b); });
   for (std::size_t a = 0; a < ks.size();) {
     const KernelWork& wa = work[ks[a]];
     std::size_t b = a + 1;
-    if (!conv_op_kernel(wa)) {
-      a = b;
-      continue;
+    if (conv_op_kernel(wa)) {
+      while (b < ks.size() && launch(ks[b]).first == launch(ks[a]).first && conv_op_kernel(work[ks[b]]) && work[ks[b]].op == wa.op &&
+             work[ks[b]].out_elems == wa.out_elems)
+        ++b;
+      groups.emplace_back(ks.begin() + static_cast<long>(a), ks.begin() + static_cast<long>(b));
     }
-    while (b < ks.size() && launch(ks[b]).first == launch(ks[a]).first && conv_op_kernel(work[ks[b]]) && work[ks[b]].op == wa.op &&
-           work[ks[b]].out_elems == wa.out_elems)
-      ++b;
-    double old_math = 0, new_math = 0;
-    for (std::size_t k = a; k < b; ++k)
-      if (is_compute_class(work[ks[k]].cls))
-        old_math += static_cast<double>(before[ks[k]]), new_math += static_cast<double>(c.durations[ks[k]]);
-    if (old_math > 0)
-      for (std::size_t k = a; k < b; ++k)
-        if (!is_compute_class(work[ks[k]].cls))
-          c.durations[ks[k]] = static_cast<TimeNs>(std::llround(static_cast<double>(c.durations[ks[k]]) * new_math / old_math));
     a = b;
   }
+  return groups;
+}
+}  // namespace
+
+void scale_conv_helpers(const Trace& t, const WorkTable& work, const std::vector<TimeNs>& before, WhatIfCase& c) {
+  for (const std::vector<OpId>& group : conv_op_groups(t, work)) {
+    double old_math = 0, new_math = 0;
+    for (OpId k : group)
+      if (is_compute_class(work[k].cls)) old_math += static_cast<double>(before[k]), new_math += static_cast<double>(c.durations[k]);
+    if (old_math > 0)
+      for (OpId k : group)
+        if (!is_compute_class(work[k].cls))
+          c.durations[k] = static_cast<TimeNs>(std::llround(static_cast<double>(c.durations[k]) * new_math / old_math));
+  }
+}
+
+std::size_t add_conv_layout_transposes(const Trace& t, const WorkTable& work, const std::vector<bool>& hit, double elem, WhatIfCase& c) {
+  const GpuSpec& g = c.spec.gpu;
+  const std::vector<std::vector<OpId>> groups = conv_op_groups(t, work);
+  if (groups.empty()) return 0;
+  std::vector<TimeNs> launches;  // the launch calls' durations: their median is a transpose's
+  for (const Op& o : t.ops)
+    if (o.kind == OpKind::Kernel && o.link != kNone) launches.push_back(c.durations[o.link]);
+  std::nth_element(launches.begin(), launches.begin() + static_cast<long>(launches.size() / 2), launches.end());
+  const TimeNs launch = launches[launches.size() / 2];
+  std::size_t added = 0;
+  for (const std::vector<OpId>& group : groups) {
+    OpId math = kNone;
+    bool nchw = true;
+    double bytes = 0;
+    for (OpId k : group) {
+      const KernelWork& w = work[k];
+      bytes += w.bytes;
+      if (!is_compute_class(w.cls)) continue;
+      if (math == kNone) math = k;
+      if (w.dtype != Dtype::FP32 || t.name(t.ops[k]).find("nhwc") != std::string::npos) nchw = false;
+    }
+    if (math == kNone || !nchw || !work[group.front()].conv_spatial || !hit[math]) continue;
+    // The op's tensors: its shapes' bytes (fp32) over 4 = input + filter + output elements.
+    const double elems = bytes / 4;
+    c.durations[math] +=
+        static_cast<TimeNs>(std::llround(2 * elems * elem / (g.memory_bandwidth * g.memory_efficiency) * 1e9)) + 3 * g.kernel_tail;
+    c.durations[t.ops[math].link] += 3 * launch;
+    added += 3;
+  }
+  return added;
 }
 
 TimeNs streaming_at(const std::string& name, TimeNs d, double old_b, double new_b, const GpuSpec& g) {

@@ -38,6 +38,15 @@ bool conv_op_kernel(const KernelWork& w);
 // An op's kernels: consecutive launches of one thread from one convolution op of one output size.
 void scale_conv_helpers(const Trace& t, const WorkTable& work, const std::vector<TimeNs>& before, WhatIfCase& c);
 
+// cuDNN's tensor-core convolutions take NHWC tensors: in a program of NCHW tensors (PyTorch's
+// default), a convolution with a filter wider than 1x1 or a stride, traced on NCHW kernels (fp32,
+// no "nhwc" in its math kernel's name), runs under TF32 or a 16-bit type behind transposes of its
+// input and filter (nchwToNhwcKernel) and of its output back (nhwcToNchwKernel); 1x1 convolutions
+// run as GEMMs in place. Each transpose reads and writes its tensor once (elements x `elem`
+// bytes x 2) at the streaming rate, plus a kernel tail, folded into the op's first math kernel; its
+// launch (the trace's median launch call) into that kernel's call. Returns the transposes added.
+std::size_t add_conv_layout_transposes(const Trace& t, const WorkTable& work, const std::vector<bool>& hit, double elem, WhatIfCase& c);
+
 // scaling: "tensor", "row" or "block"; sel: the ops it applies to (empty: all); host: host time of
 // one quantization kernel's launch.
 std::unique_ptr<TransformStep> make_fp8_step(const std::string& scaling, std::string sel, TimeNs host);

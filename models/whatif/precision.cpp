@@ -72,10 +72,14 @@ class Precision : public TransformStep {
       c.durations[i] = nd;
     }
     scale_conv_helpers(ctx.trace, ctx.work, durations_before, c);
-    c.log.push_back(text + " (the trace runs " + recipe_in_use(ctx.trace, ctx.work) + "): " + std::to_string(compute) +
-                    " GEMM/attention/conv kernels to " + to_string(dtype_) + " on " + to_string(g.best_unit(dtype_)) + ", " +
-                    std::to_string(memory) + " elementwise/copy kernels at " + fmt_num("%.0f", new_b) + " B/element, " +
-                    std::to_string(kept) + " kept; " + format_duration(before) + " -> " + format_duration(after));
+    const std::size_t transposes =
+        g.best_unit(dtype_) == ComputeUnit::Tensor ? add_conv_layout_transposes(ctx.trace, ctx.work, hit, new_b, c) : 0;
+    c.log.push_back(
+        text + " (the trace runs " + recipe_in_use(ctx.trace, ctx.work) + "): " + std::to_string(compute) +
+        " GEMM/attention/conv kernels to " + to_string(dtype_) + " on " + to_string(g.best_unit(dtype_)) + ", " + std::to_string(memory) +
+        " elementwise/copy kernels at " + fmt_num("%.0f", new_b) + " B/element, " + std::to_string(kept) + " kept" +
+        (transposes ? ", " + std::to_string(transposes) + " NCHW/NHWC layout transposes added around cuDNN's convolutions" : "") + "; " +
+        format_duration(before) + " -> " + format_duration(after));
   }
 
  private:

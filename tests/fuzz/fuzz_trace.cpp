@@ -1,13 +1,15 @@
 // libFuzzer harness: one importer (chosen by FUZZ_SUFFIX: .sqlite nsys, .json Kineto/bneck/Chakra/
 // PyTorch ET, .et Chakra protobuf, .json.gz gzip) on arbitrary bytes, then the replay pipeline and
-// the structure search (its levels replayed as ranges) on whatever imports. Bad input must end in InputError; anything else (a crash, a
-// sanitizer report, another exception) is a finding.
+// the kernels' work estimate and the structure search (its levels replayed as ranges) on whatever imports. Bad input must end in
+// InputError; anything else (a crash, a sanitizer report, another exception) is a finding.
 #include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
 #include <string>
 
+#include "hw/spec.hpp"
+#include "models/kernel_work.hpp"
 #include "models/replay.hpp"
 #include "sim/analysis/structure.hpp"
 #include "sim/base/error.hpp"
@@ -31,6 +33,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (t.ops.size() <= 20000) {
       bneck::ReplayOptions o;
       (void)bneck::run_replay(t, o);
+      // The kernels' work from their names, shapes and recorded arguments (the what-ifs' input).
+      static const bneck::HwSpec hw = bneck::load_hw("h100-sxm");
+      (void)bneck::estimate_work(t, hw);
       // Structure recognition on whatever imports, its levels replayed as ranges.
       bneck::add_structure_ranges(t, bneck::find_structure(t));
       o.range_regex = "@.*";
