@@ -428,3 +428,26 @@ TEST_CASE("held-out H100 pairs: TF32 and autocast forecasts from the fp32 traces
   const double fused = static_cast<double>(whatif_of(pairs.back().trace, "step.*", {"--fuse", "auto"}).predicted_ns) / 1e6;
   CHECK(std::abs(fused / 290.81 - 1) < 0.05);
 }
+
+TEST_CASE("ResNet-50 on an H100: convolutions under TF32 and autocast from the fp32 traces", "[whatif][precision][e2e]") {
+  // validate/reference/h100/hf_heldout (one H100 80GB HBM3, 2026-12-06), unprofiled medians, ms.
+  // The convolutions' FLOPs from the recorded arguments, cuDNN's FFT helpers moving with their math,
+  // the NCHW/NHWC transposes around tensor-core convolutions and the waits of the second stream's FFT
+  // kernels: inference 64x224 TF32 -2.3 % (+90.6 % before any of it), training 32x224 TF32 -5.8 %,
+  // autocast +0.0 % (both captured after the first changes: held out). Not within the bound, and
+  // not asserted: 64x224 under autocast -19.2 % (its host: a DtoD copy per bf16 batch norm and the
+  // ops around the casts) and inference at 16 images -45 / -49 % (host-bound; the profiler's cost
+  // there is half the fitted 2.25 us an input): that forecast's interval names the profiler's cost.
+  const std::string d = source_dir() + "/validate/reference/h100/hf_heldout/k/";
+  auto forecast = [&](const std::string& w, const char* recipe) {
+    return static_cast<double>(whatif_of(d + w + ".fp32.kineto.json.gz", "step.*", {"--precision", recipe}).predicted_ns) / 1e6;
+  };
+  CHECK(std::abs(forecast("resnet50-inf-64x224", "tf32") / 11.296 - 1) < 0.12);
+  CHECK(std::abs(forecast("resnet50-train-32x224", "tf32") / 24.944 - 1) < 0.12);
+  CHECK(std::abs(forecast("resnet50-train-32x224", "autocast-bf16") / 23.059 - 1) < 0.12);
+  const WhatIfReport small = whatif_of(d + "resnet50-inf-16x224.fp32.kineto.json.gz", "step.*", {"--precision", "tf32"});
+  bool profiler = false;
+  for (const std::string& why : small.error_bar.basis)
+    profiler = profiler || why.find("profiler's host cost taken out") != std::string::npos;
+  CHECK(profiler);
+}
