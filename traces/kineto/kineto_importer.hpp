@@ -9,7 +9,9 @@
 // same correlation (`wait_on_cuda_event_record_corr_id` names the cudaEventRecord a wait or event
 // sync waits for); `user_annotation` (incl. `ProfilerStep#N`) are ranges on their thread, as NVTX
 // ranges are; `cpu_op`s with `Input Dims` become ranges named like PyTorch's emit_nvtx ranges
-// ("aten::addmm, sizes = [[8, 2048], ...]") so that the cost models read their shapes;
+// ("aten::addmm, sizes = [[8, 2048], ...]") so that the cost models read their shapes, and
+// convolution ops their `Concrete Inputs` too (", args = |||[1, 1]|[2, 2]|...", one field an
+// argument, 256 bytes at most: the stride, padding and dilation that size the output);
 // `record_param_comms` and `nccl:*` annotations carry the collective, message size, dtype and
 // process group into their range names for collective matching. Timestamps: integer or float
 // microseconds, converted to integer nanoseconds from the number's text (no double rounding of
