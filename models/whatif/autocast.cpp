@@ -97,6 +97,9 @@ bool batch_norm(const std::string& n) {
   return n.find("batch_norm") != std::string::npos || n.find("cudnn::bn_") != std::string::npos || n.find("BatchNorm") != std::string::npos;
 }
 
+// A convolution kernel's input elements: its op's shapes' bytes (fp32) less its weight and output.
+double conv_input_elems(const KernelWork& w) { return std::max(0.0, w.bytes / 4 - w.weight_elems - w.out_elems); }
+
 // cuBLAS's helpers around one GEMM call (split-K's beta scaling and reduction, cuBLASLt's bias
 // epilogue): part of the GEMM before or after them, no op of their own.
 bool gemm_helper(const std::string& n) {
@@ -115,7 +118,7 @@ class Autocast : public TransformStep {
     const TimeNs host = (host_ >= 0 ? host_ : kCastHost) + (c.profiler_removed ? 0 : profiler_cost_per_cast(t));
     State s;
     c.gemm_dtype = dtype_;
-    const std::vector<TimeNs> before = c.durations;
+    const ConvOps convs = conv_ops(t, ctx.work, c.durations);
     // A new iteration starts from the input (fp32) after the host waited for the GPU on the
     // forward's thread or a backward ran: the dtype walk starts over there.
     std::vector<TimeNs> restarts;
@@ -133,8 +136,8 @@ class Autocast : public TransformStep {
       step(ctx, c, i, hit[i], host, s);
     }
     const std::size_t bw_casts = has_backward(t) ? backward(ctx, c, hit, main, host, s) : 0;
-    scale_conv_helpers(t, ctx.work, before, c);
-    const std::size_t transposes = add_conv_layout_transposes(t, ctx.work, hit, dtype_bytes(dtype_), c);
+    scale_conv_helpers(convs, ctx.work, c);
+    const std::size_t transposes = add_conv_layout_transposes(t, convs, ctx.work, hit, dtype_bytes(dtype_), c);
     c.log.push_back(
         text + " (the trace runs " + recipe_in_use(t, ctx.work) + "): " + std::to_string(s.gemms) + " GEMM/attention kernels in " +
         to_string(dtype_) + " on " + to_string(c.spec.gpu.best_unit(dtype_)) + ", " + std::to_string(s.casts) + " casts in the forward" +
@@ -210,7 +213,7 @@ class Autocast : public TransformStep {
       // A convolution's weight (its bias is an add of its own) and its input: the shapes' bytes
       // less the weight and the output.
       weight_elems = w.weight_elems;
-      act_elems = std::max(0.0, w.bytes / 4 - w.weight_elems - w.out_elems);
+      act_elems = conv_input_elems(w);
       bias = false;
     } else {
       act_elems = weight_elems = w.bytes / 12;  // a third of its fp32 bytes each (no shapes)
@@ -268,7 +271,7 @@ class Autocast : public TransformStep {
         nd = old_t > 0 ? scaled(d, new_t / old_t) : d;
         if (!same_conv) std::tie(n_cast, cast) = gemm_casts(t, i, w, act, g);
         if (act == Dt::F32 && !s.f32_made && s.f32_inputs.size() < 16) {  // an input of the forward, fp32 (its elements)
-          const double elems = in > 0 ? in : conv && w.weight_elems > 0 ? w.bytes / 4 - w.weight_elems - w.out_elems : 0;
+          const double elems = in > 0 ? in : conv && w.weight_elems > 0 ? conv_input_elems(w) : 0;
           if (elems > 0) s.f32_inputs.push_back(elems);
         }
         ++s.gemms;

@@ -43,20 +43,14 @@ LaneId forward_lane(const Trace& t) {
 
 bool conv_op_kernel(const KernelWork& w) { return w.from_shapes && w.op.find("convolution") != std::string_view::npos; }
 
-namespace {
-// The kernels of each convolution op: consecutive launches of one thread from one convolution op
-// of one output size, in launch order.
-std::vector<std::vector<OpId>> conv_op_groups(const Trace& t, const WorkTable& work) {
-  std::vector<OpId> ks;  // every launched kernel, in launch order per thread
+ConvOps conv_ops(const Trace& t, const WorkTable& work, const std::vector<TimeNs>& durations) {
+  ConvOps ops;
   bool any = false;
-  for (OpId i = 0; i < t.ops.size(); ++i) {
-    const Op& o = t.ops[i];
-    if (o.kind != OpKind::Kernel || o.link == kNone) continue;
-    ks.push_back(i);
-    any = any || conv_op_kernel(work[i]);
-  }
-  std::vector<std::vector<OpId>> groups;
-  if (!any) return groups;
+  for (OpId i = 0; i < t.ops.size() && !any; ++i) any = t.ops[i].kind == OpKind::Kernel && conv_op_kernel(work[i]);
+  if (!any) return ops;
+  std::vector<OpId> ks;  // every launched kernel, in launch order per thread
+  for (OpId i = 0; i < t.ops.size(); ++i)
+    if (t.ops[i].kind == OpKind::Kernel && t.ops[i].link != kNone) ks.push_back(i);
   auto launch = [&](OpId k) { return std::pair{t.ops[t.ops[k].link].lane, t.ops[t.ops[k].link].start}; };
   std::stable_sort(ks.begin(), ks.end(), [&](OpId a, OpId b) { return launch(a) < launch(b); });
   for (std::size_t a = 0; a < ks.size();) {
@@ -66,37 +60,40 @@ std::vector<std::vector<OpId>> conv_op_groups(const Trace& t, const WorkTable& w
       while (b < ks.size() && launch(ks[b]).first == launch(ks[a]).first && conv_op_kernel(work[ks[b]]) && work[ks[b]].op == wa.op &&
              work[ks[b]].out_elems == wa.out_elems)
         ++b;
-      groups.emplace_back(ks.begin() + static_cast<long>(a), ks.begin() + static_cast<long>(b));
+      ops.kernels.emplace_back(ks.begin() + static_cast<long>(a), ks.begin() + static_cast<long>(b));
+      double math = 0;
+      for (OpId k : ops.kernels.back())
+        if (is_compute_class(work[k].cls)) math += static_cast<double>(durations[k]);
+      ops.math_before.push_back(math);
     }
     a = b;
   }
-  return groups;
+  return ops;
 }
-}  // namespace
 
-void scale_conv_helpers(const Trace& t, const WorkTable& work, const std::vector<TimeNs>& before, WhatIfCase& c) {
-  for (const std::vector<OpId>& group : conv_op_groups(t, work)) {
-    double old_math = 0, new_math = 0;
-    for (OpId k : group)
-      if (is_compute_class(work[k].cls)) old_math += static_cast<double>(before[k]), new_math += static_cast<double>(c.durations[k]);
-    if (old_math > 0)
-      for (OpId k : group)
+void scale_conv_helpers(const ConvOps& ops, const WorkTable& work, WhatIfCase& c) {
+  for (std::size_t n = 0; n < ops.kernels.size(); ++n) {
+    double math = 0;
+    for (OpId k : ops.kernels[n])
+      if (is_compute_class(work[k].cls)) math += static_cast<double>(c.durations[k]);
+    if (ops.math_before[n] > 0)
+      for (OpId k : ops.kernels[n])
         if (!is_compute_class(work[k].cls))
-          c.durations[k] = static_cast<TimeNs>(std::llround(static_cast<double>(c.durations[k]) * new_math / old_math));
+          c.durations[k] = static_cast<TimeNs>(std::llround(static_cast<double>(c.durations[k]) * math / ops.math_before[n]));
   }
 }
 
-std::size_t add_conv_layout_transposes(const Trace& t, const WorkTable& work, const std::vector<bool>& hit, double elem, WhatIfCase& c) {
+std::size_t add_conv_layout_transposes(const Trace& t, const ConvOps& ops, const WorkTable& work, const std::vector<bool>& hit, double elem,
+                                       WhatIfCase& c) {
   const GpuSpec& g = c.spec.gpu;
-  const std::vector<std::vector<OpId>> groups = conv_op_groups(t, work);
-  if (groups.empty()) return 0;
+  if (ops.kernels.empty()) return 0;
   std::vector<TimeNs> launches;  // the launch calls' durations: their median is a transpose's
   for (const Op& o : t.ops)
     if (o.kind == OpKind::Kernel && o.link != kNone) launches.push_back(c.durations[o.link]);
   std::nth_element(launches.begin(), launches.begin() + static_cast<long>(launches.size() / 2), launches.end());
   const TimeNs launch = launches[launches.size() / 2];
   std::size_t added = 0;
-  for (const std::vector<OpId>& group : groups) {
+  for (const std::vector<OpId>& group : ops.kernels) {
     OpId math = kNone;
     bool nchw = true;
     double bytes = 0;

@@ -32,11 +32,18 @@ TimeNs streaming_at(const std::string& name, TimeNs d, double old_b, double new_
 // A kernel a convolution op launched (from its recorded shapes: the op's math, or cuDNN's FFT
 // transforms, filter flips and layout transposes beside it).
 bool conv_op_kernel(const KernelWork& w);
+// A trace's convolution ops: each op's kernels (consecutive launches of one thread from one
+// convolution op of one output size, in launch order) and its math kernels' summed duration when
+// found (before a precision change moves them). Empty where the trace has no convolution.
+struct ConvOps {
+  std::vector<std::vector<OpId>> kernels;
+  std::vector<double> math_before;
+};
+ConvOps conv_ops(const Trace& t, const WorkTable& work, const std::vector<TimeNs>& durations);
 // cuDNN picks a convolution's algorithm per precision, and its helper kernels (FFT transforms,
 // filter flips, layout transposes) with it: each helper (a conv op's kernel outside the compute
-// classes) moves by the ratio of its op's math kernels' durations after (c.durations) and before.
-// An op's kernels: consecutive launches of one thread from one convolution op of one output size.
-void scale_conv_helpers(const Trace& t, const WorkTable& work, const std::vector<TimeNs>& before, WhatIfCase& c);
+// classes) moves by the ratio of its op's math kernels' durations now (c.durations) and before.
+void scale_conv_helpers(const ConvOps& ops, const WorkTable& work, WhatIfCase& c);
 
 // cuDNN's tensor-core convolutions take NHWC tensors: in a program of NCHW tensors (PyTorch's
 // default), a convolution with a filter wider than 1x1 or a stride, traced on NCHW kernels (fp32,
@@ -45,7 +52,8 @@ void scale_conv_helpers(const Trace& t, const WorkTable& work, const std::vector
 // run as GEMMs in place. Each transpose reads and writes its tensor once (elements x `elem`
 // bytes x 2) at the streaming rate, plus a kernel tail, folded into the op's first math kernel; its
 // launch (the trace's median launch call) into that kernel's call. Returns the transposes added.
-std::size_t add_conv_layout_transposes(const Trace& t, const WorkTable& work, const std::vector<bool>& hit, double elem, WhatIfCase& c);
+std::size_t add_conv_layout_transposes(const Trace& t, const ConvOps& ops, const WorkTable& work, const std::vector<bool>& hit, double elem,
+                                       WhatIfCase& c);
 
 // scaling: "tensor", "row" or "block"; sel: the ops it applies to (empty: all); host: host time of
 // one quantization kernel's launch.

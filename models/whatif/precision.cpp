@@ -31,7 +31,7 @@ class Precision : public TransformStep {
     std::size_t compute = 0, memory = 0, kept = 0;
     TimeNs before = 0, after = 0;
     const double new_b = dtype_bytes(dtype_);
-    const std::vector<TimeNs> durations_before = c.durations;
+    const ConvOps convs = conv_ops(ctx.trace, ctx.work, c.durations);
     for (OpId i = 0; i < ctx.trace.ops.size(); ++i) {
       const Op& o = ctx.trace.ops[i];
       if (!hit[i] || o.kind != OpKind::Kernel || (o.flags & Op::kFlagNccl)) continue;
@@ -71,9 +71,9 @@ class Precision : public TransformStep {
       after += nd;
       c.durations[i] = nd;
     }
-    scale_conv_helpers(ctx.trace, ctx.work, durations_before, c);
+    scale_conv_helpers(convs, ctx.work, c);
     const std::size_t transposes =
-        g.best_unit(dtype_) == ComputeUnit::Tensor ? add_conv_layout_transposes(ctx.trace, ctx.work, hit, new_b, c) : 0;
+        g.best_unit(dtype_) == ComputeUnit::Tensor ? add_conv_layout_transposes(ctx.trace, convs, ctx.work, hit, new_b, c) : 0;
     c.log.push_back(
         text + " (the trace runs " + recipe_in_use(ctx.trace, ctx.work) + "): " + std::to_string(compute) +
         " GEMM/attention/conv kernels to " + to_string(dtype_) + " on " + to_string(g.best_unit(dtype_)) + ", " + std::to_string(memory) +
