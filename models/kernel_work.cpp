@@ -1,10 +1,12 @@
 #include "models/kernel_work.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <cctype>
 #include <cmath>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <numeric>
 #include <optional>
@@ -414,15 +416,67 @@ KernelEstimate model_kernel(const Trace& t, OpId k, const KernelWork& w, const H
   return model_kernel(t.launch(t.ops[k]), w, hw);
 }
 
-std::pair<TimeNs, TimeNs> model_kernel_pair(const Trace& t, OpId k, const KernelWork& before, const KernelWork& after, const HwSpec& hw) {
+namespace {
+
+// Same compute: SMs, clock and the best unit's peak of both precisions equal (relative 1e-6).
+bool same_compute(const GpuSpec& x, const GpuSpec& y, Dtype a, Dtype b) {
+  auto eq = [](double u, double v) { return std::abs(u - v) <= 1e-6 * std::max(std::abs(u), std::abs(v)); };
+  return x.sm_count == y.sm_count && eq(x.clock_hz, y.clock_hz) && x.peak_of(a, x.best_unit(a)) > 0 &&
+         eq(x.peak_of(a, x.best_unit(a)), y.peak_of(a, y.best_unit(a))) && eq(x.peak_of(b, x.best_unit(b)), y.peak_of(b, y.best_unit(b)));
+}
+
+}  // namespace
+
+const HwSpec* gemm_pair_sibling(const GpuSpec& g, Dtype a, Dtype b) {
+  if (g.gemm_samples.count(a) && g.gemm_samples.count(b)) return nullptr;
+  static std::mutex mu;
+  static std::map<std::string, std::shared_ptr<const HwSpec>> found;  // key -> sibling (nullptr: none)
+  char key[160];
+  std::snprintf(key, sizeof key, "%u|%.9g|%.9g|%.9g|%d|%d", g.sm_count, g.clock_hz, g.peak_of(a, g.best_unit(a)),
+                g.peak_of(b, g.best_unit(b)), static_cast<int>(a), static_cast<int>(b));
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto it = found.find(key); it != found.end()) return it->second.get();
+  std::shared_ptr<const HwSpec> best;
+  auto consider = [&](const std::string& name) {
+    if (best) return;
+    try {
+      auto h = std::make_shared<HwSpec>(load_hw(name));
+      if (h->gpu.gemm_samples.count(a) && h->gpu.gemm_samples.count(b) && same_compute(g, h->gpu, a, b)) best = std::move(h);
+    } catch (const std::exception&) {}  // an installed spec that does not load is no sibling
+  };
+  for (const std::string& n : installed_hw_names()) consider(n);
+  for (const std::string& n : hw_preset_names()) {
+    const char* text = hw_preset_text(n);  // only a spec with measured surfaces is parsed
+    if (text && std::strstr(text, "\"gemm_samples\"")) consider(n);
+  }
+  found[key] = best;
+  return best.get();
+}
+
+std::pair<TimeNs, TimeNs> model_kernel_pair(const Trace& t, OpId k, const KernelWork& before, const KernelWork& after, const HwSpec& hw,
+                                            bool* by_surfaces) {
   const auto& s = hw.gpu.gemm_samples;
-  if (s.count(before.dtype) && s.count(after.dtype)) return {model_kernel(t, k, before, hw).time_ns, model_kernel(t, k, after, hw).time_ns};
+  if (by_surfaces) *by_surfaces = false;
+  if (s.count(before.dtype) && s.count(after.dtype)) {
+    if (by_surfaces) *by_surfaces = gemm_efficiency_by_shape(before, hw.gpu) && gemm_efficiency_by_shape(after, hw.gpu);
+    return {model_kernel(t, k, before, hw).time_ns, model_kernel(t, k, after, hw).time_ns};
+  }
+  if (gemm_inner(before) > 0)
+    if (const HwSpec* sib = gemm_pair_sibling(hw.gpu, before.dtype, after.dtype))
+      if (gemm_efficiency_by_shape(before, sib->gpu) && gemm_efficiency_by_shape(after, sib->gpu)) {
+        // The sibling's two surfaces, this GPU's rates (the same compute; its memory may differ).
+        const LaunchConfig* lc = t.launch(t.ops[k]);
+        if (by_surfaces) *by_surfaces = true;
+        return {model_kernel(lc, before, hw, &sib->gpu).time_ns, model_kernel(lc, after, hw, &sib->gpu).time_ns};
+      }
   KernelWork b = before, a = after;  // no shape: each precision's single efficiency
   b.out_rows = a.out_rows = 0;
   return {model_kernel(t, k, b, hw).time_ns, model_kernel(t, k, a, hw).time_ns};
 }
 
-KernelEstimate model_kernel(const LaunchConfig* lc, const KernelWork& w, const HwSpec& hw) {
+KernelEstimate model_kernel(const LaunchConfig* lc, const KernelWork& w, const HwSpec& hw) { return model_kernel(lc, w, hw, nullptr); }
+
+KernelEstimate model_kernel(const LaunchConfig* lc, const KernelWork& w, const HwSpec& hw, const GpuSpec* surfaces) {
   KernelEstimate e;
   const GpuSpec& g = hw.gpu;
   RooflineInput in{w.dtype, w.unit, w.flops, w.bytes, w.level, true, -1, -1};
@@ -435,7 +489,7 @@ KernelEstimate model_kernel(const LaunchConfig* lc, const KernelWork& w, const H
     }
   }
   TimeNs tail = g.kernel_tail;
-  const std::optional<double> by_shape = gemm_efficiency_by_shape(w, g);
+  const std::optional<double> by_shape = gemm_efficiency_by_shape(w, surfaces ? *surfaces : g);
   if (w.cls == KernelClass::Gemm) {  // calibrated GEMM fit of this precision, where there is one
     auto it = g.gemm_fit.find(w.dtype);
     if (it != g.gemm_fit.end()) {

@@ -129,6 +129,9 @@ struct KernelEstimate {
 KernelEstimate model_kernel(const Trace& t, OpId k, const KernelWork& w, const HwSpec& hw);
 // The same with launch geometry `lc` (nullptr: none known), e.g. a split kernel's smaller grid.
 KernelEstimate model_kernel(const LaunchConfig* lc, const KernelWork& w, const HwSpec& hw);
+// The same with a GEMM's efficiency by shape from `surfaces`' measured samples (another GPU of the
+// same compute, gemm_pair_sibling) instead of hw's own; nullptr: hw's.
+KernelEstimate model_kernel(const LaunchConfig* lc, const KernelWork& w, const HwSpec& hw, const GpuSpec* surfaces);
 
 // Each op's work, indexed by op id, in 12 bytes an op instead of KernelWork's 120: an op's work is
 // a template shared by the ops that do the same (interned: an op's class, precision and unit from
@@ -180,6 +183,16 @@ WorkTable estimate_work(const Trace& t, const HwSpec& source);
 // The model's times of one kernel's work before and after a change of precision on one GPU: a GEMM
 // by the measured shape surfaces where the GPU has one for both precisions, else both by the
 // calibrated single efficiency of each (never one of each: their ratio would mix two rules).
-std::pair<TimeNs, TimeNs> model_kernel_pair(const Trace& t, OpId k, const KernelWork& before, const KernelWork& after, const HwSpec& hw);
+// Where the GPU lacks a surface for one of the two, a GEMM of known shape takes the ratio of the two
+// surfaces of a GPU of the same compute that has both (gemm_pair_sibling): one GPU's measurements on
+// both sides of the ratio.
+// `by_surfaces`, where given, says whether both times came from measured surfaces (own or sibling).
+std::pair<TimeNs, TimeNs> model_kernel_pair(const Trace& t, OpId k, const KernelWork& before, const KernelWork& after, const HwSpec& hw,
+                                            bool* by_surfaces = nullptr);
+// A GPU of the same compute as `g` whose measured GEMM surfaces cover both precisions: an installed
+// or compiled-in spec with g's SM count, clock and peak rates of both (the H200 beside the H100 SXM:
+// one GH100). nullptr where `g` has both surfaces itself or no such spec exists. Loaded once a
+// process (thread-safe); installed specs are looked at before the presets, each in name order.
+const HwSpec* gemm_pair_sibling(const GpuSpec& g, Dtype a, Dtype b);
 
 }  // namespace bneck

@@ -1,6 +1,8 @@
 // Error bars of forecasts (error_bar.hpp has the model card).
 #include "models/whatif/error_bar.hpp"
 
+#include "models/kernel_work.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -30,6 +32,11 @@ const std::vector<Family>& families() {
       {"tf32", "TF32", {0.000, 0.031, 0.118, 0.026}},
       // TF32 on a GPU without a measured TF32 shape surface (its GEMMs priced by one efficiency):
       // the same four workloads priced so on the H200 before its surfaces were measured.
+      // TF32 on a GPU whose GEMMs take the ratio of a same-compute GPU's measured fp32 and TF32
+      // surfaces (the H200's on an H100, gemm_pair_sibling): the five Hugging Face workloads on an H100
+      // (validate/reference/h100/hf_autocast; one efficiency each before: -7.2, -7.7, +7.7, -0.5,
+      // -1.5 %). Held out: the four families of validate/reference/h100/hf_heldout.
+      {"tf32-sibling", "TF32 (GEMMs by the fp32/TF32 ratio a GPU of the same compute measured)", {0.027, 0.012, 0.092, 0.023, 0.052}},
       {"tf32-unmeasured", "TF32 (GEMMs priced by one efficiency: no measured TF32 shapes on this GPU)", {0.000, -0.072, 0.099, -0.010}},
       // bf16 autocast: the four Hugging Face workloads and the core block pair (profiler kept); since
       // mixed-dtype elementwise ops are priced on PyTorch's casting path (2026-12-05; before: -5.0,
@@ -199,7 +206,10 @@ ErrorBar error_bar(const std::vector<Transform>& transforms, const ErrorContext&
   for (const Transform& tr : transforms) {
     std::string fam = family_of(tr->text);
     if (fam.empty()) continue;
-    if (fam == "tf32" && ctx.target && !ctx.target->gpu.gemm_samples.count(Dtype::TF32)) fam = "tf32-unmeasured";
+    if (fam == "tf32" && ctx.surface_share < 0.5)
+      fam = "tf32-unmeasured";
+    else if (fam == "tf32" && ctx.target && !ctx.target->gpu.gemm_samples.count(Dtype::TF32))
+      fam = gemm_pair_sibling(ctx.target->gpu, Dtype::FP32, Dtype::TF32) ? "tf32-sibling" : "tf32-unmeasured";
     changed_work = changed_work || (fam != "measured" && fam != "cuda-graph");  // a graph takes host work away
     layout = layout || fam == "parallel";
     if (fam == "hw") {

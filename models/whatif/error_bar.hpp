@@ -16,8 +16,10 @@
 //   - the trace's own spread: the coefficient of variation of its repeated ranges' measured spans,
 //     or of their forecasts where that is larger (a change that moves the steps onto the host
 //     brings out the host's pace per traced step, which a GPU-bound measured span hides);
-//   - TF32 on a GPU with no measured TF32 shape surface: the family of TF32 priced by one
-//     efficiency (the H200's four workloads before its surfaces) instead of the surface's;
+//   - TF32 where measured shape surfaces priced under half the math it changed (a GPU with no
+//     TF32 surface and no sibling of the same compute that has one, or convolutions, which no
+//     surface prices): the family of TF32 priced by one efficiency (the H200's four workloads
+//     before its surfaces); where a sibling's fp32/TF32 ratio priced it, that family (the H100's);
 //   - a target GPU (--hw): the held-out median |error| of its kernel classes (the spec's
 //     held_out_error, time-weighted), as a normal's s = median / 0.674; none: unvalidated;
 //   - rates built from the trace's device properties (a GPU with no preset) where a transform
@@ -63,6 +65,7 @@ struct ErrorContext {
   double host_ranks = 0;        // a layout's ranks whose slowest host the forecast runs at (0: none)
   double fused_host_share = 0;  // host time --fuse took out, over the baseline span (capped at 1)
   double gpu_busy_before = 1;   // the baseline's GPU busy fraction of its span
+  double surface_share = 1;     // of the math a --precision changed, the share measured GEMM surfaces priced
 };
 
 ErrorBar error_bar(const std::vector<Transform>& transforms, const ErrorContext& ctx, TimeNs predicted_ns);

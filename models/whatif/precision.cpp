@@ -29,7 +29,8 @@ class Precision : public TransformStep {
     auto hit = ctx.select(sel_, true);
     c.gemm_dtype = dtype_;
     std::size_t compute = 0, memory = 0, kept = 0;
-    TimeNs before = 0, after = 0;
+    Dtype from = Dtype::FP32;  // a GEMM's precision before (the sibling's ratio, said in the log)
+    TimeNs before = 0, after = 0, math_before = 0, surfaced = 0;
     const double new_b = dtype_bytes(dtype_);
     const ConvOps convs = conv_ops(ctx.trace, ctx.work, c.durations);
     for (OpId i = 0; i < ctx.trace.ops.size(); ++i) {
@@ -51,7 +52,10 @@ class Precision : public TransformStep {
         w2.dtype = dtype_;
         w2.unit = g.best_unit(dtype_);
         w2.bytes = w.bytes * new_b / dtype_bytes(w.dtype);
-        const auto [o_t, n_t] = model_kernel_pair(ctx.trace, i, w, w2, c.spec);
+        bool by_surfaces = false;
+        const auto [o_t, n_t] = model_kernel_pair(ctx.trace, i, w, w2, c.spec, &by_surfaces);
+        math_before += d;
+        if (by_surfaces) surfaced += d;
         const double old_t = static_cast<double>(o_t), new_t = static_cast<double>(n_t);
         nd = old_t > 0 ? static_cast<TimeNs>(std::llround(static_cast<double>(d) * new_t / old_t)) : d;
         if (w.weight_elems > 0 && dtype_ != Dtype::TF32) {  // the cast of the weight, folded into its GEMM (TF32: a math mode)
@@ -59,6 +63,7 @@ class Precision : public TransformStep {
           nd += static_cast<TimeNs>(std::llround(cast_bytes / (g.memory_bandwidth * g.streaming_efficiency_for(16)) * 1e9)) + g.kernel_tail;
         }
         ++compute;
+        from = w.dtype;
       } else if ((w.cls == KernelClass::Elementwise || w.cls == KernelClass::Copy) &&
                  name.find("multi_tensor_apply") == std::string::npos) {
         nd = streaming_at(name, d, dtype_bytes(w.dtype), new_b, g);
@@ -72,14 +77,19 @@ class Precision : public TransformStep {
       c.durations[i] = nd;
     }
     scale_conv_helpers(convs, ctx.work, c);
+    const HwSpec* sibling = compute ? gemm_pair_sibling(g, from, dtype_) : nullptr;
+    if (math_before > 0) c.surface_share = static_cast<double>(surfaced) / static_cast<double>(math_before);
     const std::size_t transposes =
         g.best_unit(dtype_) == ComputeUnit::Tensor ? add_conv_layout_transposes(ctx.trace, convs, ctx.work, hit, new_b, c) : 0;
     c.log.push_back(
         text + " (the trace runs " + recipe_in_use(ctx.trace, ctx.work) + "): " + std::to_string(compute) +
         " GEMM/attention/conv kernels to " + to_string(dtype_) + " on " + to_string(g.best_unit(dtype_)) + ", " + std::to_string(memory) +
         " elementwise/copy kernels at " + fmt_num("%.0f", new_b) + " B/element, " + std::to_string(kept) + " kept" +
-        (transposes ? ", " + std::to_string(transposes) + " NCHW/NHWC layout transposes added around cuDNN's convolutions" : "") + "; " +
-        format_duration(before) + " -> " + format_duration(after));
+        (transposes ? ", " + std::to_string(transposes) + " NCHW/NHWC layout transposes added around cuDNN's convolutions" : "") +
+        (sibling ? "; GEMMs by the " + std::string(to_string(from)) + "/" + to_string(dtype_) + " ratio of " + sibling->name +
+                       "'s measured surfaces (the same SMs, clock and peaks; none of its own)"
+                 : std::string()) +
+        "; " + format_duration(before) + " -> " + format_duration(after));
   }
 
  private:

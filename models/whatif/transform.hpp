@@ -68,6 +68,7 @@ struct WhatIfCase {
   bool host_pace_given = false;        // --host-speed set every rank's pace
   bool grad_compress = false;          // --grad-compress: fp32 gradient all-reduces in 16 bits
   std::optional<Dtype> gemm_dtype;     // the precision GEMMs run in after a --precision (none: as traced)
+  double surface_share = 1;            // of the math a --precision changed (its time before), the share measured shape surfaces priced
   TimeNs fused_host_removed_ns = 0;    // host time --fuse took out (the fused ops' dispatches, the compiled wrapper's cap)
   // The case's own graph (copied from the base on first use) to edit.
   Graph& edit_graph();

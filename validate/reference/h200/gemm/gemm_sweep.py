@@ -7,6 +7,8 @@
 # slow host also time the launch), then five runs of each shape under the PyTorch profiler:
 # kernel_ms, the median of their kernels' summed device time (CUPTI; a split-K workspace memset
 # included), and the kernels' names. Prints CSV: dtype,B,M,K,N,events_ms,kernel_ms,kernels.
+# argv[1]: the precisions (default fp32,tf32,bf16); argv[2]: the dense layout, "nn" (default: a @ w,
+# w of K x N, which cuBLAS runs as its nn kernels) or "tn" (nn.Linear's: a @ w.T, w of N x K).
 import statistics, sys, torch
 from torch.profiler import ProfilerActivity, profile
 
@@ -63,14 +65,21 @@ for b in (16, 64, 128, 512):
         for h in (64, 128):
             batched.append((b, s, h, s))  # scores: q @ k^T
             batched.append((b, s, s, h))  # context: p @ v
+layout = sys.argv[2] if len(sys.argv) > 2 else "nn"
+if layout == "tn":
+    batched = []  # the dense shapes only
 for name in (sys.argv[1].split(",") if len(sys.argv) > 1 else ("fp32", "tf32", "bf16")):  # argv[1]: some of them
     torch.backends.cuda.matmul.allow_tf32 = name == "tf32"
     dt = torch.bfloat16 if name == "bf16" else torch.float32
     rows, fs = [], []
     for (b, m, k, n) in [(1,) + s for s in dense] + batched:
         a = torch.randn(m, k, device=dev, dtype=dt) if b == 1 else torch.randn(b, m, k, device=dev, dtype=dt)
-        w = torch.randn(k, n, device=dev, dtype=dt) if b == 1 else torch.randn(b, k, n, device=dev, dtype=dt)
-        f = (lambda a=a, w=w: a @ w) if b == 1 else (lambda a=a, w=w: torch.bmm(a, w))
+        if b == 1 and layout == "tn":
+            w = torch.randn(n, k, device=dev, dtype=dt)
+            f = lambda a=a, w=w: a @ w.t()
+        else:
+            w = torch.randn(k, n, device=dev, dtype=dt) if b == 1 else torch.randn(b, k, n, device=dev, dtype=dt)
+            f = (lambda a=a, w=w: a @ w) if b == 1 else (lambda a=a, w=w: torch.bmm(a, w))
         rows.append((b, m, k, n, timed(f)))
         fs.append(f)
     for (b, m, k, n, ms), (kms, kn) in zip(rows, kernel_times(fs)):
