@@ -257,6 +257,10 @@ void parse_gpu_fits(const Fields& f, GpuSpec& g) {
           f.fail(path + ".nearest", "must be a count in [1, 1000]");
         surface.nearest = v["nearest"].get<std::size_t>();
       }
+      if (v.contains("source")) {
+        if (!v["source"].is_string()) f.fail(path + ".source", "must be a string: who measured the samples");
+        surface.source = v["source"].get<std::string>();
+      }
       for (std::size_t r = 0; r < v["rows"].size(); ++r) {
         const json& row = v["rows"][r];
         std::array<double, 5> s{};

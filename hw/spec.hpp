@@ -92,6 +92,10 @@ struct GpuSpec {
   struct GemmSurface {
     std::vector<std::array<double, 5>> samples;  // log2 batch, rows, inner, columns; efficiency; sorted by rows
     std::size_t nearest = 7;
+    // Who measured it ("source"; empty: unnamed). Surfaces of one source were timed by one program
+    // with one library, so the ratio of two of them is one measurement's; two sources' ratio mixes
+    // libraries (model_kernel_pair prefers a sibling GPU's one-source pair, models/kernel_work.hpp).
+    std::string source;
     std::optional<double> efficiency(double batch, double rows, double inner, double columns) const;
   };
   std::map<Dtype, GemmSurface> gemm_samples;

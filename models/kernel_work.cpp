@@ -425,10 +425,16 @@ bool same_compute(const GpuSpec& x, const GpuSpec& y, Dtype a, Dtype b) {
          eq(x.peak_of(a, x.best_unit(a)), y.peak_of(a, y.best_unit(a))) && eq(x.peak_of(b, x.best_unit(b)), y.peak_of(b, y.best_unit(b)));
 }
 
+// Surfaces for both precisions, from one source (one program and library timed both).
+bool one_source_pair(const GpuSpec& g, Dtype a, Dtype b) {
+  const auto x = g.gemm_samples.find(a), y = g.gemm_samples.find(b);
+  return x != g.gemm_samples.end() && y != g.gemm_samples.end() && x->second.source == y->second.source;
+}
+
 }  // namespace
 
 const HwSpec* gemm_pair_sibling(const GpuSpec& g, Dtype a, Dtype b) {
-  if (g.gemm_samples.count(a) && g.gemm_samples.count(b)) return nullptr;
+  if (one_source_pair(g, a, b)) return nullptr;
   static std::mutex mu;
   static std::map<std::string, std::shared_ptr<const HwSpec>> found;  // key -> sibling (nullptr: none)
   char key[160];
@@ -441,7 +447,7 @@ const HwSpec* gemm_pair_sibling(const GpuSpec& g, Dtype a, Dtype b) {
     if (best) return;
     try {
       auto h = std::make_shared<HwSpec>(load_hw(name));
-      if (h->gpu.gemm_samples.count(a) && h->gpu.gemm_samples.count(b) && same_compute(g, h->gpu, a, b)) best = std::move(h);
+      if (one_source_pair(h->gpu, a, b) && same_compute(g, h->gpu, a, b)) best = std::move(h);
     } catch (const std::exception&) {}  // an installed spec that does not load is no sibling
   };
   for (const std::string& n : installed_hw_names()) consider(n);
@@ -453,14 +459,25 @@ const HwSpec* gemm_pair_sibling(const GpuSpec& g, Dtype a, Dtype b) {
   return best.get();
 }
 
+std::string gemm_pair_note(const GpuSpec& g, Dtype from, Dtype to) {
+  const HwSpec* sib = gemm_pair_sibling(g, from, to);
+  if (!sib) return "";
+  const bool own = g.gemm_samples.count(from) && g.gemm_samples.count(to);
+  return std::string("; GEMMs by the ") + to_string(from) + "/" + to_string(to) + " ratio of " + sib->name +
+         "'s measured surfaces (the same SMs, clock and peaks; " + (own ? "this GPU's two come from two sources" : "none of its own") + ")";
+}
+
 std::pair<TimeNs, TimeNs> model_kernel_pair(const Trace& t, OpId k, const KernelWork& before, const KernelWork& after, const HwSpec& hw,
                                             bool* by_surfaces) {
   const auto& s = hw.gpu.gemm_samples;
   if (by_surfaces) *by_surfaces = false;
-  if (s.count(before.dtype) && s.count(after.dtype)) {
+  auto own = [&] {
     if (by_surfaces) *by_surfaces = gemm_efficiency_by_shape(before, hw.gpu) && gemm_efficiency_by_shape(after, hw.gpu);
-    return {model_kernel(t, k, before, hw).time_ns, model_kernel(t, k, after, hw).time_ns};
-  }
+    return std::pair<TimeNs, TimeNs>{model_kernel(t, k, before, hw).time_ns, model_kernel(t, k, after, hw).time_ns};
+  };
+  if (one_source_pair(hw.gpu, before.dtype, after.dtype)) return own();
+  // A sibling's one-source pair before this GPU's own surfaces of two sources (two libraries'
+  // ratio) or of one precision only.
   if (gemm_inner(before) > 0)
     if (const HwSpec* sib = gemm_pair_sibling(hw.gpu, before.dtype, after.dtype))
       if (gemm_efficiency_by_shape(before, sib->gpu) && gemm_efficiency_by_shape(after, sib->gpu)) {
@@ -469,6 +486,7 @@ std::pair<TimeNs, TimeNs> model_kernel_pair(const Trace& t, OpId k, const Kernel
         if (by_surfaces) *by_surfaces = true;
         return {model_kernel(lc, before, hw, &sib->gpu).time_ns, model_kernel(lc, after, hw, &sib->gpu).time_ns};
       }
+  if (s.count(before.dtype) && s.count(after.dtype)) return own();
   KernelWork b = before, a = after;  // no shape: each precision's single efficiency
   b.out_rows = a.out_rows = 0;
   return {model_kernel(t, k, b, hw).time_ns, model_kernel(t, k, a, hw).time_ns};

@@ -183,16 +183,21 @@ WorkTable estimate_work(const Trace& t, const HwSpec& source);
 // The model's times of one kernel's work before and after a change of precision on one GPU: a GEMM
 // by the measured shape surfaces where the GPU has one for both precisions, else both by the
 // calibrated single efficiency of each (never one of each: their ratio would mix two rules).
-// Where the GPU lacks a surface for one of the two, a GEMM of known shape takes the ratio of the two
-// surfaces of a GPU of the same compute that has both (gemm_pair_sibling): one GPU's measurements on
-// both sides of the ratio.
+// Where the GPU lacks a surface for one of the two, or its two come from different sources (two
+// publications: two libraries' kernels), a GEMM of known shape takes the ratio of the two surfaces of
+// a GPU of the same compute that measured both in one source (gemm_pair_sibling): one program's
+// measurements on both sides of the ratio.
 // `by_surfaces`, where given, says whether both times came from measured surfaces (own or sibling).
 std::pair<TimeNs, TimeNs> model_kernel_pair(const Trace& t, OpId k, const KernelWork& before, const KernelWork& after, const HwSpec& hw,
                                             bool* by_surfaces = nullptr);
-// A GPU of the same compute as `g` whose measured GEMM surfaces cover both precisions: an installed
-// or compiled-in spec with g's SM count, clock and peak rates of both (the H200 beside the H100 SXM:
-// one GH100). nullptr where `g` has both surfaces itself or no such spec exists. Loaded once a
-// process (thread-safe); installed specs are looked at before the presets, each in name order.
+// A GPU of the same compute as `g` whose measured GEMM surfaces cover both precisions from one
+// source: an installed or compiled-in spec with g's SM count, clock and peak rates of both (the H200
+// beside the H100 SXM: one GH100). nullptr where `g` has such a pair itself or no such spec exists.
+// Loaded once a process (thread-safe); installed specs are looked at before the presets, each in
+// name order.
 const HwSpec* gemm_pair_sibling(const GpuSpec& g, Dtype a, Dtype b);
+// For a transform's log: "; GEMMs by the fp32/bf16 ratio of h200-sxm-calibrated's measured surfaces
+// (...)" where a sibling prices the change, else "".
+std::string gemm_pair_note(const GpuSpec& g, Dtype from, Dtype to);
 
 }  // namespace bneck

@@ -61,6 +61,15 @@ TEST_CASE("hardware presets: every number sourced, extends resolved, errors name
   nlohmann::json bad = nlohmann::json::parse(
       R"({"name": "x", "gpu": {"sm_count": 10, "memory_bandwidth": "fast", "peak": {"fp32": {"simt": "1 TFLOP/s"}}}})");
   CHECK_THROWS_WITH(parse_hw(bad, "x.json"), Catch::Contains("x.json") && Catch::Contains("gpu.memory_bandwidth"));
+  // A GEMM surface names who measured it (a string), which a precision change's ratio compares.
+  nlohmann::json src = nlohmann::json::parse(
+      R"({"name": "x", "extends": "h100-sxm", "gpu": {"gemm_samples": {"fp32": {"source": "my sweep", "rows": [[0, 10, 10, 10, 0.7]]},
+          "tf32": {"source": 7, "rows": [[0, 10, 10, 10, 0.7]]}}}})");
+  CHECK_THROWS_WITH(load_hw_json(src, "x.json"), Catch::Contains("gpu.gemm_samples.tf32.source"));
+  src["gpu"]["gemm_samples"]["tf32"]["source"] = "my sweep";
+  CHECK(load_hw_json(src, "x.json").gpu.gemm_samples.at(Dtype::TF32).source == "my sweep");
+  CHECK(load_hw("h100-sxm-calibrated").gpu.gemm_samples.at(Dtype::FP32).source == "NeuSight");
+  CHECK(load_hw("h100-sxm-calibrated").gpu.gemm_samples.at(Dtype::BF16).source == "Vidur");
 }
 
 TEST_CASE("a GEMM surface: the median efficiency of the nearest measured shapes, none far from all", "[hw][cross_gpu]") {

@@ -147,8 +147,9 @@ class Autocast : public TransformStep {
          : c.profiler_removed ? ""
                               : ", the profiler's cost kept") +
         "); norms and softmax fp32, elementwise kernels by their operands' dtypes" +
-        (transposes ? ", " + std::to_string(transposes) + " NCHW/NHWC layout transposes around cuDNN's convolutions" : "") + "; " +
-        format_duration(s.before) + " -> " + format_duration(s.after));
+        (transposes ? ", " + std::to_string(transposes) + " NCHW/NHWC layout transposes around cuDNN's convolutions" : "") +
+        (s.gemms ? gemm_pair_note(c.spec.gpu, Dtype::FP32, dtype_) : std::string()) + "; " + format_duration(s.before) + " -> " +
+        format_duration(s.after));
   }
 
  private:

@@ -77,7 +77,6 @@ class Precision : public TransformStep {
       c.durations[i] = nd;
     }
     scale_conv_helpers(convs, ctx.work, c);
-    const HwSpec* sibling = compute ? gemm_pair_sibling(g, from, dtype_) : nullptr;
     if (math_before > 0) c.surface_share = static_cast<double>(surfaced) / static_cast<double>(math_before);
     const std::size_t transposes =
         g.best_unit(dtype_) == ComputeUnit::Tensor ? add_conv_layout_transposes(ctx.trace, convs, ctx.work, hit, new_b, c) : 0;
@@ -86,10 +85,7 @@ class Precision : public TransformStep {
         " GEMM/attention/conv kernels to " + to_string(dtype_) + " on " + to_string(g.best_unit(dtype_)) + ", " + std::to_string(memory) +
         " elementwise/copy kernels at " + fmt_num("%.0f", new_b) + " B/element, " + std::to_string(kept) + " kept" +
         (transposes ? ", " + std::to_string(transposes) + " NCHW/NHWC layout transposes added around cuDNN's convolutions" : "") +
-        (sibling ? "; GEMMs by the " + std::string(to_string(from)) + "/" + to_string(dtype_) + " ratio of " + sibling->name +
-                       "'s measured surfaces (the same SMs, clock and peaks; none of its own)"
-                 : std::string()) +
-        "; " + format_duration(before) + " -> " + format_duration(after));
+        (compute ? gemm_pair_note(g, from, dtype_) : std::string()) + "; " + format_duration(before) + " -> " + format_duration(after));
   }
 
  private:

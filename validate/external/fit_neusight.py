@@ -190,7 +190,7 @@ def main(kdir):
             errs = [abs(flops / (fp32 * nearest_efficiency(samples, x)) / t - 1) for x, flops, t in held]
             err = round(statistics.median(errs), 4)
             g["held_out_error"] = {"gemm": err}
-            g["gemm_samples"] = {"fp32": {"nearest": K_NEAREST,
+            g["gemm_samples"] = {"fp32": {"nearest": K_NEAREST, "source": "NeuSight",
                                           "columns": ["log2 batch", "log2 output rows", "log2 inner", "log2 output columns", "efficiency"],
                                           "rows": [[round(v, 4) for v in s_] for s_ in sorted(samples)]}}
             log.append(f"gemm fp32 by shape: {len(samples)} training shapes, the median efficiency of the {K_NEAREST} nearest (log2 batch, rows, inner, columns); held-out median |error| {err * 100:.1f} % over {len(held)} rows")

@@ -100,7 +100,7 @@ def main(vdir):
                   "description": field("description") + "; fp16/bf16 GEMM efficiencies by shape fitted to Vidur's published profiles",
                   "gpu": {}, "sources": {}}
         g = ov.setdefault("gpu", {})
-        surface = {"nearest": K_NEAREST, "columns": ["log2 batch", "log2 output rows", "log2 inner", "log2 output columns", "efficiency"],
+        surface = {"nearest": K_NEAREST, "source": "Vidur", "columns": ["log2 batch", "log2 output rows", "log2 inner", "log2 output columns", "efficiency"],
                    "rows": [[round(v, 4) for v in s] for s in sorted(samples)]}
         g.setdefault("gemm_samples", {})["fp16"] = surface
         g["gemm_samples"]["bf16"] = "fp16"  # the same measurements

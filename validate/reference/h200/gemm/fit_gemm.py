@@ -20,6 +20,7 @@ sys.path.insert(0, os.path.join(ROOT, "validate", "external"))
 from fit_neusight import K_NEAREST, held_out, nearest_efficiency, write_overlay  # noqa: E402
 
 PEAK = {"fp32": 66.9e12, "tf32": 494.7e12, "bf16": 989.4e12}  # hw/presets/h100-sxm.json, dense
+SOURCE = "H200 sweep (validate/reference/h200/gemm)"  # one program, one library: ratios of its surfaces are consistent
 
 
 def main(path):
@@ -41,7 +42,7 @@ def main(path):
             x = (math.log2(b), math.log2(m), math.log2(k), math.log2(n))
             (test if held_out(f"{b},{m},{k},{n}") else train).append((x, eff))
         rows_out = [[round(v, 4) for v in x] + [round(e, 4)] for x, e in train]
-        samples[dt] = {"nearest": K_NEAREST, "rows": rows_out}
+        samples[dt] = {"nearest": K_NEAREST, "source": SOURCE, "rows": rows_out}
         err = [abs(e / nearest_efficiency(rows_out, x) - 1) for x, e in test]  # time error = efficiency ratio
         flat = float(fit[dt]["efficiency"])
         err_fit = [abs(e / flat - 1) for x, e in test]
@@ -70,7 +71,7 @@ def main(path):
                 x = (0.0, math.log2(m), math.log2(k), math.log2(n))
                 (test if held_out(f"1,{m},{k},{n}") else train).append((x, eff))
             rows_out = [[round(v, 4) for v in x] + [round(e, 4)] for x, e in train]
-            unaligned[dt] = {"nearest": 3, "rows": rows_out}
+            unaligned[dt] = {"nearest": 3, "source": SOURCE, "rows": rows_out}
             err = [abs(e / nearest_efficiency(rows_out, x, 3) - 1) for x, e in test]
             err_al = [abs(e / nearest_efficiency(samples[dt]["rows"], x) - 1) for x, e in test]
             report.append(f"{dt} unaligned: {len(train)} samples, {len(test)} held out: median |error| "
