@@ -320,13 +320,16 @@ TEST_CASE("autocast: the halves of a fused gate/up projection multiply in bf16, 
   // projection reads bf16 and casts its weight only (aten::mm: no bias): 4 casts. The residual add
   // (the bf16 output + the fp32 stream) runs PyTorch's casting path: 1.25 x 100 us. Kernel time
   // beside the GEMMs: 100 (SiLU) + 50 + 125 = 275 us of the 300 traced.
-  // Single up projection (UP = 4096): its output is one operand's size, the product takes it for
-  // bf16 x fp32 (casting path, 125 us, output fp32), and the down projection casts it too: 5 casts.
+  // Single up projection (UP = 4096): its output is one operand's size; the other operand, of the
+  // same size, is no fp32 tensor a GEMM read (only the 1024 x 1024 LayerNorm output was): the
+  // product of two bf16 activations (BLOOM's GELU: x * x, x * tanh(...)) at bf16's bytes, output
+  // bf16, and the down projection reads bf16: 4 casts. (Until 2026-12-06 it was taken for bf16 x
+  // fp32 on the casting path, output fp32, and the down projection cast it: 5 casts.)
   const WhatIfReport f = whatif_of(mlp_trace(tmp("mlp_fused.json"), 8192), "step0", {"--precision", "autocast-bf16"});
   const WhatIfReport s = whatif_of(mlp_trace(tmp("mlp_single.json"), 4096), "step0", {"--precision", "autocast-bf16"});
   INFO(autocast_log(f) << "\n" << autocast_log(s));
   CHECK(autocast_log(f).find(" 4 casts in the forward") != std::string::npos);
-  CHECK(autocast_log(s).find(" 5 casts in the forward") != std::string::npos);
+  CHECK(autocast_log(s).find(" 4 casts in the forward") != std::string::npos);
   std::remove(tmp("mlp_fused.json").c_str());
   std::remove(tmp("mlp_single.json").c_str());
 }
@@ -473,8 +476,10 @@ TEST_CASE("held-out H100 pairs: TF32 and autocast forecasts from the fp32 traces
   CHECK(std::abs(fused / 290.81 - 1) < 0.05);
 }
 
-TEST_CASE("held-out families on an H100: TF32 of four transformers, ResNet-50's convolutions under TF32 and autocast from the fp32 traces",
-          "[whatif][precision][e2e]") {
+TEST_CASE(
+    "held-out families on an H100: TF32, autocast and compile of six transformers, ResNet-50's convolutions under TF32 and autocast from "
+    "the fp32 traces",
+    "[whatif][precision][e2e]") {
   // validate/reference/h100/hf_heldout (one H100 80GB HBM3, 2026-12-06), unprofiled medians, ms.
   // The convolutions' FLOPs from the recorded arguments, cuDNN's FFT helpers moving with their math,
   // the NCHW/NHWC transposes around tensor-core convolutions and the waits of the second stream's FFT
@@ -494,6 +499,21 @@ TEST_CASE("held-out families on an H100: TF32 of four transformers, ResNet-50's 
   CHECK(std::abs(forecast("phi3_mini-inf-2x1024", "tf32") / 94.006 - 1) < 0.12);
   CHECK(std::abs(forecast("vit_large-inf-32x224", "tf32") / 27.114 - 1) < 0.12);
   CHECK(std::abs(forecast("vit_large-train-32x224", "tf32") / 97.868 - 1) < 0.12);
+  // Captured after all of that (a third machine): Pythia-1.4B's and BLOOM-1b1's shapes. TF32 +4.8,
+  // +4.4 (training), +1.8 %; autocast +4.7, -2.3, and BLOOM's +15.0 % at first sight, +5.3 % since a
+  // product of two bf16 activations no GEMM read in fp32 runs in bf16 (its tanh GELU); torch.compile
+  // -1.9 and +1.2 %.
+  CHECK(std::abs(forecast("pythia_1.4b-inf-4x1024", "tf32") / 63.381 - 1) < 0.12);
+  CHECK(std::abs(forecast("pythia_1.4b-inf-4x1024", "autocast-bf16") / 53.369 - 1) < 0.12);
+  CHECK(std::abs(forecast("pythia_1.4b-train-1x1024", "tf32") / 110.097 - 1) < 0.12);
+  CHECK(std::abs(forecast("pythia_1.4b-train-1x1024", "autocast-bf16") / 124.275 - 1) < 0.12);
+  CHECK(std::abs(forecast("bloom_1b1-inf-4x1024", "tf32") / 70.406 - 1) < 0.12);
+  CHECK(std::abs(forecast("bloom_1b1-inf-4x1024", "autocast-bf16") / 55.813 - 1) < 0.12);
+  for (const auto& [w, ms] : {std::pair<const char*, double>{"pythia_1.4b-inf-4x1024", 244.836}, {"bloom_1b1-inf-4x1024", 209.889}}) {
+    const double fused = static_cast<double>(whatif_of(d + w + ".fp32.kineto.json.gz", "step.*", {"--fuse", "auto"}).predicted_ns) / 1e6;
+    INFO(w << ": --fuse auto " << fused << " ms against torch.compile's " << ms);
+    CHECK(std::abs(fused / ms - 1) < 0.05);
+  }
   CHECK(std::abs(forecast("resnet50-inf-64x224", "tf32") / 11.296 - 1) < 0.12);
   CHECK(std::abs(forecast("resnet50-train-32x224", "tf32") / 24.944 - 1) < 0.12);
   CHECK(std::abs(forecast("resnet50-train-32x224", "autocast-bf16") / 23.059 - 1) < 0.12);

@@ -13,8 +13,10 @@
 //     casts a DTYPE input up, and outputs fp32.
 //   - a binary elementwise op (two tensors) of two DTYPE operands, the product of sibling GEMMs'
 //     outputs (SwiGLU's gate x up: same-shape operands) or of two parts of one GEMM's output (a
-//     fused gate/up projection: the GEMM's output at least twice an operand), runs at DTYPE's
-//     bytes and outputs DTYPE;
+//     fused gate/up projection: the GEMM's output at least twice an operand), or, with shapes, two
+//     full-size operands after a DTYPE activation where neither is the size of an fp32 tensor a
+//     GEMM read (a CNN's residual adds; BLOOM's GELU, x * x and x * tanh(...) of the bf16 MLP
+//     activation), runs at DTYPE's bytes and outputs DTYPE;
 //     with one DTYPE operand (a residual, an attention mask, rotary tables) it promotes to fp32 on
 //     PyTorch's casting path, kMixedBroadcast (1.5) x the fp32 kernel's time where an operand is
 //     broadcast (the shapes' bytes under 2.9x the elements), kMixedFull (1.25) x where both are
@@ -158,7 +160,7 @@ class Autocast : public TransformStep {
     std::string_view conv_op;  // the last convolution op's name and output elements
     double conv_out = 0;
     bool f32_made = false;           // an op of the forward has output an fp32 tensor (a norm, softmax, fp32 math, a promoted add)
-    std::vector<double> f32_inputs;  // elements of the fp32 inputs GEMMs read before that
+    std::vector<double> f32_inputs;  // elements of the fp32 tensors GEMMs read (distinct, at most 64)
     void restart() {
       cur = last_act = Dt::F32;
       prev_linear = f32_made = false;
@@ -271,9 +273,9 @@ class Autocast : public TransformStep {
         const double old_t = static_cast<double>(o_t), new_t = static_cast<double>(n_t);
         nd = old_t > 0 ? scaled(d, new_t / old_t) : d;
         if (!same_conv) std::tie(n_cast, cast) = gemm_casts(t, i, w, act, g);
-        if (act == Dt::F32 && !s.f32_made && s.f32_inputs.size() < 16) {  // an input of the forward, fp32 (its elements)
+        if (act == Dt::F32 && s.f32_inputs.size() < 64) {  // an fp32 tensor a GEMM read (its elements)
           const double elems = in > 0 ? in : conv && w.weight_elems > 0 ? conv_input_elems(w) : 0;
-          if (elems > 0) s.f32_inputs.push_back(elems);
+          if (elems > 0 && std::find(s.f32_inputs.begin(), s.f32_inputs.end(), elems) == s.f32_inputs.end()) s.f32_inputs.push_back(elems);
         }
         ++s.gemms;
       }
@@ -306,14 +308,15 @@ class Autocast : public TransformStep {
       const bool broadcast = w.from_shapes && w.flops > 0 && w.bytes < 2.9 * 4 * w.flops;
       // (Or the halves of one GEMM's output: Phi-3's fused gate/up projection, chunked.)
       const bool halves = s.last_out > 0 && w.flops > 0 && s.last_out >= 1.9 * w.flops;
-      // (Or any two activations of a forward that has made no fp32 tensor since its input, where
-      // neither is the size of an fp32 input a GEMM read: a convolutional network, whose batch
-      // norms keep DTYPE, adds DTYPE residuals; an MLP adding its own fp32 input does not.)
+      // (Or any two full-size activations after a DTYPE one where neither is the size of an fp32
+      // tensor a GEMM read: a convolutional network, whose batch norms keep DTYPE, adds DTYPE
+      // residuals; BLOOM's GELU multiplies its bf16 input by itself and by its tanh; a residual add
+      // of the hidden states a GEMM read in fp32, or an MLP adding its own fp32 input, promotes.)
       const bool reads_input = w.from_shapes && std::find(s.f32_inputs.begin(), s.f32_inputs.end(), w.flops) != s.f32_inputs.end();
-      if (s.cur == Dt::Low && !s.f32_made && !broadcast && !reads_input) {
-        if (hit) nd = streaming_at(name, d, 4, dtype_bytes(dtype_), g);
-      } else if (s.cur == Dt::Low && (s.siblings >= 2 || halves) && w.from_shapes && !broadcast) {
+      if (s.cur == Dt::Low && (s.siblings >= 2 || halves) && w.from_shapes && !broadcast) {
         if (hit) nd = scaled(d, dtype_bytes(dtype_) / 4.0);
+      } else if (s.cur == Dt::Low && !broadcast && !reads_input && (!s.f32_made || w.from_shapes)) {
+        if (hit) nd = streaming_at(name, d, 4, dtype_bytes(dtype_), g);
       } else {
         if (s.cur == Dt::Low && hit && w.from_shapes) nd = scaled(d, broadcast ? kMixedBroadcast : kMixedFull);
         s.cur = Dt::F32;

@@ -16,6 +16,11 @@
 #                             vocab 32064; fused qkv and gate/up projections) forward, no grad
 #   gemma_2b-inf-4x1024       GemmaForCausalLM (Gemma-2B's shape: hidden 2048, 18 layers, 8 heads, 1 KV head,
 #                             head 256, ffn 16384, vocab 256000, GeGLU) forward, no grad
+#   pythia_1.4b-inf-4x1024    GPTNeoXForCausalLM (Pythia-1.4B's shape: hidden 2048, 24 layers, 16 heads, ffn 8192,
+#                             vocab 50304, rotary on a quarter of each head, parallel attention and MLP) forward
+#   pythia_1.4b-train-1x1024  the same: forward + LM loss + backward + AdamW step
+#   bloom_1b1-inf-4x1024      BloomForCausalLM (BLOOM-1b1's shape: hidden 1536, 24 layers, 16 heads, vocab
+#                             250880, ALiBi position biases, fused qkv) forward, no grad
 #   vit_large-inf-32x224      ViTForImageClassification (ViT-L/16: hidden 1024, 24 layers, 16 heads, ffn 4096,
 #                             224x224 images: a 16x16 convolution, then 197 tokens) forward, no grad
 #   vit_large-train-32x224    the same: forward + cross-entropy on 1,000 classes + backward + AdamW step
@@ -66,6 +71,7 @@ import transformers
 from transformers import BertConfig, BertModel, GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, OPTConfig, OPTForCausalLM
 from transformers import Qwen2Config, Qwen2ForCausalLM
 try:  # the held-out families of validate/reference/h100/hf_heldout
+    from transformers import BloomConfig, BloomForCausalLM, GPTNeoXConfig, GPTNeoXForCausalLM
     from transformers import GemmaConfig, GemmaForCausalLM, Phi3Config, Phi3ForCausalLM
     from transformers import ResNetConfig, ResNetForImageClassification, ViTConfig, ViTForImageClassification
 except ImportError:
@@ -82,6 +88,9 @@ WORKLOADS = {
     "qwen2_1.5b-inf-4x1024": ("qwen2_1.5b", False, 4, 1024),
     "phi3_mini-inf-2x1024": ("phi3_mini", False, 2, 1024),
     "gemma_2b-inf-4x1024": ("gemma_2b", False, 4, 1024),
+    "pythia_1.4b-inf-4x1024": ("pythia_1.4b", False, 4, 1024),
+    "pythia_1.4b-train-1x1024": ("pythia_1.4b", True, 1, 1024),
+    "bloom_1b1-inf-4x1024": ("bloom_1b1", False, 4, 1024),
     "vit_large-inf-32x224": ("vit_large", False, 32, 224),
     "vit_large-train-32x224": ("vit_large", True, 32, 224),
     "resnet50-inf-64x224": ("resnet50", False, 64, 224),
@@ -183,6 +192,12 @@ def make_config():
     if kind == "gemma_2b":
         return GemmaForCausalLM, GemmaConfig(hidden_size=2048, num_hidden_layers=18, num_attention_heads=8, num_key_value_heads=1,
                                              head_dim=256, intermediate_size=16384, vocab_size=256000, max_position_embeddings=2048)
+    if kind == "pythia_1.4b":
+        return GPTNeoXForCausalLM, GPTNeoXConfig(hidden_size=2048, num_hidden_layers=24, num_attention_heads=16, intermediate_size=8192,
+                                                 vocab_size=50304, rotary_pct=0.25, use_parallel_residual=True,
+                                                 max_position_embeddings=2048)
+    if kind == "bloom_1b1":
+        return BloomForCausalLM, BloomConfig(hidden_size=1536, n_layer=24, n_head=16, vocab_size=250880)
     if kind == "vit_large":
         return ViTForImageClassification, ViTConfig(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096,
                                                     image_size=224, patch_size=16, num_labels=1000)
