@@ -1,7 +1,6 @@
 #include "models/kernel_work.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <cstring>
 #include <cctype>
 #include <cmath>
@@ -11,6 +10,7 @@
 #include <numeric>
 #include <optional>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 
 #include "models/occupancy.hpp"
@@ -436,10 +436,10 @@ bool one_source_pair(const GpuSpec& g, Dtype a, Dtype b) {
 const HwSpec* gemm_pair_sibling(const GpuSpec& g, Dtype a, Dtype b) {
   if (one_source_pair(g, a, b)) return nullptr;
   static std::mutex mu;
-  static std::map<std::string, std::shared_ptr<const HwSpec>> found;  // key -> sibling (nullptr: none)
-  char key[160];
-  std::snprintf(key, sizeof key, "%u|%.9g|%.9g|%.9g|%d|%d", g.sm_count, g.clock_hz, g.peak_of(a, g.best_unit(a)),
-                g.peak_of(b, g.best_unit(b)), static_cast<int>(a), static_cast<int>(b));
+  using Key = std::tuple<std::uint32_t, double, double, double, int, int>;  // what same_compute compares
+  static std::map<Key, std::shared_ptr<const HwSpec>> found;                // key -> sibling (nullptr: none)
+  const Key key{g.sm_count,          g.clock_hz,         g.peak_of(a, g.best_unit(a)), g.peak_of(b, g.best_unit(b)),
+                static_cast<int>(a), static_cast<int>(b)};
   std::lock_guard<std::mutex> lock(mu);
   if (auto it = found.find(key); it != found.end()) return it->second.get();
   std::shared_ptr<const HwSpec> best;
