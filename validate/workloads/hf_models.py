@@ -21,6 +21,8 @@
 #   pythia_1.4b-train-1x1024  the same: forward + LM loss + backward + AdamW step
 #   bloom_1b1-inf-4x1024      BloomForCausalLM (BLOOM-1b1's shape: hidden 1536, 24 layers, 16 heads, vocab
 #                             250880, ALiBi position biases, fused qkv) forward, no grad
+#   t5_large_enc-inf-8x512    T5EncoderModel (T5 v1.1 large's encoder: d_model 1024, 24 layers, 16 heads, d_ff 2816,
+#                             gated tanh GELU, relative position buckets, RMS norms in fp32) forward, no grad
 #   vit_large-inf-32x224      ViTForImageClassification (ViT-L/16: hidden 1024, 24 layers, 16 heads, ffn 4096,
 #                             224x224 images: a 16x16 convolution, then 197 tokens) forward, no grad
 #   vit_large-train-32x224    the same: forward + cross-entropy on 1,000 classes + backward + AdamW step
@@ -71,7 +73,7 @@ import transformers
 from transformers import BertConfig, BertModel, GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, OPTConfig, OPTForCausalLM
 from transformers import Qwen2Config, Qwen2ForCausalLM
 try:  # the held-out families of validate/reference/h100/hf_heldout
-    from transformers import BloomConfig, BloomForCausalLM, GPTNeoXConfig, GPTNeoXForCausalLM
+    from transformers import BloomConfig, BloomForCausalLM, GPTNeoXConfig, GPTNeoXForCausalLM, T5Config, T5EncoderModel
     from transformers import GemmaConfig, GemmaForCausalLM, Phi3Config, Phi3ForCausalLM
     from transformers import ResNetConfig, ResNetForImageClassification, ViTConfig, ViTForImageClassification
 except ImportError:
@@ -91,6 +93,7 @@ WORKLOADS = {
     "pythia_1.4b-inf-4x1024": ("pythia_1.4b", False, 4, 1024),
     "pythia_1.4b-train-1x1024": ("pythia_1.4b", True, 1, 1024),
     "bloom_1b1-inf-4x1024": ("bloom_1b1", False, 4, 1024),
+    "t5_large_enc-inf-8x512": ("t5_large_enc", False, 8, 512),
     "vit_large-inf-32x224": ("vit_large", False, 32, 224),
     "vit_large-train-32x224": ("vit_large", True, 32, 224),
     "resnet50-inf-64x224": ("resnet50", False, 64, 224),
@@ -198,6 +201,9 @@ def make_config():
                                                  max_position_embeddings=2048)
     if kind == "bloom_1b1":
         return BloomForCausalLM, BloomConfig(hidden_size=1536, n_layer=24, n_head=16, vocab_size=250880)
+    if kind == "t5_large_enc":
+        return T5EncoderModel, T5Config(d_model=1024, num_layers=24, num_heads=16, d_kv=64, d_ff=2816, feed_forward_proj="gated-gelu",
+                                        vocab_size=32128)
     if kind == "vit_large":
         return ViTForImageClassification, ViTConfig(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096,
                                                     image_size=224, patch_size=16, num_labels=1000)
@@ -254,7 +260,7 @@ else:
     inputs = {"input_ids": ids}
 model.train(train)
 opt = torch.optim.AdamW(model.parameters(), lr=1e-4) if train and a.workload not in NO_OPTIMIZER else None
-extra = {} if kind.startswith("bert") or VISION else {"use_cache": False}
+extra = {} if kind.startswith("bert") or kind.startswith("t5") or VISION else {"use_cache": False}
 
 
 def graph_step(m):
