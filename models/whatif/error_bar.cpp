@@ -33,13 +33,13 @@ const std::vector<Family>& families() {
       // TF32: the four Hugging Face workloads (GEMMs by the H200's measured shape surfaces, aligned
       // and unaligned, validate/reference/h200/gemm; before them -7.2 / +9.9 / -1.0 % for the last three).
       {"tf32", "TF32", {0.000, 0.031, 0.118, 0.026}},
-      // TF32 on a GPU without a measured TF32 shape surface (its GEMMs priced by one efficiency):
-      // the same four workloads priced so on the H200 before its surfaces were measured.
       // TF32 on a GPU whose GEMMs take the ratio of a same-compute GPU's measured fp32 and TF32
       // surfaces (the H200's on an H100, gemm_pair_sibling): the five Hugging Face workloads on an H100
       // (validate/reference/h100/hf_autocast; one efficiency each before: -7.2, -7.7, +7.7, -0.5,
       // -1.5 %). Held out: the four families of validate/reference/h100/hf_heldout.
       {"tf32-sibling", "TF32 (GEMMs by the fp32/TF32 ratio a GPU of the same compute measured)", {0.027, 0.012, 0.092, 0.023, 0.052}},
+      // TF32 on a GPU without a measured TF32 shape surface (its GEMMs priced by one efficiency):
+      // the same four workloads priced so on the H200 before its surfaces were measured.
       {"tf32-unmeasured", "TF32 (GEMMs priced by one efficiency: no measured TF32 shapes on this GPU)", {0.000, -0.072, 0.099, -0.010}},
       // bf16 autocast: the four Hugging Face workloads and the core block pair (profiler kept); since
       // mixed-dtype elementwise ops are priced on PyTorch's casting path (2026-12-05; before: -5.0,
@@ -211,8 +211,10 @@ ErrorBar error_bar(const std::vector<Transform>& transforms, const ErrorContext&
     if (fam.empty()) continue;
     if (fam == "tf32" && ctx.surface_share < 0.5)
       fam = "tf32-unmeasured";
+    else if (fam == "tf32" && ctx.target && gemm_pair_sibling(ctx.target->gpu, Dtype::FP32, Dtype::TF32))  // model_kernel_pair's rule
+      fam = "tf32-sibling";
     else if (fam == "tf32" && ctx.target && !ctx.target->gpu.gemm_samples.count(Dtype::TF32))
-      fam = gemm_pair_sibling(ctx.target->gpu, Dtype::FP32, Dtype::TF32) ? "tf32-sibling" : "tf32-unmeasured";
+      fam = "tf32-unmeasured";
     changed_work = changed_work || (fam != "measured" && fam != "cuda-graph");  // a graph takes host work away
     layout = layout || fam == "parallel";
     if (fam == "hw") {
