@@ -91,6 +91,7 @@ Trace merge_traces(std::vector<Trace> parts) {
       if (r.parent != kNone) r.parent += r_off;
       m.ranges.push_back(r);
     }
+    for (auto [lane, start] : p.unnamed_ops) m.unnamed_ops.emplace_back(lane + l_off, start);
     for (auto d : p.deps) {
       d.from += o_off;
       d.to += o_off;

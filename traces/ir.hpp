@@ -288,6 +288,9 @@ struct Trace {
   std::vector<Range> ranges;
   std::vector<ExplicitDep> deps;
   std::vector<Collective> collectives;  // after finalize(): match_collectives() (traces/collectives.hpp)
+  // Recorded host events that hold no range: the PyTorch profiler's ops without shapes (their
+  // thread lane and start). What a profiler cost the host is counted from these and the ranges.
+  std::vector<std::pair<LaneId, TimeNs>> unnamed_ops;
   std::map<std::string, Anomaly> anomalies;
   RangeScope range_scope = RangeScope::Process;
 

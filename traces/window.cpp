@@ -97,6 +97,8 @@ Trace trace_window(Trace&& t, const WindowSpan& w) {
       c.parent = kNone;  // finalize() finds it again among the ranges kept
       out.ranges.push_back(c);
     }
+  for (const auto& u : t.unnamed_ops)
+    if (u.second >= t0 && u.second <= t1) out.unnamed_ops.push_back(u);
   for (Collective& c : t.collectives) {
     if (!std::all_of(c.members.begin(), c.members.end(), inside)) continue;
     for (OpId& m : c.members) m -= b;

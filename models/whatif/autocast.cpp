@@ -177,10 +177,10 @@ class Autocast : public TransformStep {
   };
 
   // The profiler's cost of one cast's recorded events where it is kept: four ops (to, _to_copy,
-  // empty_strided, copy_) with about six inputs, and one CUDA call.
+  // empty_strided, copy_) and one CUDA call.
   static TimeNs profiler_cost_per_cast(const Trace& t) {
     const ProfilerSetting p = profiler_setting(t);
-    return 4 * p.per_op + p.per_call + 6 * p.per_input;
+    return 4 * p.per_op + p.per_call;
   }
 
   // The kernels `main` launches, in launch order.

@@ -174,12 +174,16 @@ struct ProfilerSetting {
   std::string name;        // empty: none known (a hand-written workload)
   TimeNs per_op = 0;       // per recorded op range (PyTorch op, NVTX range)
   TimeNs per_call = 0;     // per recorded CUDA call
-  TimeNs per_input = 0;    // per input a recorded op's shapes list (PyTorch profiler with record_shapes)
+  TimeNs pace = 0;         // the trace's launch pace (launch_pace) the PyTorch profiler's costs scale with (0: none)
+  std::string pace_note;   // the pace outside those measured, said
   std::string unmodelled;  // a setting the trace shows whose cost is not taken out (said in the log)
   double cost_cv = 0;      // the per-event cost's coefficient of variation over the programs it was measured on
-  bool costs() const { return per_op > 0 || per_call > 0 || per_input > 0; }
+  bool costs() const { return per_op > 0 || per_call > 0; }
 };
 ProfilerSetting profiler_setting(const Trace& t);
+// The host's pace a trace shows: the median recorded duration of its kernel-launch calls (0: fewer
+// than 20). A profiler's per-event cost moves with it from one host to the next.
+TimeNs launch_pace(const Trace& t);
 // The host's pace from one process to the next (host_speed.cpp): each program's per-process median
 // host step over its median, measured on H200 hosts, sorted.
 struct HostSpread {

@@ -1,16 +1,19 @@
 // --unprofile[=auto|off|FACTOR]. Model card: the host as it runs without the profiler. A
-//   profiler makes every recorded event cost host time (the PyTorch profiler: each op, more with
-//   its shapes; Nsight Systems: each CUDA call and NVTX range), so a faster GPU in a forecast would
+//   profiler makes every recorded event cost host time (the PyTorch profiler: each op and CUDA
+//   call; Nsight Systems: each CUDA call and NVTX range), so a faster GPU in a forecast would
 //   expose the profiler's overhead instead of the program's. The profile's setting is read from
-//   the trace (profiler_setting); its per-event costs, measured on an H200 host
-//   (validate/reference/h200/profiler_overhead), come out of the host timeline: each CUDA call gets
-//   shorter by the per-call cost (never below 1 us), and each host gap between two calls on a
-//   thread by the per-op cost times the recorded ops (ranges) that start in it (never below 0).
-//   FACTOR scales the measured costs (another host, another setting). `whatif` applies it to its
-//   baseline and its forecast alike (the amount is logged; `--unprofile off` keeps the profiled
-//   host); `replay` never does.
+//   the trace (profiler_setting); its per-event costs, measured on host-bound programs traced and
+//   untraced (validate/reference/h200/profiler_overhead, h100/profiler_cost), come out of the host
+//   timeline: each CUDA call gets shorter by the per-call cost (never below 1 us; a blocking call's
+//   cost comes out of the gap before it), and each host gap between two calls on a thread by the
+//   per-op cost times the recorded ops (ranges, and ops recorded without shapes) that start in it
+//   (never below 0). The PyTorch profiler's cost per event is a multiple of the trace's launch pace
+//   (launch_pace): it follows the host's speed from one machine or process to the next. FACTOR
+//   scales the costs (another setting). `whatif` applies it to its baseline and its forecast alike
+//   (the amount is logged; `--unprofile off` keeps the profiled host); `replay` never does.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <initializer_list>
 #include <map>
 
@@ -22,25 +25,35 @@
 
 namespace bneck {
 
-// Host cost per recorded event (op or CUDA call), validate/reference/h200/profiler_overhead (H200
-// host, PyTorch 2.11, Nsight Systems 2025.3): (profiled - unprofiled step) / events per step of
-// host-bound programs, the mean of the two fitted on (a 48-layer MLP, GPT-2 small inference);
-// GPT-2 small training held out. PyTorch profiler with shapes 4.13 / 6.75 us (held out 4.85),
-// without 2.14 / 7.01 (4.55); Nsight Systems per CUDA call row 2.61 / 4.04 (8.52), with
-// emit_nvtx per call or op row 5.64 / 3.65 (5.19).
-// With with_stack (and shapes): 7.69 / 10.07 us (held out 5.36).
-// With shapes the cost follows what each op records: per input of its shapes list (tensors, each
-// of a tensor list, scalars), every op's and CUDA call's cost counted in: 1.96 / 2.54 us an input
-// on the same two programs, 2.25 their mean; held out GPT-2 small training 2.50 (-10 %), GPT-2
-// large training TF32 2.26 (0 %) and Llama-1B training TF32 1.82 (+24 %;
-// validate/reference/h200/hf_models), where the 5.44 us an event is off by +13, +34 and +78 %.
-// Held out on another host (an H100 machine's, validate/reference/h100/hf_heldout): ResNet-50 at 16
-// images, host-bound traced and untraced, 1.14 us an input in TF32 (12.76 ms a traced step against
-// 6.71 untraced, 5,322 inputs a step, 9 of 13 of a convolution's arguments scalars) and 1.35 us
-// under autocast (18.20 against 8.39, 7,243 inputs): -49 and -40 %. They widen the cost's spread
-// between programs (cost_cv), not the constant.
-constexpr TimeNs kKinetoShapesPerOp = 5440, kKinetoPerOp = 4580, kKinetoStackPerOp = 8880, kKinetoPerCall = 0;
-constexpr TimeNs kKinetoPerInput = 2250;
+namespace {
+
+// Host cost per recorded event (a profiler's op or CUDA call). The PyTorch profiler's moves with
+// the host's pace, which the trace itself shows: the median recorded duration of its kernel-launch
+// calls (launch_pace; 4.4 us on one H100 machine, 7.9-8.2 on another of the same kind, 6.3-7.8 on
+// an H200 host). Measured as (profiled - unprofiled step) / events a step of host-bound programs,
+// events as bneck counts them (the ops the trace records, with shapes or without, and the CUDA
+// calls), over that trace's pace (k):
+// - record_shapes: on one H100 machine (validate/reference/h100/profiler_cost: BERT-base 1x128,
+//   GPT-2 medium 1x64 and ResNet-50 16x224 inference in fp32, TF32 and bf16 autocast, where
+//   host-bound: 8 pairs) k 0.511-0.595, mean 0.553; on an H200 host the MLP 0.651, GPT-2 small
+//   inference 0.878 and training 0.625 (validate/reference/h200/profiler_overhead), GPT-2 large
+//   and Llama-1B training in TF32 0.541 and 0.454 (h200/hf_models), mean 0.630. k is the mean of
+//   the two hosts' means, 0.590; held out a third host (the second H100 machine of
+//   h100/hf_heldout, whose host ran 1.8x slower than the first's): ResNet-50 16x224 TF32 0.589
+//   and autocast 0.646, the cost a step -0.2 and -8.7 % off. (2.25 us an input, the constant
+//   before, was off by +97 and +67 % there and +134 .. +225 % on the first machine's eight.)
+// - without shapes: record_shapes' k times the ratio of the two settings' per-event costs on the
+//   eager loops of validate/reference/h100/profiler_cost (one op kind each: 0.59-0.96, mean 0.745):
+//   0.44. Held out, the H200 host's MLP 0.415, GPT-2 small training 0.549 and inference 0.938
+//   (whose unprofiled process ran 5.96 ms where another ran 8.46).
+// - with_stack: the same two 1.215 / 1.330 (fitted), GPT-2 small training 0.70 held out.
+constexpr double kKinetoShapesPerPace = 0.590, kKinetoPerPace = 0.440, kKinetoStackPerPace = 1.273;
+// Where a trace shows no launches (a CPU-only profile): a pace in the middle of those measured.
+constexpr TimeNs kReferencePace = 6000;
+// The paces those programs ran at: a trace outside them doubles its cost's spread. (Costed at the
+// nearest measured pace instead, a FlashAttention loop whose launches took 11 us came out host-bound
+// where it runs compute-bound: the cost follows the pace past the measured range.)
+constexpr TimeNs kPaceLow = 4300, kPaceHigh = 8300;
 
 // The coefficient of variation of a per-event cost over the programs it was measured on (the
 // figures above, fitted and held out): how far one program's cost may lie from the constant.
@@ -52,19 +65,21 @@ double cost_cv(std::initializer_list<double> us) {
   return std::sqrt(v / static_cast<double>(us.size() - 1)) / m;
 }
 
-// Inputs in a range name's shapes ("aten::addmm, sizes = [[1024], [8, 1024], []]": 3).
-std::size_t shape_inputs(const std::string& name) {
-  const auto at = name.find("sizes = [");
-  if (at == std::string::npos) return 0;
-  std::size_t n = 0;
-  int depth = 0;
-  for (std::size_t i = at + 8; i < name.size(); ++i) {
-    if (name[i] == '[' && ++depth == 2) ++n;
-    if (name[i] == ']' && --depth == 0) break;
-  }
-  return n;
+}  // namespace
+
+TimeNs launch_pace(const Trace& t) {
+  std::vector<TimeNs> d;
+  for (const Op& o : t.ops)
+    if (o.kind == OpKind::Api && o.api_class() == ApiClass::Launch) d.push_back(o.duration());
+  if (d.size() < 20) return 0;
+  const auto mid = d.begin() + static_cast<std::ptrdiff_t>(d.size() / 2);
+  std::nth_element(d.begin(), mid, d.end());
+  return *mid;
 }
+
+namespace {
 constexpr TimeNs kNsysNvtxPerOp = 4650, kNsysPerCall = 3330;
+}  // namespace
 
 ProfilerSetting profiler_setting(const Trace& t) {
   ProfilerSetting s;
@@ -85,12 +100,19 @@ ProfilerSetting profiler_setting(const Trace& t) {
     // event (the step with them against record_shapes alone, medians of 2-3 processes each), so
     // none is taken out for them; the record_shapes cost still is.
     if (t.anomalies.count(kKinetoMemoryNote)) s.name += ", profile_memory";
-    s.per_op = s.per_call = stack ? kKinetoStackPerOp : shaped > 0 ? kKinetoShapesPerOp : kKinetoPerOp;
-    if (shaped > 0 && !stack) s.per_op = s.per_call = 0, s.per_input = kKinetoPerInput;
-    s.cost_cv = stack        ? cost_cv({7.69, 10.07, 5.36})
-                : shaped > 0 ? cost_cv({1.96, 2.54, 2.50, 2.26, 1.82, 1.14, 1.35})
-                             : cost_cv({2.14, 7.01, 4.55});
-    (void)kKinetoPerCall;
+    s.pace = launch_pace(t);
+    const TimeNs pace = s.pace > 0 ? s.pace : kReferencePace;
+    const double k = stack ? kKinetoStackPerPace : shaped > 0 ? kKinetoShapesPerPace : kKinetoPerPace;
+    s.per_op = s.per_call = static_cast<TimeNs>(std::llround(k * static_cast<double>(pace)));
+    s.cost_cv = stack ? cost_cv({1.215, 1.330, 0.70})
+                : shaped > 0
+                    ? cost_cv({0.511, 0.511, 0.564, 0.595, 0.541, 0.558, 0.563, 0.578, 0.651, 0.878, 0.625, 0.541, 0.454, 0.589, 0.646})
+                    : cost_cv({0.415, 0.938, 0.549});
+    if (s.pace > 0 && (s.pace < kPaceLow || s.pace > kPaceHigh)) {
+      s.cost_cv *= 2;  // a host unlike those measured
+      s.pace_note = "launch pace " + format_duration(s.pace) + " outside the measured " + format_duration(kPaceLow) + " .. " +
+                    format_duration(kPaceHigh) + ": spread doubled";
+    }
   } else if (nsys) {
     s.name = ops > 0 ? std::string("Nsight Systems with PyTorch op ranges (emit_nvtx") + (shaped ? ", shapes)" : ")") : "Nsight Systems";
     s.per_op = ops > 0 ? kNsysNvtxPerOp : 0;
@@ -109,6 +131,12 @@ ProfilerSetting profiler_setting(const Trace& t) {
 
 namespace {
 
+std::string ratio_text(double x) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3g", x);
+  return b;
+}
+
 class Unprofile : public TransformStep {
  public:
   explicit Unprofile(double scale) : scale_(scale) {}
@@ -119,18 +147,13 @@ class Unprofile : public TransformStep {
     if (!s.costs()) return;
     c.profiler_removed = scale_ > 0;
     const double per_op = static_cast<double>(s.per_op) * scale_, per_call = static_cast<double>(s.per_call) * scale_;
-    const double per_input = static_cast<double>(s.per_input) * scale_;
-    // Recorded op ranges per thread, by start, with their cost; its running sum.
+    // Recorded ops per thread, by start, with their cost: the op ranges and the ops recorded without one.
     std::map<LaneId, std::vector<std::pair<TimeNs, double>>> starts;
-    std::size_t n_inputs = 0;
     // (A module's range is one of the Python frames the with_stack cost per op was measured with,
     // not a recorded op of its own.)
     for (const Range& r : t.ranges)
-      if (!r.structure && !module_range_name(t.strings.str(r.name))) {
-        const std::size_t in = per_input > 0 ? shape_inputs(t.strings.str(r.name)) : 0;
-        n_inputs += in;
-        starts[r.lane].emplace_back(r.start, per_op + per_input * static_cast<double>(in));
-      }
+      if (!r.structure && !module_range_name(t.strings.str(r.name))) starts[r.lane].emplace_back(r.start, per_op);
+    for (const auto& [lane, start] : t.unnamed_ops) starts[lane].emplace_back(start, per_op);
     std::map<LaneId, std::vector<double>> sums;  // sums[l][i]: the cost of the first i ranges
     for (auto& [l, v] : starts) {
       std::sort(v.begin(), v.end());
@@ -160,10 +183,12 @@ class Unprofile : public TransformStep {
       };
       for (std::size_t k = 0; k < cs.size(); ++k) {
         const OpId n = cs[k];
-        // The call itself.
-        // The call's own cost comes out of it (never below 1 us), the rest out of the gap before.
+        // The call's own cost comes out of it (never below 1 us), the rest out of the gap before. A
+        // call that blocks the host until the device is done ends with the device in the replay:
+        // what it recorded beyond that is the host's before the wait, out of the gap before.
         const TimeNs call_cost = static_cast<TimeNs>(std::llround(per_call));
-        const TimeNs d = c.durations[n], nd = std::max<TimeNs>(std::min<TimeNs>(d, 1000), d - call_cost);
+        const TimeNs d = c.durations[n];
+        const TimeNs nd = blocks_host(t.ops[n].api_class()) ? d : std::max<TimeNs>(std::min<TimeNs>(d, 1000), d - call_cost);
         removed += d - nd;
         c.durations[n] = nd;
         ++n_calls;
@@ -188,11 +213,12 @@ class Unprofile : public TransformStep {
       for (auto e : boost::make_iterator_range(boost::out_edges(gp.from, g.csr)))
         if (boost::target(e, g.csr) == gp.to && g.csr[e].type() == EdgeType::HostOrder)
           g.csr[e].set_delay(std::min(g.csr[e].delay(), gp.delay));
-    const std::string each = per_input > 0
-                                 ? std::to_string(n_ops) + " recorded ops with " + std::to_string(n_inputs) + " inputs x " +
-                                       format_duration(static_cast<TimeNs>(per_input))
-                                 : std::to_string(n_calls) + " CUDA calls x " + format_duration(static_cast<TimeNs>(per_call)) + ", " +
-                                       std::to_string(n_ops) + " recorded ops x " + format_duration(static_cast<TimeNs>(per_op));
+    const std::string each = std::to_string(n_calls) + " CUDA calls and " + std::to_string(n_ops) + " recorded ops x " +
+                             format_duration(static_cast<TimeNs>(std::llround(per_call))) +
+                             (s.pace > 0 ? " (" + ratio_text(static_cast<double>(s.per_call) / static_cast<double>(s.pace)) +
+                                               " x the trace's launch pace, " + format_duration(s.pace) + ")"
+                                         : "") +
+                             (s.pace_note.empty() ? "" : "; " + s.pace_note);
     c.profiler_removed_ns = removed;
     c.profiler_cost_cv = s.cost_cv;
     c.log.push_back(text + ": " + s.name + ": " + format_duration(removed) + " of host time taken out (" + each +

@@ -707,7 +707,8 @@ class Reader : public JsonSax {
     } else if (ev_.name.rfind("ProfilerStep#", 0) == 0) {
       name = ev_.name;  // the profiler's steps as PyTorch 1.9 and the legacy profiler record them (an op)
     } else {
-      return;  // a cpu_op without shapes: nothing the models use
+      t_.unnamed_ops.emplace_back(thread_lane(ev_.pid, ev_.tid), ev_.ts);  // a cpu_op without shapes: counted, not named
+      return;
     }
     push_range(name);
   }
