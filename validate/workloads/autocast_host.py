@@ -10,6 +10,9 @@
 #   conv_fp32     N x F.conv2d(x, W), fp32 [1, 16, 8, 8] x [16, 16, 3, 3] (x and W cast: 2 casts an op)
 #   bn_bf16       N x F.batch_norm(x, m, v, w, b), x bf16 [1, 16, 8, 8], stats fp32 (on no list)
 #   layernorm_bf16 N x F.layer_norm(x, (256,)), x bf16 (the fp32 list: x cast up, 1 cast an op)
+#   conv_bn_fp32  N x (F.conv2d(x, W), F.batch_norm(y, m, v, w, b)), fp32, cuDNN's TF32 off (a
+#                 CNN's block: under autocast the conv casts x and W, batch norm reads its bf16 output)
+#   conv_bn_tf32  the same with cuDNN's TF32 allowed (PyTorch's default, as conv_fp32 runs)
 import argparse, statistics, time
 import torch
 import torch.nn.functional as F
@@ -30,9 +33,12 @@ if a.program in ("relu_bf16", "add_bf16", "linear_bf16", "layernorm_bf16"):
 elif a.program == "linear_fp32":
     x = torch.randn(8, 256, device=dev, dtype=f32)
     W = torch.randn(256, 256, device=dev, dtype=f32)
-elif a.program == "conv_fp32":
+elif a.program in ("conv_fp32", "conv_bn_fp32", "conv_bn_tf32"):
     x = torch.randn(1, 16, 8, 8, device=dev, dtype=f32)
     W = torch.randn(16, 16, 3, 3, device=dev, dtype=f32)
+    m, v = torch.zeros(16, device=dev), torch.ones(16, device=dev)
+    w, b = torch.ones(16, device=dev), torch.zeros(16, device=dev)
+    torch.backends.cudnn.allow_tf32 = a.program != "conv_bn_fp32"  # PyTorch's default: True
 elif a.program == "bn_bf16":
     x = torch.randn(1, 16, 8, 8, device=dev, dtype=bf)
     m, v = torch.zeros(16, device=dev), torch.ones(16, device=dev)
@@ -51,6 +57,8 @@ def step():
             F.linear(x, W)
         elif a.program == "conv_fp32":
             F.conv2d(x, W, padding=1)
+        elif a.program in ("conv_bn_fp32", "conv_bn_tf32"):
+            F.batch_norm(F.conv2d(x, W, padding=1), m, v, w, b, False)
         elif a.program == "bn_bf16":
             F.batch_norm(x, m, v, w, b, False)
         elif a.program == "layernorm_bf16":
