@@ -48,6 +48,12 @@
 //   bound) 10.99 -> 13.30 ms with 195 casts a step: 11.8 us. kCastHost is their mean, 10.9 us
 //   (fitted on those two). Held out: BERT-large, GPT-2 large, OPT-1.3B, Llama (hf_models), GPT-2
 //   medium (loops) and the core block pair (docs/whatif.md).
+//   A forward convolution traced in fp32 pays kConvAutocastHost more host under autocast: its
+//   trace under autocast shows aten::conv2d twice (autocast's wrapper dispatches it again on the
+//   cast tensors) and cuDNN's 16-bit path; the conv loop of validate/reference/h100/autocast_host
+//   (eager, unprofiled, three processes) ran 42.3 us an op over plain, its two casts 22 of it. Held
+//   out: ResNet-50 inference (h100/hf_heldout, h100/profiler_cost) 64x224 -12.9 -> -8.8 %, 16x224
+//   -26.0 -> -13.2 % and -28.1 -> -6.9 % (two machines); training 32x224 +7.1 -> +9.4 %.
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -60,7 +66,11 @@
 namespace bneck {
 namespace {
 
-constexpr TimeNs kCastHost = 10'900;                        // ns: one cast's host time unprofiled, H200 hosts (card above)
+constexpr TimeNs kCastHost = 10'900;  // ns: one cast's host time unprofiled, H200 hosts (card above)
+// A convolution's own host work under autocast beyond its casts (card above): the conv loop of
+// validate/reference/h100/autocast_host, 42.3 us an op over plain (38.7-45.2 in three processes)
+// less its two casts at that host's 11.0 us (its LayerNorm loop's one cast an op).
+constexpr TimeNs kConvAutocastHost = 20'300;
 constexpr double kMixedBroadcast = 1.5, kMixedFull = 1.25;  // a mixed-dtype binary op's time over its fp32 kernel's (card)
 
 enum class Dt { F32, Low };
@@ -138,6 +148,7 @@ class Autocast : public TransformStep {
       step(ctx, c, i, hit[i], host, s);
     }
     const std::size_t bw_casts = has_backward(t) ? backward(ctx, c, hit, main, host, s) : 0;
+    const std::size_t conv_calls = conv_dispatch(t, convs, ctx.work, hit, main, c);
     scale_conv_helpers(convs, ctx.work, c);
     const std::size_t transposes = add_conv_layout_transposes(t, convs, ctx.work, hit, dtype_bytes(dtype_), c);
     c.log.push_back(
@@ -150,6 +161,9 @@ class Autocast : public TransformStep {
                               : ", the profiler's cost kept") +
         "); norms and softmax fp32, elementwise kernels by their operands' dtypes" +
         (transposes ? ", " + std::to_string(transposes) + " NCHW/NHWC layout transposes around cuDNN's convolutions" : "") +
+        (conv_calls
+             ? ", " + std::to_string(conv_calls) + " convolutions' autocast dispatch (" + format_duration(kConvAutocastHost) + " each)"
+             : "") +
         (s.gemms ? gemm_pair_note(c.spec.gpu, Dtype::FP32, dtype_) : std::string()) + "; " + format_duration(s.before) + " -> " +
         format_duration(s.after));
   }
@@ -175,6 +189,23 @@ class Autocast : public TransformStep {
     std::size_t gemms = 0, casts = 0;
     TimeNs before = 0, after = 0, cast_gpu = 0, cast_host = 0;
   };
+
+  // Under autocast a forward convolution traced in fp32 is dispatched twice (autocast's wrapper
+  // calls it again on the cast tensors) and runs cuDNN's 16-bit path: kConvAutocastHost more host,
+  // in the call that launches its first math kernel. Returns the convolutions.
+  static std::size_t conv_dispatch(const Trace& t, const ConvOps& ops, const WorkTable& work, const std::vector<bool>& hit, LaneId main,
+                                   WhatIfCase& c) {
+    std::size_t n = 0;
+    for (const std::vector<OpId>& group : ops.kernels) {
+      auto math = std::find_if(group.begin(), group.end(), [&](OpId k) { return is_compute_class(work[k].cls); });
+      if (math == group.end() || !hit[*math]) continue;
+      const Op& k = t.ops[*math];
+      if (k.link == kNone || t.ops[k.link].lane != main || (work[*math].dtype != Dtype::FP32 && work[*math].dtype != Dtype::TF32)) continue;
+      c.durations[k.link] += kConvAutocastHost;
+      ++n;
+    }
+    return n;
+  }
 
   // The profiler's cost of one cast's recorded events where it is kept: four ops (to, _to_copy,
   // empty_strided, copy_) and one CUDA call.
