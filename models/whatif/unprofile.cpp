@@ -78,6 +78,10 @@ TimeNs launch_pace(const Trace& t) {
 }
 
 namespace {
+// Nsight Systems' cost per recorded event, validate/reference/h200/profiler_overhead (H200 host,
+// Nsight Systems 2025.3; the MLP and GPT-2 small inference fitted, their mean; GPT-2 small training
+// held out): per CUDA call row 2.61 / 4.04 us (held out 8.52), with emit_nvtx per call or op row
+// 5.64 / 3.65 (5.19).
 constexpr TimeNs kNsysNvtxPerOp = 4650, kNsysPerCall = 3330;
 }  // namespace
 
