@@ -79,7 +79,7 @@ TEST_CASE("unprofile: the PyTorch profiler's per-event cost follows the trace's 
   CHECK_FALSE(s.pace_note.empty());
   const ProfilerSetting base = setting_of("", false);
   CHECK(s.cost_cv == Approx(2 * base.cost_cv));
-  // The ops recorded without shapes are counted: 21 relu + 4 empty + the helper's mm.
+  // The ops recorded without shapes are kept: 21 relu, 4 empty and the aten::mm closing the list.
   std::string p = tmp("pace.json");
   std::ofstream(p) << R"({"traceEvents": [)" << ev.str()
                    << R"({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 3000, "dur": 1}]})";

@@ -13,7 +13,6 @@
 //   (the amount is logged; `--unprofile off` keeps the profiled host); `replay` never does.
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <initializer_list>
 #include <map>
 
@@ -135,12 +134,6 @@ ProfilerSetting profiler_setting(const Trace& t) {
 
 namespace {
 
-std::string ratio_text(double x) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.3g", x);
-  return b;
-}
-
 class Unprofile : public TransformStep {
  public:
   explicit Unprofile(double scale) : scale_(scale) {}
@@ -219,7 +212,7 @@ class Unprofile : public TransformStep {
           g.csr[e].set_delay(std::min(g.csr[e].delay(), gp.delay));
     const std::string each = std::to_string(n_calls) + " CUDA calls and " + std::to_string(n_ops) + " recorded ops x " +
                              format_duration(static_cast<TimeNs>(std::llround(per_call))) +
-                             (s.pace > 0 ? " (" + ratio_text(static_cast<double>(s.per_call) / static_cast<double>(s.pace)) +
+                             (s.pace > 0 ? " (" + fmt_num("%.3g", static_cast<double>(s.per_call) / static_cast<double>(s.pace)) +
                                                " x the trace's launch pace, " + format_duration(s.pace) + ")"
                                          : "") +
                              (s.pace_note.empty() ? "" : "; " + s.pace_note);
