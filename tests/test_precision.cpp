@@ -243,11 +243,14 @@ TEST_CASE("a convolution's helper kernels move with its math, and batch norm and
   // Autocast, the elementwise and norm kernels alone (the convolutions kept): both batch norms read
   // and write bf16 (on neither of autocast's lists), one element per thread: body x 2/4 x the
   // access widths' efficiencies 4 B / 2 B; the ReLUs and the residual add (two bf16 tensors: nothing
-  // in this forward made an fp32 one) vectorized, 16-byte accesses either way: body x 0.5.
+  // in this forward made an fp32 one) vectorized, 16-byte accesses either way: body x 0.5. The
+  // batch norms are cuDNN's eval-mode kernels (bn_fw_inf): on a bf16 input PyTorch's native path
+  // runs instead, its stats' device copy and its inverse-deviation kernel 1.28 + 1.50 us more each
+  // (its host work goes to the launch, off this GPU-bound block's critical path).
   {
     const WhatIfReport w = whatif_of(p, "step0", {"--unprofile=off", "--precision", "autocast-bf16:name~bn_|elementwise"});
     const double tail = static_cast<double>(g.kernel_tail), body = 100e3 - tail;
-    const double bn = tail + body * 0.5 * g.streaming_efficiency_for(4) / g.streaming_efficiency_for(2), ew = tail + body * 0.5;
+    const double bn = tail + body * 0.5 * g.streaming_efficiency_for(4) / g.streaming_efficiency_for(2) + 2'780, ew = tail + body * 0.5;
     CHECK(static_cast<double>(w.baseline_ns - w.predicted_ns) == Approx(2 * (100e3 - bn) + 3 * (100e3 - ew)).margin(100));
   }
   // The whole recipe: casts of the input (fp32) and of both weights, none of the 1x1 conv's
@@ -494,8 +497,11 @@ TEST_CASE(
   // the profiler's cost there was half the 2.25 us an input taken out). Since the profiler's cost
   // follows the trace's launch pace and a convolution under autocast pays its wrapper's dispatch
   // (20.3 us, the conv loop of validate/reference/h100/autocast_host): 64x224 autocast -8.8 %,
-  // 16x224 TF32 -16.6 % and autocast -13.2 % (training TF32 -0.5, autocast +9.4 %). The 16-image
-  // forecasts' intervals name the profiler's cost and must hold the measured.
+  // 16x224 TF32 -16.6 % and autocast -13.2 % (training TF32 -0.5, autocast +9.4 %). Since batch
+  // norm on a bf16 input takes PyTorch's native path (14.6 us more host, 2.78 us more GPU: the
+  // bn_mixed loop of h100/cnn_bn) and the dispatch is the two machines' loops pooled (14.6 us):
+  // 64x224 autocast -3.0 %, 16x224 +2.4 %, training +8.1 %. The 16-image forecasts' intervals
+  // name the profiler's cost and must hold the measured.
   const std::string d = source_dir() + "/validate/reference/h100/hf_heldout/k/";
   auto forecast = [&](const std::string& w, const char* recipe) {
     return static_cast<double>(whatif_of(d + w + ".fp32.kineto.json.gz", "step.*", {"--precision", recipe}).predicted_ns) / 1e6;
@@ -536,7 +542,7 @@ TEST_CASE(
   CHECK(std::abs(forecast("resnet50-inf-64x224", "tf32") / 11.296 - 1) < 0.12);
   CHECK(std::abs(forecast("resnet50-inf-64x224", "autocast-bf16") / 8.845 - 1) < 0.12);
   CHECK(std::abs(forecast("resnet50-inf-16x224", "tf32") / 6.705 - 1) < 0.20);
-  CHECK(std::abs(forecast("resnet50-inf-16x224", "autocast-bf16") / 8.394 - 1) < 0.17);
+  CHECK(std::abs(forecast("resnet50-inf-16x224", "autocast-bf16") / 8.394 - 1) < 0.12);
   CHECK(std::abs(forecast("resnet50-train-32x224", "tf32") / 24.944 - 1) < 0.12);
   CHECK(std::abs(forecast("resnet50-train-32x224", "autocast-bf16") / 23.059 - 1) < 0.12);
   const WhatIfReport small = whatif_of(d + "resnet50-inf-16x224.fp32.kineto.json.gz", "step.*", {"--precision", "tf32"});
@@ -546,4 +552,42 @@ TEST_CASE(
   CHECK(profiler);
   CHECK(static_cast<double>(small.error_bar.low_ns) / 1e6 <= 6.705);
   CHECK(6.705 <= static_cast<double>(small.error_bar.high_ns) / 1e6);
+}
+
+TEST_CASE("held-out convolutional networks on an H100: batch norm's native path under autocast, ResNet-50 at 8 images and MobileNetV2",
+          "[whatif][precision][e2e]") {
+  // validate/reference/h100/cnn_bn (one H100 80GB HBM3, 2026-12-06; captured after the batch-norm
+  // rule was written, never used to fit it), unprofiled medians of the traced process, ms. The rule
+  // (a batch norm in eval mode on the bf16 output of a convolution leaves cuDNN's fp32 kernel for
+  // PyTorch's native one: 14.6 us more host, 2.78 us more GPU) took ResNet-50 8x224 under autocast
+  // from -20.8 % to +1.7 % (bound 12 %) and MobileNetV2 from -21.4 to -15.6 %. The host-bound TF32
+  // forecasts miss for their host (ResNet-50 -28.4 %, MobileNetV2 -29.9 %: the profiler's cost
+  // taken out of those traces is 1.4-1.7x what it cost there) and their intervals must say so.
+  // RegNetY (+202 / +120 %) is not asserted: its fp32 trace ran its host 2.6x slower than the same
+  // process's other traces (docs/fidelity.md).
+  const std::string d = source_dir() + "/validate/reference/h100/cnn_bn/k/";
+  auto of = [&](const std::string& w, const char* recipe) {
+    return whatif_of(d + w + ".fp32.kineto.json.gz", "step.*", {"--precision", recipe});
+  };
+  auto ms = [](TimeNs t) { return static_cast<double>(t) / 1e6; };
+  const WhatIfReport r8 = of("resnet50-inf-8x224", "autocast-bf16");
+  std::string line;
+  for (const auto& l : r8.log)
+    if (l.find("--precision autocast-bf16") != std::string::npos) line = l;
+  INFO(line);
+  CHECK(line.find("159 batch norms on PyTorch's native path") != std::string::npos);  // 53 a step, three steps
+  CHECK(std::abs(ms(r8.predicted_ns) / 5.838 - 1) < 0.12);
+  struct Held {
+    const char* workload;
+    const char* recipe;
+    double measured_ms;
+  };
+  for (const Held& h : {Held{"resnet50-inf-8x224", "autocast-bf16", 5.838}, Held{"resnet50-inf-8x224", "tf32", 4.083},
+                        Held{"mobilenet_v2-inf-16x224", "autocast-bf16", 10.188}, Held{"mobilenet_v2-inf-16x224", "tf32", 9.302}}) {
+    const WhatIfReport r = of(h.workload, h.recipe);
+    INFO(h.workload << " " << h.recipe << ": " << ms(r.predicted_ns) << " ms, interval " << ms(r.error_bar.low_ns) << " .. "
+                    << ms(r.error_bar.high_ns) << ", measured " << h.measured_ms);
+    CHECK(ms(r.error_bar.low_ns) <= h.measured_ms);
+    CHECK(h.measured_ms <= ms(r.error_bar.high_ns));
+  }
 }

@@ -13,7 +13,14 @@
 #   conv_bn_fp32  N x (F.conv2d(x, W), F.batch_norm(y, m, v, w, b)), fp32, cuDNN's TF32 off (a
 #                 CNN's block: under autocast the conv casts x and W, batch norm reads its bf16 output)
 #   conv_bn_tf32  the same with cuDNN's TF32 allowed (PyTorch's default, as conv_fp32 runs)
-import argparse, statistics, time
+#   bn_mixed      N x F.batch_norm(x, m, v, w, b), stats fp32, x [1, 16, 8, 8] fp32 in the plain
+#                 steps and bf16 in the autocast ones (batch norm is on no list: the difference is
+#                 cuDNN's fp32 batch norm against PyTorch's native one on a bf16 input, as a CNN's
+#                 batch norm reads its convolution's output under autocast)
+# --pace: afterwards (no timing runs after it), profile 3 plain steps with torch.profiler (CPU + CUDA,
+# record_shapes) and print the median recorded kernel launch call's duration (`pace_us`): the
+# host's launch pace as bneck reads it from a trace (its `launch_pace`).
+import argparse, json, os, statistics, tempfile, time
 import torch
 import torch.nn.functional as F
 
@@ -22,6 +29,7 @@ p.add_argument("--program", required=True)
 p.add_argument("--n", type=int, default=200)
 p.add_argument("--steps", type=int, default=60)
 p.add_argument("--blocks", type=int, default=6)
+p.add_argument("--pace", action="store_true")
 a = p.parse_args()
 dev = torch.device("cuda")
 bf, f32 = torch.bfloat16, torch.float32
@@ -39,15 +47,17 @@ elif a.program in ("conv_fp32", "conv_bn_fp32", "conv_bn_tf32"):
     m, v = torch.zeros(16, device=dev), torch.ones(16, device=dev)
     w, b = torch.ones(16, device=dev), torch.zeros(16, device=dev)
     torch.backends.cudnn.allow_tf32 = a.program != "conv_bn_fp32"  # PyTorch's default: True
-elif a.program == "bn_bf16":
+elif a.program in ("bn_bf16", "bn_mixed"):
     x = torch.randn(1, 16, 8, 8, device=dev, dtype=bf)
+    xf = x.float()
     m, v = torch.zeros(16, device=dev), torch.ones(16, device=dev)
     w, b = torch.ones(16, device=dev), torch.zeros(16, device=dev)
 else:
     raise SystemExit("unknown program " + a.program)
 
 
-def step():
+def step(auto):
+    xb = xf if a.program == "bn_mixed" and not auto else x
     for _ in range(N):
         if a.program == "relu_bf16":
             torch.relu(x)
@@ -59,8 +69,8 @@ def step():
             F.conv2d(x, W, padding=1)
         elif a.program in ("conv_bn_fp32", "conv_bn_tf32"):
             F.batch_norm(F.conv2d(x, W, padding=1), m, v, w, b, False)
-        elif a.program == "bn_bf16":
-            F.batch_norm(x, m, v, w, b, False)
+        elif a.program in ("bn_bf16", "bn_mixed"):
+            F.batch_norm(xb, m, v, w, b, False)
         elif a.program == "layernorm_bf16":
             F.layer_norm(x, (256,))
 
@@ -71,7 +81,7 @@ def timed(auto):
         torch.cuda.synchronize()
         t0 = time.perf_counter()
         with torch.no_grad(), torch.autocast("cuda", dtype=bf, enabled=auto):
-            step()
+            step(auto)
         torch.cuda.synchronize()
         out.append((time.perf_counter() - t0) * 1e3)
     return out
@@ -85,5 +95,21 @@ for _ in range(a.blocks):
     plain += timed(False)
     auto += timed(True)
 mp, ma = statistics.median(plain), statistics.median(auto)
+pace = ""
+if a.pace:
+    acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+    with torch.no_grad(), torch.profiler.profile(activities=acts, record_shapes=True) as prof:
+        for _ in range(3):
+            step(False)
+        torch.cuda.synchronize()
+    fd, path = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    prof.export_chrome_trace(path)
+    with open(path) as f:
+        ev = json.load(f)["traceEvents"]
+    os.unlink(path)
+    launches = [e["dur"] for e in ev if e.get("ph") == "X" and "LaunchKernel" in e.get("name", "")]
+    pace = f" pace_us {statistics.median(launches):.3f} launches {len(launches)}" if launches else " pace_us none"
+
 print(f"program {a.program} n {N} plain_ms {mp:.4f} autocast_ms {ma:.4f} per_op_us {(ma - mp) / N * 1e3:.3f} "
-      f"plain_per_op_us {mp / N * 1e3:.3f} torch {torch.__version__} gpu {torch.cuda.get_device_name()}")
+      f"plain_per_op_us {mp / N * 1e3:.3f}{pace} torch {torch.__version__} gpu {torch.cuda.get_device_name()}")

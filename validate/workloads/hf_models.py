@@ -30,6 +30,10 @@
 #                             224x224, cuDNN convolutions, batch norm in eval mode) forward, no grad
 #   resnet50-train-32x224     the same at 32 images: forward + cross-entropy + backward + AdamW step
 #   resnet50-inf-16x224       the inference at 16 images (the convolutions' smaller grids)
+#   mobilenet_v2-inf-16x224   MobileNetV2ForImageClassification (the config's defaults: MobileNetV2 1.0 at 224,
+#                             inverted residuals, depthwise 3x3 convolutions, batch norm, ReLU6) forward, no grad
+#   regnet_y-inf-16x224       RegNetForImageClassification (the config's defaults: RegNetY, grouped 3x3
+#                             convolutions of width 64, squeeze-and-excitation, batch norm) forward, no grad
 #   bert_base-inf-1x128       BertModel (hidden 768, 12 layers, 12 heads, ffn 3072) forward, no grad
 #   gpt2_medium-inf-4x512     GPT2LMHeadModel (n_embd 1024, 24 layers, 16 heads) forward, no grad
 #   gpt2_medium-inf-1x64      the same at batch 1, 64 tokens (host-bound)
@@ -76,6 +80,7 @@ try:  # the held-out families of validate/reference/h100/hf_heldout
     from transformers import BloomConfig, BloomForCausalLM, GPTNeoXConfig, GPTNeoXForCausalLM, T5Config, T5EncoderModel
     from transformers import GemmaConfig, GemmaForCausalLM, Phi3Config, Phi3ForCausalLM
     from transformers import ResNetConfig, ResNetForImageClassification, ViTConfig, ViTForImageClassification
+    from transformers import MobileNetV2Config, MobileNetV2ForImageClassification, RegNetConfig, RegNetForImageClassification
 except ImportError:
     pass
 
@@ -99,6 +104,8 @@ WORKLOADS = {
     "resnet50-inf-64x224": ("resnet50", False, 64, 224),
     "resnet50-train-32x224": ("resnet50", True, 32, 224),
     "resnet50-inf-16x224": ("resnet50", False, 16, 224),
+    "mobilenet_v2-inf-16x224": ("mobilenet_v2", False, 16, 224),
+    "regnet_y-inf-16x224": ("regnet_y", False, 16, 224),
     "bert_base-inf-1x128": ("bert_base", False, 1, 128),
     "gpt2_medium-inf-4x512": ("gpt2_medium", False, 4, 512),
     "gpt2_medium-inf-1x64": ("gpt2_medium", False, 1, 64),
@@ -209,6 +216,10 @@ def make_config():
                                                     image_size=224, patch_size=16, num_labels=1000)
     if kind == "resnet50":
         return ResNetForImageClassification, ResNetConfig(num_labels=1000)  # the defaults are ResNet-50's
+    if kind == "mobilenet_v2":
+        return MobileNetV2ForImageClassification, MobileNetV2Config(num_labels=1000)  # MobileNetV2 1.0 at 224
+    if kind == "regnet_y":
+        return RegNetForImageClassification, RegNetConfig(num_labels=1000)  # the defaults: RegNetY
     if kind == "llama_1b":
         return LlamaForCausalLM, LlamaConfig(hidden_size=2048, num_hidden_layers=16, num_attention_heads=32, num_key_value_heads=8,
                                              intermediate_size=8192, vocab_size=32000, max_position_embeddings=2048)
@@ -247,7 +258,7 @@ model, how, build_errs = build()
 build_s = time.perf_counter() - t0
 attn = getattr(model.config, "_attn_implementation", "?")
 nparams = sum(p.numel() for p in model.parameters())
-VISION = kind in ("vit_large", "resnet50")
+VISION = kind in ("vit_large", "resnet50", "mobilenet_v2", "regnet_y")
 vocab = getattr(model.config, "vocab_size", 0) if not VISION else 0
 g = torch.Generator(device=dev).manual_seed(0)
 if VISION:  # S is the image side; labels are 1,000 classes
