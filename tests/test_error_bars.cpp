@@ -157,8 +157,9 @@ std::vector<Case> reference_cases() {
 // 2026-12-06). At this commit: 94 of 98 inside (96 %; the held-out 67 of 71), median half-width
 // 13.0 % of the forecast. Outside: RegNetY's TF32 and autocast (+202 / +118 %: its fp32 trace ran
 // its host 2.6x slower than its process's other traces, h100/cnn_bn), ViT-L's and ResNet-50's
-// --fuse auto against torch.compile (+1.7 % past a narrow interval; -22 %: the compiled ResNet ran
-// slower than eager). The bar: 80 % inside, a median half-width of at most 15 %.
+// --fuse auto against torch.compile (+1.7 % past a narrow interval; -5.6 %, -22 % before the
+// compiled graph's channels-last transposes were priced: h100/compile_conv). The bar: 80 % inside, a median half-width of at most
+// 15 %.
 TEST_CASE("error bars: 80 % intervals hold on the references, and are not wider than they need", "[whatif][error_bar][e2e]") {
   if (!std::filesystem::exists(hf("bert_large-inf-8x512"))) {
     WARN("no unpacked hf_models traces: skipped");

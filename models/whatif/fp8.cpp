@@ -84,7 +84,7 @@ void scale_conv_helpers(const ConvOps& ops, const WorkTable& work, WhatIfCase& c
 }
 
 std::size_t add_conv_layout_transposes(const Trace& t, const ConvOps& ops, const WorkTable& work, const std::vector<bool>& hit, double elem,
-                                       WhatIfCase& c) {
+                                       WhatIfCase& c, bool channels_last) {
   const GpuSpec& g = c.spec.gpu;
   if (ops.kernels.empty()) return 0;
   std::vector<TimeNs> launches;  // the launch calls' durations: their median is a transpose's
@@ -104,13 +104,15 @@ std::size_t add_conv_layout_transposes(const Trace& t, const ConvOps& ops, const
       if (math == kNone) math = k;
       if (w.dtype != Dtype::FP32 || t.name(t.ops[k]).find("nhwc") != std::string::npos) nchw = false;
     }
-    if (math == kNone || !nchw || !work[group.front()].conv_spatial || !hit[math]) continue;
+    const bool spatial = work[group.front()].conv_spatial;
+    if (math == kNone || !nchw || !(spatial || channels_last) || !hit[math]) continue;
     // The op's tensors: its shapes' bytes (fp32) over 4 = input + filter + output elements.
     const double elems = bytes / 4;
+    const int n = spatial ? 3 : 2;  // a 1x1 filter's layouts are the same
     c.durations[math] +=
-        static_cast<TimeNs>(std::llround(2 * elems * elem / (g.memory_bandwidth * g.memory_efficiency) * 1e9)) + 3 * g.kernel_tail;
-    c.durations[t.ops[math].link] += 3 * launch;
-    added += 3;
+        static_cast<TimeNs>(std::llround(2 * elems * elem / (g.memory_bandwidth * g.memory_efficiency) * 1e9)) + n * g.kernel_tail;
+    c.durations[t.ops[math].link] += n * launch;
+    added += static_cast<std::size_t>(n);
   }
   return added;
 }

@@ -52,8 +52,12 @@ void scale_conv_helpers(const ConvOps& ops, const WorkTable& work, WhatIfCase& c
 // run as GEMMs in place. Each transpose reads and writes its tensor once (elements x `elem`
 // bytes x 2) at the streaming rate, plus a kernel tail, folded into the op's first math kernel; its
 // launch (the trace's median launch call) into that kernel's call. Returns the transposes added.
+// `channels_last`: the program's tensors become NHWC instead (torch.compile's layout optimization
+// for graphs with convolutions) and every convolution traced on NCHW fp32 kernels, 1x1 ones too,
+// keeps them behind a transpose of its input and of its output (and of its filter where wider than
+// 1x1).
 std::size_t add_conv_layout_transposes(const Trace& t, const ConvOps& ops, const WorkTable& work, const std::vector<bool>& hit, double elem,
-                                       WhatIfCase& c);
+                                       WhatIfCase& c, bool channels_last = false);
 
 // scaling: "tensor", "row" or "block"; sel: the ops it applies to (empty: all); host: host time of
 // one quantization kernel's launch.
