@@ -261,6 +261,10 @@ bool conv_work(const std::string& op, const std::vector<std::vector<std::int64_t
   w.weight_elems = bwd ? 0 : wt_elems;
   w.out_elems = out_elems;
   w.conv_spatial = spatial;
+  if (!bwd && nd >= 1) {
+    const std::int64_t groups = k[1] > 0 ? x[1] / k[1] : 1;
+    w.conv_kind = groups > 1 && k[1] > 1 ? 2 : k[0] <= 64 && k[1] <= 64 ? 3 : k[0] * 2 <= k[1] && k[2] > 1 ? 4 : 1;
+  }
   return true;
 }
 
@@ -618,6 +622,7 @@ WorkTable estimate_work(const Trace& t, const HwSpec& source) {
       w.weight_elems = gets_math ? total.weight_elems / static_cast<double>(compute ? compute : ks.size()) : 0;
       w.out_elems = total.out_elems;
       w.conv_spatial = total.conv_spatial;
+      w.conv_kind = total.conv_kind;
       w.rhs_elems = gets_math ? total.rhs_elems : 0;
       if (gets_math) {
         w.out_rows = total.out_rows;
@@ -744,6 +749,7 @@ std::size_t WorkTable::Hash::operator()(const KernelWork& w) const {
   mix(w.access_width);
   mix(std::hash<std::string_view>()(w.op));
   mix(w.conv_spatial ? 1 : 0);
+  mix(w.conv_kind);
   return static_cast<std::size_t>(h);
 }
 
@@ -754,7 +760,7 @@ bool WorkTable::Eq::operator()(const KernelWork& a, const KernelWork& b) const {
          bits_of(a.read_bytes) == bits_of(b.read_bytes) && bits_of(a.chain_ops) == bits_of(b.chain_ops) && a.op == b.op &&
          bits_of(a.out_elems) == bits_of(b.out_elems) && bits_of(a.rhs_elems) == bits_of(b.rhs_elems) &&
          bits_of(a.out_rows) == bits_of(b.out_rows) && bits_of(a.out_cols) == bits_of(b.out_cols) && bits_of(a.batch) == bits_of(b.batch) &&
-         bits_of(a.tiles) == bits_of(b.tiles) && a.conv_spatial == b.conv_spatial;
+         bits_of(a.tiles) == bits_of(b.tiles) && a.conv_spatial == b.conv_spatial && a.conv_kind == b.conv_kind;
 }
 
 }  // namespace bneck

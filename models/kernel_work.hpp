@@ -70,6 +70,11 @@ struct KernelWork {
   bool from_geometry = false;      // bytes from the launch geometry (threads x element x arrays)
   MemLevel level = MemLevel::Hbm;  // where its working set streams from
   bool conv_spatial = false;       // a convolution's kernel: its filter wider than 1x1, or strided (shapes)
+  // A forward convolution's kind for Inductor's layout choice (shapes; 0: not known): 1 default,
+  // 2 grouped (groups > 1 and more than one input channel a group), 3 small (at most 64 output and
+  // 64 input channels a group), 4 in-out (output channels at most half the input's, filter wider
+  // than 1): torch/_inductor/graph.py's decide_layout_opt.
+  std::uint8_t conv_kind = 0;
   double flops = 0, bytes = 0;
   double weight_elems = 0;                       // GEMM forward (addmm): elements of the weight operand (autocast casts it)
   Bytes access_width = 0;                        // bytes one thread moves per access, where known (launch geometry):

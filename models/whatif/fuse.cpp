@@ -40,7 +40,7 @@ namespace {
 constexpr TimeNs kCompiledLaunchHost = 13'650;
 // Inductor's layout optimization (torch/_inductor/graph.py, decide_layout_opt) is off for a graph
 // of 300 nodes a convolution or more ("only a few conv": a ViT's patch embedding); its rules on
-// grouped convolutions and channel counts are not modelled.
+// grouped convolutions and channel counts: layout_optimized below.
 constexpr std::size_t kLayoutOptKernelsPerConv = 300;
 
 // Op `o` of the trace is a kernel launch call (false for synthetic nodes past the trace's ops).
@@ -193,16 +193,13 @@ class Fuse : public TransformStep {
         }
       }
     }
-    // auto: Inductor's layout optimization makes a graph with convolutions channels-last unless
-    // they are few (its graph holds 300 nodes a convolution or more: here 300 kernels a
-    // convolution op); cuDNN's fp32 convolutions (NCHW kernels) then run behind layout transposes
-    // of their input and output (add_conv_layout_transposes).
+    // auto: Inductor's layout optimization makes a graph with convolutions channels-last
+    // (layout_optimized); cuDNN's fp32 convolutions (NCHW kernels) then run behind layout
+    // transposes of their input and output (add_conv_layout_transposes).
     std::size_t transposes = 0;
     if (sel_ == "auto") {
       const ConvOps convs = conv_ops(ctx.trace, ctx.work, c.durations);
-      std::size_t device_kernels = 0;
-      for (const Op& o : ctx.trace.ops) device_kernels += o.kind == OpKind::Kernel;
-      if (!convs.kernels.empty() && device_kernels < kLayoutOptKernelsPerConv * convs.kernels.size())
+      if (layout_optimized(ctx, convs))
         transposes = add_conv_layout_transposes(ctx.trace, convs, ctx.work, std::vector<bool>(ctx.trace.ops.size(), true), 4, c, true);
     }
     c.fused_host_removed_ns += host + wrapper;
@@ -218,6 +215,37 @@ class Fuse : public TransformStep {
   }
 
  private:
+  // Inductor's choice (torch/_inductor/graph.py, decide_layout_opt): not where the graph holds 300
+  // nodes a convolution or more (here 300 kernels a convolution op); for inference, channels-last
+  // where the convolutions' FLOPs weighted by its benchmarked slowdowns (grouped 1.358, small 0.783,
+  // in-out 0.725, others 0.823) do not exceed their sum; for training, not where any convolution is
+  // grouped or in-out, or all are small. Convolutions without shapes count as others.
+  static bool layout_optimized(const WhatIfContext& ctx, const ConvOps& convs) {
+    if (convs.kernels.empty()) return false;
+    std::size_t device_kernels = 0;
+    for (const Op& o : ctx.trace.ops) device_kernels += o.kind == OpKind::Kernel;
+    if (device_kernels >= kLayoutOptKernelsPerConv * convs.kernels.size()) return false;
+    double flops[5] = {}, total = 0;
+    for (const std::vector<OpId>& group : convs.kernels)
+      for (OpId k : group)
+        if (is_compute_class(ctx.work[k].cls)) {
+          const std::uint8_t kind = std::max<std::uint8_t>(1, std::min<std::uint8_t>(4, ctx.work[k].conv_kind));
+          flops[kind] += ctx.work[k].flops;
+          total += ctx.work[k].flops;
+        }
+    if (has_backward(ctx.trace)) {
+      bool all_small = true;
+      for (const std::vector<OpId>& group : convs.kernels)
+        for (OpId k : group) {
+          const std::uint8_t kind = ctx.work[k].conv_kind;
+          if (!is_compute_class(ctx.work[k].cls)) continue;
+          if (kind == 2 || kind == 4) return false;
+          all_small = all_small && kind == 3;
+        }
+      return !all_small;
+    }
+    return flops[2] * 1.358 + flops[3] * 0.783 + flops[4] * 0.725 + flops[1] * 0.823 <= total;
+  }
   static bool separated(const Trace& t, OpId a, OpId b, const std::vector<TimeNs>& syncs) {
     const OpId la = t.ops[a].link, lb = t.ops[b].link;
     return la != kNone && lb != kNone && sync_between(syncs, t.ops[la].start, t.ops[lb].start);
