@@ -158,8 +158,8 @@ std::vector<Case> reference_cases() {
 // 13.0 % of the forecast. Outside: RegNetY's TF32 and autocast (+202 / +118 %: its fp32 trace ran
 // its host 2.6x slower than its process's other traces, h100/cnn_bn), ViT-L's and ResNet-50's
 // --fuse auto against torch.compile (+1.7 % past a narrow interval; -5.6 %, -22 % before the
-// compiled graph's channels-last transposes were priced: h100/compile_conv). The bar: 80 % inside, a median half-width of at most
-// 15 %.
+// compiled graph's channels-last transposes were priced: h100/compile_conv). The bar: 80 %
+// inside, a median half-width of at most 15 %.
 TEST_CASE("error bars: 80 % intervals hold on the references, and are not wider than they need", "[whatif][error_bar][e2e]") {
   if (!std::filesystem::exists(hf("bert_large-inf-8x512"))) {
     WARN("no unpacked hf_models traces: skipped");

@@ -624,7 +624,7 @@ TEST_CASE("fuse auto: a compiled convolutional network runs channels-last, cuDNN
   // ViT-L's one convolution (its patch embedding) in a graph of hundreds of kernels: Inductor keeps
   // the layout (300 graph nodes a convolution or more), no transposes.
   const WhatIfReport v = whatif_of(d + "hf_heldout/k/vit_large-inf-32x224.fp32.kineto.json.gz", "step.*", {"--fuse", "auto"});
-  for (const auto& l : v.log) CHECK(l.find("layout transposes") == std::string::npos);
+  CHECK_FALSE(has_line(v, "layout transposes"));
   // Held out (compile_conv/heldout, another machine, captured after the rule): ResNet-50 16x224
   // compiled 8.202 ms (eager 8.034), its compiled trace 120 transposes a step, the forecast 126 a
   // step: -25.0 -> -12.2 % (its fp32 trace replays 11.6 % under the eager median: the host). RegNetY's
@@ -632,10 +632,8 @@ TEST_CASE("fuse auto: a compiled convolutional network runs channels-last, cuDNN
   // (grouped x 1.358): Inductor kept NCHW (no transposes in its compiled trace), and so does the
   // forecast (-13.8 %).
   const WhatIfReport r16 = whatif_of(d + "compile_conv/heldout/k/resnet50-inf-16x224.fp32.kineto.json.gz", "step.*", {"--fuse", "auto"});
-  bool layout = false;
-  for (const auto& l : r16.log) layout = layout || l.find("378 NCHW/NHWC layout transposes") != std::string::npos;
-  CHECK(layout);
+  CHECK(has_line(r16, "378 NCHW/NHWC layout transposes"));
   CHECK(std::abs(static_cast<double>(r16.predicted_ns) / 1e6 / 8.202 - 1) < 0.15);
   const WhatIfReport rg = whatif_of(d + "compile_conv/heldout/k/regnet_y-inf-16x224.fp32.kineto.json.gz", "step.*", {"--fuse", "auto"});
-  for (const auto& l : rg.log) CHECK(l.find("layout transposes") == std::string::npos);
+  CHECK_FALSE(has_line(rg, "layout transposes"));
 }

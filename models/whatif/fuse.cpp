@@ -225,25 +225,18 @@ class Fuse : public TransformStep {
     std::size_t device_kernels = 0;
     for (const Op& o : ctx.trace.ops) device_kernels += o.kind == OpKind::Kernel;
     if (device_kernels >= kLayoutOptKernelsPerConv * convs.kernels.size()) return false;
-    double flops[5] = {}, total = 0;
+    double flops[5] = {}, total = 0;  // by kind (conv_kind, 0 counted as 1: no shapes)
+    std::size_t count[5] = {}, n = 0;
     for (const std::vector<OpId>& group : convs.kernels)
       for (OpId k : group)
         if (is_compute_class(ctx.work[k].cls)) {
           const std::uint8_t kind = std::max<std::uint8_t>(1, std::min<std::uint8_t>(4, ctx.work[k].conv_kind));
           flops[kind] += ctx.work[k].flops;
           total += ctx.work[k].flops;
+          ++count[kind];
+          ++n;
         }
-    if (has_backward(ctx.trace)) {
-      bool all_small = true;
-      for (const std::vector<OpId>& group : convs.kernels)
-        for (OpId k : group) {
-          const std::uint8_t kind = ctx.work[k].conv_kind;
-          if (!is_compute_class(ctx.work[k].cls)) continue;
-          if (kind == 2 || kind == 4) return false;
-          all_small = all_small && kind == 3;
-        }
-      return !all_small;
-    }
+    if (has_backward(ctx.trace)) return count[2] == 0 && count[4] == 0 && count[3] < n;
     return flops[2] * 1.358 + flops[3] * 0.783 + flops[4] * 0.725 + flops[1] * 0.823 <= total;
   }
   static bool separated(const Trace& t, OpId a, OpId b, const std::vector<TimeNs>& syncs) {
