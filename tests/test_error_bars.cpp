@@ -111,8 +111,17 @@ std::vector<Case> reference_cases() {
     const std::string p = hh + h.dir + "/k/" + h.w + ".fp32.kineto.json.gz";
     c.push_back({"tf32", p, "step.*", {"--precision", "tf32"}, h.tf32, true});
     c.push_back({"autocast", p, "step.*", {"--precision", "autocast-bf16"}, h.autocast, true});
-    if (h.compile > 0) c.push_back({"fuse", p, "step.*", {"--fuse", "auto"}, h.compile, true});
+    // ResNet-50's compile at 64 images is a fit case of a convolutional network's fusion family.
+    if (h.compile > 0) c.push_back({"fuse", p, "step.*", {"--fuse", "auto"}, h.compile, std::string(h.w) != "resnet50-inf-64x224"});
   }
+  // torch.compile of convolutional networks and BERT-large (h100/compile_conv, its heldout/, and
+  // h100/compiled_call/hf; test_precision.cpp): ResNet-50 64x224 the fit case, the others held out.
+  const std::string cc = hh + "compile_conv/";
+  c.push_back({"fuse", cc + "k/resnet50-inf-64x224.fp32.kineto.json.gz", "step.*", {"--fuse", "auto"}, 23.071, false});
+  for (const auto& [w, ms] :
+       {std::pair<const char*, double>{"resnet50-inf-16x224", 8.202}, {"mobilenet_v2-inf-16x224", 3.358}, {"regnet_y-inf-16x224", 15.549}})
+    c.push_back({"fuse", cc + "heldout/k/" + w + ".fp32.kineto.json.gz", "step.*", {"--fuse", "auto"}, ms, true});
+  c.push_back({"fuse", hh + "compiled_call/hf/bert_large-inf-8x512.fp32.kineto.json.gz", "step.*", {"--fuse", "auto"}, 62.570, true});
   const std::string lk = std::string(BNECK_TEST_DATA) + "/loops/k/";
   c.push_back({"copies", lk + "copy.pageable.json.gz", "step.*", {"--pin-memory"}, 1.945, true});
   c.push_back({"copies", lk + "stage.serial.json.gz", "step.*", {"--overlap-copies"}, 0.806, true});
@@ -153,13 +162,13 @@ std::vector<Case> reference_cases() {
 
 }  // namespace
 
-// Fit and held out together, 98 forecasts (59 until the H100 held-out families joined on
-// 2026-12-06). At this commit: 94 of 98 inside (96 %; the held-out 67 of 71), median half-width
-// 13.0 % of the forecast. Outside: RegNetY's TF32 and autocast (+202 / +118 %: its fp32 trace ran
-// its host 2.6x slower than its process's other traces, h100/cnn_bn), ViT-L's and ResNet-50's
-// --fuse auto against torch.compile (+1.7 % past a narrow interval; -5.6 %, -22 % before the
-// compiled graph's channels-last transposes were priced: h100/compile_conv). The issue's bar: 80 %
-// inside, a median half-width of at most 15 %.
+// Fit and held out together, 103 forecasts (59 until the H100 held-out families joined on
+// 2026-12-06, 98 until the compiled convolutional networks and BERT-large). At this commit: 99 of
+// 103 inside (96 %; the held-out 70 of 74), median half-width 10.6 % of the forecast. Outside:
+// RegNetY's TF32 and autocast (+202 / +118 %: its fp32 trace ran its host 2.6x slower than its
+// process's other traces, h100/cnn_bn), ViT-L's --fuse auto against torch.compile (+1.7 % past a
+// narrow interval) and ResNet-50 16x224's (-12.2 %: its eager trace replays 11.6 % under its
+// process's eager median). The issue's bar: 80 % inside, a median half-width of at most 15 %.
 TEST_CASE("error bars: 80 % intervals hold on the references, and are not wider than they need", "[whatif][error_bar][e2e]") {
   if (!std::filesystem::exists(hf("bert_large-inf-8x512"))) {
     WARN("no unpacked hf_models traces: skipped");
@@ -186,7 +195,9 @@ TEST_CASE("error bars: 80 % intervals hold on the references, and are not wider 
   }
   const double coverage = static_cast<double>(inside) / static_cast<double>(half.size());
   INFO("coverage " << coverage << " (held out " << held_inside << " of " << held << "), median half-width " << median(half));
-  CHECK(half.size() == 98);
+  WARN("coverage " << coverage << " (" << inside << " of " << half.size() << "; held out " << held_inside << " of " << held
+                   << "), median half-width " << median(half));
+  CHECK(half.size() == 103);
   CHECK(coverage >= 0.8);
   CHECK(static_cast<double>(held_inside) / static_cast<double>(held) >= 0.8);
   CHECK(median(half) <= 0.15);

@@ -66,6 +66,7 @@ struct ErrorContext {
   double fused_host_share = 0;  // host time --fuse took out, over the baseline span (capped at 1)
   double gpu_busy_before = 1;   // the baseline's GPU busy fraction of its span
   double surface_share = 1;     // of the math a --precision changed, the share measured GEMM surfaces priced
+  double conv_share = 0;        // --fuse auto: the convolutions' share of the kernels' time (a convolutional network)
 };
 
 ErrorBar error_bar(const std::vector<Transform>& transforms, const ErrorContext& ctx, TimeNs predicted_ns);

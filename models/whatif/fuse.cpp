@@ -11,7 +11,8 @@
 //   call of the fused kernel), as does the host time after the last launch (the next op's).
 //   --fuse auto selects what a compiler's fusion (torch.compile / Inductor) fuses: the pointwise,
 //   copy, normalization, softmax and reduction kernels between the GEMMs, attention and
-//   convolutions (which stay library calls), not the optimizer's multi-tensor kernels; a run ends
+//   convolutions (which stay library calls; so do the kernels a convolution's call launches, cuDNN's
+//   own transposes), not the optimizer's multi-tensor kernels; a run ends
 //   where the host synchronized between two launches (a graph break: .item(), a blocking copy).
 //   The GPU idling between two kernels does not end a run: on a host-bound program it idles
 //   between every two, waiting for the dispatches the fusion removes. A graph with convolutions
@@ -43,6 +44,17 @@ constexpr TimeNs kCompiledLaunchHost = 13'650;
 // grouped convolutions and channel counts: layout_optimized below.
 constexpr std::size_t kLayoutOptKernelsPerConv = 300;
 
+// A kernel the convolution library launches as a step of its own call (cuDNN's layout transposes
+// around an implicit-GEMM or grouped convolution): the compiled graph calls the same convolution and
+// the kernel runs there too. Known by its framework op where the trace recorded shapes, else by the
+// names of cuDNN's transposes. (RegNetY 16x224 fp32, validate/reference/h100/compile_conv/heldout:
+// 180 genericTranspose kernels inside aten::cudnn_convolution in three eager steps and 180 in the
+// compiled ones, 24.6 ms both.)
+bool inside_convolution(std::string_view op, std::string_view name) {
+  if (!op.empty()) return op.find("convolution") != std::string_view::npos;
+  return name.find("cudnn::engines_precompiled::genericTranspose") != std::string_view::npos ||
+         name.find("nchwToNhwcKernel") != std::string_view::npos || name.find("nhwcToNchwKernel") != std::string_view::npos;
+}
 // Op `o` of the trace is a kernel launch call (false for synthetic nodes past the trace's ops).
 bool launch_call(const Trace& t, OpId o) {
   return o < t.ops.size() && t.ops[o].kind == OpKind::Api && t.ops[o].api_class() == ApiClass::Launch;
@@ -59,6 +71,15 @@ class Fuse : public TransformStep {
   void apply(const WhatIfContext& ctx, WhatIfCase& c) const override {
     std::vector<bool> hit;
     if (sel_ == "auto") {
+      // The convolutions' share of the kernels' time: a convolutional network's compiled graph
+      // (its layout, its library calls) has errors of its own (error_bar.cpp, "fuse-conv").
+      double conv = 0, all = 0;
+      for (OpId i = 0; i < ctx.trace.ops.size(); ++i)
+        if (ctx.trace.ops[i].kind == OpKind::Kernel) {
+          all += static_cast<double>(c.durations[i]);
+          if (ctx.work[i].cls == KernelClass::Conv) conv += static_cast<double>(c.durations[i]);
+        }
+      c.fused_conv_share = all > 0 ? conv / all : 0;
       hit.assign(ctx.trace.ops.size(), false);
       for (OpId i = 0; i < ctx.trace.ops.size(); ++i) {
         const Op& o = ctx.trace.ops[i];
@@ -66,7 +87,8 @@ class Fuse : public TransformStep {
         const KernelClass k = ctx.work[i].cls;
         hit[i] = (k == KernelClass::Elementwise || k == KernelClass::Copy || k == KernelClass::Norm || k == KernelClass::Softmax ||
                   k == KernelClass::Reduction) &&
-                 ctx.trace.name(o).find("multi_tensor_apply") == std::string::npos && !gemm_helper_kernel(ctx.trace.name(o));
+                 ctx.trace.name(o).find("multi_tensor_apply") == std::string::npos && !gemm_helper_kernel(ctx.trace.name(o)) &&
+                 !inside_convolution(ctx.work[i].op, ctx.trace.name(o));
       }
     } else {
       hit = ctx.select(sel_, true);

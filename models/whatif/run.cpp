@@ -160,6 +160,7 @@ void attach_error_bars(WhatIfReport& rep, const std::vector<Transform>& transfor
   ec.target = &pred.spec;
   ec.host_ranks = pred.host_ranks;
   ec.surface_share = pred.surface_share;
+  ec.conv_share = pred.fused_conv_share;
   for (const Transform& tr : transforms) ec.rates_guessed = ec.rates_guessed || (!pred.spec.from_trace.empty() && tr->needs_gpu_rates());
   // The profiler's cost taken out of what the forecast runs: the time it took off each range (its
   // measured span less its baseline's), over the range's forecast; the largest. Without ranges,

@@ -70,6 +70,7 @@ struct WhatIfCase {
   std::optional<Dtype> gemm_dtype;     // the precision GEMMs run in after a --precision (none: as traced)
   double surface_share = 1;            // of the math a --precision changed (its time before), the share measured shape surfaces priced
   TimeNs fused_host_removed_ns = 0;    // host time --fuse took out (the fused ops' dispatches, the compiled wrapper's cap)
+  double fused_conv_share = 0;         // --fuse auto: the convolutions' share of the kernels' time it started from
   // The case's own graph (copied from the base on first use) to edit.
   Graph& edit_graph();
 };
