@@ -31,8 +31,8 @@ ProfilerSetting setting_of(const std::string& extra_events, bool shapes) {
 TEST_CASE("unprofile: the PyTorch profiler's setting read from the trace", "[whatif][unprofile]") {
   // A cost per event (recorded op or CUDA call), k x the trace's launch pace
   // (validate/reference/h100/profiler_cost): k 0.44 without shapes, 0.590 with record_shapes,
-  // 1.273 with with_stack. These traces hold one launch (under 20): the pace is the reference
-  // 6 us, so 0.44 x 6000 = 2640 ns, 0.590 x 6000 = 3540 ns and 1.273 x 6000 = 7638 ns an event.
+  // 0.980 with with_stack. These traces hold one launch (under 20): the pace is the reference
+  // 6 us, so 0.44 x 6000 = 2640 ns, 0.590 x 6000 = 3540 ns and 0.980 x 6000 = 5880 ns an event.
   ProfilerSetting plain = setting_of("", false), shapes = setting_of("", true);
   ProfilerSetting stack = setting_of(
       R"({"ph": "X", "cat": "python_function", "name": "model.py(12): forward", "pid": 1, "tid": 1, "ts": 5, "dur": 40},)", true);
@@ -44,7 +44,7 @@ TEST_CASE("unprofile: the PyTorch profiler's setting read from the trace", "[wha
   CHECK(shapes.per_call == 3540);
   CHECK(shapes.per_op == 3540);
   CHECK(stack.name == "PyTorch profiler, record_shapes, with_stack");
-  CHECK(stack.per_call == 7638);
+  CHECK(stack.per_call == 5880);
   CHECK(stack.unmodelled.empty());
   // profile_memory ([memory] instant events): named; no cost of their own (measured: -1.9 / -4.0 /
   // +0.8 us an event), so record_shapes' per-event cost alone and nothing kept.

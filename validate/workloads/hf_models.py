@@ -55,8 +55,8 @@
 # All modes' unprofiled timings run first; then the profiled runs (so no profiler has run in the
 # process before an unprofiled timing).
 # --kineto DIR: per mode, torch.profiler (CPU + CUDA, schedule wait=1 warmup=2 active=3,
-#   record_shapes unless --no-shapes), each step in record_function(f"step{i}"), chrome trace to
-#   DIR/<workload>.<mode>[.noshapes].kineto.json.gz; prints profiled_steps_ms (all 6 steps) and
+#   record_shapes unless --no-shapes, Python stacks with --with-stack), each step in
+#   record_function(f"step{i}"), chrome trace to DIR/<workload>.<mode>[.noshapes][.stack].kineto.json.gz; prints profiled_steps_ms (all 6 steps) and
 #   profiled_median_ms (the 3 active steps). --also-noshapes MODES: for those modes also a second
 #   profile without shapes (after the one with shapes).
 # --nvtx: each timed step in torch.cuda.nvtx range "step{i}" (warm-ups in "warm{i}"), no Kineto, for
@@ -127,6 +127,7 @@ p.add_argument("--steps", type=int, default=0, help="timed steps (default 20 inf
 p.add_argument("--warmup", type=int, default=-1, help="warm-up steps (default 5; compile 10 after the compiling call)")
 p.add_argument("--kineto", default="", help="profile each mode with torch.profiler, traces into this folder")
 p.add_argument("--no-shapes", action="store_true", help="Kineto without record_shapes")
+p.add_argument("--with-stack", action="store_true", help="Kineto with Python stacks (with_stack=True; trace name .stack)")
 p.add_argument("--also-noshapes", default="", help="modes that also get a profile without shapes")
 p.add_argument("--kineto-only", action="store_true", help="skip the unprofiled timing")
 p.add_argument("--nvtx", action="store_true")
@@ -424,8 +425,8 @@ def plain(mode, nvtx=False):
 
 
 def kineto(mode, shapes):
-    tag = "" if shapes else ".noshapes"
-    part = (mode, ("noshapes." if not shapes else "") + "kineto")
+    tag = ("" if shapes else ".noshapes") + (".stack" if a.with_stack else "")
+    part = (mode, ("noshapes." if not shapes else "") + ("stack." if a.with_stack else "") + "kineto")
     header(mode, part, "kineto" + ("" if shapes else "-noshapes"))
     m = model_for(mode, part)
     step = make_step(mode, m)
@@ -447,13 +448,13 @@ def kineto(mode, shapes):
     ts, ws = [], []
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA],
                                 schedule=torch.profiler.schedule(wait=WAIT, warmup=WARM, active=ACTIVE, repeat=1),
-                                record_shapes=shapes, on_trace_ready=ready) as prof:
+                                record_shapes=shapes, with_stack=a.with_stack, on_trace_ready=ready) as prof:
         for i in range(WAIT + WARM + ACTIVE):
             t, w = timed(step, rf_name=f"step{i}")
             ts.append(t); ws.append(w)
             prof.step()
     act = ts[WAIT + WARM:]
-    out(part, f"kineto schedule wait {WAIT} warmup {WARM} active {ACTIVE} record_shapes {shapes} pre_warmup {nw}")
+    out(part, f"kineto schedule wait {WAIT} warmup {WARM} active {ACTIVE} record_shapes {shapes} with_stack {a.with_stack} pre_warmup {nw}")
     out(part, f"profiled_steps_ms {fmt(ts)}")
     out(part, f"profiled_wall_steps_ms {fmt(ws)}")
     out(part, f"profiled_median_ms {statistics.median(act):.3f}")
