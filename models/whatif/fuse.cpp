@@ -12,7 +12,9 @@
 //   --fuse auto selects what a compiler's fusion (torch.compile / Inductor) fuses: the pointwise,
 //   copy, normalization, softmax and reduction kernels between the GEMMs, attention and
 //   convolutions (which stay library calls; so do the kernels a convolution's call launches, cuDNN's
-//   own transposes), not the optimizer's multi-tensor kernels; a run ends
+//   own transposes), and the device-to-device copies among them (a clone's or a pad's
+//   cudaMemcpyAsync: a copy kernel's work, its call a launch), not the optimizer's multi-tensor
+//   kernels; a run ends
 //   where the host synchronized between two launches (a graph break: .item(), a blocking copy).
 //   The GPU idling between two kernels does not end a run: on a host-bound program it idles
 //   between every two, waiting for the dispatches the fusion removes. A graph with convolutions
@@ -55,9 +57,29 @@ bool inside_convolution(std::string_view op, std::string_view name) {
   return name.find("cudnn::engines_precompiled::genericTranspose") != std::string_view::npos ||
          name.find("nchwToNhwcKernel") != std::string_view::npos || name.find("nhwcToNchwKernel") != std::string_view::npos;
 }
+// A device-to-device copy on a GPU's stream (cudaMemcpyAsync of a clone, a pad's copy, a
+// .contiguous()): the compiled graph does it in a fused kernel or not at all, as a copy kernel.
+bool device_copy(const Trace& t, OpId o) {
+  if (t.ops[o].kind != OpKind::Memcpy) return false;
+  const CopyInfo* ci = t.copy(t.ops[o]);
+  return ci && ci->copy_kind == MemcpyKind::DtoD;
+}
+// What a fusion member does: a kernel's work, a device copy's as a copy kernel's (its bytes read
+// and written).
+KernelWork member_work(const WhatIfContext& ctx, OpId o) {
+  if (ctx.trace.ops[o].kind == OpKind::Kernel) return ctx.work[o];
+  KernelWork w;
+  w.cls = KernelClass::Copy;
+  if (const CopyInfo* ci = ctx.trace.copy(ctx.trace.ops[o])) w.bytes = 2.0 * static_cast<double>(ci->bytes);
+  return w;
+}
 // Op `o` of the trace is a kernel launch call (false for synthetic nodes past the trace's ops).
 bool launch_call(const Trace& t, OpId o) {
   return o < t.ops.size() && t.ops[o].kind == OpKind::Api && t.ops[o].api_class() == ApiClass::Launch;
+}
+// ... or the asynchronous copy call of a device copy (a fusion member's submission).
+bool submit_call(const Trace& t, OpId o) {
+  return launch_call(t, o) || (o < t.ops.size() && t.ops[o].kind == OpKind::Api && t.ops[o].api_class() == ApiClass::MemcpyAsync);
 }
 // A host synchronization (its start in the sorted `syncs`) began after `a` and before `b`.
 bool sync_between(const std::vector<TimeNs>& syncs, TimeNs a, TimeNs b) {
@@ -83,6 +105,10 @@ class Fuse : public TransformStep {
       hit.assign(ctx.trace.ops.size(), false);
       for (OpId i = 0; i < ctx.trace.ops.size(); ++i) {
         const Op& o = ctx.trace.ops[i];
+        if (device_copy(ctx.trace, i)) {
+          hit[i] = true;
+          continue;
+        }
         if (o.kind != OpKind::Kernel || (o.flags & Op::kFlagNccl)) continue;
         const KernelClass k = ctx.work[i].cls;
         hit[i] = (k == KernelClass::Elementwise || k == KernelClass::Copy || k == KernelClass::Norm || k == KernelClass::Softmax ||
@@ -110,27 +136,28 @@ class Fuse : public TransformStep {
     for (const auto& lane : lanes) {
       std::size_t k = 0;
       while (k < lane.size()) {
-        if (!hit[lane[k]] || ctx.trace.ops[lane[k]].kind != OpKind::Kernel) {
+        auto member = [&](OpId o) { return ctx.trace.ops[o].kind == OpKind::Kernel || (sel_ == "auto" && device_copy(ctx.trace, o)); };
+        if (!hit[lane[k]] || !member(lane[k])) {
           ++k;
           continue;
         }
         std::size_t e = k;
-        while (e + 1 < lane.size() && hit[lane[e + 1]] && ctx.trace.ops[lane[e + 1]].kind == OpKind::Kernel &&
+        while (e + 1 < lane.size() && hit[lane[e + 1]] && member(lane[e + 1]) &&
                !(sel_ == "auto" && separated(ctx.trace, lane[e], lane[e + 1], syncs)))
           ++e;
         if (e > k) {
           // The run lane[k..e] becomes one kernel.
-          KernelWork fused = ctx.work[lane[k]];
+          KernelWork fused = member_work(ctx, lane[k]);
           double measured = 0, modelled = 0, largest = -1;
           std::size_t shape = k;  // the member whose launch the fused kernel takes: the one of most work
           for (std::size_t m = k; m <= e; ++m) {
             measured += static_cast<double>(c.durations[lane[m]]);
-            const auto own = static_cast<double>(model_kernel(ctx.trace, lane[m], ctx.work[lane[m]], c.spec).time_ns);
+            const auto own = static_cast<double>(model_kernel(ctx.trace, lane[m], member_work(ctx, lane[m]), c.spec).time_ns);
             modelled += own;
-            if (own > largest) largest = own, shape = m;
-            if (m > k) fused.flops += ctx.work[lane[m]].flops;
+            if (own > largest && ctx.trace.ops[lane[m]].kind == OpKind::Kernel) largest = own, shape = m;
+            if (m > k) fused.flops += member_work(ctx, lane[m]).flops;
           }
-          fused.bytes = 0.5 * ctx.work[lane[k]].bytes + 0.5 * ctx.work[lane[e]].bytes;
+          fused.bytes = 0.5 * member_work(ctx, lane[k]).bytes + 0.5 * member_work(ctx, lane[e]).bytes;
           double calib = modelled > 0 ? measured / modelled : 1;
           // A fused kernel moves fewer bytes than its members did and does their math: never more
           // time than they took (a run led by a small fill would otherwise be timed on its launch of
@@ -150,7 +177,7 @@ class Fuse : public TransformStep {
           // The host: one dispatch and launch for the run (card above).
           auto launch = [&](std::size_t m) {
             const OpId l = ctx.trace.ops[lane[m]].link;
-            return l != kNone && launch_call(ctx.trace, l) && !g.removed(l) ? l : kNone;
+            return l != kNone && submit_call(ctx.trace, l) && !g.removed(l) ? l : kNone;
           };
           for (std::size_t m = k; m <= e; ++m) {
             const OpId l = launch(m);
@@ -195,23 +222,59 @@ class Fuse : public TransformStep {
           if (g.csr[ed].type() == EdgeType::HostOrder) g.csr[ed].set_delay(0);
     }
     // auto: torch.compile's code calls the next kernel where the modules' Python ran: between two
-    // launch calls with no host synchronization between them the host takes at most the compiled
-    // wrapper's time per launch, less the launch call's own.
+    // launch calls with no host synchronization between them (and no call between them but the
+    // runtime's own, such as cudaPeekAtLastError after a library's launch) the host takes at most
+    // the compiled wrapper's time per launch, less the launch call's own and those calls'.
     TimeNs wrapper = 0;
     if (sel_ == "auto" && runs > 0) {
       Graph& g = c.edit_graph();
       const Trace& t = ctx.trace;
+      constexpr std::size_t kChain = 8;  // runtime calls followed between two launches at most
+      std::vector<boost::graph_traits<CsrGraph>::edge_descriptor> chain;
+      std::vector<boost::graph_traits<CsrGraph>::edge_descriptor> starts;
       for (OpId l = 0; l < t.ops.size(); ++l) {
         if (!launch_call(t, l)) continue;
-        for (auto ed : boost::make_iterator_range(boost::out_edges(l, g.csr))) {
-          const OpId m = static_cast<OpId>(boost::target(ed, g.csr));
-          if (g.csr[ed].type() != EdgeType::HostOrder || !launch_call(t, m) || sync_between(syncs, t.ops[l].start, t.ops[m].start))
-            continue;
-          const TimeNs cap = std::max<TimeNs>(0, kCompiledLaunchHost - c.durations[m]);
-          if (g.csr[ed].delay() > cap) {
-            wrapper += g.csr[ed].delay() - cap;
-            g.csr[ed].set_delay(cap);
+        starts.clear();
+        for (auto ed : boost::make_iterator_range(boost::out_edges(l, g.csr)))
+          if (g.csr[ed].type() == EdgeType::HostOrder) starts.push_back(ed);
+        for (const auto& first : starts) {
+          // From this edge through the runtime's own calls (each with one host successor) to a launch.
+          chain.assign(1, first);
+          TimeNs between = 0;  // the calls' own time between the two launches
+          OpId m = kNone, cur = static_cast<OpId>(boost::target(first, g.csr));
+          while (cur < t.ops.size() && chain.size() <= kChain) {
+            if (launch_call(t, cur)) {
+              m = cur;
+              break;
+            }
+            if (t.ops[cur].kind != OpKind::Api || t.ops[cur].api_class() != ApiClass::Other) break;
+            between += c.durations[cur];
+            OpId next = kNone;
+            int host_edges = 0;
+            for (auto ed : boost::make_iterator_range(boost::out_edges(cur, g.csr)))
+              if (g.csr[ed].type() == EdgeType::HostOrder) {
+                ++host_edges;
+                next = static_cast<OpId>(boost::target(ed, g.csr));
+                chain.push_back(ed);
+              }
+            if (host_edges != 1) break;
+            cur = next;
           }
+          if (m == kNone || sync_between(syncs, t.ops[l].start, t.ops[m].start)) continue;
+          const TimeNs cap = std::max<TimeNs>(0, kCompiledLaunchHost - c.durations[m] - between);
+          TimeNs sum = 0;
+          for (const auto& ed : chain) sum += g.csr[ed].delay();
+          if (sum <= cap) continue;
+          TimeNs kept = 0;
+          for (std::size_t i = 0; i < chain.size(); ++i) {
+            const TimeNs d = g.csr[chain[i]].delay();
+            const TimeNs nd = i + 1 < chain.size()
+                                  ? static_cast<TimeNs>(static_cast<double>(d) * static_cast<double>(cap) / static_cast<double>(sum))
+                                  : cap - kept;  // the last takes the rounding
+            kept += nd;
+            g.csr[chain[i]].set_delay(nd);
+          }
+          wrapper += sum - cap;
         }
       }
     }
