@@ -195,8 +195,6 @@ TEST_CASE("error bars: 80 % intervals hold on the references, and are not wider 
   }
   const double coverage = static_cast<double>(inside) / static_cast<double>(half.size());
   INFO("coverage " << coverage << " (held out " << held_inside << " of " << held << "), median half-width " << median(half));
-  WARN("coverage " << coverage << " (" << inside << " of " << half.size() << "; held out " << held_inside << " of " << held
-                   << "), median half-width " << median(half));
   CHECK(half.size() == 103);
   CHECK(coverage >= 0.8);
   CHECK(static_cast<double>(held_inside) / static_cast<double>(held) >= 0.8);
