@@ -575,6 +575,36 @@ TEST_CASE("a fused kernel never takes longer than the kernels it replaces", "[wh
   CHECK(f.predicted_ns <= 40 * kNsPerUs);
 }
 
+TEST_CASE("fuse auto: a device copy among the fused kernels is a member, the cap reaches through the runtime's calls", "[whatif][fuse]") {
+  // One thread: launch of a (0-2 us), the runtime's own call (cudaPeekAtLastError, 30-31 us),
+  // launch of b (60-62 us), a device-to-device copy's call (90-93 us); on the stream the
+  // elementwise a and b and the 1 MiB copy. --fuse auto: one run of the three (the copy a member),
+  // b's launch and the copy's call gone as the fused ones' are (2 calls). The compiled wrapper's cap
+  // then holds between a's launch and b's through the runtime call: a's edge to it was zeroed (the
+  // next fused op's dispatch), its 1 us and b's launch (now 0) inside the 13.65 us, so the 29 us
+  // before b's launch are capped at 13.65 - 1 = 12.65 us: 16.35 us less.
+  const std::string w = write_temp(R"({"format": "bneck-workload", "measured": true,
+    "devices": [{"name": "NVIDIA H200", "sm_count": 132, "compute_capability": "9.0"}],
+    "lanes": [{"kind": "thread", "name": "main"}, {"kind": "stream", "name": "s", "device": 0}],
+    "ranges": [{"name": "step", "lane": 0, "start": "0 us", "end": "100 us"}],
+    "ops": [{"kind": "api", "name": "cudaLaunchKernel", "lane": 0, "start": "0 us", "duration": "2 us", "api_class": "launch"},
+            {"kind": "api", "name": "cudaPeekAtLastError", "lane": 0, "start": "30 us", "duration": "1 us", "api_class": "other"},
+            {"kind": "api", "name": "cudaLaunchKernel", "lane": 0, "start": "60 us", "duration": "2 us", "api_class": "launch"},
+            {"kind": "api", "name": "cudaMemcpyAsync", "lane": 0, "start": "90 us", "duration": "3 us", "api_class": "memcpy_async"},
+            {"kind": "kernel", "name": "void at::native::vectorized_elementwise_kernel<4, at::native::launch_clamp_scalar>", "lane": 1,
+             "start": "5 us", "end": "7 us", "launched_by": 0, "grid": [132, 1, 1], "block": [256, 1, 1]},
+            {"kind": "kernel", "name": "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>", "lane": 1,
+             "start": "64 us", "end": "66 us", "launched_by": 2, "grid": [132, 1, 1], "block": [256, 1, 1]},
+            {"kind": "memcpy", "name": "Memcpy DtoD", "lane": 1, "start": "95 us", "end": "97 us", "copy_kind": "DtoD", "size": "1 MiB",
+             "launched_by": 3}]})",
+                                   "fuse_copy_member");
+  const WhatIfReport f = whatif_of(w, "step", {"--fuse", "auto", "--sharing", "off", "--unprofile=off"});
+  CHECK(has_line(f, "3 kernels in 1 fused runs"));
+  CHECK(has_line(f, "host: 2 launch calls"));
+  CHECK(has_line(f, "16.350 us less"));
+  CHECK(f.predicted_ns < f.baseline_ns);
+}
+
 TEST_CASE("fuse auto on host-bound programs: the fused ops' dispatches and the modules' Python go", "[whatif][fuse][e2e]") {
   const std::string d = std::string(BNECK_TEST_DATA) + "/fusion_host/";
   const WhatIfReport r = whatif_of(d + "k/host.fp32.json.gz", "step.*", {"--fuse", "auto"});
