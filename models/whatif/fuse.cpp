@@ -133,10 +133,11 @@ class Fuse : public TransformStep {
     TimeNs before = 0, after = 0;
     std::vector<OpId> drop, drop_with_gap, no_gap;  // launch calls: removed; removed with the host time after; that time zeroed
     std::vector<bool> handled(ctx.trace.ops.size(), false);
+    // What a run may hold: kernels, and under auto the device copies among them.
+    auto member = [&](OpId o) { return ctx.trace.ops[o].kind == OpKind::Kernel || (sel_ == "auto" && device_copy(ctx.trace, o)); };
     for (const auto& lane : lanes) {
       std::size_t k = 0;
       while (k < lane.size()) {
-        auto member = [&](OpId o) { return ctx.trace.ops[o].kind == OpKind::Kernel || (sel_ == "auto" && device_copy(ctx.trace, o)); };
         if (!hit[lane[k]] || !member(lane[k])) {
           ++k;
           continue;
@@ -148,16 +149,18 @@ class Fuse : public TransformStep {
         if (e > k) {
           // The run lane[k..e] becomes one kernel.
           KernelWork fused = member_work(ctx, lane[k]);
-          double measured = 0, modelled = 0, largest = -1;
+          double measured = 0, modelled = 0, largest = -1, last_bytes = 0;
           std::size_t shape = k;  // the member whose launch the fused kernel takes: the one of most work
           for (std::size_t m = k; m <= e; ++m) {
+            const KernelWork w = m == k ? fused : member_work(ctx, lane[m]);
             measured += static_cast<double>(c.durations[lane[m]]);
-            const auto own = static_cast<double>(model_kernel(ctx.trace, lane[m], member_work(ctx, lane[m]), c.spec).time_ns);
+            const auto own = static_cast<double>(model_kernel(ctx.trace, lane[m], w, c.spec).time_ns);
             modelled += own;
             if (own > largest && ctx.trace.ops[lane[m]].kind == OpKind::Kernel) largest = own, shape = m;
-            if (m > k) fused.flops += member_work(ctx, lane[m]).flops;
+            if (m > k) fused.flops += w.flops;
+            last_bytes = w.bytes;
           }
-          fused.bytes = 0.5 * member_work(ctx, lane[k]).bytes + 0.5 * member_work(ctx, lane[e]).bytes;
+          fused.bytes = 0.5 * fused.bytes + 0.5 * last_bytes;
           double calib = modelled > 0 ? measured / modelled : 1;
           // A fused kernel moves fewer bytes than its members did and does their math: never more
           // time than they took (a run led by a small fill would otherwise be timed on its launch of
@@ -230,13 +233,18 @@ class Fuse : public TransformStep {
       Graph& g = c.edit_graph();
       const Trace& t = ctx.trace;
       constexpr std::size_t kChain = 8;  // runtime calls followed between two launches at most
-      std::vector<boost::graph_traits<CsrGraph>::edge_descriptor> chain;
-      std::vector<boost::graph_traits<CsrGraph>::edge_descriptor> starts;
+      using Edge = boost::graph_traits<CsrGraph>::edge_descriptor;
+      std::vector<Edge> chain, starts;
+      // Appends node n's host-order out-edges to `out`; returns its new size.
+      auto host_edges = [&](OpId n, std::vector<Edge>& out) {
+        for (auto ed : boost::make_iterator_range(boost::out_edges(n, g.csr)))
+          if (g.csr[ed].type() == EdgeType::HostOrder) out.push_back(ed);
+        return out.size();
+      };
       for (OpId l = 0; l < t.ops.size(); ++l) {
         if (!launch_call(t, l)) continue;
         starts.clear();
-        for (auto ed : boost::make_iterator_range(boost::out_edges(l, g.csr)))
-          if (g.csr[ed].type() == EdgeType::HostOrder) starts.push_back(ed);
+        host_edges(l, starts);
         for (const auto& first : starts) {
           // From this edge through the runtime's own calls (each with one host successor) to a launch.
           chain.assign(1, first);
@@ -249,16 +257,9 @@ class Fuse : public TransformStep {
             }
             if (t.ops[cur].kind != OpKind::Api || t.ops[cur].api_class() != ApiClass::Other) break;
             between += c.durations[cur];
-            OpId next = kNone;
-            int host_edges = 0;
-            for (auto ed : boost::make_iterator_range(boost::out_edges(cur, g.csr)))
-              if (g.csr[ed].type() == EdgeType::HostOrder) {
-                ++host_edges;
-                next = static_cast<OpId>(boost::target(ed, g.csr));
-                chain.push_back(ed);
-              }
-            if (host_edges != 1) break;
-            cur = next;
+            const std::size_t before_call = chain.size();
+            if (host_edges(cur, chain) != before_call + 1) break;
+            cur = static_cast<OpId>(boost::target(chain.back(), g.csr));
           }
           if (m == kNone || sync_between(syncs, t.ops[l].start, t.ops[m].start)) continue;
           const TimeNs cap = std::max<TimeNs>(0, kCompiledLaunchHost - c.durations[m] - between);
