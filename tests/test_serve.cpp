@@ -2,6 +2,7 @@
 // cases), the cost model, and the calibrated forecasts against transformers' continuous-batching
 // engine measured on an H200 (validate/reference/h200/serving, made by validate/reference/h200/serving/run_serving.sh).
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -9,6 +10,7 @@
 #include "helpers.hpp"
 #include "serve_helpers.hpp"
 #include "models/serving/calibrate.hpp"
+#include "models/serving/error_bars.hpp"
 #include "sim/base/error.hpp"
 #include "traces/importer.hpp"
 
@@ -546,4 +548,34 @@ TEST_CASE("generated workloads: Poisson arrivals at the rate, lengths in range, 
   for (const auto& r : a) CHECK((r.prompt >= 32 && r.prompt <= 512));
   CHECK_THROWS_WITH(parse_length_dist("12..5", "--prompt-len"), Catch::Contains("HI is below LO"));
   CHECK_THROWS_WITH(parse_length_dist("abc", "--prompt-len"), Catch::Contains("expected N, LO..HI"));
+}
+
+// The host-pace term of a serving interval (models/serving/error_bars.hpp), by hand. TPOT's fit
+// errors {+2.3, +8.9, -4.3, +11.7, -3.5, +5.6, +0.4, +0.7 %}: bias b = 2.725 %, sample s = 5.663 %,
+// w = t(0.9, 7) x s x sqrt(1 + 1/8) = 1.415 x 5.663 x 1.0607 = 8.504 %. The repeats' deviations
+// from their runs' means (9 runs) give the pace p = t(0.9, 8) x 9.102 % x sqrt(1 + 1/9) = 13.49 %.
+// A host-bound forecast of 100 ms at the calibration's load: half-width sqrt(w^2 + p^2) = 15.95 %,
+// the measured median in [100 / 1.1867, 100 / 0.8677] = [84.27, 115.24] ms. A calibration run whose
+// own pace moved 30 % over stretches of its steps takes p = 30 %: sqrt(w^2 + 0.3^2) = 31.18 %, [74.68,
+// 139.78] ms; one that moved 10 % (under the repeats') changes nothing.
+TEST_CASE("serving intervals: the calibration run's own pace widens the host's term (hand-computed)", "[serve][error_bar]") {
+  ServeBarInputs in;
+  in.calibrated = true;
+  in.gpu_fraction = 0.1;
+  in.ttft = in.tpot = in.e2el = 100;
+  in.duration = 10;
+  const ServeBars plain = serve_error_bars(in);
+  CHECK(plain.tpot_ms[0] == Approx(84.27).epsilon(2e-4));
+  CHECK(plain.tpot_ms[1] == Approx(115.24).epsilon(2e-4));
+  in.calibration_pace = 0.10;
+  const ServeBars small = serve_error_bars(in);
+  CHECK(small.tpot_ms[0] == plain.tpot_ms[0]);
+  CHECK(small.ttft_ms[1] == plain.ttft_ms[1]);
+  in.calibration_pace = 0.30;
+  const ServeBars wide = serve_error_bars(in);
+  CHECK(wide.tpot_ms[0] == Approx(74.68).epsilon(2e-4));
+  CHECK(wide.tpot_ms[1] == Approx(139.78).epsilon(2e-4));
+  CHECK(wide.ttft_ms[1] > plain.ttft_ms[1]);  // TTFT's pace in the repeats' proportion to TPOT's
+  CHECK(std::any_of(wide.basis.begin(), wide.basis.end(),
+                    [](const std::string& b) { return b.find("calibration run's own pace") != std::string::npos; }));
 }

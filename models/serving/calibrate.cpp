@@ -509,7 +509,8 @@ void fit_host_scale(const std::vector<Request>& log, const EngineConfig& eng, St
     HostStepFit fit;
     if (fit_host_steps(reqs, eng, trial, fit)) {
       rep.host_fit = fit;
-      fit.note += " (measured, not forecast with: its slopes did not carry to other runs of the same engine)";
+      fit.note +=
+          " (its slopes measured, not forecast with: they did not carry to other runs of the same engine; its pace widens the intervals)";
     }
     m.notes.push_back(fit.note);
   }

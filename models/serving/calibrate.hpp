@@ -63,6 +63,9 @@ struct HostStepFit {
   bool q_fitted = false, seq_fitted = false;
   double q_spread = 0, seq_spread = 0, q_lo = 0, q_hi = 0, seq_lo = 0, seq_hi = 0;
   double median_abs_log_error = 0;
+  // The host's pace over stretches of the run against its median (10th and 90th percentiles of
+  // windowed medians, as fractions: -0.2 is a stretch 20 % faster); 0 where too few steps.
+  double pace_lo = 0, pace_hi = 0;
   std::string note;
 };
 

@@ -13,6 +13,10 @@ namespace bneck::serve {
 
 using calibration::fmt;
 
+// Steps in a stretch of the host's pace: about a second of a Python engine's decode steps (55-80
+// ms; the pace switches seen in validate/reference/h200/serving/loads4 held for seconds).
+constexpr std::size_t kPaceWindow = 15;
+
 namespace {
 
 // Relative spread of a sample: its standard deviation over its mean (0 for an empty or zero sample).
@@ -168,7 +172,7 @@ bool fit_host_steps(const std::vector<Request>& reqs, const EngineConfig& eng, S
   m.host_scale = fit.scale;
   m.launch[1] = fit.per_seq_ns;  // the fitted slopes in place of any assumed ones, as `base` above
   m.launch[2] = fit.per_token_ns;
-  std::vector<double> err;
+  std::vector<double> err, signed_err;
   met.clear();
   for (std::size_t k = 0; k < ls.size() && k < r.steps.size(); ++k) {
     const StepShape& sh = r.steps[k].shape;
@@ -176,16 +180,34 @@ bool fit_host_steps(const std::vector<Request>& reqs, const EngineConfig& eng, S
     const bool fresh = m.shape_build > 0 && met.emplace(sh.batched ? sh.seqs : 0, sh.q, sh.kv).second;
     if (!ls[k].busy || k == 0 || r.steps[k - 1].shape.seqs == 0) continue;
     const double d = static_cast<double>(ls[k].emit - ls[k - 1].emit);
-    if (d > 0) err.push_back(std::abs(std::log(static_cast<double>(m.time(sh, false, fresh).total()) / d)));
+    if (d > 0) {
+      signed_err.push_back(std::log(d / static_cast<double>(m.time(sh, false, fresh).total())));
+      err.push_back(std::abs(signed_err.back()));
+    }
   }
   fit.median_abs_log_error = quantile(err, 0.5);
+  // The host's pace through the run: the steps' measured time over the fitted model's, its median
+  // over stretches of kPaceWindow consecutive steps (a step's own noise averaged out, a stretch at
+  // another pace kept), and where those medians lie around the run's.
+  if (signed_err.size() >= 2 * kPaceWindow) {
+    std::vector<double> windowed;
+    for (std::size_t k = 0; k + kPaceWindow <= signed_err.size(); ++k)
+      windowed.push_back(quantile(
+          std::vector<double>(signed_err.begin() + static_cast<long>(k), signed_err.begin() + static_cast<long>(k + kPaceWindow)), 0.5));
+    const double mid = quantile(signed_err, 0.5);
+    fit.pace_lo = std::exp(quantile(windowed, 0.1) - mid) - 1;
+    fit.pace_hi = std::exp(quantile(windowed, 0.9) - mid) - 1;
+  }
   fit.note = "host work per step measured on " + std::to_string(rows.size()) + " back-to-back steps of the log (" +
              std::to_string(ls.size()) + " steps from its token times, " + fmt(100 * fit.agreement) +
              " % of the tokens on the replayed step; query tokens " + fmt(fit.q_lo) + ".." + fmt(fit.q_hi) + ", sequences " +
              fmt(fit.seq_lo) + ".." + fmt(fit.seq_hi) + "): host terms x " + fmt(fit.scale) + ", launch + " +
              (by_q ? fmt(fit.per_token_ns / 1e3) + " us/token" : std::string("(per token: not seen to vary)")) + " + " +
              (by_seq ? fmt(fit.per_seq_ns / 1e3) + " us/seq" : std::string("(per sequence: not seen to vary)")) + "; median step error " +
-             fmt(100 * (std::exp(fit.median_abs_log_error) - 1)) + " %";
+             fmt(100 * (std::exp(fit.median_abs_log_error) - 1)) + " %" +
+             (fit.pace_lo < 0 || fit.pace_hi > 0 ? "; the host's pace over stretches of " + std::to_string(kPaceWindow) + " steps " +
+                                                       fmt(100 * fit.pace_lo, 3) + " .. +" + fmt(100 * fit.pace_hi, 3) + " % of the run's"
+                                                 : std::string());
   return true;
 }
 

@@ -69,6 +69,8 @@ ServeBars serve_error_bars(const ServeBarInputs& in) {
   const double r = in.load_ratio > kLoadBeyondCalibration ? std::log2(in.load_ratio) : 0;
   const ErrorFamily st = family_stats("static", kStatic);
   double ttft_pace = 0;  // TTFT's (the first metric's), for the basis line
+  const double tpot_repeats = family_stats("host pace", deviations(kPaceTpot)).half_width;
+  const bool calibration_paced = in.calibration_pace > tpot_repeats;
   for (std::size_t k = 0; k < 4; ++k) {
     const Metric& m = metrics[k];
     const ErrorFamily f = family_stats("serve", *m.errors);
@@ -76,7 +78,8 @@ ServeBars serve_error_bars(const ServeBarInputs& in) {
       *m.bar = {m.forecast / (1 + f.half_width), m.forecast * kUncalibratedGap};
       continue;
     }
-    const double pace = family_stats("host pace", deviations(*m.repeats)).half_width;
+    const double repeats_pace = family_stats("host pace", deviations(*m.repeats)).half_width;
+    const double pace = std::max(repeats_pace, in.calibration_pace * repeats_pace / tpot_repeats);
     if (k == 0) ttft_pace = pace;
     double bias = f.bias, var = f.half_width * f.half_width;
     if (host_bound) var += pace * pace;
@@ -90,9 +93,10 @@ ServeBars serve_error_bars(const ServeBarInputs& in) {
       parts.emplace_back(f.half_width, "the calibrated engine's held-out TPOT error " + plus_minus(f.half_width) + " (" +
                                            std::to_string(f.n) + " runs at other loads, offline, CUDA graphs)");
       if (host_bound)
-        parts.emplace_back(pace, "host-bound engine (GPU " + std::to_string(static_cast<int>(std::lround(100 * in.gpu_fraction))) +
-                                     " % of the step): the host's run-to-run pace " + plus_minus(pace) + " (TTFT " + plus_minus(ttft_pace) +
-                                     ")");
+        parts.emplace_back(pace,
+                           "host-bound engine (GPU " + std::to_string(static_cast<int>(std::lround(100 * in.gpu_fraction))) +
+                               " % of the step): the host's run-to-run pace " + plus_minus(pace) + " (TTFT " + plus_minus(ttft_pace) +
+                               (calibration_paced ? "; as far as the calibration run's own pace moved over stretches of its steps)" : ")"));
       if (r > 0) {
         char b[64];
         std::snprintf(b, sizeof b, "%.1fx", in.load_ratio);

@@ -11,7 +11,12 @@
 //     (validate/reference/h200/serving/plain/repeats: TPOT 69.0 / 59.4 / 70.5, 64.7 / 59.6 / 79.1,
 //     60.4 / 67.1 / 62.0 ms; TTFT 114.7 / 91.5 / 142.6, 106.6 / 94.3 / 142.4, 123.6 / 108.1 / 126.8
 //     ms, about 1.7 times TPOT's spread: a first token waits for the step in flight and its own
-//     prompt step, both at the pace of the moment);
+//     prompt step, both at the pace of the moment); or, where the calibration run's own pace moved
+//     farther (its steps against the step model fitted on them, medians over stretches of 15
+//     steps: 10th and 90th percentiles against the run's median; validate/reference/h200/serving/
+//     loads4 and loads5, H100 machines whose host switched between two paces for seconds at a
+//     time), that move, each metric's in the repeats' proportion to TPOT's: a new run may hold
+//     either pace throughout;
 //   - a load beyond the calibration's (requests in flight, mean, r times the calibration log's,
 //     r > 1.5): w x log2(r) more, the host's per-sequence work not being measured there;
 //   - CUDA graphs forecast from an eager calibration at a load beyond the calibration's (as above):
@@ -44,6 +49,7 @@ struct ServeBarInputs {
   bool static_from_continuous = false;  // forecast static batching, calibrated on a continuous engine
   double gpu_fraction = 1;              // simulated GPU time over the steps' time
   double load_ratio = 1;                // requests in flight, forecast over the calibration log's
+  double calibration_pace = 0;          // how far the calibration run's own host pace moved (HostStepFit, larger side)
   bool graphs_from_eager = false;
   double ttft = 0, tpot = 0, e2el = 0, duration = 0;  // the forecast's medians and duration
 };

@@ -196,6 +196,7 @@ void attach_bars(const ServeJob& job, ServeOutcome& out) {
   in.load_ratio = out.calibration_load > 0 && load > 0 ? load / out.calibration_load : 1;
   in.ttft = m.ttft.median, in.tpot = m.tpot.median, in.e2el = m.e2el.median, in.duration = m.duration_s;
   in.graphs_from_eager = in.calibrated && out.engine.cuda_graph;
+  if (const auto& fit = out.calibration.host_fit) in.calibration_pace = std::max(-fit->pace_lo, fit->pace_hi);
   out.bars = serve_error_bars(in);
 }
 
