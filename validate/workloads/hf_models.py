@@ -46,6 +46,8 @@
 #   autocast-bf16   TF32 off, torch.autocast("cuda", dtype=torch.bfloat16) around forward and loss
 #   compile         TF32 off, torch.compile(model) (default mode); the first call's wall time is
 #                   printed as compile_s; --compile-limit-s aborts (exit 3) if it runs longer
+#   compile-tf32    TF32 on, torch.compile(model) (a process's one compiled mode: the compiled model
+#                   is made once a process)
 #   graph           TF32 off, inference only: the fp32 forward captured once as a CUDA graph
 #                   (torch.cuda.graph, after 3 warm-up calls on a side stream) and replayed
 # Timing: --warmup steps (default 5; compile: the first call + 10), then --steps steps (default 20
@@ -118,7 +120,7 @@ WORKLOADS = {
     "opt_13-train-1x2048": ("opt_1.3b", True, 1, 2048),
 }
 NO_OPTIMIZER = {"gpt3_xl-train-1x2048", "opt_13-train-1x2048"}
-MODES = ("fp32", "tf32", "autocast-bf16", "compile", "graph")
+MODES = ("fp32", "tf32", "autocast-bf16", "compile", "compile-tf32", "graph")
 
 p = argparse.ArgumentParser()
 p.add_argument("--workload", required=True, choices=sorted(WORKLOADS))
@@ -345,7 +347,7 @@ compiled = {}
 
 
 def model_for(mode, part):
-    if mode != "compile":
+    if not mode.startswith("compile"):
         return model
     if "m" not in compiled:
         compiled["m"] = torch.compile(model)
@@ -386,10 +388,10 @@ def sync_point(part):
 
 
 def header(mode, part, what):
-    set_tf32(mode == "tf32")
+    set_tf32(mode in ("tf32", "compile-tf32"))
     out(part, f"config workload {a.workload} model {kind} {'train' if train else 'inference'} batch {B} seq {S} mode {mode} "
               f"part {what} params {nparams} vocab {vocab} attn {attn} build {how} build_s {build_s:.1f} "
-              f"{precision_state()} autocast {'bf16' if mode == 'autocast-bf16' else 'none'} compiled {mode == 'compile'} "
+              f"{precision_state()} autocast {'bf16' if mode == 'autocast-bf16' else 'none'} compiled {mode.startswith('compile')} "
               f"optimizer {'AdamW(lr=1e-4, defaults)' if opt is not None else 'none'} torch {torch.__version__} "
               f"transformers {transformers.__version__} gpu {torch.cuda.get_device_name()}")
     if build_errs:
@@ -400,10 +402,10 @@ def plain(mode, nvtx=False):
     part = (mode, "nsys" if nvtx else "plain")
     header(mode, part, "nvtx" if nvtx else "plain")
     m = model_for(mode, part)
-    if mode == "compile":
+    if mode.startswith("compile"):
         out(part, f"compile_s {compiled['s']:.2f}")
     step = make_step(mode, m)
-    nw = a.warmup if a.warmup >= 0 else (10 if mode == "compile" else 5)
+    nw = a.warmup if a.warmup >= 0 else (10 if mode.startswith("compile") else 5)
     for i in range(nw):
         timed(step, nvtx_name=f"warm{i}" if nvtx else None)
     if a.sync_dir:  # one more warm-up once the GPU is this process's alone
@@ -431,7 +433,7 @@ def kineto(mode, shapes):
     m = model_for(mode, part)
     step = make_step(mode, m)
     # already warm when the unprofiled timing ran in this process; otherwise warm up fully
-    nw = 2 if not a.kineto_only else (a.warmup if a.warmup >= 0 else (10 if mode == "compile" else 5))
+    nw = 2 if not a.kineto_only else (a.warmup if a.warmup >= 0 else (10 if mode.startswith("compile") else 5))
     for i in range(nw):
         timed(step)
     sync_point(part)

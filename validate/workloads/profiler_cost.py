@@ -16,6 +16,12 @@
 #   empty       N x torch.empty(8, 256, device=cuda)    a list and nones; no kernel
 #   conv        N x F.conv2d(x, W, padding=1)           convolution's chain: 3 tensors, 10 scalars each level
 #   linear      N x F.linear(x, W)                      linear -> t -> transpose -> as_strided, mm
+#   allreduce   N x dist.all_reduce(256 KiB) on a one-rank NCCL group: c10d's call, its
+#               record_param_comms, the NCCL kernel launch and the stream's events
+#   ddp         N x (forward, sum, backward) of DDP(12 x Linear(512)) on a one-rank group, batch 8:
+#               the reducer's hooks, bucket copies and one all-reduce a bucket (--bucket-mb sets
+#               how many: 0.5 gives every weight its own)
+# Each profiled step is a record_function range "stepK" (bneck's --range 'step.*').
 import argparse, gzip, json, os, statistics, time
 import torch
 import torch.nn.functional as F
@@ -26,6 +32,7 @@ p.add_argument("--n", type=int, default=200)
 p.add_argument("--steps", type=int, default=10, help="steps a block")
 p.add_argument("--rounds", type=int, default=5, help="rounds of (plain, shapes, noshapes) blocks")
 p.add_argument("--trace", default="", help="where the last shapes block's trace goes (.json.gz)")
+p.add_argument("--bucket-mb", type=float, default=25.0, help="ddp: DDP's bucket_cap_mb")
 a = p.parse_args()
 dev = torch.device("cuda")
 N = a.n
@@ -36,6 +43,17 @@ xs = [torch.randn(8, 32, device=dev) for _ in range(8)]
 cx = torch.randn(1, 16, 8, 8, device=dev)
 cW = torch.randn(16, 16, 3, 3, device=dev)
 prog = a.program
+if prog in ("allreduce", "ddp"):
+    import torch.distributed as dist
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", "29533")
+    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+    dist.init_process_group("nccl", rank=0, world_size=1, device_id=dev)
+    xa = torch.randn(65536, device=dev)
+    if prog == "ddp":
+        model = torch.nn.Sequential(*[torch.nn.Linear(512, 512) for _ in range(12)]).to(dev)
+        ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=a.bucket_mb)
+        xd = torch.randn(8, 512, device=dev)
 
 
 def op():
@@ -59,6 +77,10 @@ def op():
         F.conv2d(cx, cW, padding=1)
     elif prog == "linear":
         F.linear(x, W)
+    elif prog == "allreduce":
+        dist.all_reduce(xa)
+    elif prog == "ddp":
+        ddp(xd).sum().backward()
     else:
         raise SystemExit("unknown program " + prog)
 
@@ -68,12 +90,17 @@ def step():
         op()
 
 
-def block(times):
-    for _ in range(a.steps):
+def block(times, ranges=False):
+    for k in range(a.steps):
         torch.cuda.synchronize()
         t0 = time.perf_counter()
-        step()
-        torch.cuda.synchronize()
+        if ranges:
+            with torch.profiler.record_function("step%d" % k):
+                step()
+                torch.cuda.synchronize()
+        else:
+            step()
+            torch.cuda.synchronize()
         times.append((time.perf_counter() - t0) * 1e3)
 
 
@@ -86,20 +113,27 @@ tmp = "/tmp/profiler_cost_%d.json" % os.getpid()
 for r in range(a.rounds):
     block(plain)
     with torch.profiler.profile(activities=acts, record_shapes=True) as prof:
-        block(shapes)
+        block(shapes, ranges=True)
     if r == a.rounds - 1:
         prof.export_chrome_trace(tmp)
     with torch.profiler.profile(activities=acts, record_shapes=False):
         block(noshapes)
 
 ev = json.load(open(tmp))["traceEvents"]
-ops = calls = 0
+ops = calls = comms = 0
+launches = []
 kinds = {"tensor": 0, "scalar": 0, "none": 0}
 for e in ev:
     if e.get("ph") != "X":
         continue
     if e.get("cat") in ("cuda_runtime", "cuda_driver"):
         calls += 1
+        if e.get("name") == "cudaLaunchKernel":
+            launches.append(e.get("dur", 0))
+    if e.get("cat") == "cpu_op" and e.get("name", "").startswith("step"):
+        continue  # the step ranges
+    if e.get("name", "").startswith(("record_param_comms", "c10d::")):
+        comms += 1
     if e.get("cat") != "cpu_op":
         continue
     ops += 1
@@ -124,4 +158,7 @@ print(json.dumps({
     "program": prog, "n": N, "steps": len(plain),
     "plain_ms": statistics.median(plain), "shapes_ms": statistics.median(shapes), "noshapes_ms": statistics.median(noshapes),
     "ops": ops / S, "tensors": kinds["tensor"] / S, "scalars": kinds["scalar"] / S, "nones": kinds["none"] / S, "calls": calls / S,
+    "comms": comms / S, "launch_us": statistics.median(launches) if launches else 0, "bucket_mb": a.bucket_mb if prog == "ddp" else 0,
 }))
+if prog in ("allreduce", "ddp"):
+    dist.destroy_process_group()
