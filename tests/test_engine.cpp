@@ -67,3 +67,21 @@ TEST_CASE("replay is deterministic", "[engine]") {
   CHECK(a.sim.end == b.sim.end);
   CHECK(a.sim.start_src == b.sim.start_src);
 }
+
+TEST_CASE("a node with hundreds of start dependencies waits for the last of them", "[engine]") {
+  // N kernels of 1 us back to back on stream 0, then one on stream 1 after every one of them
+  // (N explicit end->start edges, past the byte a node's count starts in): it starts when the
+  // last ends, N us, and ends 1 us later. 254, 255 and 256 straddle where the count moves aside.
+  for (int n : {3, 254, 255, 256, 300}) {
+    std::string ops, after;
+    for (int i = 0; i < n; ++i) {
+      ops += R"({"kind": "kernel", "name": "k", "lane": 0, "duration": "1 us"},)";
+      after += (i ? ", " : "") + std::to_string(i);
+    }
+    auto r = replay(workload(R"({"format": "bneck-workload", "lanes": [{"kind": "stream"}, {"kind": "stream"}], "ops": [)" + ops +
+                             R"({"kind": "kernel", "name": "last", "lane": 1, "duration": "1 us", "after": [)" + after + "]}]}"));
+    INFO(n << " dependencies");
+    CHECK(r.sim.start[static_cast<std::size_t>(n)] == n * kNsPerUs);
+    CHECK(r.sim.end[static_cast<std::size_t>(n)] == (n + 1) * kNsPerUs);
+  }
+}

@@ -66,7 +66,7 @@ class Engine {
           pending_end_[v]++;
           has_end_deps_[v] = true;
         } else
-          pending_start_[v]++;
+          add_pending_start(v);
       }
     }
     for (OpId u = 0; u < n; ++u) {
@@ -318,7 +318,7 @@ class Engine {
       r.start[v] = t;
       r.start_src[v] = src;
     }
-    if (--pending_start_[v] == 0) push(std::max(r.start[v], now_), v, EvType::Ready, r);
+    if (release_pending_start(v)) push(std::max(r.start[v], now_), v, EvType::Ready, r);
   }
 
   void work_done(OpId u, SimResult& r) {
@@ -377,7 +377,32 @@ class Engine {
   std::priority_queue<Event, std::vector<Event>, std::greater<>> q_;
   std::uint64_t seq_ = 0;
   TimeNs now_ = 0;
-  std::vector<std::uint32_t> pending_start_;
+  // Start dependencies not yet fired, per node: a byte (nearly every node has one to three); a node
+  // with kManyPending or more keeps its count in pending_start_many_ while the byte holds the mark.
+  static constexpr std::uint8_t kManyPending = 0xFF;
+  std::vector<std::uint8_t> pending_start_;
+  std::unordered_map<OpId, std::uint32_t> pending_start_many_;
+  void add_pending_start(OpId v) {
+    std::uint8_t& c = pending_start_[v];
+    if (c < kManyPending - 1) {
+      ++c;
+    } else if (c == kManyPending - 1) {
+      c = kManyPending;
+      pending_start_many_[v] = kManyPending;
+    } else {
+      ++pending_start_many_[v];
+    }
+  }
+  // One start dependency of v fired; true when it was the last.
+  bool release_pending_start(OpId v) {
+    std::uint8_t& c = pending_start_[v];
+    if (c != kManyPending) return --c == 0;
+    auto it = pending_start_many_.find(v);
+    if (--it->second != 0) return false;
+    pending_start_many_.erase(it);
+    c = 0;
+    return true;
+  }
   std::unordered_map<OpId, std::uint32_t> pending_end_;
   std::vector<bool> has_end_deps_;  // per node: end -> end or start -> end edges into it (pending_end_'s keys)
   std::unordered_map<OpId, TimeNs> work_done_at_;
