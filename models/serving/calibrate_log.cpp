@@ -28,6 +28,9 @@ double spread(const std::vector<double>& v) {
   return mean > 0 ? std::sqrt(std::max(0.0, s2 / n - mean * mean)) / mean : 0;
 }
 
+// -0.212 -> "-21.2", 0.241 -> "+24.1".
+std::string signed_pct(double f) { return (f >= 0 ? "+" : "") + fmt(100 * f, 3); }
+
 }  // namespace
 
 std::vector<LogStep> log_steps(const std::vector<Request>& reqs) {
@@ -206,7 +209,7 @@ bool fit_host_steps(const std::vector<Request>& reqs, const EngineConfig& eng, S
              (by_seq ? fmt(fit.per_seq_ns / 1e3) + " us/seq" : std::string("(per sequence: not seen to vary)")) + "; median step error " +
              fmt(100 * (std::exp(fit.median_abs_log_error) - 1)) + " %" +
              (fit.pace_lo < 0 || fit.pace_hi > 0 ? "; the host's pace over stretches of " + std::to_string(kPaceWindow) + " steps " +
-                                                       fmt(100 * fit.pace_lo, 3) + " .. +" + fmt(100 * fit.pace_hi, 3) + " % of the run's"
+                                                       signed_pct(fit.pace_lo) + " .. " + signed_pct(fit.pace_hi) + " % of the run's"
                                                  : std::string());
   return true;
 }
