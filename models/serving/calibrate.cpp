@@ -510,7 +510,8 @@ void fit_host_scale(const std::vector<Request>& log, const EngineConfig& eng, St
     if (fit_host_steps(reqs, eng, trial, fit)) {
       rep.host_fit = fit;
       fit.note +=
-          " (its slopes measured, not forecast with: they did not carry to other runs of the same engine; its pace widens the intervals)";
+          " (its slopes measured, not forecast with: they did not carry to other runs of the same engine; a pace that moved farther than "
+          "the repeats' run-to-run spread widens a host-bound forecast's intervals)";
     }
     m.notes.push_back(fit.note);
   }

@@ -64,7 +64,8 @@ struct HostStepFit {
   double q_spread = 0, seq_spread = 0, q_lo = 0, q_hi = 0, seq_lo = 0, seq_hi = 0;
   double median_abs_log_error = 0;
   // The host's pace over stretches of the run against its median (10th and 90th percentiles of
-  // windowed medians, as fractions: -0.2 is a stretch 20 % faster); 0 where too few steps.
+  // windowed medians of measured / model step time, less 1: -0.2 is a stretch whose steps took 20 %
+  // less time); 0 where fewer than 30 host-bound steps.
   double pace_lo = 0, pace_hi = 0;
   std::string note;
 };

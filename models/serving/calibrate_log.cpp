@@ -183,15 +183,18 @@ bool fit_host_steps(const std::vector<Request>& reqs, const EngineConfig& eng, S
     const bool fresh = m.shape_build > 0 && met.emplace(sh.batched ? sh.seqs : 0, sh.q, sh.kv).second;
     if (!ls[k].busy || k == 0 || r.steps[k - 1].shape.seqs == 0) continue;
     const double d = static_cast<double>(ls[k].emit - ls[k - 1].emit);
-    if (d > 0) {
-      signed_err.push_back(std::log(d / static_cast<double>(m.time(sh, false, fresh).total())));
-      err.push_back(std::abs(signed_err.back()));
-    }
+    const StepTime t = m.time(sh, false, fresh);
+    const double model = static_cast<double>(t.total());
+    if (d <= 0 || model <= 0) continue;
+    err.push_back(std::abs(std::log(model / d)));
+    // The pace sample: host-bound steps only (a GPU-bound forward's time tells the GPU model's error).
+    if (static_cast<double>(m.lag + t.gpu) <= static_cast<double>(t.forward - t.build - m.tail)) signed_err.push_back(std::log(d / model));
   }
   fit.median_abs_log_error = quantile(err, 0.5);
-  // The host's pace through the run: the steps' measured time over the fitted model's, its median
-  // over stretches of kPaceWindow consecutive steps (a step's own noise averaged out, a stretch at
-  // another pace kept), and where those medians lie around the run's.
+  // The host's pace through the run: the host-bound back-to-back steps' measured time over the
+  // fitted model's, its median over stretches of kPaceWindow consecutive such steps (a step's own
+  // noise averaged out, a stretch at another pace kept), and where those medians lie around the
+  // run's. (Whatever else drifts through the run, a misfit that grows with the batch, counts too.)
   if (signed_err.size() >= 2 * kPaceWindow) {
     std::vector<double> windowed;
     for (std::size_t k = 0; k + kPaceWindow <= signed_err.size(); ++k)

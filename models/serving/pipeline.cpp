@@ -196,7 +196,10 @@ void attach_bars(const ServeJob& job, ServeOutcome& out) {
   in.load_ratio = out.calibration_load > 0 && load > 0 ? load / out.calibration_load : 1;
   in.ttft = m.ttft.median, in.tpot = m.tpot.median, in.e2el = m.e2el.median, in.duration = m.duration_s;
   in.graphs_from_eager = in.calibrated && out.engine.cuda_graph;
-  if (const auto& fit = out.calibration.host_fit) in.calibration_pace = std::max(-fit->pace_lo, fit->pace_hi);
+  // As a forecast's error (forecast / measured - 1): a stretch whose steps took a fraction f more
+  // time than the run's median is a forecast -f / (1 + f) off there.
+  if (const auto& fit = out.calibration.host_fit)
+    in.calibration_pace = std::max(-fit->pace_lo / (1 + fit->pace_lo), fit->pace_hi / (1 + fit->pace_hi));
   out.bars = serve_error_bars(in);
 }
 
