@@ -2,6 +2,7 @@
 // (calibrate.hpp, fit_host_steps).
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <set>
 
@@ -29,7 +30,11 @@ double spread(const std::vector<double>& v) {
 }
 
 // -0.212 -> "-21.2", 0.241 -> "+24.1".
-std::string signed_pct(double f) { return (f >= 0 ? "+" : "") + fmt(100 * f, 3); }
+std::string signed_pct(double f) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%+.3g", 100 * f);
+  return b;
+}
 
 }  // namespace
 
