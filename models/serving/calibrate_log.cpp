@@ -2,12 +2,12 @@
 // (calibrate.hpp, fit_host_steps).
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <limits>
 #include <set>
 
 #include "models/serving/calibrate.hpp"
 #include "models/serving/calibrate_steps.hpp"
+#include "models/whatif/transform.hpp"
 #include "sim/base/stats.hpp"
 
 namespace bneck::serve {
@@ -27,13 +27,6 @@ double spread(const std::vector<double>& v) {
   for (double x : v) s += x, s2 += x * x;
   const double n = static_cast<double>(v.size()), mean = s / n;
   return mean > 0 ? std::sqrt(std::max(0.0, s2 / n - mean * mean)) / mean : 0;
-}
-
-// -0.212 -> "-21.2", 0.241 -> "+24.1".
-std::string signed_pct(double f) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%+.3g", 100 * f);
-  return b;
 }
 
 }  // namespace
@@ -216,9 +209,10 @@ bool fit_host_steps(const std::vector<Request>& reqs, const EngineConfig& eng, S
              (by_q ? fmt(fit.per_token_ns / 1e3) + " us/token" : std::string("(per token: not seen to vary)")) + " + " +
              (by_seq ? fmt(fit.per_seq_ns / 1e3) + " us/seq" : std::string("(per sequence: not seen to vary)")) + "; median step error " +
              fmt(100 * (std::exp(fit.median_abs_log_error) - 1)) + " %" +
-             (fit.pace_lo < 0 || fit.pace_hi > 0 ? "; the host's pace over stretches of " + std::to_string(kPaceWindow) + " steps " +
-                                                       signed_pct(fit.pace_lo) + " .. " + signed_pct(fit.pace_hi) + " % of the run's"
-                                                 : std::string());
+             (fit.pace_lo < 0 || fit.pace_hi > 0
+                  ? "; the host's pace over stretches of " + std::to_string(kPaceWindow) + " steps " + fmt_num("%+.3g", 100 * fit.pace_lo) +
+                        " .. " + fmt_num("%+.3g", 100 * fit.pace_hi) + " % of the run's"
+                  : std::string());
   return true;
 }
 
