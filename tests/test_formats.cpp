@@ -5,7 +5,9 @@
 
 #include <cmath>
 #include <filesystem>
+#include <cstdlib>
 #include <fstream>
+#include <optional>
 
 #include "helpers.hpp"
 #include "hw/from_device.hpp"
@@ -285,4 +287,103 @@ TEST_CASE("the key scan of a gzip file obeys the decompression-bomb bound", "[fo
     load_trace(path);
     FAIL("a decompression bomb was read");
   } catch (const InputError& e) { CHECK_THAT(e.what(), Catch::Contains(path) && Catch::Contains("decompression bomb")); }
+}
+
+namespace {
+
+// Sets an environment variable for a scope, restoring it after.
+class EnvVar {
+ public:
+  EnvVar(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    ::setenv(name, value.c_str(), 1);
+  }
+  ~EnvVar() {
+    if (old_)
+      ::setenv(name_, old_->c_str(), 1);
+    else
+      ::unsetenv(name_);
+  }
+  EnvVar(const EnvVar&) = delete;
+  EnvVar& operator=(const EnvVar&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+// A stand-in for `nsys`: its `export --output FILE` runs `body` with $out set to FILE.
+std::string fake_nsys(const fs::path& dir, const std::string& body) {
+  const fs::path p = dir / "nsys";
+  std::ofstream(p.string()) << "#!/bin/sh\nout=\"\"\nwhile [ $# -gt 0 ]; do [ \"$1\" = \"--output\" ] && out=\"$2\"; shift; done\n"
+                            << body << "\n";
+  fs::permissions(p, fs::perms::owner_all);
+  return p.string();
+}
+
+}  // namespace
+
+TEST_CASE("an Nsight Systems report (.nsys-rep) reads through its SQLite export", "[formats][nsys]") {
+  const fs::path d = tmp_dir() / "nsys_report";
+  fs::remove_all(d);
+  fs::create_directories(d / "bin");
+  fs::create_directories(d / "tmp");
+  EnvVar tmpdir("TMPDIR", (d / "tmp").string());
+  // A report's first bytes, as Nsight Systems 2025.5 writes them; the rest is its own encoding.
+  const std::string report = (d / "run.nsys-rep").string();
+  std::ofstream(report, std::ios::binary) << "NVIDIA Tegra Profiler Report 2025@5@2@266-25523669300" << std::string(64, '\x01');
+  fs::permissions(report, fs::perms::owner_read);  // read-only: only read
+  SECTION("no nsys: the error line gives the command that exports it") {
+    EnvVar nsys("BNECK_NSYS", (d / "bin" / "missing").string());
+    try {
+      load_trace(report);
+      FAIL("a report read without nsys");
+    } catch (const InputError& e) {
+      CHECK_THAT(e.what(), Catch::StartsWith(report + ": an Nsight Systems report, no nsys at BNECK_NSYS") &&
+                               Catch::Contains("nsys export --type sqlite run.nsys-rep"));
+    }
+    // The CLI: exit code 2, one line, nothing on stdout.
+    Run r = run("info '" + report + "'");
+    CHECK(r.code == 2);
+    CHECK(lines(r.err) == 1);
+    CHECK_THAT(r.err, Catch::Contains(report) && Catch::Contains("nsys export --type sqlite"));
+    CHECK(r.out.empty());
+    // An older report (.qdrep) whose header this build does not know: by its name.
+    const std::string old = (d / "old.qdrep").string();
+    std::ofstream(old, std::ios::binary) << std::string(256, '\x02');
+    CHECK_THROWS_WITH(load_trace(old), Catch::Contains("an Nsight Systems report"));
+  }
+  SECTION("nsys exports it: the trace is the export's, the temporary folder removed") {
+    EnvVar nsys("BNECK_NSYS", fake_nsys(d / "bin", "cp '" + demo_trace() + "' \"$out\""));
+    const Trace via = load_trace(report);
+    const Trace direct = load_trace(demo_trace());
+    REQUIRE(via.ops.size() == direct.ops.size());
+    CHECK(via.ops.size() > 100);
+    bool same = true;
+    for (std::size_t i = 0; i < via.ops.size(); ++i)
+      same = same && via.ops[i].start == direct.ops[i].start && via.ops[i].duration() == direct.ops[i].duration();
+    CHECK(same);
+    CHECK(via.format == direct.format);
+    CHECK(fs::is_empty(d / "tmp"));
+    Run r = run("info '" + report + "'");
+    CHECK(r.code == 0);
+  }
+  SECTION("nsys fails: its exit and first line, naming the report") {
+    EnvVar nsys("BNECK_NSYS", fake_nsys(d / "bin", "echo 'ERROR: the report is corrupt' >&2\nexit 3"));
+    CHECK_THROWS_WITH(load_trace(report), Catch::StartsWith(report) && Catch::Contains("failed (exit 3: ERROR: the report is corrupt)"));
+    CHECK(fs::is_empty(d / "tmp"));
+  }
+  SECTION("a bad export is said of the report") {
+    const std::string whole = slurp(demo_trace());
+    const std::string cut = (d / "cut.sqlite").string();
+    std::ofstream(cut, std::ios::binary) << whole.substr(0, 150000);
+    EnvVar nsys("BNECK_NSYS", fake_nsys(d / "bin", "cp '" + cut + "' \"$out\""));
+    CHECK_THROWS_WITH(load_trace(report), Catch::StartsWith(report + " (its SQLite export)") && Catch::Contains("truncated"));
+    CHECK(fs::is_empty(d / "tmp"));
+  }
+  SECTION("an export that is itself a report is not exported again") {
+    EnvVar nsys("BNECK_NSYS", fake_nsys(d / "bin", "cp '" + report + "' \"$out\""));
+    CHECK_THROWS_WITH(load_trace(report), Catch::Contains("where its SQLite export was expected"));
+    CHECK(fs::is_empty(d / "tmp"));
+  }
 }

@@ -16,6 +16,7 @@
 #include "traces/json_io.hpp"
 #include "traces/kineto/kineto_importer.hpp"
 #include "traces/nsys/nsys_importer.hpp"
+#include "traces/nsys/nsys_report.hpp"
 
 namespace bneck {
 
@@ -139,6 +140,8 @@ Trace load_trace(const std::string& path, const ImportOptions& opt) {
       if (n > 0) head = inner.substr(0, static_cast<std::size_t>(n));
     }
   }
+  const auto via_export = [&](const std::string& exported) { return load_trace(exported, opt); };
+  if (is_nsys_report(head)) return import_nsys_report(path, via_export);
   auto pick = [&](const SniffInput& input, int& best_score) {
     const Importer* best = nullptr;
     for (const auto& imp : importers()) {
@@ -164,6 +167,7 @@ Trace load_trace(const std::string& path, const ImportOptions& opt) {
       }
     }
   }
+  if (!best && named_nsys_report(path)) return import_nsys_report(path, via_export);
   if (!best) {
     std::string names;
     for (const auto& imp : importers()) names += std::string(names.empty() ? "" : ", ") + imp->name();
