@@ -381,6 +381,25 @@ TEST_CASE("an Nsight Systems report (.nsys-rep) reads through its SQLite export"
     CHECK_THROWS_WITH(load_trace(report), Catch::StartsWith(report + " (its SQLite export)") && Catch::Contains("truncated"));
     CHECK(fs::is_empty(d / "tmp"));
   }
+  SECTION("a folder of ranks: reports exported, a report beside its own export read once") {
+    const fs::path ranks = d / "ranks";
+    fs::create_directories(ranks);
+    fs::copy_file(report, ranks / "rank0.nsys-rep");
+    fs::copy_file(report, ranks / "rank1.nsys-rep");
+    fs::copy_file(demo_trace(), ranks / "rank1.sqlite");  // rank 1 exported already: its report is not read
+    fs::copy_file(report, ranks / "rank2.nsys-rep");
+    EnvVar nsys("BNECK_NSYS", fake_nsys(d / "bin", "cp '" + demo_trace() + "' \"$out\""));
+    const Trace one = load_trace(demo_trace());
+    const Trace all = load_traces({ranks.string()});
+    CHECK(all.ops.size() == 3 * one.ops.size());
+    // With a failing nsys the folder fails on the reports it must export, not on rank 1's.
+    EnvVar failing("BNECK_NSYS", fake_nsys(d / "bin", "exit 4"));
+    CHECK_THROWS_WITH(load_traces({ranks.string()}), Catch::Contains("rank0.nsys-rep") && Catch::Contains("exit 4"));
+    fs::remove(ranks / "rank0.nsys-rep");
+    fs::remove(ranks / "rank2.nsys-rep");
+    CHECK(load_traces({ranks.string()}).ops.size() == one.ops.size());
+    CHECK(fs::is_empty(d / "tmp"));
+  }
   SECTION("an export that is itself a report is not exported again") {
     EnvVar nsys("BNECK_NSYS", fake_nsys(d / "bin", "cp '" + report + "' \"$out\""));
     CHECK_THROWS_WITH(load_trace(report), Catch::Contains("where its SQLite export was expected"));

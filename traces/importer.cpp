@@ -188,12 +188,20 @@ Trace load_traces(const std::vector<std::string>& paths, const ImportOptions& op
           auto ends = [&](const std::string& suf) {
             return n.size() > suf.size() && n.compare(n.size() - suf.size(), suf.size(), suf) == 0;
           };
-          if (n[0] != '.' && (ends(".json") || ends(".json.gz") || ends(".sqlite"))) in_dir.push_back(p + "/" + n);
+          if (n[0] != '.' && (ends(".json") || ends(".json.gz") || ends(".sqlite") || named_nsys_report(n))) in_dir.push_back(p + "/" + n);
         }
         ::closedir(d);
       }
       std::sort(in_dir.begin(), in_dir.end());
-      if (in_dir.empty()) throw InputError(p, "directory holds no trace files (.json, .json.gz, .sqlite)");
+      // A report beside its own export (nsys export's default name: REPORT.sqlite) is one rank: the export is read.
+      const std::vector<std::string> listed = in_dir;
+      in_dir.erase(std::remove_if(in_dir.begin(), in_dir.end(),
+                                  [&](const std::string& f) {
+                                    return named_nsys_report(f) &&
+                                           std::binary_search(listed.begin(), listed.end(), f.substr(0, f.rfind('.')) + ".sqlite");
+                                  }),
+                   in_dir.end());
+      if (in_dir.empty()) throw InputError(p, "directory holds no trace files (.json, .json.gz, .sqlite, .nsys-rep)");
       files.insert(files.end(), in_dir.begin(), in_dir.end());
     } else {
       files.push_back(p);
