@@ -368,6 +368,11 @@ TEST_CASE("an Nsight Systems report (.nsys-rep) reads through its SQLite export"
     Run r = run("info '" + report + "'");
     CHECK(r.code == 0);
   }
+  SECTION("no temporary folder: one line naming the report") {
+    EnvVar nsys("BNECK_NSYS", fake_nsys(d / "bin", "cp '" + demo_trace() + "' \"$out\""));
+    EnvVar gone("TMPDIR", (d / "no_such_folder").string());
+    CHECK_THROWS_WITH(load_trace(report), Catch::StartsWith(report) && Catch::Contains("no temporary folder"));
+  }
   SECTION("nsys fails: its exit and first line, naming the report") {
     EnvVar nsys("BNECK_NSYS", fake_nsys(d / "bin", "echo 'ERROR: the report is corrupt' >&2\nexit 3"));
     CHECK_THROWS_WITH(load_trace(report), Catch::StartsWith(report) && Catch::Contains("failed (exit 3: ERROR: the report is corrupt)"));

@@ -33,11 +33,12 @@ bool executable(const std::string& p) {
 // A private temporary folder, removed with everything in it when this goes out of scope.
 class TempDir {
  public:
-  TempDir() {
+  explicit TempDir(const std::string& for_file) {
     const char* base = std::getenv("TMPDIR");
     std::string tmpl = std::string(base && *base ? base : "/tmp") + "/bneck-nsys-XXXXXX";
     if (::mkdtemp(tmpl.data()) == nullptr)
-      throw std::runtime_error("cannot create a temporary folder in " + tmpl + ": " + std::strerror(errno));
+      throw InputError(for_file,
+                       "an Nsight Systems report: no temporary folder for its export (" + tmpl + ": " + std::strerror(errno) + ")");
     path_ = tmpl;
   }
   ~TempDir() {
@@ -87,7 +88,7 @@ Trace import_nsys_report(const std::string& path, const std::function<Trace(cons
     throw InputError(path, "an Nsight Systems report, no nsys " + std::string(std::getenv("BNECK_NSYS") ? "at BNECK_NSYS" : "on PATH") +
                                " to export it: give bneck the .sqlite of `nsys export --type sqlite " + name + "`");
   }
-  TempDir dir;
+  TempDir dir(path);
   const std::string out = dir.path() + "/report.sqlite", log = dir.path() + "/nsys.log";
   // nsys runs with its output to a log in the private folder; the report is only read.
   posix_spawn_file_actions_t fa;
