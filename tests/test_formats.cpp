@@ -315,8 +315,14 @@ class EnvVar {
 // A stand-in for `nsys`: its `export --output FILE` runs `body` with $out set to FILE.
 std::string fake_nsys(const fs::path& dir, const std::string& body) {
   const fs::path p = dir / "nsys";
-  std::ofstream(p.string()) << "#!/bin/sh\nout=\"\"\nwhile [ $# -gt 0 ]; do [ \"$1\" = \"--output\" ] && out=\"$2\"; shift; done\n"
-                            << body << "\n";
+  // It checks what bneck asks for (exit 9 otherwise): `export --type sqlite ... --output FILE REPORT`,
+  // both paths absolute, the report readable.
+  std::ofstream(p.string())
+      << "#!/bin/sh\n[ \"$1\" = export ] || exit 9\nout=\"\"; type=\"\"; last=\"\"\n"
+         "while [ $# -gt 0 ]; do case \"$1\" in --output) out=\"$2\";; --type) type=\"$2\";; esac; last=\"$1\"; shift; done\n"
+         "[ \"$type\" = sqlite ] || exit 9\ncase \"$out\" in /*) ;; *) exit 9;; esac\n"
+         "case \"$last\" in /*) [ -r \"$last\" ] || exit 9;; *) exit 9;; esac\n"
+      << body << "\n";
   fs::permissions(p, fs::perms::owner_all);
   return p.string();
 }
@@ -339,7 +345,7 @@ TEST_CASE("an Nsight Systems report (.nsys-rep) reads through its SQLite export"
       load_trace(report);
       FAIL("a report read without nsys");
     } catch (const InputError& e) {
-      CHECK_THAT(e.what(), Catch::StartsWith(report + ": an Nsight Systems report, no nsys at BNECK_NSYS") &&
+      CHECK_THAT(e.what(), Catch::StartsWith(report + ": Nsight Systems report; no nsys at BNECK_NSYS") &&
                                Catch::Contains("nsys export --type sqlite run.nsys-rep"));
     }
     // The CLI: exit code 2, one line, nothing on stdout.
@@ -351,7 +357,14 @@ TEST_CASE("an Nsight Systems report (.nsys-rep) reads through its SQLite export"
     // An older report (.qdrep) whose header this build does not know: by its name.
     const std::string old = (d / "old.qdrep").string();
     std::ofstream(old, std::ios::binary) << std::string(256, '\x02');
-    CHECK_THROWS_WITH(load_trace(old), Catch::Contains("an Nsight Systems report"));
+    CHECK_THROWS_WITH(load_trace(old), Catch::Contains("Nsight Systems report; no nsys"));
+    // A gzip-compressed report: nsys cannot read it.
+    const std::string gz = (d / "run.nsys-rep.gz").string();
+    if (gzFile f = gzopen(gz.c_str(), "wb")) {
+      gzputs(f, "NVIDIA Tegra Profiler Report 2025@5@2");
+      gzclose(f);
+    }
+    CHECK_THROWS_WITH(load_trace(gz), Catch::StartsWith(gz) && Catch::Contains("gzip-compressed Nsight Systems report"));
   }
   SECTION("nsys exports it: the trace is the export's, the temporary folder removed") {
     EnvVar nsys("BNECK_NSYS", fake_nsys(d / "bin", "cp '" + demo_trace() + "' \"$out\""));
@@ -378,13 +391,19 @@ TEST_CASE("an Nsight Systems report (.nsys-rep) reads through its SQLite export"
     CHECK_THROWS_WITH(load_trace(report), Catch::StartsWith(report) && Catch::Contains("failed (exit 3: ERROR: the report is corrupt)"));
     CHECK(fs::is_empty(d / "tmp"));
   }
-  SECTION("a bad export is said of the report") {
+  SECTION("a bad export is said of the report, however long the temporary folder's name") {
     const std::string whole = slurp(demo_trace());
     const std::string cut = (d / "cut.sqlite").string();
     std::ofstream(cut, std::ios::binary) << whole.substr(0, 150000);
     EnvVar nsys("BNECK_NSYS", fake_nsys(d / "bin", "cp '" + cut + "' \"$out\""));
     CHECK_THROWS_WITH(load_trace(report), Catch::StartsWith(report + " (its SQLite export)") && Catch::Contains("truncated"));
     CHECK(fs::is_empty(d / "tmp"));
+    // A long TMPDIR makes the importer's own line shorten its path: the report is still named.
+    const fs::path deep = d / "tmp" / std::string(80, 't');
+    fs::create_directories(deep);
+    EnvVar long_tmp("TMPDIR", deep.string());
+    CHECK_THROWS_WITH(load_trace(report), Catch::StartsWith(report + " (its SQLite export)"));
+    CHECK(fs::is_empty(deep));
   }
   SECTION("a folder of ranks: reports exported, a report beside its own export read once") {
     const fs::path ranks = d / "ranks";

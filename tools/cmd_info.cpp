@@ -123,7 +123,8 @@ void add_info(CLI::App& sub, Action& action) {
   static std::vector<std::string> trace;
   static std::string json_out;
   sub.add_option("TRACE", trace,
-                 "trace file(s): nsys .sqlite, Kineto .json[.gz], bneck JSON; several files (or a directory) = one trace per rank")
+                 "trace file(s): nsys .sqlite (or .nsys-rep, with nsys), Kineto .json[.gz], bneck JSON; several files (or a directory) = "
+                 "one trace per rank")
       ->required();
   sub.add_option("--json", json_out, "write JSON to FILE ('-' for stdout)");
   static TraceOptions topt;

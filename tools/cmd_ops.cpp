@@ -19,7 +19,8 @@ void add_ops(CLI::App& sub, Action& action) {
   static std::size_t limit = 200;
   static bool all_ops = false;
   sub.add_option("TRACE", trace,
-                 "trace file(s): nsys .sqlite, Kineto .json[.gz], bneck JSON; several files (or a directory) = one trace per rank")
+                 "trace file(s): nsys .sqlite (or .nsys-rep, with nsys), Kineto .json[.gz], bneck JSON; several files (or a directory) = "
+                 "one trace per rank")
       ->required();
   sub.add_option("--select", select, "selector, e.g. 'kind=kernel&name~gemm&dur>10us' (see docs/design.md)");
   sub.add_option("--json", json_out, "write JSON to FILE ('-' for stdout)");

@@ -22,7 +22,8 @@ void add_replay(CLI::App& sub, Action& action) {
   static std::string json_out, chrome_out, range, hw, source_hw, durations, sharing = "on";
   static std::size_t top = 15;
   sub.add_option("TRACE", trace,
-                 "trace file(s): nsys .sqlite, Kineto .json[.gz], bneck JSON; several files (or a directory) = one trace per rank")
+                 "trace file(s): nsys .sqlite (or .nsys-rep, with nsys), Kineto .json[.gz], bneck JSON; several files (or a directory) = "
+                 "one trace per rank")
       ->required();
   sub.add_option("--range", range,
                  "report the NVTX ranges whose name matches REGEX in full (@iteration, @layer...: structure levels, bneck structure)");

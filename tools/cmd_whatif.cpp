@@ -17,7 +17,9 @@ namespace bneck {
 void add_whatif(CLI::App& sub, Action& action) {
   static std::string trace, json_out, chrome_out, range, source_hw, list, sharing = "on", unprofiled_time;
   static std::size_t top = 12;
-  sub.add_option("TRACE", trace, "trace file (first): nsys .sqlite, Kineto .json[.gz], bneck JSON, or a directory with one trace per rank");
+  sub.add_option(
+      "TRACE", trace,
+      "trace file (first): nsys .sqlite (or .nsys-rep, with nsys), Kineto .json[.gz], bneck JSON, or a directory with one trace per rank");
   sub.add_option("--list-transforms", list, "print the transforms ('text' or 'markdown') and exit")->expected(0, 1)->default_str("text");
   sub.add_option("--range", range,
                  "report the NVTX ranges whose name matches REGEX in full (top-level figures: their mean, warm-ups left out)");

@@ -130,6 +130,9 @@ Trace load_trace(const std::string& path, const ImportOptions& opt) {
   std::string head(4096, '\0');
   in.read(head.data(), static_cast<std::streamsize>(head.size()));
   head.resize(static_cast<std::size_t>(in.gcount()));
+  in.close();  // not held open while an importer (or a program it runs) reads the file
+  const auto via_export = [&](const std::string& exported) { return load_trace(exported, opt); };
+  if (is_nsys_report(head)) return import_nsys_report(path, via_export);
   // Gzip: the sniffers see the first bytes inside (if they cannot be read, the compressed ones,
   // and the importer that claims the file says why).
   if (head.size() >= 2 && static_cast<unsigned char>(head[0]) == 0x1f && static_cast<unsigned char>(head[1]) == 0x8b) {
@@ -140,8 +143,7 @@ Trace load_trace(const std::string& path, const ImportOptions& opt) {
       if (n > 0) head = inner.substr(0, static_cast<std::size_t>(n));
     }
   }
-  const auto via_export = [&](const std::string& exported) { return load_trace(exported, opt); };
-  if (is_nsys_report(head)) return import_nsys_report(path, via_export);
+  if (is_nsys_report(head)) throw InputError(path, "a gzip-compressed Nsight Systems report: decompress it first");
   auto pick = [&](const SniffInput& input, int& best_score) {
     const Importer* best = nullptr;
     for (const auto& imp : importers()) {

@@ -14,8 +14,11 @@ namespace bneck {
 // does not fit is cut with "...", so the file and record at its start stay.
 class InputError : public std::runtime_error {
  public:
-  explicit InputError(const std::string& what) : std::runtime_error(one_line(what)) {}
-  InputError(const std::string& file, const std::string& what) : std::runtime_error(one_line(file + ": " + what)) {}
+  explicit InputError(const std::string& what) : std::runtime_error(one_line(what)), full_(what) {}
+  InputError(const std::string& file, const std::string& what)
+      : std::runtime_error(one_line(file + ": " + what)), full_(file + ": " + what) {}
+  // The message before it was made one short line (its paths whole): for a caller that restates it.
+  const std::string& full() const { return full_; }
 
   static constexpr std::size_t kMax = 183;  // and "..." after it: 186
   // A message longer than kMax shows its paths by their file names: ".../name" for a token with a
@@ -55,6 +58,9 @@ class InputError : public std::runtime_error {
     }
     return out;
   }
+
+ private:
+  std::string full_;
 };
 
 }  // namespace bneck

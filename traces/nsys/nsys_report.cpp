@@ -84,19 +84,22 @@ Trace import_nsys_report(const std::string& path, const std::function<Trace(cons
   if (exporting) throw InputError(path, "an Nsight Systems report where its SQLite export was expected");
   const std::string nsys = find_nsys();
   if (nsys.empty()) {
-    const std::string name = std::filesystem::path(path).filename().string();
-    throw InputError(path, "an Nsight Systems report, no nsys " + std::string(std::getenv("BNECK_NSYS") ? "at BNECK_NSYS" : "on PATH") +
-                               " to export it: give bneck the .sqlite of `nsys export --type sqlite " + name + "`");
+    const char* e = std::getenv("BNECK_NSYS");
+    throw InputError(path, "Nsight Systems report; no nsys " + std::string(e && *e ? "at BNECK_NSYS" : "on PATH") +
+                               ": read `nsys export --type sqlite " + std::filesystem::path(path).filename().string() + "`");
   }
   TempDir dir(path);
   const std::string out = dir.path() + "/report.sqlite", log = dir.path() + "/nsys.log";
+  // Absolute paths: a name that starts with '-' is never taken for an option.
+  std::error_code ec;
+  const std::string in_abs = std::filesystem::absolute(path, ec).string(), out_abs = std::filesystem::absolute(out, ec).string();
   // nsys runs with its output to a log in the private folder; the report is only read.
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
-  std::vector<std::string> args = {nsys, "export", "--type", "sqlite", "--force-overwrite", "true", "--output", out, path};
+  std::vector<std::string> args = {nsys, "export", "--type", "sqlite", "--force-overwrite", "true", "--output", out_abs, in_abs};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -105,7 +108,10 @@ Trace import_nsys_report(const std::string& path, const std::function<Trace(cons
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0) throw InputError(path, "an Nsight Systems report: running " + nsys + " failed: " + std::strerror(rc));
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+  for (;;) {
+    if (::waitpid(pid, &status, 0) >= 0) break;
+    if (errno != EINTR) throw InputError(path, "an Nsight Systems report: could not wait for " + nsys + ": " + std::strerror(errno));
+  }
   const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
   struct stat sb {};
   if (!ok || ::stat(out.c_str(), &sb) != 0 || sb.st_size == 0) {
@@ -114,6 +120,7 @@ Trace import_nsys_report(const std::string& path, const std::function<Trace(cons
     while (std::getline(in, first) && first.find_first_not_of(" \t\r") == std::string::npos) {}
     const std::string why =
         WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status)) : "killed by signal " + std::to_string(WTERMSIG(status));
+    first = replace_all(replace_all(first, out_abs, "EXPORT"), dir.path(), "TMP");  // no random path in the line
     throw InputError(path,
                      "an Nsight Systems report: `nsys export --type sqlite` failed (" + why + (first.empty() ? "" : ": " + first) + ")");
   }
@@ -126,7 +133,7 @@ Trace import_nsys_report(const std::string& path, const std::function<Trace(cons
     return import_export(out);
   } catch (const InputError& e) {
     // What the export's reader found wrong is about this report: say it of the report.
-    throw InputError(replace_all(e.what(), out, path + " (its SQLite export)"));
+    throw InputError(replace_all(replace_all(e.full(), out_abs, out), out, path + " (its SQLite export)"));
   }
 }
 
