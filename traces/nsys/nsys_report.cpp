@@ -21,10 +21,6 @@ namespace {
 
 constexpr std::string_view kReportMagic = "NVIDIA Tegra Profiler Report";
 
-bool ends_with(const std::string& s, std::string_view tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
 bool executable(const std::string& p) {
   struct stat sb {};
   return ::stat(p.c_str(), &sb) == 0 && S_ISREG(sb.st_mode) && ::access(p.c_str(), X_OK) == 0;
@@ -63,7 +59,7 @@ std::string replace_all(std::string s, const std::string& from, const std::strin
 
 bool is_nsys_report(std::string_view head) { return head.substr(0, kReportMagic.size()) == kReportMagic; }
 
-bool named_nsys_report(const std::string& path) { return ends_with(path, ".nsys-rep") || ends_with(path, ".qdrep"); }
+bool named_nsys_report(const std::string& path) { return path.ends_with(".nsys-rep") || path.ends_with(".qdrep"); }
 
 std::string find_nsys() {
   if (const char* e = std::getenv("BNECK_NSYS"); e && *e) return executable(e) ? std::string(e) : std::string();
@@ -133,7 +129,7 @@ Trace import_nsys_report(const std::string& path, const std::function<Trace(cons
     return import_export(out);
   } catch (const InputError& e) {
     // What the export's reader found wrong is about this report: say it of the report.
-    throw InputError(replace_all(replace_all(e.full(), out_abs, out), out, path + " (its SQLite export)"));
+    throw InputError(replace_all(e.full(), out, path + " (its SQLite export)"));
   }
 }
 
