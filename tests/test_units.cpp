@@ -54,3 +54,17 @@ TEST_CASE("sort_nearly_sorted: std::sort's order, nearly sorted or not", "[base]
   sort_nearly_sorted(empty.begin(), empty.end(), std::less<>());
   CHECK(empty.empty());
 }
+
+TEST_CASE("an error line is cut with \"...\" only where something is cut", "[base]") {
+  // kMax = 183 characters fit; the 184th is cut and "..." said instead (186 in all). A message of
+  // exactly 183 characters is whole: it once got a "..." it did not need (a path 12 characters
+  // longer made the no-nsys line of an Nsight Systems report end in "`...").
+  const std::string fits(InputError::kMax, 'a');
+  CHECK(std::string(InputError(fits).what()) == fits);
+  CHECK(std::string(InputError(fits + "b").what()) == fits + "...");
+  // Whitespace folds to one space; a space that would be the 184th character is dropped with the cut.
+  const std::string short_by_one(InputError::kMax - 1, 'a');
+  CHECK(std::string(InputError(short_by_one + "\n\n b").what()) == short_by_one + "...");
+  CHECK(std::string(InputError(short_by_one + "\n").what()) == short_by_one);
+  CHECK(std::string(InputError("x \n\t y").what()) == "x y");
+}

@@ -51,10 +51,12 @@ class InputError : public std::runtime_error {
         space = !out.empty();
         continue;
       }
+      // Something is still to come past kMax: cut there and say so ("..."); a message of exactly
+      // kMax characters is whole and gets no "...".
+      if (out.size() + (space ? 1 : 0) >= kMax) return out + "...";
       if (space) out.push_back(' ');
       space = false;
       out.push_back(c);
-      if (out.size() >= kMax) return out + "...";
     }
     return out;
   }
