@@ -433,3 +433,113 @@ TEST_CASE("a large Kineto document read in pieces gives the trace and the errors
     CHECK(fa == fb);
   }
 }
+
+TEST_CASE("a large Kineto document read on two threads gives the trace, the notes and the errors of one", "[kineto][errors]") {
+  // Rounds of 300 kB to 5 MB (the default is 2 MB): the second thread's parts start at guesses
+  // that fall inside strings ("}, {" in names and args) and past the events (the device list after
+  // them); every reading gives the fingerprint of the whole walk.
+  const std::string doc = big_kineto(30'000);
+  ImportOptions whole, one;
+  whole.json_pieces = false;
+  one.json_round = 0;
+  const std::string path = write_temp(doc, "rounds.json");
+  const std::string want = fingerprint(load_trace(path, whole));
+  CHECK(fingerprint(load_trace(path, one)) == want);
+  for (std::size_t kb : {300, 1024, 2048, 5120}) {
+    INFO(kb << " kB rounds");
+    ImportOptions two;
+    two.json_round = kb << 10;
+    CHECK(fingerprint(load_trace(path, two)) == want);
+  }
+  // Python frames (with_stack) after the first are passed over once one is noted, which the second
+  // thread cannot know: here the first comes late (in a second thread's part for most round sizes),
+  // some have "ph" after their category and name (never passed over), some no timestamp (counted
+  // when passed over, dropped when read), and module frames are ranges: the notes (their counts and
+  // first example) and ranges as one thread reads them.
+  std::string py = R"({"traceEvents": [)";
+  char b[512];
+  const int n = 60'000;
+  for (int i = 0; i < n; ++i) {
+    const long long ts = 1'000'000 + 10LL * i;
+    std::snprintf(
+        b, sizeof b,
+        R"(%s  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 7, "tid": 7, "ts": %lld, "dur": 2, "args": {"correlation": %d}},
+  {"ph": "X", "cat": "kernel", "name": "k%d}, {", "pid": 0, "tid": 7, "ts": %lld, "dur": 3, "args": {"correlation": %d, "stream": 7, "device": 0}})",
+        i ? ",\n" : "\n", ts, i + 1, i % 4, ts + 2, i + 1);
+    py += b;
+    if (i > n * 3 / 5 && i % 3 == 0) {
+      const char* form[] = {
+          R"(,
+  {"ph": "X", "cat": "python_function", "name": "torch/nn/modules/module.py(1520): _call_impl}, {", "pid": 7, "tid": 7, "ts": %lld, "dur": 1})",
+          R"(,
+  {"cat": "python_function", "name": "f%d.py(3): g", "ph": "X", "pid": 7, "tid": 7, "ts": %lld, "dur": 1})",
+          R"(,
+  {"ph": "X", "cat": "python_function", "name": "nn.Module: Linear_%d", "pid": 7, "tid": 7, "ts": %lld, "dur": 1})",
+          R"(,
+  {"ph": "X", "cat": "python_function", "name": "h%d.py(9): no_ts", "pid": 7, "tid": 7, "dur": 1})"};
+      const int f = i / 3 % 4;
+      if (f == 0)
+        std::snprintf(b, sizeof b, form[0], ts + 1);
+      else if (f == 3)
+        std::snprintf(b, sizeof b, form[3], i % 7);
+      else
+        std::snprintf(b, sizeof b, form[f], i % 7, ts + 1);
+      py += b;
+    }
+  }
+  py += "\n]}";
+  REQUIRE(py.size() > (std::size_t{9} << 20));
+  const std::string ppath = write_temp(py, "rounds_py.json");
+  const Trace pw = load_trace(ppath, whole);
+  CHECK(pw.ranges.size() > 1000);  // the module frames
+  CHECK_THAT(fingerprint(pw), Catch::Contains("python"));
+  CHECK(fingerprint(load_trace(ppath, one)) == fingerprint(pw));
+  for (std::size_t kb : {300, 700, 2048}) {
+    INFO(kb << " kB rounds");
+    ImportOptions two;
+    two.json_round = kb << 10;
+    CHECK(fingerprint(load_trace(ppath, two)) == fingerprint(pw));
+  }
+  // Errors in the second thread's parts: said as one thread says them (its event number included).
+  auto error_of = [&](const std::string& text, const ImportOptions& opt) {
+    const std::string p = write_temp(text, "rounds_bad.json");
+    try {
+      (void)load_trace(p, opt);
+    } catch (const InputError& e) { return std::string(e.what()); }
+    return std::string("no error");
+  };
+  for (double where : {0.3, 0.55, 0.8}) {
+    const std::size_t at = doc.find("\"ts\": ", static_cast<std::size_t>(static_cast<double>(doc.size()) * where));
+    std::string ts = doc;
+    ts.replace(at + 6, 1, "99999999999999999");
+    std::string comma = doc;
+    comma.erase(comma.find("},\n", at) + 1, 1);
+    for (const std::string* bad : {&ts, &comma}) {
+      const std::string e = error_of(*bad, whole);
+      CHECK_THAT(e, Catch::Contains("rounds_bad.json"));
+      for (std::size_t kb : {300, 2048}) {
+        ImportOptions two;
+        two.json_round = kb << 10;
+        CHECK(error_of(*bad, two) == e);
+      }
+    }
+  }
+  // Single bytes changed at pseudo-random places: the same trace or the same error.
+  std::uint64_t x = 0x9E3779B97F4A7C15ULL;
+  ImportOptions small;
+  small.json_round = 300 << 10;
+  for (int k = 0; k < 10; ++k) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    std::string bad = doc;
+    bad[(std::size_t{1} << 20) + x % (bad.size() - (std::size_t{1} << 20))] = ",]}\":{ 0"[x / 7 % 8];
+    const std::string p = write_temp(bad, "rounds_byte.json");
+    std::string fa, fb;
+    try {
+      fa = fingerprint(load_trace(p, small));
+    } catch (const InputError& e) { fa = e.what(); }
+    try {
+      fb = fingerprint(load_trace(p, whole));
+    } catch (const InputError& e) { fb = e.what(); }
+    CHECK(fa == fb);
+  }
+}

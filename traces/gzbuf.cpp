@@ -195,6 +195,8 @@ GrowingFile::~GrowingFile() {
   if (s_->inflater.joinable()) s_->inflater.join();
 }
 
+bool GrowingFile::complete() const { return s_->have_file; }
+
 std::string_view GrowingFile::upto(std::size_t need) {
   if (s_->have_file) return {s_->file.data.get(), s_->file.size};
   std::unique_lock<std::mutex> lock(s_->mu);

@@ -52,6 +52,8 @@ class GrowingFile {
   // The content ready so far, at least `need` bytes of it unless the file is shorter (waits).
   // The views stay valid while this lives. Past an error, what was read before it.
   std::string_view upto(std::size_t need);
+  // The file is read whole already (a plain file; not a gzip stream still inflating).
+  bool complete() const;
   // The whole file and its padding (waits; throws the reading's InputError).
   const WholeFile& whole();
 

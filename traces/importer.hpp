@@ -1,6 +1,7 @@
 // One importer interface; a registry that sniffs the format from the file's content: its first
 // bytes and, for a JSON object, its top-level keys wherever they lie in the file.
 #pragma once
+#include <cstddef>
 #include <memory>
 #include <optional>
 #include <string>
@@ -14,6 +15,9 @@ namespace bneck {
 struct ImportOptions {
   bool progress = true;     // phase lines on stderr when an import takes more than a second
   bool json_pieces = true;  // a large Kineto document's events read in pieces (false: walked whole; same result)
+  // Read in pieces from a file read whole already (not a gzip stream still inflating): about the
+  // text of a round, which two threads read (0: one thread; the same result either way).
+  std::size_t json_round = std::size_t{2} << 20;
   bool sqlite_scan = true;  // an nsys export's API and kernel tables read from the file format (false: through SQLite; same result)
 };
 

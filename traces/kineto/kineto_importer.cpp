@@ -1,9 +1,12 @@
 #include "traces/kineto/kineto_importer.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <unordered_map>
 #include <utility>
@@ -40,7 +43,7 @@ class Reader : public JsonSax {
     // well formed, the whole document is walked at once, which gives the errors.
     bool whole = true;
     try {
-      whole = !opt_.json_pieces || !in_pieces([&](std::size_t need) { return file.upto(bom + need).substr(bom); });
+      whole = !opt_.json_pieces || !in_pieces([&](std::size_t need) { return file.upto(bom + need).substr(bom); }, file.complete());
     } catch (const std::exception&) {}
     const WholeFile& all = file.whole();  // the file's own errors (a corrupt gzip stream) before any result
     const std::string_view text = std::string_view(all.data.get(), all.capacity).substr(bom);
@@ -76,88 +79,103 @@ class Reader : public JsonSax {
   // its events ("traceEvents": [0]) is walked for the rest, the 0 where the events were (which
   // proves the array found is the root's "traceEvents"). False: not read this way; malformed text
   // is (nothing of it kept: the whole document is walked again).
+  //
+  // A document read whole already (a plain file, mapped) is read on two threads, in rounds: this
+  // thread walks [p, a guess G) while a second walks from the element after G to a second guess
+  // about `json_round` bytes on (or to the end of the events), keeping its events' fields (the
+  // SAX part: Ev records) without making ops of them. The round counts only when this thread's
+  // last piece ends whole exactly at G, which proves that G ends an element of the events (the
+  // same proof as a piece's); then the second thread's events are made into ops here, in their
+  // order, before this thread walks its part of the next round (the second thread meanwhile
+  // reading the next round's). Where G does not end an element, or the second thread stops early
+  // (its guess bad, malformed text, an event's error), this thread goes on from where the elements
+  // walked whole end, so the trace, the notes and the errors are those of one thread.
   // `upto(need)`: the text ready so far, at least `need` bytes of it unless the document is shorter.
-  bool in_pieces(const std::function<std::string_view(std::size_t)>& upto) {
-    constexpr std::size_t kMin = std::size_t{8} << 20, kPiece = std::size_t{256} << 10, kPad = 64, kLook = std::size_t{1} << 20;
-    constexpr std::size_t kNone = static_cast<std::size_t>(-1), kAll = static_cast<std::size_t>(-1) / 2;
-    std::string_view text = upto(kMin);
-    if (text.size() < kMin) return false;
-    auto ws = [&](std::size_t i) {
-      while (i < text.size() && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r')) ++i;
-      return i;
-    };
-    const std::size_t key = text.find("\"traceEvents\"");
-    if (key == std::string_view::npos) return false;
-    std::size_t open = ws(key + 13);
-    if (open >= text.size() || text[open] != ':') return false;
-    open = ws(open + 1);
-    if (open >= text.size() || text[open] != '[') return false;
-    std::size_t p = ws(open + 1);
-    if (p >= text.size() || text[p] != '{') return false;
-    // The next guess at or after `from` in the text ready: {end of the piece (after its '}'), the
-    // next element's '{'}; {0, 0}: none there.
-    auto guess = [&](std::size_t from) -> std::pair<std::size_t, std::size_t> {
-      for (std::size_t i = text.find('}', from); i != std::string_view::npos; i = text.find('}', i + 1)) {
-        std::size_t j = ws(i + 1);
-        if (j >= text.size() || text[j] != ',') continue;
-        j = ws(j + 1);
-        if (j < text.size() && text[j] == '{') return {i + 1, j};
-      }
-      return {0, 0};
-    };
-    std::vector<char> buf;
+  static constexpr std::size_t kNoPos = static_cast<std::size_t>(-1), kAll = static_cast<std::size_t>(-1) / 2;
+  static constexpr std::size_t kPiece = std::size_t{256} << 10, kPad = 64, kLook = std::size_t{1} << 20;
+  static std::size_t ws(std::string_view text, std::size_t i) {
+    while (i < text.size() && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r')) ++i;
+    return i;
+  }
+  // The next guess at or after `from` in `text`: {end of the piece (after its '}'), the next
+  // element's '{'}; {0, 0}: none there.
+  static std::pair<std::size_t, std::size_t> guess(std::string_view text, std::size_t from) {
+    for (std::size_t i = text.find('}', from); i != std::string_view::npos; i = text.find('}', i + 1)) {
+      std::size_t j = ws(text, i + 1);
+      if (j >= text.size() || text[j] != ',') continue;
+      j = ws(text, j + 1);
+      if (j < text.size() && text[j] == '{') return {i + 1, j};
+    }
+    return {0, 0};
+  }
+
+  // How a run of pieces ended: at its bound (`p` the element after it), at the events' end
+  // (`close_at` their closing bracket), stopped early at `p` (a bounded run whose bound did not
+  // end an element, or a second thread's run that failed: the elements before `p` walked), or at
+  // malformed text.
+  struct Run {
+    enum Kind { Bound, Ended, Stopped, Malformed } kind = Malformed;
+    std::size_t p = 0, close_at = 0;
+  };
+  struct Pieces {
     JsonArrayWalker walker;
+    std::vector<char> buf;
+  };
+
+  // The elements from `p` (an element's start) in pieces, to the events' end or, given `bound`
+  // {end, next} (a guess past p), to that bound.
+  Run run_pieces(const std::function<std::string_view(std::size_t)>& upto, Pieces& ps, std::size_t p,
+                 std::pair<std::size_t, std::size_t> bound = {kNoPos, kNoPos}, const std::atomic<bool>* stop = nullptr) {
+    std::string_view text;
     // '[' + text[from, to) (+ ']'): Whole (it parsed to its own bracket), Ended (its array ended
     // before: the events array's end, at `close`), or Failed in an element that starts at `restart`
-    // in `text` (kNone: before any) or, with `restart` kNone too, after a whole element (malformed).
+    // in `text` (kNoPos: before any) or, with `restart` kNoPos too, after a whole element (malformed).
     enum class Piece { Whole, Ended, Failed, Malformed };
     auto piece = [&](std::size_t from, std::size_t to, bool closed, std::size_t& close, std::size_t& restart) {
       const std::size_t len = 1 + (to - from) + (closed ? 1 : 0);
-      if (buf.size() < len + kPad) buf.resize(len + kPad);
-      buf[0] = '[';
-      std::memcpy(buf.data() + 1, text.data() + from, to - from);
-      if (closed) buf[len - 1] = ']';
-      std::memset(buf.data() + len, 0, kPad);
-      const JsonWalk w = walker.elements(buf.data(), len, len + kPad, *this, close);
-      restart = w.element_at == kNone ? kNone : from - 1 + w.element_at;
+      if (ps.buf.size() < len + kPad) ps.buf.resize(len + kPad);
+      ps.buf[0] = '[';
+      std::memcpy(ps.buf.data() + 1, text.data() + from, to - from);
+      if (closed) ps.buf[len - 1] = ']';
+      std::memset(ps.buf.data() + len, 0, kPad);
+      const JsonWalk w = ps.walker.elements(ps.buf.data(), len, len + kPad, *this, close);
+      restart = w.element_at == kNoPos ? kNoPos : from - 1 + w.element_at;
       if (w.ok) return closed && close == len - 1 ? Piece::Whole : Piece::Ended;
       // An element walked whole, then an error: not a place a guess leaves (malformed text).
       return w.element_whole ? Piece::Malformed : Piece::Failed;
     };
-    depth_ = 2;
-    top_ = Top::Events;
-    top_key_ = TopKey::Events;
-    saw_events_ = true;
-    std::size_t close_at = 0;  // the events array's closing bracket in `text`
-    int misses = 0;            // guesses in a row that failed before any element
+    const bool bounded = bound.first != kNoPos;
+    int misses = 0;  // guesses in a row that failed before any element
     for (std::size_t from = p + kPiece;;) {
-      std::size_t close = 0, restart = kNone;
+      if (stop && stop->load(std::memory_order_relaxed)) return {Run::Stopped, p, 0};
+      std::size_t close = 0, restart = kNoPos;
       text = upto(from + kLook);
-      auto [end, next] = guess(from);
+      auto [end, next] = guess(text, from);
       // None in the text ready: more of it, the search going on from near where it stopped.
       for (std::size_t had = 0; next == 0 && text.size() > had && text.size() >= from + kLook;) {
         had = text.size();
         text = upto(had + kLook);
-        std::tie(end, next) = guess(std::max(from, had - 64));
+        std::tie(end, next) = guess(text, std::max(from, had - 64));
       }
+      if (bounded && (next == 0 || end >= bound.first)) std::tie(end, next) = bound;
       if (next != 0 && misses < 8) {
         const Piece r = piece(p, end, true, close, restart);
         if (r == Piece::Whole) {
           p = next;
+          if (bounded && next == bound.second) return {Run::Bound, p, 0};
           from = p + kPiece;
           misses = 0;
           continue;
         }
-        if (r == Piece::Ended) {  // the guess lay past the events (in an array after them)
-          close_at = p - 1 + close;
-          break;
-        }
-        if (r == Piece::Malformed) return false;
+        if (r == Piece::Ended) return {Run::Ended, p, p - 1 + close};  // the guess lay past the events (in an array after them)
+        if (r == Piece::Malformed) return {Run::Malformed, p, 0};
         // The element that failed is walked again from its start; its handlers' state goes back.
         depth_ = 2;
         in_event_ = in_args_ = in_device_ = list_field_ = args_key_ = skip_rest_ = python_counted_ = false;
         field_ = Field::None;
-        if (restart == kNone) {  // a string left open: the next guess
+        if (bounded && end == bound.first)  // the bound ends no element here: stopped where the whole ones end
+          return {Run::Stopped, restart != kNoPos && restart > p ? restart : p, 0};
+        if (restart == kNoPos) {  // a string left open: the next guess
           ++misses;
           from = end;
         } else if (restart > p) {
@@ -168,12 +186,197 @@ class Reader : public JsonSax {
           from = end, ++misses;  // the first element holds the guess: a longer piece
         continue;
       }
+      if (bounded) return {Run::Stopped, p, 0};
       text = upto(kAll);
       const std::size_t last_bracket = text.rfind(']');
-      if (last_bracket == std::string_view::npos || last_bracket < p) return false;
-      if (piece(p, last_bracket + 1, false, close, restart) != Piece::Ended) return false;
-      close_at = p - 1 + close;
-      break;
+      if (last_bracket == std::string_view::npos || last_bracket < p) return {Run::Malformed, p, 0};
+      if (piece(p, last_bracket + 1, false, close, restart) != Piece::Ended) return {Run::Malformed, p, 0};
+      return {Run::Ended, p, p - 1 + close};
+    }
+  }
+
+  // A second thread's round: the events of [p, its bound or the events' end) kept as records:
+  // each its scalars, where its text starts in `text` (each text field's length, then its bytes)
+  // and where its shapes start in `ints` (their count, then each one's length and values). The
+  // first `n` records are the round's; a round reuses the memory of the one before.
+  struct Rec : EvScalars {
+    bool py = false;  // a Python frame the walk would pass over once one is noted
+    std::size_t text_at = 0, ints_at = 0;
+  };
+  struct Round {
+    Run run;
+    std::vector<Rec> recs;
+    std::vector<char> text;
+    std::vector<std::int64_t> ints;
+    std::size_t n = 0;
+    std::thread thread;
+    std::atomic<bool> stop{false};
+    std::unique_ptr<Reader> side;  // its reader and parser, kept from round to round
+    std::unique_ptr<Pieces> pieces;
+  };
+  void start_round(Round& r, const std::function<std::string_view(std::size_t)>& upto, std::size_t p,
+                   std::pair<std::size_t, std::size_t> bound) {
+    r.n = 0;
+    r.text.clear();
+    r.ints.clear();
+    r.stop = false;
+    if (!r.side) {
+      ImportOptions quiet = opt_;
+      quiet.progress = false;
+      r.side = std::make_unique<Reader>(path_, quiet);
+      r.side->sink_ = &r;
+      r.pieces = std::make_unique<Pieces>();
+    }
+    r.thread = std::thread([&r, upto, p, bound] {
+      Reader& side = *r.side;
+      side.depth_ = 2;
+      side.top_ = Top::Events;
+      side.top_key_ = TopKey::Events;
+      side.in_event_ = side.in_args_ = side.in_device_ = side.list_field_ = side.args_key_ = side.skip_rest_ = false;
+      side.field_ = Field::None;
+      try {
+        r.run = side.run_pieces(upto, *r.pieces, p, bound, &r.stop);
+      } catch (...) {  // an event's own error: read again by the first thread, which says it as one thread does
+        r.run = {Run::Stopped, p, 0};
+        r.n = 0;
+      }
+      // Malformed text: the records before it kept (a record is made at an event's end), the
+      // first thread goes on from there and finds it.
+      if (r.run.kind == Run::Malformed) r.run.kind = Run::Stopped;
+    });
+  }
+  void keep(Round& r) {
+    if (r.n == r.recs.size()) r.recs.emplace_back();
+    Rec& k = r.recs[r.n++];
+    static_cast<EvScalars&>(k) = ev_;
+    k.py = py_candidate_;
+    k.text_at = r.text.size();
+    for (std::string Ev::*f : kStrings) {
+      const std::string& v = ev_.*f;
+      const auto len = static_cast<std::uint32_t>(v.size());
+      r.text.insert(r.text.end(), reinterpret_cast<const char*>(&len), reinterpret_cast<const char*>(&len) + sizeof len);
+      r.text.insert(r.text.end(), v.begin(), v.end());
+    }
+    k.ints_at = r.ints.size();
+    r.ints.push_back(static_cast<std::int64_t>(ev_.dims_n));
+    for (std::size_t d = 0; d < ev_.dims_n; ++d) {
+      r.ints.push_back(static_cast<std::int64_t>(ev_.dims[d].size()));
+      r.ints.insert(r.ints.end(), ev_.dims[d].begin(), ev_.dims[d].end());
+    }
+  }
+  // The second thread's events made into ops here, in their order.
+  void take_round(Round& r) {
+    for (std::size_t i = 0; i < r.n; ++i) {
+      const Rec& k = r.recs[i];
+      static_cast<EvScalars&>(ev_) = k;
+      const char* t = r.text.data() + k.text_at;
+      for (std::string Ev::*f : kStrings) {
+        std::uint32_t len = 0;
+        std::memcpy(&len, t, sizeof len);
+        (ev_.*f).assign(t + sizeof len, len);
+        t += sizeof len + len;
+      }
+      const std::int64_t* x = r.ints.data() + k.ints_at;
+      const auto dims = static_cast<std::size_t>(*x++);
+      ev_.dims_n = 0;
+      for (std::size_t d = 0; d < dims; ++d) {
+        ev_.add_dim();
+        const auto len = static_cast<std::size_t>(*x++);
+        ev_.dims[d].assign(x, x + len);
+        x += len;
+      }
+      python_counted_ = k.py && python_noted_;
+      if (python_counted_) ev_.ph = 'X';  // its other members not read (as the walk passes over them)
+      event();
+    }
+    r.n = 0;
+  }
+
+  bool in_pieces(const std::function<std::string_view(std::size_t)>& upto, bool whole_ready) {
+    constexpr std::size_t kMin = std::size_t{8} << 20;
+    std::string_view text = upto(kMin);
+    if (text.size() < kMin) return false;
+    const std::size_t key = text.find("\"traceEvents\"");
+    if (key == std::string_view::npos) return false;
+    std::size_t open = ws(text, key + 13);
+    if (open >= text.size() || text[open] != ':') return false;
+    open = ws(text, open + 1);
+    if (open >= text.size() || text[open] != '[') return false;
+    std::size_t p = ws(text, open + 1);
+    if (p >= text.size() || text[p] != '{') return false;
+    depth_ = 2;
+    top_ = Top::Events;
+    top_key_ = TopKey::Events;
+    saw_events_ = true;
+    Pieces ps;
+    std::size_t close_at = 0;  // the events array's closing bracket in `text`
+    // Rounds on two threads (above): the second thread's next round starts before this thread
+    // makes the ops of its last one.
+    const std::size_t round = opt_.json_round;
+    Round rounds[2];
+    Round* taken = nullptr;  // joined, its events not yet made into ops (they come before `p`)
+    struct Joiner {          // the second thread is joined on every way out
+      Round* r;
+      ~Joiner() {
+        for (int i = 0; i < 2; ++i)
+          if (r[i].thread.joinable()) {
+            r[i].stop = true;
+            r[i].thread.join();
+          }
+      }
+    } joiner{rounds};
+    auto take = [&] {
+      if (taken) take_round(*taken);
+      taken = nullptr;
+    };
+    int next_round = 0;
+    for (bool two = whole_ready && round > 0 && std::thread::hardware_concurrency() > 1;;) {
+      const std::size_t left = text.size() > p ? text.size() - p : 0;
+      if (!two || left < 2 * kPiece + kPiece / 2 || left < round / 4) {
+        take();
+        const Run r = run_pieces(upto, ps, p);
+        if (r.kind != Run::Ended) return false;
+        close_at = r.close_at;
+        break;
+      }
+      // This thread's part, then the second thread's (about 45 and 55 %: this thread also makes
+      // the ops of both); the last round's second part runs to the events' end.
+      const bool last = left < round + round / 4;
+      const auto mine = guess(text, p + (last ? left : round) * 9 / 20);
+      const auto theirs =
+          last || mine.second == 0 ? std::pair<std::size_t, std::size_t>{kNoPos, kNoPos} : guess(text, mine.second + round * 11 / 20);
+      if (mine.second == 0 || theirs.second == 0) {
+        two = false;
+        continue;
+      }
+      Round& side = rounds[next_round];
+      next_round ^= 1;
+      start_round(side, upto, mine.second, theirs);
+      take();
+      const Run r = run_pieces(upto, ps, p, mine);
+      if (r.kind != Run::Bound) {
+        side.stop = true;
+        side.thread.join();
+        if (r.kind == Run::Malformed) return false;
+        if (r.kind == Run::Ended) {  // the guess lay past the events
+          close_at = r.close_at;
+          break;
+        }
+        // The guess ends no element (it lay in a string): rounds go on from where the elements
+        // walked whole end, or one thread where none was.
+        two = r.p > p;
+        p = r.p;
+        continue;
+      }
+      side.thread.join();
+      taken = &side;
+      if (side.run.kind == Run::Ended) {
+        take();
+        close_at = side.run.close_at;
+        break;
+      }
+      if (side.run.kind == Run::Stopped) two = side.run.p > mine.second;  // as above
+      p = side.run.p;                                                     // its bound, or where the second thread stopped
     }
     depth_ = 0;
     top_ = Top::None;
@@ -269,7 +472,7 @@ class Reader : public JsonSax {
     ++depth_;
     if (depth_ == 3 && top_ == Top::Events) {
       ev_.reset();
-      python_counted_ = false;
+      python_counted_ = py_candidate_ = false;
       in_event_ = true;
     } else if (depth_ == 3 && top_ == Top::Devices) {
       dev_ = Device{};
@@ -282,7 +485,10 @@ class Reader : public JsonSax {
   bool end_object() override {
     if (depth_ == 3 && in_event_) {
       in_event_ = false;
-      event();
+      if (sink_)  // a second thread's walk: the event kept for the reading thread
+        keep(*sink_);
+      else
+        event();
     } else if (depth_ == 3 && in_device_) {
       in_device_ = false;
       devices_.push_back(dev_);
@@ -572,10 +778,15 @@ class Reader : public JsonSax {
   // A complete event of a Python frame (with_stack: most events of such a profile) after the first
   // is only counted once its category and name are known: the rest of its members are passed over,
   // except a module's ("nn.Module: <class>_<k>", with_modules), which is read as a range.
+  // A second thread's walk reads such an event whole and marks it: whether it is passed over is
+  // known only where the events are made into ops, in order (take_round).
   void python_frame_seen() {
-    if (depth_ == 3 && in_event_ && ev_.ph == 'X' && ev_.has_cat && ev_.cat == Cat::Python && python_noted_ && !ev_.name.empty() &&
-        !module_frame())
-      skip_rest_ = python_counted_ = true;
+    if (depth_ == 3 && in_event_ && ev_.ph == 'X' && ev_.has_cat && ev_.cat == Cat::Python && !ev_.name.empty() && !module_frame()) {
+      if (sink_)
+        py_candidate_ = true;
+      else if (python_noted_)
+        skip_rest_ = python_counted_ = true;
+    }
   }
   bool module_frame() const { return module_range_name(ev_.name); }
 
@@ -846,6 +1057,8 @@ class Reader : public JsonSax {
   std::uint64_t events_ = 0;
   const char* sentinel_ = nullptr;  // where the events were in the document read in pieces
   bool sentinel_seen_ = false;      // the root's "traceEvents" array held it
+  Round* sink_ = nullptr;           // a second thread's walk: its events kept there, not made into ops
+  bool py_candidate_ = false;       // (that walk) the event is a Python frame passed over once one is noted
   bool skip_rest_ = false;          // the event being read is of a phase not read: skip its other members
   bool python_noted_ = false;       // a Python frame (with_stack) was noted, with its name as the example
   bool python_counted_ = false;     // the event being read is a later Python frame: counted, not read
