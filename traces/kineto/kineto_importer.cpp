@@ -200,7 +200,8 @@ class Reader : public JsonSax {
   // and where its shapes start in `ints` (their count, then each one's length and values). The
   // first `n` records are the round's; a round reuses the memory of the one before.
   struct Rec : EvScalars {
-    bool py = false;  // a Python frame the walk would pass over once one is noted
+    bool py = false;       // a Python frame the walk would pass over once one is noted
+    bool counted = false;  // a Python frame passed over (one was noted before the round began)
     std::size_t text_at = 0, ints_at = 0;
   };
   struct Round {
@@ -227,6 +228,7 @@ class Reader : public JsonSax {
       r.side->sink_ = &r;
       r.pieces = std::make_unique<Pieces>();
     }
+    r.side->python_noted_ = python_noted_;  // then it stays so: the round's frames are passed over
     r.thread = std::thread([&r, upto, p, bound] {
       Reader& side = *r.side;
       side.depth_ = 2;
@@ -250,6 +252,7 @@ class Reader : public JsonSax {
     Rec& k = r.recs[r.n++];
     static_cast<EvScalars&>(k) = ev_;
     k.py = py_candidate_;
+    k.counted = python_counted_;
     k.text_at = r.text.size();
     for (std::string Ev::*f : kStrings) {
       const std::string& v = ev_.*f;
@@ -285,7 +288,7 @@ class Reader : public JsonSax {
         ev_.dims[d].assign(x, x + len);
         x += len;
       }
-      python_counted_ = k.py && python_noted_;
+      python_counted_ = k.counted || (k.py && python_noted_);
       if (python_counted_) ev_.ph = 'X';  // its other members not read (as the walk passes over them)
       event();
     }
@@ -778,14 +781,15 @@ class Reader : public JsonSax {
   // A complete event of a Python frame (with_stack: most events of such a profile) after the first
   // is only counted once its category and name are known: the rest of its members are passed over,
   // except a module's ("nn.Module: <class>_<k>", with_modules), which is read as a range.
-  // A second thread's walk reads such an event whole and marks it: whether it is passed over is
-  // known only where the events are made into ops, in order (take_round).
+  // A second thread's walk that starts before a frame is noted reads such an event whole and marks
+  // it: whether it is passed over is known only where the events are made into ops, in order
+  // (take_round); one that starts after passes over it as this thread does.
   void python_frame_seen() {
     if (depth_ == 3 && in_event_ && ev_.ph == 'X' && ev_.has_cat && ev_.cat == Cat::Python && !ev_.name.empty() && !module_frame()) {
-      if (sink_)
-        py_candidate_ = true;
-      else if (python_noted_)
+      if (python_noted_)
         skip_rest_ = python_counted_ = true;
+      else if (sink_)
+        py_candidate_ = true;
     }
   }
   bool module_frame() const { return module_range_name(ev_.name); }
