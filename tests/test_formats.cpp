@@ -15,6 +15,7 @@
 #include "sim/base/error.hpp"
 #include "models/replay.hpp"
 #include "models/whatif/run.hpp"
+#include "traces/gzbuf.hpp"
 #include "traces/importer.hpp"
 
 using namespace bneck;
@@ -460,4 +461,61 @@ TEST_CASE("the public Nsight Systems reports (2021-2025) are known as reports, a
   const Trace t = load_traces({copy.string()});
   CHECK(t.ops.size() == load_trace((folder / "report1.sqlite").string()).ops.size());
   CHECK(t.ops.size() > 0);
+}
+
+TEST_CASE("a large gzip file inflated beside its reader gives zlib's bytes and zlib's errors", "[formats][errors]") {
+  // 10 MB of text (over the 8 MB from which a gzip file is inflated on a thread of its own, by
+  // ISA-L's igzip where bneck was built with it, zlib reading again whatever that did not read
+  // whole): every variant gives what read_whole (zlib alone) gives, the bytes or the error.
+  std::string text;
+  std::uint64_t x = 88172645463325252ULL;
+  while (text.size() < (std::size_t{10} << 20)) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    text += "{\"ph\": \"X\", \"name\": \"k" + std::to_string(x % 5000) + "\", \"ts\": " + std::to_string(x % 100000) + "},\n";
+  }
+  auto gzip_file = [&](const std::string& tag, std::size_t split) {
+    const std::string p = write_temp("", tag);
+    for (int part = 0; part < (split < text.size() ? 2 : 1); ++part) {
+      gzFile f = gzopen(p.c_str(), part == 0 ? "wb" : "ab");
+      const std::string s = part == 0 ? text.substr(0, split) : text.substr(split);
+      gzwrite(f, s.data(), static_cast<unsigned>(s.size()));
+      gzclose(f);
+    }
+    std::ifstream in(p, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  auto outcome = [](const std::string& path, bool growing) {
+    try {
+      if (!growing) {
+        const WholeFile w = read_whole(path, 64);
+        return std::string(w.data.get(), w.size);
+      }
+      GrowingFile g(path, 64);
+      const std::string_view head = g.upto(1 << 20);  // read while it inflates, as an importer does
+      const WholeFile& w = g.whole();
+      CHECK(std::string_view(w.data.get(), head.size()) == head);
+      return std::string(w.data.get(), w.size);
+    } catch (const InputError& e) { return std::string("error: ") + e.what(); }
+  };
+  // Two members: the trailer sizes the buffer by the last one, so a first member under 64 kB leaves
+  // room for both (zlib reads on where the fast inflate stopped at the second member).
+  const std::string one = gzip_file("gz_one.json.gz", text.size()), two = gzip_file("gz_two.json.gz", text.size() / 3),
+                    small_first = gzip_file("gz_small_first.json.gz", 30000);
+  std::string bad_crc = one, bad_size = one, garbage = one + "trailing bytes", truncated = one.substr(0, one.size() * 2 / 3);
+  bad_crc[bad_crc.size() - 6] ^= 0x55;
+  bad_size[bad_size.size() - 4] ^= 0x01;  // ISIZE off by one: still plausible, so the buffer is sized from it
+  for (const auto& [tag, bytes] : std::vector<std::pair<std::string, std::string>>{{"one member", one},
+                                                                                   {"two members", two},
+                                                                                   {"a small first member", small_first},
+                                                                                   {"bad CRC", bad_crc},
+                                                                                   {"bad ISIZE", bad_size},
+                                                                                   {"trailing bytes", garbage},
+                                                                                   {"truncated", truncated}}) {
+    INFO(tag);
+    const std::string path = write_temp(bytes, "gz_variant.json.gz");
+    const std::string want = outcome(path, false);
+    CHECK(outcome(path, true) == want);
+    if (tag == "one member" || tag == "two members" || tag == "a small first member") CHECK(want == text);
+    if (tag == "bad CRC" || tag == "truncated") CHECK_THAT(want, Catch::StartsWith("error: ") && Catch::Contains("gzip stream"));
+  }
 }

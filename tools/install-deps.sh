@@ -8,7 +8,7 @@
 # test in a real browser (tests/report_check.sh).
 set -euo pipefail
 pkgs=(cmake ninja-build g++ libboost-graph-dev nlohmann-json3-dev libsimdjson-dev libcli11-dev libeigen3-dev catch2
-      libsqlite3-dev zlib1g-dev sqlite3 libre2-dev pkg-config git dpkg-dev libopenmpi-dev openmpi-bin chromium python3 python3-venv python3-dev python3-pip)
+      libsqlite3-dev zlib1g-dev libisal-dev sqlite3 libre2-dev pkg-config git dpkg-dev libopenmpi-dev openmpi-bin chromium python3 python3-venv python3-dev python3-pip)
 for a in "$@"; do
   case "$a" in
     --fuzz) pkgs+=(clang-14 libclang-rt-14-dev) ;;

@@ -43,7 +43,8 @@ class Reader : public JsonSax {
     // well formed, the whole document is walked at once, which gives the errors.
     bool whole = true;
     try {
-      whole = !opt_.json_pieces || !in_pieces([&](std::size_t need) { return file.upto(bom + need).substr(bom); }, file.complete());
+      whole = !opt_.json_pieces ||
+              !in_pieces([&](std::size_t need) { return file.upto(bom + need).substr(bom); }, [&] { return file.complete(); });
     } catch (const std::exception&) {}
     const WholeFile& all = file.whole();  // the file's own errors (a corrupt gzip stream) before any result
     const std::string_view text = std::string_view(all.data.get(), all.capacity).substr(bom);
@@ -80,7 +81,7 @@ class Reader : public JsonSax {
   // proves the array found is the root's "traceEvents"). False: not read this way; malformed text
   // is (nothing of it kept: the whole document is walked again).
   //
-  // A document read whole already (a plain file, mapped) is read on two threads, in rounds: this
+  // A document read whole (a plain file, mapped; a gzip stream once inflated) is read on two threads, in rounds: this
   // thread walks [p, a guess G) while a second walks from the element after G to a second guess
   // about `json_round` bytes on (or to the end of the events), keeping its events' fields (the
   // SAX part: Ev records) without making ops of them. The round counts only when this thread's
@@ -295,7 +296,7 @@ class Reader : public JsonSax {
     r.n = 0;
   }
 
-  bool in_pieces(const std::function<std::string_view(std::size_t)>& upto, bool whole_ready) {
+  bool in_pieces(const std::function<std::string_view(std::size_t)>& upto, const std::function<bool()>& complete) {
     constexpr std::size_t kMin = std::size_t{8} << 20;
     std::string_view text = upto(kMin);
     if (text.size() < kMin) return false;
@@ -333,7 +334,35 @@ class Reader : public JsonSax {
       taken = nullptr;
     };
     int next_round = 0;
-    for (bool two = whole_ready && round > 0 && std::thread::hardware_concurrency() > 1;;) {
+    bool whole_text = false;  // `text` is the whole document
+    for (bool two = round > 0 && std::thread::hardware_concurrency() > 1;;) {
+      if (two && !whole_text) {
+        if (complete()) {
+          text = upto(kAll);
+          whole_text = true;
+          continue;
+        }
+        // A gzip stream still inflating: one thread, a round at a time, until it is whole.
+        text = upto(p + round + kLook);
+        const auto b = guess(text, p + round);
+        if (b.second == 0 || !complete()) {
+          if (b.second == 0) {  // none in the text ready: the stream ended (or failed) meanwhile
+            two = complete();
+            continue;
+          }
+          take();
+          const Run r = run_pieces(upto, ps, p, b);
+          if (r.kind == Run::Malformed) return false;
+          if (r.kind == Run::Ended) {
+            close_at = r.close_at;
+            break;
+          }
+          two = r.p > p;  // stopped where no element was walked: one thread from there
+          p = r.p;
+          continue;
+        }
+        continue;
+      }
       const std::size_t left = text.size() > p ? text.size() - p : 0;
       if (!two || left < 2 * kPiece + kPiece / 2 || left < round / 4) {
         take();
