@@ -215,14 +215,19 @@ Trace load_traces(const std::vector<std::string>& paths, const ImportOptions& op
   std::vector<Trace> parts(files.size());
   std::vector<std::exception_ptr> errors(files.size());
   std::atomic<std::size_t> next{0};
+  const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  // Where the ranks alone keep every core busy, a rank's events are read on one thread (a second
+  // reading thread per rank would only take a core from another rank, at the cost of its records).
+  ImportOptions each = opt;
+  if (files.size() >= cores) each.json_round = 0;
   auto work = [&] {
     for (std::size_t i; (i = next.fetch_add(1)) < files.size();) {
       try {
-        parts[i] = load_trace(files[i], opt);
+        parts[i] = load_trace(files[i], each);
       } catch (...) { errors[i] = std::current_exception(); }
     }
   };
-  std::size_t threads = std::min<std::size_t>(files.size(), std::max(1u, std::thread::hardware_concurrency()));
+  std::size_t threads = std::min<std::size_t>(files.size(), cores);
   std::vector<std::thread> pool;
   for (std::size_t k = 1; k < threads; ++k) pool.emplace_back(work);
   work();
