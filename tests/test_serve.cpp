@@ -582,3 +582,24 @@ TEST_CASE("serving intervals: the calibration run's own pace widens the host's t
   CHECK(std::any_of(wide.basis.begin(), wide.basis.end(),
                     [](const std::string& b) { return b.find("calibration run's own pace") != std::string::npos; }));
 }
+
+TEST_CASE("a step is host-bound where its launches take at least the GPU's lag and work", "[serve]") {
+  // Launches 10 ms + 0.5 ms a sequence; the GPU 2 ms + 1 ms a sequence (gpu[4], ns a sequence),
+  // lag 0.5 ms, tail 0.3 ms. 4 sequences: launches 12 ms >= 0.5 + 6 ms: host-bound, the forward
+  // 12 + 0.3 = 12.3 ms. 16 sequences: launches 18 ms < 0.5 + 18 ms: GPU-bound, the forward
+  // 0.5 + 18 + 0.3 = 18.8 ms. Under CUDA graphs never host-bound (one launch, then the GPU).
+  StepCostModel m = fixed_step(10);
+  m.launch[1] = 0.5e6;
+  m.gpu = {2e6, 0, 0, 0, 1e6, 0};
+  m.lag = 500'000;
+  m.tail = 300'000;
+  StepShape four, sixteen;
+  four.seqs = four.q = four.logits = 4;
+  sixteen.seqs = sixteen.q = sixteen.logits = 16;
+  const StepTime a = m.time(four, false, false), b = m.time(sixteen, false, false), g = m.time(four, true, false);
+  CHECK(a.host_bound);
+  CHECK(a.forward == 12'300'000);
+  CHECK_FALSE(b.host_bound);
+  CHECK(b.forward == 18'800'000);
+  CHECK_FALSE(g.host_bound);
+}

@@ -129,8 +129,8 @@ bool fit_host_steps(const std::vector<Request>& reqs, const EngineConfig& eng, S
     const bool fresh = base.shape_build > 0 && met.emplace(sh.batched ? sh.seqs : 0, sh.q, sh.kv).second;
     if (!ls[k].busy || k == 0 || r.steps[k - 1].shape.seqs == 0) continue;
     const StepTime t = base.time(sh, false, fresh);
+    if (!t.host_bound) continue;  // GPU-bound
     const double launch = static_cast<double>(t.forward - t.build - base.tail);
-    if (static_cast<double>(base.lag + t.gpu) > launch) continue;  // GPU-bound
     const double host = static_cast<double>(t.prepare + t.update + t.build) + launch;
     rows.push_back({host, static_cast<double>(sh.q), static_cast<double>(sh.seqs)});
     y.push_back(static_cast<double>(ls[k].emit - ls[k - 1].emit - base.tail));
@@ -186,7 +186,7 @@ bool fit_host_steps(const std::vector<Request>& reqs, const EngineConfig& eng, S
     if (d <= 0 || model <= 0) continue;
     err.push_back(std::abs(std::log(model / d)));
     // The pace sample: host-bound steps only (a GPU-bound forward's time tells the GPU model's error).
-    if (static_cast<double>(m.lag + t.gpu) <= static_cast<double>(t.forward - t.build - m.tail)) signed_err.push_back(std::log(d / model));
+    if (t.host_bound) signed_err.push_back(std::log(d / model));
   }
   fit.median_abs_log_error = quantile(err, 0.5);
   // The host's pace through the run: the host-bound back-to-back steps' measured time over the

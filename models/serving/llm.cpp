@@ -183,6 +183,7 @@ StepTime StepCostModel::time(const StepShape& s, bool cuda_graph, bool new_shape
     // The plan is built on the host before the first kernel that needs it: the launches after it and
     // the GPU work they issue wait for it.
     t.forward = std::max(launch_ns + tail, lag + t.gpu + tail);
+    t.host_bound = launch_ns >= lag + t.gpu;
   }
   t.forward += t.build;
   return t;

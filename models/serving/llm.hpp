@@ -66,6 +66,9 @@ const char* to_string(AttentionForm f);
 struct StepTime {
   TimeNs prepare = 0, forward = 0, update = 0, gpu = 0;
   TimeNs build = 0;  // of forward: the plan built for a shape met the first time
+  // The eager forward's time is its launches' (the host's), not the GPU's: the launches take at
+  // least the GPU's lag and work. False under CUDA graphs (one launch; the GPU's time).
+  bool host_bound = false;
   TimeNs total() const { return prepare + forward + update; }
 };
 
