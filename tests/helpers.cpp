@@ -5,6 +5,7 @@
 #include <sstream>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -114,6 +115,17 @@ CliRun run_bneck(const std::string& args) {
 std::string write_temp(const std::string& text, const std::string& tag) {
   std::string path = "/tmp/bneck_" + tag + "_" + std::to_string(::getpid()) + ".json";
   std::ofstream(path) << text;
+  return path;
+}
+
+std::string write_gzip(const std::string& text, const std::string& tag, std::size_t split) {
+  const std::string path = write_temp("", tag);
+  for (int part = 0; part < (split < text.size() ? 2 : 1); ++part) {
+    gzFile f = gzopen(path.c_str(), part == 0 ? "wb" : "ab");
+    const std::string s = part == 0 ? text.substr(0, split) : text.substr(split);
+    gzwrite(f, s.data(), static_cast<unsigned>(s.size()));
+    gzclose(f);
+  }
   return path;
 }
 

@@ -89,6 +89,9 @@ std::size_t lines(const std::string& s);
 
 // Writes `text` to a temporary file of this process named after `tag` (.json); its path.
 std::string write_temp(const std::string& text, const std::string& tag);
+// Writes `text` gzip-compressed the same way: one member, or two split at `split` where it lies
+// inside the text; its path.
+std::string write_gzip(const std::string& text, const std::string& tag, std::size_t split = std::string::npos);
 // `bneck whatif PATH --range RANGE ARGS...` in process (no --range when RANGE is empty; the trace
 // is kept alive for the report);
 // "--sharing on|off" among the args sets the sharing model.

@@ -473,17 +473,7 @@ TEST_CASE("a large gzip file inflated beside its reader gives zlib's bytes and z
     x ^= x << 13, x ^= x >> 7, x ^= x << 17;
     text += "{\"ph\": \"X\", \"name\": \"k" + std::to_string(x % 5000) + "\", \"ts\": " + std::to_string(x % 100000) + "},\n";
   }
-  auto gzip_file = [&](const std::string& tag, std::size_t split) {
-    const std::string p = write_temp("", tag);
-    for (int part = 0; part < (split < text.size() ? 2 : 1); ++part) {
-      gzFile f = gzopen(p.c_str(), part == 0 ? "wb" : "ab");
-      const std::string s = part == 0 ? text.substr(0, split) : text.substr(split);
-      gzwrite(f, s.data(), static_cast<unsigned>(s.size()));
-      gzclose(f);
-    }
-    std::ifstream in(p, std::ios::binary);
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  };
+  auto gzip_file = [&](const std::string& tag, std::size_t split) { return slurp(write_gzip(text, tag, split)); };
   auto outcome = [](const std::string& path, bool growing) {
     try {
       if (!growing) {

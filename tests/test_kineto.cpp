@@ -99,26 +99,12 @@ TEST_CASE("Kineto input errors name the file and the place", "[kineto][errors]")
   std::ofstream(cut) << text.substr(0, text.size() / 2);
   CHECK_THROWS_WITH(load_trace(cut), Catch::Contains(cut) && Catch::Contains("malformed JSON at byte"));
   // A gzip file cut short.
-  std::string gz = tmp("t.json.gz");
-  {
-    gzFile f = gzopen(gz.c_str(), "wb");
-    gzwrite(f, text.data(), static_cast<unsigned>(text.size()));
-    gzclose(f);
-  }
-  std::ifstream gin(gz, std::ios::binary);
-  std::string gtext((std::istreambuf_iterator<char>(gin)), std::istreambuf_iterator<char>());
+  const std::string gz = write_gzip(text, "t.json.gz");
+  const std::string gtext = slurp(gz);
   Trace ok = load_trace(gz);  // the whole gzip file imports as the plain one does
   CHECK(ok.ops.size() == load_trace(good).ops.size());
   // Two gzip members (the trailer's size is the last one's only: the buffer grows past it).
-  std::string gz2 = tmp("t2.json.gz");
-  for (int half = 0; half < 2; ++half) {
-    gzFile f = gzopen(gz2.c_str(), half == 0 ? "wb" : "ab");
-    const std::size_t at = text.size() - 10;
-    const std::string part = half == 0 ? text.substr(0, at) : text.substr(at);
-    gzwrite(f, part.data(), static_cast<unsigned>(part.size()));
-    gzclose(f);
-  }
-  CHECK(load_trace(gz2).ops.size() == ok.ops.size());
+  CHECK(load_trace(write_gzip(text, "t2.json.gz", text.size() - 10)).ops.size() == ok.ops.size());
   std::string gcut = tmp("cut.json.gz");
   std::ofstream(gcut, std::ios::binary) << gtext.substr(0, gtext.size() * 2 / 3);
   CHECK_THROWS_WITH(load_trace(gcut), Catch::Contains(gcut));
@@ -336,6 +322,15 @@ std::string big_kineto(int events) {
   return s;
 }
 
+// The error importing `text` (written to a temporary file named after `tag`) gives, or "no error".
+std::string import_error(const std::string& text, const std::string& tag, const ImportOptions& opt) {
+  const std::string p = write_temp(text, tag);
+  try {
+    (void)load_trace(p, opt);
+  } catch (const InputError& e) { return std::string(e.what()); }
+  return std::string("no error");
+}
+
 std::string fingerprint(const Trace& t) {
   std::string f =
       std::to_string(t.ops.size()) + " ops, " + std::to_string(t.ranges.size()) + " ranges, " + std::to_string(t.lanes.size()) + " lanes\n";
@@ -367,22 +362,10 @@ TEST_CASE("a large Kineto document read in pieces gives the trace and the errors
   // Gzipped: inflated on a thread beside the pieces' reading, the same trace; two members (the
   // trailer's size is the last one's: the buffer is too small, read again whole) and a truncated
   // stream give the same trace and the same error as without pieces.
-  auto gzip = [](const std::string& text, const std::string& tag, std::size_t split) {
-    const std::string p = write_temp("", tag);
-    for (int half = 0; half < (split < text.size() ? 2 : 1); ++half) {
-      gzFile f = gzopen(p.c_str(), half == 0 ? "wb" : "ab");
-      const std::string part = half == 0 ? text.substr(0, split) : text.substr(split);
-      gzwrite(f, part.data(), static_cast<unsigned>(part.size()));
-      gzclose(f);
-    }
-    return p;
-  };
-  CHECK(fingerprint(load_trace(gzip(doc, "pieces.json.gz", doc.size()))) == fingerprint(b));
-  CHECK(fingerprint(load_trace(gzip(doc, "pieces2.json.gz", doc.size() / 3))) == fingerprint(b));
+  CHECK(fingerprint(load_trace(write_gzip(doc, "pieces.json.gz"))) == fingerprint(b));
+  CHECK(fingerprint(load_trace(write_gzip(doc, "pieces2.json.gz", doc.size() / 3))) == fingerprint(b));
   {
-    const std::string g = gzip(doc, "pieces3.json.gz", doc.size());
-    std::ifstream in(g, std::ios::binary);
-    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string bytes = slurp(write_gzip(doc, "pieces3.json.gz"));
     const std::string cut = write_temp(bytes.substr(0, bytes.size() * 3 / 4), "pieces_cut.json.gz");
     std::string ea, eb;
     try {
@@ -395,13 +378,7 @@ TEST_CASE("a large Kineto document read in pieces gives the trace and the errors
     CHECK(ea == eb);
   }
   // Malformed late in the document: the same message either way (the piece that fails is read again whole).
-  auto error_of = [&](const std::string& text, const ImportOptions& opt) {
-    const std::string p = write_temp(text, "pieces_bad.json");
-    try {
-      (void)load_trace(p, opt);
-    } catch (const InputError& e) { return std::string(e.what()); }
-    return std::string("no error");
-  };
+  auto error_of = [](const std::string& text, const ImportOptions& opt) { return import_error(text, "pieces_bad.json", opt); };
   const std::size_t late = doc.find("\"ts\": ", doc.size() * 3 / 4);
   std::string comma = doc;  // the comma between two events removed
   comma.erase(comma.find("},\n", late) + 1, 1);
@@ -501,13 +478,7 @@ TEST_CASE("a large Kineto document read on two threads gives the trace, the note
     CHECK(fingerprint(load_trace(ppath, two)) == fingerprint(pw));
   }
   // Errors in the second thread's parts: said as one thread says them (its event number included).
-  auto error_of = [&](const std::string& text, const ImportOptions& opt) {
-    const std::string p = write_temp(text, "rounds_bad.json");
-    try {
-      (void)load_trace(p, opt);
-    } catch (const InputError& e) { return std::string(e.what()); }
-    return std::string("no error");
-  };
+  auto error_of = [](const std::string& text, const ImportOptions& opt) { return import_error(text, "rounds_bad.json", opt); };
   for (double where : {0.3, 0.55, 0.8}) {
     const std::size_t at = doc.find("\"ts\": ", static_cast<std::size_t>(static_cast<double>(doc.size()) * where));
     std::string ts = doc;

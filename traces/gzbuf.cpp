@@ -61,12 +61,12 @@ GzBuf::int_type GzBuf::underflow() {
 namespace {
 #if defined(BNECK_HAVE_ISAL)
 // A one-member gzip file inflated by ISA-L's igzip (2-3x zlib's speed) into out[0, room), `publish`
-// told of each megabyte: true when the member ended with its CRC checked, its length the file's
-// last four bytes (ISIZE) and nothing after it, or when the output outgrew `room` (`overflow`: the
+// told of each megabyte: true when the member ended with its CRC checked, its length `isize` (the
+// trailer's, mod 2^32) and nothing after it, or when the output outgrew `room` (`overflow`: the
 // caller reads it again whole); false on anything else (an error, a second member, a truncated
 // stream), where `size` bytes were given and zlib reads the file again to say what is wrong.
-bool isal_inflate_file(const std::string& path, char* out, std::size_t room, const std::function<void(std::size_t)>& publish,
-                       std::size_t& size, bool& overflow) {
+bool isal_inflate_file(const std::string& path, std::size_t isize, char* out, std::size_t room,
+                       const std::function<void(std::size_t)>& publish, std::size_t& size, bool& overflow) {
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
   if (!f) return false;
   std::vector<std::uint8_t> in(std::size_t{1} << 20);
@@ -74,15 +74,10 @@ bool isal_inflate_file(const std::string& path, char* out, std::size_t room, con
   isal_inflate_init(&st);
   st.crc_flag = ISAL_GZIP;
   bool eof = false;
-  std::uint8_t last4[4] = {0, 0, 0, 0};  // the last four bytes read: the trailer's ISIZE at the end
   for (;;) {
     if (st.avail_in == 0 && !eof) {
       const std::size_t have = std::fread(in.data(), 1, in.size(), f.get());
       eof = have < in.size();
-      for (std::size_t i = have >= 4 ? have - 4 : 0; i < have; ++i) {
-        std::copy(last4 + 1, last4 + 4, last4);
-        last4[3] = in[i];
-      }
       st.next_in = in.data();
       st.avail_in = static_cast<std::uint32_t>(have);
     }
@@ -99,9 +94,7 @@ bool isal_inflate_file(const std::string& path, char* out, std::size_t room, con
     if (st.block_state == ISAL_BLOCK_FINISH) {
       std::uint8_t extra = 0;
       const bool more = st.avail_in > 0 || (!eof && std::fread(&extra, 1, 1, f.get()) == 1);
-      const std::uint32_t isize =
-          last4[0] | (std::uint32_t{last4[1]} << 8) | (std::uint32_t{last4[2]} << 16) | (std::uint32_t{last4[3]} << 24);
-      return !more && isize == static_cast<std::uint32_t>(size);
+      return !more && static_cast<std::uint32_t>(isize) == static_cast<std::uint32_t>(size);
     }
     if (st.avail_in == 0 && eof) return false;  // truncated
   }
@@ -218,7 +211,7 @@ GrowingFile::GrowingFile(const std::string& path, std::size_t padding) : s_(std:
   s_->capacity = isize + (1 << 16) + 1 + padding;  // room for the read that sees the end
   s_->buf.reset(new char[s_->capacity]);
   State* st = s_.get();
-  st->inflater = std::thread([st] {
+  st->inflater = std::thread([st, isize] {
     std::size_t size = 0;
     try {
       const std::size_t room = st->capacity - st->padding;
@@ -229,7 +222,9 @@ GrowingFile::GrowingFile(const std::string& path, std::size_t padding) : s_(std:
       };
       bool whole = false;
 #if defined(BNECK_HAVE_ISAL)
-      whole = isal_inflate_file(st->path, st->buf.get(), room, publish, size, st->overflow);
+      whole = isal_inflate_file(st->path, isize, st->buf.get(), room, publish, size, st->overflow);
+#else
+      (void)isize;
 #endif
       // zlib from the start where the fast inflate did not read the file whole: what it gave is
       // read again and passed over (the same bytes: the reader may hold them), zlib's checks and

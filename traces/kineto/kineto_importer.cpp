@@ -123,6 +123,15 @@ class Reader : public JsonSax {
     std::vector<char> buf;
   };
 
+  // The handlers' state where an element of the events array starts.
+  void at_events() {
+    depth_ = 2;
+    top_ = Top::Events;
+    top_key_ = TopKey::Events;
+    in_event_ = in_args_ = in_device_ = list_field_ = args_key_ = skip_rest_ = python_counted_ = false;
+    field_ = Field::None;
+  }
+
   // The elements from `p` (an element's start) in pieces, to the events' end or, given `bound`
   // {end, next} (a guess past p), to that bound.
   Run run_pieces(const std::function<std::string_view(std::size_t)>& upto, Pieces& ps, std::size_t p,
@@ -170,10 +179,7 @@ class Reader : public JsonSax {
         }
         if (r == Piece::Ended) return {Run::Ended, p, p - 1 + close};  // the guess lay past the events (in an array after them)
         if (r == Piece::Malformed) return {Run::Malformed, p, 0};
-        // The element that failed is walked again from its start; its handlers' state goes back.
-        depth_ = 2;
-        in_event_ = in_args_ = in_device_ = list_field_ = args_key_ = skip_rest_ = python_counted_ = false;
-        field_ = Field::None;
+        at_events();                        // the element that failed is walked again from its start
         if (bounded && end == bound.first)  // the bound ends no element here: stopped where the whole ones end
           return {Run::Stopped, restart != kNoPos && restart > p ? restart : p, 0};
         if (restart == kNoPos) {  // a string left open: the next guess
@@ -232,11 +238,7 @@ class Reader : public JsonSax {
     r.side->python_noted_ = python_noted_;  // then it stays so: the round's frames are passed over
     r.thread = std::thread([&r, upto, p, bound] {
       Reader& side = *r.side;
-      side.depth_ = 2;
-      side.top_ = Top::Events;
-      side.top_key_ = TopKey::Events;
-      side.in_event_ = side.in_args_ = side.in_device_ = side.list_field_ = side.args_key_ = side.skip_rest_ = false;
-      side.field_ = Field::None;
+      side.at_events();
       try {
         r.run = side.run_pieces(upto, *r.pieces, p, bound, &r.stop);
       } catch (...) {  // an event's own error: read again by the first thread, which says it as one thread does
@@ -308,9 +310,7 @@ class Reader : public JsonSax {
     if (open >= text.size() || text[open] != '[') return false;
     std::size_t p = ws(text, open + 1);
     if (p >= text.size() || text[p] != '{') return false;
-    depth_ = 2;
-    top_ = Top::Events;
-    top_key_ = TopKey::Events;
+    at_events();
     saw_events_ = true;
     Pieces ps;
     std::size_t close_at = 0;  // the events array's closing bracket in `text`
@@ -345,22 +345,19 @@ class Reader : public JsonSax {
         // A gzip stream still inflating: one thread, a round at a time, until it is whole.
         text = upto(p + round + kLook);
         const auto b = guess(text, p + round);
-        if (b.second == 0 || !complete()) {
-          if (b.second == 0) {  // none in the text ready: the stream ended (or failed) meanwhile
-            two = complete();
-            continue;
-          }
-          take();
-          const Run r = run_pieces(upto, ps, p, b);
-          if (r.kind == Run::Malformed) return false;
-          if (r.kind == Run::Ended) {
-            close_at = r.close_at;
-            break;
-          }
-          two = r.p > p;  // stopped where no element was walked: one thread from there
-          p = r.p;
+        if (b.second == 0) {  // none in the text ready: the stream ended (or failed) meanwhile
+          two = complete();
           continue;
         }
+        if (complete()) continue;  // whole now: the rounds on two threads
+        const Run r = run_pieces(upto, ps, p, b);
+        if (r.kind == Run::Malformed) return false;
+        if (r.kind == Run::Ended) {
+          close_at = r.close_at;
+          break;
+        }
+        two = r.p > p;  // stopped where no element was walked: one thread from there
+        p = r.p;
         continue;
       }
       const std::size_t left = text.size() > p ? text.size() - p : 0;
