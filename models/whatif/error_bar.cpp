@@ -212,7 +212,14 @@ ErrorBar error_bar(const std::vector<Transform>& transforms, const ErrorContext&
   double widest = 0;
   for (const Family& f : families())
     if (f.own_error) widest = std::max(widest, stats(f.name).half_width);
-  for (const Transform& tr : transforms) {
+  for (std::size_t i = 0; i < transforms.size(); ++i) {
+    const Transform& tr = transforms[i];
+    const double r = i < ctx.alone_ratio.size() ? std::max(1.0, ctx.alone_ratio[i]) : 1.0;
+    // Scaled to the combined forecast (ErrorContext::alone_ratio), said where it matters.
+    auto combined = [&](double w) {
+      return r < 1.05 ? std::string()
+                      : ", " + plus_minus(w * r) + " of the combined forecast (alone it forecasts " + fmt_num("%.2f", r) + "x as long)";
+    };
     std::string fam = family_of(tr->text);
     if (fam.empty()) continue;
     if (fam == "fuse" && ctx.conv_share >= 0.2)
@@ -232,12 +239,13 @@ ErrorBar error_bar(const std::vector<Transform>& transforms, const ErrorContext&
         for (const auto& [cls, e] : ctx.target->gpu.held_out_error) sum += e, ++n;
       const std::string gpu = ctx.target ? ctx.target->name : tr->text;
       const double w = n ? 1.282 * (sum / static_cast<double>(n)) / 0.674 : widest;
-      widen(w, n ? gpu + ": its kernel classes' and whole models' measured error " + plus_minus(w)
-                 : gpu + ": no held-out measurement of this GPU, the widest family's " + plus_minus(w));
+      widen(w * r, (n ? gpu + ": its kernel classes' and whole models' measured error " + plus_minus(w)
+                      : gpu + ": no held-out measurement of this GPU, the widest family's " + plus_minus(w)) +
+                       combined(w));
       continue;
     }
     if (fam == "?") {
-      widen(widest, tr->text + ": not checked on measurements, the widest family's " + plus_minus(widest));
+      widen(widest * r, tr->text + ": not checked on measurements, the widest family's " + plus_minus(widest) + combined(widest));
       continue;
     }
     const ErrorFamily& s = stats(fam);
@@ -250,8 +258,8 @@ ErrorBar error_bar(const std::vector<Transform>& transforms, const ErrorContext&
         why += ", widened to " + plus_minus(w) + ": " + fmt_num("%.0f", n) + " GPUs, 2 measured";
       }
     }
-    bar.bias += s.bias;
-    widen(w, why);
+    bar.bias += s.bias * r;
+    widen(w * r, why + combined(w));
   }
   const bool host_bound = ctx.gpu_busy_after < 0.6;
   if (changed_work && host_bound) {

@@ -5,7 +5,11 @@
 //   their mean b and standard deviation s give the interval of the error e of a new forecast,
 //   e in [b - w, b + w], w = t(0.9, n - 1) x s x sqrt(1 + 1/n) (a prediction interval of a normal
 //   sample of n; n < 3: 1.645 x the errors' RMS). Several transforms add their b and their w in
-//   quadrature; so do the widenings:
+//   quadrature, each first scaled by its forecast alone over the combined one where that is over 1
+//   (what a transform misjudges keeps its length when another shortens the rest: --fuse auto's
+//   error after --precision tf32 is 3.7-4.2x the fraction it was alone on the transformers of
+//   validate/reference/h100/tf32_compile; without it 3 of their 5 were outside, with it 5 of 5
+//   inside); so do the widenings:
 //   - host-bound after the change (the forecast's GPU busy under 60 % of its span) where the
 //     change moved the GPU's or the host's work: the host model's measured errors on host-bound
 //     cases (the profiler's cost taken out too much or too little, the host's run-to-run pace);
@@ -67,6 +71,12 @@ struct ErrorContext {
   double gpu_busy_before = 1;   // the baseline's GPU busy fraction of its span
   double surface_share = 1;     // of the math a --precision changed, the share measured GEMM surfaces priced
   double conv_share = 0;        // --fuse auto: the convolutions' share of the kernels' time (a convolutional network)
+  // Per transform (as passed to error_bar; empty: all 1): the forecast it gives alone over the
+  // combined forecast, at least 1. A family's errors were measured with its transform alone, as a
+  // fraction of that forecast; what it misjudges (the fused kernels' time, the GEMMs') keeps its
+  // length when another transform shortens the rest, so it is that many times the fraction of the
+  // combined forecast: its bias and half-width are scaled by it.
+  std::vector<double> alone_ratio;
 };
 
 ErrorBar error_bar(const std::vector<Transform>& transforms, const ErrorContext& ctx, TimeNs predicted_ns);

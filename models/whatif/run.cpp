@@ -143,8 +143,9 @@ std::pair<double, double> repeats_spread(const std::vector<WhatIfRange>& ranges)
 }
 
 // The forecast's interval and its ranges' (error_bar.hpp).
-void attach_error_bars(WhatIfReport& rep, const std::vector<Transform>& transforms, const WhatIfCase& pred) {
+void attach_error_bars(WhatIfReport& rep, const std::vector<Transform>& transforms, const WhatIfCase& pred, std::vector<double> alone) {
   ErrorContext ec;
+  ec.alone_ratio = std::move(alone);
   const Overlap& o = rep.predicted_overlap;  // the run's, or the ranges' mean
   ec.gpu_busy_after = o.window_ns > 0 ? static_cast<double>(o.gpu_busy_ns) / static_cast<double>(o.window_ns) : 1;
   if (!rep.ranges.empty()) {
@@ -379,7 +380,18 @@ WhatIfReport WhatIfBaseline::run(const std::vector<Transform>& user) const {
   });
   for (std::size_t k = 0; k < shown; ++k)
     rep.slack_changes.push_back({t.name(t.ops[changed[k]]), changed[k], sb[changed[k]], sp[changed[k]]});
-  attach_error_bars(rep, transforms, pred);
+  // Where the user combined transforms, each one's forecast alone, over the combined one
+  // (ErrorContext::alone_ratio): one more simulation a transform. A transform that cannot be
+  // applied alone (one that needs another before it) keeps its family's interval as measured.
+  std::vector<double> alone(transforms.size(), 1.0);
+  const std::size_t first = u ? 1 : 0;
+  if (transforms.size() >= first + 2 && rep.predicted.length() > 0)
+    for (std::size_t i = first; i < transforms.size(); ++i) try {
+        const WhatIfCase c = u ? engine.resume(b.unprofiled_case, {transforms[i]}) : engine.apply({transforms[i]});
+        const SimResult s = simulate(*c.graph, VectorCostModel(c.durations, "alone"));
+        alone[i] = static_cast<double>(device_span(*c.graph, sim_schedule(s)).length()) / static_cast<double>(rep.predicted.length());
+      } catch (const InputError&) {}
+  attach_error_bars(rep, transforms, pred, std::move(alone));
   return rep;
 }
 
