@@ -378,9 +378,11 @@ TEST_CASE("an Nsight Systems report (.nsys-rep) reads through its SQLite export"
       same = same && via.ops[i].start == direct.ops[i].start && via.ops[i].duration() == direct.ops[i].duration();
     CHECK(same);
     CHECK(via.format == direct.format);
+    CHECK(via.source == report);  // named as given, not by the removed export
     CHECK(fs::is_empty(d / "tmp"));
     Run r = run("info '" + report + "'");
     CHECK(r.code == 0);
+    CHECK_THAT(r.out, Catch::StartsWith("trace   " + report + "\n"));
   }
   SECTION("no temporary folder: one line naming the report") {
     EnvVar nsys("BNECK_NSYS", fake_nsys(d / "bin", "cp '" + demo_trace() + "' \"$out\""));

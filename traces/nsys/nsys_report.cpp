@@ -126,7 +126,9 @@ Trace import_nsys_report(const std::string& path, const std::function<Trace(cons
     bool& f_;
   } flag(exporting);
   try {
-    return import_export(out);
+    Trace t = import_export(out);
+    t.source = path;  // the report the user named, not the export removed with its folder
+    return t;
   } catch (const InputError& e) {
     // What the export's reader found wrong is about this report: say it of the report.
     throw InputError(replace_all(e.full(), out, path + " (its SQLite export)"));
