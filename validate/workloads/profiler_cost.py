@@ -48,7 +48,7 @@ if prog in ("allreduce", "ddp"):
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", "29533")
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
-    dist.init_process_group("nccl", rank=0, world_size=1, device_id=dev)
+    dist.init_process_group("nccl", rank=0, world_size=1, device_id=torch.device("cuda", torch.cuda.current_device()))
     xa = torch.randn(65536, device=dev)
     if prog == "ddp":
         model = torch.nn.Sequential(*[torch.nn.Linear(512, 512) for _ in range(12)]).to(dev)
