@@ -48,6 +48,8 @@
 #                   printed as compile_s; --compile-limit-s aborts (exit 3) if it runs longer
 #   compile-tf32    TF32 on, torch.compile(model) (a process's one compiled mode: the compiled model
 #                   is made once a process)
+#   compile-autocast  TF32 off, torch.compile(model) called under torch.autocast("cuda", dtype=torch.bfloat16)
+#                   (a process's one compiled mode)
 #   graph           TF32 off, inference only: the fp32 forward captured once as a CUDA graph
 #                   (torch.cuda.graph, after 3 warm-up calls on a side stream) and replayed
 # Timing: --warmup steps (default 5; compile: the first call + 10), then --steps steps (default 20
@@ -120,7 +122,7 @@ WORKLOADS = {
     "opt_13-train-1x2048": ("opt_1.3b", True, 1, 2048),
 }
 NO_OPTIMIZER = {"gpt3_xl-train-1x2048", "opt_13-train-1x2048"}
-MODES = ("fp32", "tf32", "autocast-bf16", "compile", "compile-tf32", "graph")
+MODES = ("fp32", "tf32", "autocast-bf16", "compile", "compile-tf32", "compile-autocast", "graph")
 
 p = argparse.ArgumentParser()
 p.add_argument("--workload", required=True, choices=sorted(WORKLOADS))
@@ -297,7 +299,7 @@ def graph_step(m):
 def make_step(mode, m):
     if mode == "graph":
         return graph_step(m)
-    ac = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if mode == "autocast-bf16" else None
+    ac = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if mode in ("autocast-bf16", "compile-autocast") else None
     if train:
         def step():
             if ac:
@@ -391,7 +393,7 @@ def header(mode, part, what):
     set_tf32(mode in ("tf32", "compile-tf32"))
     out(part, f"config workload {a.workload} model {kind} {'train' if train else 'inference'} batch {B} seq {S} mode {mode} "
               f"part {what} params {nparams} vocab {vocab} attn {attn} build {how} build_s {build_s:.1f} "
-              f"{precision_state()} autocast {'bf16' if mode == 'autocast-bf16' else 'none'} compiled {mode.startswith('compile')} "
+              f"{precision_state()} autocast {'bf16' if mode in ('autocast-bf16', 'compile-autocast') else 'none'} compiled {mode.startswith('compile')} "
               f"optimizer {'AdamW(lr=1e-4, defaults)' if opt is not None else 'none'} torch {torch.__version__} "
               f"transformers {transformers.__version__} gpu {torch.cuda.get_device_name()}")
     if build_errs:
