@@ -9,7 +9,8 @@
 //   (what a transform misjudges keeps its length when another shortens the rest: --fuse auto's
 //   error after --precision tf32 is 3.7-4.2x the fraction it was alone on the transformers of
 //   validate/reference/h100/tf32_compile; without it 3 of their 5 were outside, with it 5 of 5
-//   inside); so do the widenings:
+//   inside; a target GPU's error, which every kernel carries, is never scaled, and the others'
+//   forecasts alone are taken on that GPU: run.cpp); so do the widenings:
 //   - host-bound after the change (the forecast's GPU busy under 60 % of its span) where the
 //     change moved the GPU's or the host's work: the host model's measured errors on host-bound
 //     cases (the profiler's cost taken out too much or too little, the host's run-to-run pace);

@@ -307,12 +307,13 @@ WhatIfReport WhatIfBaseline::run(const std::vector<Transform>& user) const {
   for (OpId i = 0; i < t.ops.size(); ++i)
     if (is_device_op(t.ops[i].kind)) all_dev.push_back(i);
   std::vector<std::string> before_cp, after_cp;
+  std::vector<double> meas;  // the ranges' measured spans (their forecasts' center: repeats_center)
   if (opt.range_regex) {
     Regex re = range_regex(*opt.range_regex);
     const std::vector<RangeSpan>& bs = b.ranges;
     std::vector<RangeSpan> ps = range_spans(pg, rep.pred_sim, re);
     const std::vector<bool> every(pg.num_nodes(), true);
-    std::vector<double> meas, bv, p, am;
+    std::vector<double> bv, p, am;
     for (std::size_t k = 0; k < bs.size(); ++k) {
       if (bs[k].nodes.empty()) continue;
       WhatIfRange wr;
@@ -381,15 +382,33 @@ WhatIfReport WhatIfBaseline::run(const std::vector<Transform>& user) const {
   for (std::size_t k = 0; k < shown; ++k)
     rep.slack_changes.push_back({t.name(t.ops[changed[k]]), changed[k], sb[changed[k]], sp[changed[k]]});
   // Where the user combined transforms, each one's forecast alone, over the combined one
-  // (ErrorContext::alone_ratio): one more simulation a transform. A transform that cannot be
-  // applied alone (one that needs another before it) keeps its family's interval as measured.
+  // (ErrorContext::alone_ratio): one more simulation a transform. A target GPU (--hw) rescales
+  // every kernel, so its error stays a fraction of the forecast (never scaled), and each other
+  // transform's "alone" runs on that target too. A transform that cannot be applied alone (one
+  // that needs another before it) keeps its family's interval as measured.
   std::vector<double> alone(transforms.size(), 1.0);
   const std::size_t first = u ? 1 : 0;
-  if (transforms.size() >= first + 2 && rep.predicted.length() > 0)
+  auto retargets = [](const Transform& tr) { return tr->text.rfind("--hw", 0) == 0; };
+  if (transforms.size() >= first + 2)
     for (std::size_t i = first; i < transforms.size(); ++i) try {
-        const WhatIfCase c = u ? engine.resume(b.unprofiled_case, {transforms[i]}) : engine.apply({transforms[i]});
+        if (retargets(transforms[i])) continue;
+        std::vector<Transform> one;
+        for (std::size_t k = first; k < transforms.size(); ++k)
+          if (k == i || retargets(transforms[k])) one.push_back(transforms[k]);
+        if (one.size() + first == transforms.size()) continue;  // nothing else to take away
+        const WhatIfCase c = u ? engine.resume(b.unprofiled_case, one) : engine.apply(one);
         const SimResult s = simulate(*c.graph, VectorCostModel(c.durations, "alone"));
-        alone[i] = static_cast<double>(device_span(*c.graph, sim_schedule(s)).length()) / static_cast<double>(rep.predicted.length());
+        // In the forecast's own terms: its ranges' center, else the whole run's span.
+        double by_itself = static_cast<double>(device_span(*c.graph, sim_schedule(s)).length()),
+               combined = static_cast<double>(rep.predicted.length());
+        if (opt.range_regex) {
+          const std::vector<RangeSpan> rs = range_spans(*c.graph, s, range_regex(*opt.range_regex));
+          std::vector<double> p;
+          for (std::size_t k = 0; k < b.ranges.size() && k < rs.size(); ++k)
+            if (!b.ranges[k].nodes.empty()) p.push_back(rs[k].nodes.empty() ? 0.0 : static_cast<double>(rs[k].simulated.length()));
+          if (p.size() == meas.size()) by_itself = repeats_center(p, meas), combined = static_cast<double>(rep.predicted_ns);
+        }
+        if (combined > 0) alone[i] = by_itself / combined;
       } catch (const InputError&) {}
   attach_error_bars(rep, transforms, pred, std::move(alone));
   return rep;
