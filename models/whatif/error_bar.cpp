@@ -214,14 +214,21 @@ ErrorBar error_bar(const std::vector<Transform>& transforms, const ErrorContext&
     if (f.own_error) widest = std::max(widest, stats(f.name).half_width);
   for (std::size_t i = 0; i < transforms.size(); ++i) {
     const Transform& tr = transforms[i];
-    const double r = i < ctx.alone_ratio.size() ? std::max(1.0, ctx.alone_ratio[i]) : 1.0;
-    // Scaled to the combined forecast (ErrorContext::alone_ratio), said where it matters.
-    auto combined = [&](double w) {
-      return r < 1.05 ? std::string()
-                      : ", " + plus_minus(w * r) + " of the combined forecast (alone it forecasts " + fmt_num("%.2f", r) + "x as long)";
-    };
     std::string fam = family_of(tr->text);
     if (fam.empty()) continue;
+    // Carried into a combined forecast (ErrorContext::alone_ratio), capped where the half-width
+    // would pass the time the transform changes there; from 1.05x, and said.
+    const double given = i < ctx.alone_ratio.size() ? ctx.alone_ratio[i] : 1.0;
+    const double changed = i < ctx.combined_share.size() ? ctx.combined_share[i] : 0.0;
+    auto carry = [&](double w) {
+      const double f = w > 0 && given >= 1.05 ? std::min(given, std::max(1.0, changed / w)) : 1.0;
+      return f >= 1.05 ? f : 1.0;
+    };
+    auto combined = [&](double w, double f) {
+      return f == 1.0 ? std::string()
+                      : ", " + plus_minus(w * f) + " of the combined forecast (x" + fmt_num("%.2f", f) +
+                            ": the time it changes is a larger share there)";
+    };
     if (fam == "fuse" && ctx.conv_share >= 0.2)
       fam = "fuse-conv";
     else if (fam == "tf32" && ctx.surface_share < 0.5)
@@ -239,13 +246,13 @@ ErrorBar error_bar(const std::vector<Transform>& transforms, const ErrorContext&
         for (const auto& [cls, e] : ctx.target->gpu.held_out_error) sum += e, ++n;
       const std::string gpu = ctx.target ? ctx.target->name : tr->text;
       const double w = n ? 1.282 * (sum / static_cast<double>(n)) / 0.674 : widest;
-      widen(w * r, (n ? gpu + ": its kernel classes' and whole models' measured error " + plus_minus(w)
-                      : gpu + ": no held-out measurement of this GPU, the widest family's " + plus_minus(w)) +
-                       combined(w));
-      continue;
+      widen(w, n ? gpu + ": its kernel classes' and whole models' measured error " + plus_minus(w)
+                 : gpu + ": no held-out measurement of this GPU, the widest family's " + plus_minus(w));
+      continue;  // a target GPU's error is every kernel's: a fraction of any forecast, never carried
     }
     if (fam == "?") {
-      widen(widest * r, tr->text + ": not checked on measurements, the widest family's " + plus_minus(widest) + combined(widest));
+      const double f = carry(widest);
+      widen(widest * f, tr->text + ": not checked on measurements, the widest family's " + plus_minus(widest) + combined(widest, f));
       continue;
     }
     const ErrorFamily& s = stats(fam);
@@ -258,8 +265,9 @@ ErrorBar error_bar(const std::vector<Transform>& transforms, const ErrorContext&
         why += ", widened to " + plus_minus(w) + ": " + fmt_num("%.0f", n) + " GPUs, 2 measured";
       }
     }
-    bar.bias += s.bias * r;
-    widen(w * r, why + combined(w));
+    const double f = carry(w);
+    bar.bias += s.bias * f;
+    widen(w * f, why + combined(w, f));
   }
   const bool host_bound = ctx.gpu_busy_after < 0.6;
   if (changed_work && host_bound) {

@@ -5,12 +5,14 @@
 //   their mean b and standard deviation s give the interval of the error e of a new forecast,
 //   e in [b - w, b + w], w = t(0.9, n - 1) x s x sqrt(1 + 1/n) (a prediction interval of a normal
 //   sample of n; n < 3: 1.645 x the errors' RMS). Several transforms add their b and their w in
-//   quadrature, each first scaled by its forecast alone over the combined one where that is over 1
-//   (what a transform misjudges keeps its length when another shortens the rest: --fuse auto's
-//   error after --precision tf32 is 3.7-4.2x the fraction it was alone on the transformers of
-//   validate/reference/h100/tf32_compile; without it 3 of their 5 were outside, with it 5 of 5
-//   inside; a target GPU's error, which every kernel carries, is never scaled, and the others'
-//   forecasts alone are taken on that GPU: run.cpp); so do the widenings:
+//   quadrature, each first multiplied, in a combination, by r = F_i / F x |F_-i - F| / |B - F_i|
+//   where that is 1.05 or more (F_i: its forecast alone, F_-i: the others' without it, F: all, B:
+//   none; a family's error is a fraction of F_i, and what a transform misjudges goes with the time
+//   it changes, |B - F_i| alone and |F_-i - F| combined): --fuse auto after --precision tf32 on
+//   the transformers of validate/reference/h100/tf32_compile, r 3.6-4.5, where the intervals held
+//   3 of 5 without it and 5 of 5 with it (the rule was chosen on them). A target GPU's error, which
+//   every kernel carries, is never scaled; the other forecasts here run on that GPU. The
+//   widenings add in quadrature too:
 //   - host-bound after the change (the forecast's GPU busy under 60 % of its span) where the
 //     change moved the GPU's or the host's work: the host model's measured errors on host-bound
 //     cases (the profiler's cost taken out too much or too little, the host's run-to-run pace);
@@ -72,12 +74,14 @@ struct ErrorContext {
   double gpu_busy_before = 1;   // the baseline's GPU busy fraction of its span
   double surface_share = 1;     // of the math a --precision changed, the share measured GEMM surfaces priced
   double conv_share = 0;        // --fuse auto: the convolutions' share of the kernels' time (a convolutional network)
-  // Per transform (as passed to error_bar; empty: all 1): the forecast it gives alone over the
-  // combined forecast, at least 1. A family's errors were measured with its transform alone, as a
-  // fraction of that forecast; what it misjudges (the fused kernels' time, the GEMMs') keeps its
-  // length when another transform shortens the rest, so it is that many times the fraction of the
-  // combined forecast: its bias and half-width are scaled by it.
-  std::vector<double> alone_ratio;
+  // Per transform (as passed to error_bar; empty: all 1): how far its family's error carries into
+  // a combined forecast, r_i = F_i / F x |F_-i - F| / |B - F_i| (run.cpp: F_i its forecast alone,
+  // F_-i the others' without it, F all, B none). A family's errors were measured with its
+  // transform alone, a fraction of F_i; what it misjudges goes with the time it changes. From 1.05
+  // its bias and half-width are multiplied by it; a target GPU's (--hw) never are. Never past the
+  // time it changes there, |F_-i - F| / F (combined_share): its half-width then stays at most that
+  // (or its family's own, if wider).
+  std::vector<double> alone_ratio, combined_share;
 };
 
 ErrorBar error_bar(const std::vector<Transform>& transforms, const ErrorContext& ctx, TimeNs predicted_ns);

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -143,9 +144,11 @@ std::pair<double, double> repeats_spread(const std::vector<WhatIfRange>& ranges)
 }
 
 // The forecast's interval and its ranges' (error_bar.hpp).
-void attach_error_bars(WhatIfReport& rep, const std::vector<Transform>& transforms, const WhatIfCase& pred, std::vector<double> alone) {
+void attach_error_bars(WhatIfReport& rep, const std::vector<Transform>& transforms, const WhatIfCase& pred, std::vector<double> alone,
+                       std::vector<double> combined_share) {
   ErrorContext ec;
   ec.alone_ratio = std::move(alone);
+  ec.combined_share = std::move(combined_share);
   const Overlap& o = rep.predicted_overlap;  // the run's, or the ranges' mean
   ec.gpu_busy_after = o.window_ns > 0 ? static_cast<double>(o.gpu_busy_ns) / static_cast<double>(o.window_ns) : 1;
   if (!rep.ranges.empty()) {
@@ -381,36 +384,65 @@ WhatIfReport WhatIfBaseline::run(const std::vector<Transform>& user) const {
   });
   for (std::size_t k = 0; k < shown; ++k)
     rep.slack_changes.push_back({t.name(t.ops[changed[k]]), changed[k], sb[changed[k]], sp[changed[k]]});
-  // Where the user combined transforms, each one's forecast alone, over the combined one
-  // (ErrorContext::alone_ratio): one more simulation a transform. A target GPU (--hw) rescales
-  // every kernel, so its error stays a fraction of the forecast (never scaled), and each other
-  // transform's "alone" runs on that target too. A transform that cannot be applied alone (one
-  // that needs another before it) keeps its family's interval as measured.
-  std::vector<double> alone(transforms.size(), 1.0);
+  // Where the user combined transforms, how far each one's family's error carries into the combined
+  // forecast (ErrorContext::alone_ratio). A family's error was measured with its transform alone, a
+  // fraction of that forecast F_i; what the transform misjudges goes with the time it changes: |B -
+  // F_i| alone (B the baseline), |F_-i - F| in the combination (F_-i: all the others without it; F:
+  // all). So as a fraction of F it is r_i = F_i / F x |F_-i - F| / |B - F_i| times its family's. A
+  // target GPU (--hw) rescales every kernel: its error stays a fraction of the forecast and it is in
+  // every forecast here, B included. A transform that changes the forecast under 1 % alone keeps
+  // its family as measured. In the forecast's own terms (its ranges' center with --range); one or
+  // two more simulations a transform (none for the forecast itself or, without --hw, for B).
+  std::vector<double> alone(transforms.size(), 1.0), share(transforms.size(), 0.0);  // r_i; |F_-i - F| / F
   const std::size_t first = u ? 1 : 0;
   auto retargets = [](const Transform& tr) { return tr->text.rfind("--hw", 0) == 0; };
-  if (transforms.size() >= first + 2)
-    for (std::size_t i = first; i < transforms.size(); ++i) try {
-        if (retargets(transforms[i])) continue;
-        std::vector<Transform> one;
-        for (std::size_t k = first; k < transforms.size(); ++k)
-          if (k == i || retargets(transforms[k])) one.push_back(transforms[k]);
-        if (one.size() + first == transforms.size()) continue;  // nothing else to take away
-        const WhatIfCase c = u ? engine.resume(b.unprofiled_case, one) : engine.apply(one);
+  std::vector<std::size_t> users;  // the combination's transforms but --hw
+  bool hw = false;
+  for (std::size_t k = first; k < transforms.size(); ++k) {
+    if (retargets(transforms[k]))
+      hw = true;
+    else
+      users.push_back(k);
+  }
+  if (users.size() >= 2 && users.size() <= 8) {
+    const unsigned all = (1u << users.size()) - 1;
+    const std::optional<Regex> re = opt.range_regex ? std::optional<Regex>(range_regex(*opt.range_regex)) : std::nullopt;
+    std::map<unsigned, double> memo = {{all, static_cast<double>(rep.predicted_ns)}};  // a subset of `users` -> its forecast (0: none)
+    if (!hw) memo[0] = static_cast<double>(rep.baseline_ns);
+    auto forecast = [&](unsigned bits) {
+      if (auto it = memo.find(bits); it != memo.end()) return it->second;
+      double f = 0;
+      try {
+        std::vector<Transform> sub;
+        for (std::size_t k = first, j = 0; k < transforms.size(); ++k)
+          if (retargets(transforms[k]) || ((bits >> j++) & 1u)) sub.push_back(transforms[k]);
+        const WhatIfCase c = u ? engine.resume(b.unprofiled_case, sub) : engine.apply(sub);
         const SimResult s = simulate(*c.graph, VectorCostModel(c.durations, "alone"));
-        // In the forecast's own terms: its ranges' center, else the whole run's span.
-        double by_itself = static_cast<double>(device_span(*c.graph, sim_schedule(s)).length()),
-               combined = static_cast<double>(rep.predicted.length());
-        if (opt.range_regex) {
-          const std::vector<RangeSpan> rs = range_spans(*c.graph, s, range_regex(*opt.range_regex));
+        if (!re) {
+          f = static_cast<double>(device_span(*c.graph, sim_schedule(s)).length());
+        } else {
+          const std::vector<RangeSpan> rs = range_spans(*c.graph, s, *re);
           std::vector<double> p;
           for (std::size_t k = 0; k < b.ranges.size() && k < rs.size(); ++k)
             if (!b.ranges[k].nodes.empty()) p.push_back(rs[k].nodes.empty() ? 0.0 : static_cast<double>(rs[k].simulated.length()));
-          if (p.size() == meas.size()) by_itself = repeats_center(p, meas), combined = static_cast<double>(rep.predicted_ns);
+          if (p.size() == meas.size()) f = repeats_center(p, meas);
         }
-        if (combined > 0) alone[i] = by_itself / combined;
-      } catch (const InputError&) {}
-  attach_error_bars(rep, transforms, pred, std::move(alone));
+      } catch (const std::exception&) {  // only the interval depends on it: the family as measured
+        f = 0;
+      }
+      return memo[bits] = f;
+    };
+    const double whole = memo[all], from = forecast(0);
+    for (std::size_t j = 0; j < users.size() && whole > 0 && from > 0; ++j) {
+      const double by_itself = forecast(1u << j), others = forecast(all & ~(1u << j));
+      const double moved = std::abs(from - by_itself);
+      if (by_itself > 0 && others > 0 && moved >= 0.01 * from) {
+        alone[users[j]] = by_itself / whole * std::abs(others - whole) / moved;
+        share[users[j]] = std::abs(others - whole) / whole;
+      }
+    }
+  }
+  attach_error_bars(rep, transforms, pred, std::move(alone), std::move(share));
   return rep;
 }
 

@@ -147,6 +147,8 @@ modes = [m for m in a.mode.split(",") if m]
 for m in modes:
     if m not in MODES:
         sys.exit(f"unknown mode {m}")
+if sum(m.startswith("compile") for m in modes) > 1:  # the compiled model is made once a process
+    sys.exit("one compiled mode a process: " + ",".join(m for m in modes if m.startswith("compile")))
 kind, train, B, S = WORKLOADS[a.workload]
 if a.batch > 0:  # another batch of the workload's model and sequence: named for it
     B = a.batch
