@@ -271,7 +271,7 @@ TEST_CASE("error bars: a family's prediction interval and its composition (hand-
 TEST_CASE("error bars: a family's error carried into a combined forecast (hand-computed)", "[whatif][error_bar]") {
   const std::vector<Transform> trs = {parse_transform("scale", "2:name~gemm"), parse_transform("fuse", "auto")};
   ErrorContext ctx;
-  ctx.alone_ratio = {1.0, 4.0};
+  ctx.carry_ratio = {1.0, 4.0};
   ctx.combined_share = {0.0, 0.32};
   const ErrorBar b = error_bar(trs, ctx, 100'000'000);
   CHECK(b.bias == Approx(-0.04873).margin(1e-5));
@@ -288,17 +288,17 @@ TEST_CASE("error bars: a family's error carried into a combined forecast (hand-c
   // What it changes under its own family's width: not carried.
   ctx.combined_share = {0.0, 0.02};
   CHECK(error_bar(trs, ctx, 100'000'000).half_width == Approx(0.02639).epsilon(1e-3));
-  ctx.alone_ratio = {};
+  ctx.carry_ratio = {};
   ctx.combined_share = {};
   CHECK(error_bar(trs, ctx, 100'000'000).half_width == Approx(0.02639).epsilon(1e-3));
   // A ratio under 1.05 is not carried; a target GPU's error never is (no held-out error for it
   // here: the widest family's, the same with a ratio of 4 or without).
-  ctx.alone_ratio = {1.0, 1.04};
+  ctx.carry_ratio = {1.0, 1.04};
   ctx.combined_share = {0.0, 0.32};
   CHECK(error_bar(trs, ctx, 100'000'000).half_width == Approx(0.02639).epsilon(1e-3));
   const std::vector<Transform> hw = {parse_transform("hw", "b200"), parse_transform("fuse", "auto")};
   ErrorContext plain, carried;
-  carried.alone_ratio = {4.0, 1.0};
+  carried.carry_ratio = {4.0, 1.0};
   carried.combined_share = {0.9, 0.0};
   CHECK(error_bar(hw, carried, 100'000'000).half_width == Approx(error_bar(hw, plain, 100'000'000).half_width).epsilon(1e-9));
 }

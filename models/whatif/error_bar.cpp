@@ -216,9 +216,9 @@ ErrorBar error_bar(const std::vector<Transform>& transforms, const ErrorContext&
     const Transform& tr = transforms[i];
     std::string fam = family_of(tr->text);
     if (fam.empty()) continue;
-    // Carried into a combined forecast (ErrorContext::alone_ratio), capped where the half-width
+    // Carried into a combined forecast (ErrorContext::carry_ratio), capped where the half-width
     // would pass the time the transform changes there; from 1.05x, and said.
-    const double given = i < ctx.alone_ratio.size() ? ctx.alone_ratio[i] : 1.0;
+    const double given = i < ctx.carry_ratio.size() ? ctx.carry_ratio[i] : 1.0;
     const double changed = i < ctx.combined_share.size() ? ctx.combined_share[i] : 0.0;
     auto carry = [&](double w) {
       const double f = w > 0 && given >= 1.05 ? std::min(given, std::max(1.0, changed / w)) : 1.0;

@@ -81,7 +81,7 @@ struct ErrorContext {
   // its bias and half-width are multiplied by it; a target GPU's (--hw) never are. Never past the
   // time it changes there, |F_-i - F| / F (combined_share): its half-width then stays at most that
   // (or its family's own, if wider).
-  std::vector<double> alone_ratio, combined_share;
+  std::vector<double> carry_ratio, combined_share;
 };
 
 ErrorBar error_bar(const std::vector<Transform>& transforms, const ErrorContext& ctx, TimeNs predicted_ns);

@@ -144,10 +144,10 @@ std::pair<double, double> repeats_spread(const std::vector<WhatIfRange>& ranges)
 }
 
 // The forecast's interval and its ranges' (error_bar.hpp).
-void attach_error_bars(WhatIfReport& rep, const std::vector<Transform>& transforms, const WhatIfCase& pred, std::vector<double> alone,
+void attach_error_bars(WhatIfReport& rep, const std::vector<Transform>& transforms, const WhatIfCase& pred, std::vector<double> carry,
                        std::vector<double> combined_share) {
   ErrorContext ec;
-  ec.alone_ratio = std::move(alone);
+  ec.carry_ratio = std::move(carry);
   ec.combined_share = std::move(combined_share);
   const Overlap& o = rep.predicted_overlap;  // the run's, or the ranges' mean
   ec.gpu_busy_after = o.window_ns > 0 ? static_cast<double>(o.gpu_busy_ns) / static_cast<double>(o.window_ns) : 1;
@@ -385,7 +385,7 @@ WhatIfReport WhatIfBaseline::run(const std::vector<Transform>& user) const {
   for (std::size_t k = 0; k < shown; ++k)
     rep.slack_changes.push_back({t.name(t.ops[changed[k]]), changed[k], sb[changed[k]], sp[changed[k]]});
   // Where the user combined transforms, how far each one's family's error carries into the combined
-  // forecast (ErrorContext::alone_ratio). A family's error was measured with its transform alone, a
+  // forecast (ErrorContext::carry_ratio). A family's error was measured with its transform alone, a
   // fraction of that forecast F_i; what the transform misjudges goes with the time it changes: |B -
   // F_i| alone (B the baseline), |F_-i - F| in the combination (F_-i: all the others without it; F:
   // all). So as a fraction of F it is r_i = F_i / F x |F_-i - F| / |B - F_i| times its family's. A
@@ -393,7 +393,7 @@ WhatIfReport WhatIfBaseline::run(const std::vector<Transform>& user) const {
   // every forecast here, B included. A transform that changes the forecast under 1 % alone keeps
   // its family as measured. In the forecast's own terms (its ranges' center with --range); one or
   // two more simulations a transform (none for the forecast itself or, without --hw, for B).
-  std::vector<double> alone(transforms.size(), 1.0), share(transforms.size(), 0.0);  // r_i; |F_-i - F| / F
+  std::vector<double> carry(transforms.size(), 1.0), share(transforms.size(), 0.0);  // r_i; |F_-i - F| / F
   const std::size_t first = u ? 1 : 0;
   auto retargets = [](const Transform& tr) { return tr->text.rfind("--hw", 0) == 0; };
   std::vector<std::size_t> users;  // the combination's transforms but --hw
@@ -437,12 +437,12 @@ WhatIfReport WhatIfBaseline::run(const std::vector<Transform>& user) const {
       const double by_itself = forecast(1u << j), others = forecast(all & ~(1u << j));
       const double moved = std::abs(from - by_itself);
       if (by_itself > 0 && others > 0 && moved >= 0.01 * from) {
-        alone[users[j]] = by_itself / whole * std::abs(others - whole) / moved;
+        carry[users[j]] = by_itself / whole * std::abs(others - whole) / moved;
         share[users[j]] = std::abs(others - whole) / whole;
       }
     }
   }
-  attach_error_bars(rep, transforms, pred, std::move(alone), std::move(share));
+  attach_error_bars(rep, transforms, pred, std::move(carry), std::move(share));
   return rep;
 }
 
