@@ -148,6 +148,20 @@ std::vector<Case> reference_cases() {
     c.push_back({"autocast", p, "step.*", {"--precision", "autocast-bf16"}, x.tf32, true});
     c.push_back({"autocast+fuse", p, "step.*", {"--precision", "autocast-bf16", "--fuse", "auto"}, x.compiled, true});
   }
+  // run2 (captured after the profiler's cost became a time): GPT-2 large's compiled trace is where
+  // autocast's activation casts made inside the compiled kernels were found (fuse.cpp), its
+  // combined forecast the fit of that rule; the others held out.
+  for (const Tc& x : {Tc{"run2", "vit_large-inf-32x224", 24.078, 15.718}, Tc{"run2", "gpt2_large-inf-4x1024", 87.625, 31.899},
+                      Tc{"run2", "pythia_1.4b-inf-4x1024", 51.714, 30.283}, Tc{"run2", "bloom_1b1-inf-4x1024", 54.504, 28.681}}) {
+    const std::string p = hh + "autocast_compile/" + x.run + "/k/" + x.w + ".fp32.kineto.json.gz";
+    c.push_back({"autocast", p, "step.*", {"--precision", "autocast-bf16"}, x.tf32, true});
+    c.push_back({"autocast+fuse",
+                 p,
+                 "step.*",
+                 {"--precision", "autocast-bf16", "--fuse", "auto"},
+                 x.compiled,
+                 std::string(x.w).rfind("gpt2", 0) != 0});
+  }
   const std::string lk = std::string(BNECK_TEST_DATA) + "/loops/k/";
   c.push_back({"copies", lk + "copy.pageable.json.gz", "step.*", {"--pin-memory"}, 1.945, true});
   c.push_back({"copies", lk + "stage.serial.json.gz", "step.*", {"--overlap-copies"}, 0.806, true});
@@ -190,15 +204,21 @@ std::vector<Case> reference_cases() {
 
 // Fit and held out together, 120 forecasts (59 until the H100 held-out families joined on
 // 2026-12-06, 98 until the compiled convolutional networks and BERT-large, 103 until
-// compile_conv/heldout2, 106 until tf32_compile and autocast_compile). At this commit: 116 of 120
-// inside (97 %; the held-out 82 of 86), median half-width 11.0 % of the forecast. (tf32_compile's
+// compile_conv/heldout2, 106 until tf32_compile and autocast_compile, 120 until autocast_compile's
+// run2). At this commit: 123 of 128 inside (96 %; the held-out 88 of 93), median half-width 13.0 %
+// of the forecast, the widest 107 % (at 120: 115, 81 of 86 and 11.0 %; 978 % the widest, and 116
+// inside, while the profiler's cost taken out and a family's error carried into a combination were
+// ratios of the forecast, not times: the host loop's TF32 below was inside at an upper end of 3.24
+// ms, BERT-large's autocast with --fuse auto had 8.8 .. 76.5 ms around 11.2). (tf32_compile's
 // TF32 with --fuse auto, the fit of carrying a family's error into a combination: 3 of 5 inside
 // before it, 5 of 5 after; autocast_compile's four, captured after its first form, all inside.)
 // Outside:
 // RegNetY's TF32 and autocast (+202 / +118 %: its fp32 trace ran its host 2.6x slower than its
 // process's other traces, h100/cnn_bn), ViT-L's --fuse auto against torch.compile (+1.7 % past a
-// narrow interval) and ResNet-50 16x224's (-12.2 %: its eager trace replays 11.6 % under its
-// process's eager median). The issue's bar: 80 % inside, a median half-width of at most 15 %.
+// narrow interval), ResNet-50 16x224's (-12.2 %: its eager trace replays 11.6 % under its
+// process's eager median) and the host loop's TF32 (1.75 ms forecast, 2.94 measured: the profiler's
+// cost of its tight loop's events, 0.59 x the launch pace taken out, was about half that). The issue's bar: 80 % inside, a median
+// half-width of at most 15 %.
 TEST_CASE("error bars: 80 % intervals hold on the references, and are not wider than they need", "[whatif][error_bar][e2e]") {
   if (!std::filesystem::exists(hf("bert_large-inf-8x512"))) {
     WARN("no unpacked hf_models traces: skipped");
@@ -225,7 +245,7 @@ TEST_CASE("error bars: 80 % intervals hold on the references, and are not wider 
   }
   const double coverage = static_cast<double>(inside) / static_cast<double>(half.size());
   INFO("coverage " << coverage << " (held out " << held_inside << " of " << held << "), median half-width " << median(half));
-  CHECK(half.size() == 120);
+  CHECK(half.size() == 128);
   CHECK(coverage >= 0.8);
   CHECK(static_cast<double>(held_inside) / static_cast<double>(held) >= 0.8);
   CHECK(median(half) <= 0.15);
@@ -264,10 +284,13 @@ TEST_CASE("error bars: a family's prediction interval and its composition (hand-
 // mean b = -1.218 %, sample s = 1.704 %, w = t(0.9, 10) x s x sqrt(1 + 1/11) = 1.372 x 1.704 x
 // 1.0445 = 2.442 %; carried, b = 4 x -1.218 = -4.873 % and w = 9.768 % (under the 32 % it changes).
 // --scale's family ({+0.2, +0.2 %}: under 3 errors, 1.645 x RMS = 0.33 %, raised to the 1 % floor),
-// not carried (r 1). In quadrature w = sqrt(9.768^2 + 1^2) = 9.818 %; a forecast of 100 ms: [100 /
-// (1 - 0.04873 + 0.09818), 100 / (1 - 0.04873 - 0.09818)] = [95.29, 117.22] ms. Without the
-// ratios: w = sqrt(2.442^2 + 1^2) = 2.639 %. Where fusion changes 5 % of the combined forecast, the
-// carried half-width stops there: x 5 / 2.442 = 2.048, w = sqrt(5^2 + 1^2) = 5.099 %, b = -2.494 %.
+// not carried (r 1). The carried one is an error in the time fusion changes: 9.768 ms around a
+// forecast of 100 ms, beside --scale's ratio: [100 / (1 - 0.04873 + 0.01), 100 / (1 - 0.04873 -
+// 0.01)] = [104.029, 106.239] ms around 100 / (1 - 0.04873) = 105.123, each side widened in
+// quadrature: 105.123 - hypot(1.094, 9.768) = 95.29 and 105.123 + hypot(1.117, 9.768) = 114.95 ms
+// (as a ratio w = sqrt(9.768^2 + 1^2) = 9.818 % gave 117.22 ms). Without the ratios: w =
+// sqrt(2.442^2 + 1^2) = 2.639 %. Where fusion changes 5 % of the combined forecast, the carried
+// half-width stops there: x 5 / 2.442 = 2.048, 5 ms, b = -2.494 %: [97.45, 107.67] ms.
 TEST_CASE("error bars: a family's error carried into a combined forecast (hand-computed)", "[whatif][error_bar]") {
   const std::vector<Transform> trs = {parse_transform("scale", "2:name~gemm"), parse_transform("fuse", "auto")};
   ErrorContext ctx;
@@ -275,16 +298,19 @@ TEST_CASE("error bars: a family's error carried into a combined forecast (hand-c
   ctx.combined_share = {0.0, 0.32};
   const ErrorBar b = error_bar(trs, ctx, 100'000'000);
   CHECK(b.bias == Approx(-0.04873).margin(1e-5));
-  CHECK(b.half_width == Approx(0.09818).epsilon(1e-3));
+  CHECK(b.half_width == Approx(0.01).epsilon(1e-3));
+  CHECK(b.additive == Approx(0.09768).epsilon(1e-3));
   CHECK(static_cast<double>(b.low_ns) / 1e6 == Approx(95.29).epsilon(1e-3));
-  CHECK(static_cast<double>(b.high_ns) / 1e6 == Approx(117.22).epsilon(1e-3));
+  CHECK(static_cast<double>(b.high_ns) / 1e6 == Approx(114.95).epsilon(1e-3));
   REQUIRE(b.basis.size() == 2);
   CHECK(b.basis[0].find("fusion") == 0);
   CHECK(b.basis[0].find("(x4.00") != std::string::npos);
   ctx.combined_share = {0.0, 0.05};
   const ErrorBar capped = error_bar(trs, ctx, 100'000'000);
-  CHECK(capped.half_width == Approx(0.05099).epsilon(1e-3));
+  CHECK(capped.additive == Approx(0.05).epsilon(1e-3));
   CHECK(capped.bias == Approx(-0.02494).margin(1e-5));
+  CHECK(static_cast<double>(capped.low_ns) / 1e6 == Approx(97.45).epsilon(1e-3));
+  CHECK(static_cast<double>(capped.high_ns) / 1e6 == Approx(107.67).epsilon(1e-3));
   // What it changes under its own family's width: not carried.
   ctx.combined_share = {0.0, 0.02};
   CHECK(error_bar(trs, ctx, 100'000'000).half_width == Approx(0.02639).epsilon(1e-3));
@@ -307,7 +333,7 @@ TEST_CASE("error bars: a family's error carried into a combined forecast (hand-c
 // alone, F_-i: the others, F: all, B: none). On BERT-large 8x512's fp32 trace (h100/tf32_compile):
 // B 65.8 ms a step, TF32 alone 21.7, fusion alone 60.4, both 16.4: fusion's r = 60.4 / 16.4 x 5.3 /
 // 5.4 = 3.6, TF32's 21.7 / 16.4 x 44.0 / 44.1 = 1.3. A target GPU is in every forecast (B too) and
-// keeps its own error; a transform that changes nothing alone keeps its family as measured.
+// keeps its own error; a transform that changes nothing adds none of its family's error.
 TEST_CASE("error bars: a combination's ratios from its forecasts, with a target GPU and a change that does nothing",
           "[whatif][error_bar][e2e]") {
   const std::string p = source_dir() + "/validate/reference/h100/tf32_compile/run1/k/bert_large-inf-8x512.fp32.kineto.json.gz";
@@ -333,7 +359,10 @@ TEST_CASE("error bars: a combination's ratios from its forecasts, with a target 
   CHECK(ratio(line(both, "TF32")) == Approx(expected(from, ms(tf32), ms(fuse), ms(both))).epsilon(0.01));
   CHECK(ratio(line(both, "fusion")) == Approx(expected(from, ms(fuse), ms(tf32), ms(both))).epsilon(0.01));
   CHECK(ratio(line(both, "fusion")) > 3);
-  CHECK(both.error_bar.half_width > tf32.error_bar.half_width);
+  auto width = [](const WhatIfReport& w) {
+    return static_cast<double>(w.error_bar.high_ns - w.error_bar.low_ns) / static_cast<double>(w.predicted_ns);
+  };
+  CHECK(width(both) > width(tf32));
   REQUIRE_FALSE(line(tf32, "TF32").empty());
   CHECK(line(tf32, "TF32").find("combined") == std::string::npos);  // a single transform: as measured
   // On a target GPU: its line as measured; the others' ratios from forecasts on that GPU.
@@ -345,10 +374,20 @@ TEST_CASE("error bars: a combination's ratios from its forecasts, with a target 
   CHECK(line(hw, "b200").find("combined") == std::string::npos);
   CHECK(ratio(line(hw, "TF32")) == Approx(expected(ms(hw_only), ms(hw_tf32), ms(hw_fuse), ms(hw))).epsilon(0.01));
   CHECK(ratio(line(hw, "fusion")) == Approx(expected(ms(hw_only), ms(hw_fuse), ms(hw_tf32), ms(hw))).epsilon(0.01));
-  // DDP's gradient compression on a trace with no all-reduce changes nothing: not carried.
+  // DDP's gradient compression on a trace with no all-reduce changes nothing: its family's error is
+  // not added, beside TF32 (r = 0: alone it is the baseline to the ns, and TF32 alone is the
+  // combination) or alone (the forecast is the baseline), and TF32's interval is its own.
   const WhatIfReport noop = whatif_of(p, "step.*", {"--precision", "tf32", "--grad-compress", "bf16"});
   REQUIRE(noop.error_bar.basis.size() >= 2);
   for (const std::string& b : noop.error_bar.basis) CHECK(b.find("combined") == std::string::npos);
+  CHECK(noop.predicted_ns == tf32.predicted_ns);
+  CHECK(line(noop, "--grad-compress").find("changes nothing") != std::string::npos);
+  CHECK(noop.error_bar.low_ns == tf32.error_bar.low_ns);
+  CHECK(noop.error_bar.high_ns == tf32.error_bar.high_ns);
+  const WhatIfReport alone = whatif_of(p, "step.*", {"--grad-compress", "bf16"});
+  CHECK(alone.predicted_ns == alone.baseline_ns);
+  CHECK(line(alone, "--grad-compress").find("changes nothing") != std::string::npos);
+  for (const std::string& b : alone.error_bar.basis) CHECK(b.find("measured error") == std::string::npos);
 }
 
 // The trace's own spread: the larger of its repeated ranges' measured and forecast coefficients of
@@ -376,18 +415,46 @@ TEST_CASE("error bars: the spread of the repeated ranges' forecasts widens the i
 // (validate/reference/h100/hf_heldout) kept its GPU busy 92 % of the forecast's span, but the host
 // held 97 % of its critical path, and the profiler's cost taken out of each traced step (10.12 ->
 // 7.01 ms) was 0.98x the 3.25 ms forecast. Its per-input cost varies 28 % between the programs it
-// was measured on: w = 1.282 x 0.28 x 0.98 = 35.2 %. With the host off the path (a GPU-bound
-// forecast) nothing is added.
-TEST_CASE("error bars: the profiler's cost taken out widens a forecast the host runs (hand-computed)", "[whatif][error_bar]") {
+// was measured on: 1.282 x 0.28 x 0.98 = 35.18 % of the forecast, 1.1433 ms, a time (the cost
+// taken out was too large or too small by it), not a ratio. Alone: [3.25 - 1.1433, 3.25 + 1.1433]
+// ms, its low end held at the GPU's 92 % of 3.25 = 2.99 ms: [2.99, 4.3933] ms (as a ratio it was
+// [3.25 / 1.3518, 3.25 / 0.6482] = [2.40, 5.01] ms). With the trace's spread of 5 % beside it (w
+// = 6.41 %: [3.25 / 1.0641, 3.25 / 0.9359] = [3.0542, 3.4726] ms), each side widened in quadrature
+// around 3.25 ms: 3.25 + hypot(0.2226, 1.1433) = 4.4148 ms, and 3.25 - hypot(0.1958, 1.1433) =
+// 2.0901 held at 0.92 x 3.0542 = 2.8099 ms. With the host off the path (a GPU-bound forecast)
+// nothing is added.
+TEST_CASE("error bars: the profiler's cost taken out widens a forecast the host runs by a time (hand-computed)", "[whatif][error_bar]") {
   ErrorContext ctx;
   ctx.gpu_busy_after = 0.92;
   ctx.host_on_path = 0.97;
   ctx.profiler_share = 0.98;
   ctx.profiler_cv = 0.28;
   const ErrorBar b = error_bar({}, ctx, 3'250'000);
-  CHECK(b.half_width == Approx(1.282 * 0.28 * 0.98).epsilon(1e-6));
+  CHECK(b.half_width == 0);
+  CHECK(b.additive == Approx(1.282 * 0.28 * 0.98).epsilon(1e-6));
+  CHECK(static_cast<double>(b.low_ns) / 1e6 == Approx(2.99).epsilon(1e-4));
+  CHECK(static_cast<double>(b.high_ns) / 1e6 == Approx(4.3933).epsilon(1e-4));
   REQUIRE(b.basis.size() == 1);
   CHECK(b.basis[0].find("profiler") != std::string::npos);
+  CHECK(b.basis[0].find("in time") != std::string::npos);
+  ctx.spread = 0.05;
+  const ErrorBar s = error_bar({}, ctx, 3'250'000);
+  CHECK(s.half_width == Approx(1.282 * 0.05).epsilon(1e-6));
+  CHECK(static_cast<double>(s.low_ns) / 1e6 == Approx(2.8099).epsilon(1e-4));
+  CHECK(static_cast<double>(s.high_ns) / 1e6 == Approx(4.4148).epsilon(1e-4));
+  // A range of half the forecast keeps the same fractions (scaled_bar).
+  const ErrorBar r = scaled_bar(s, 1'625'000);
+  CHECK(static_cast<double>(r.high_ns) / 1e6 == Approx(4.4148 / 2).epsilon(1e-4));
+  // Where the removed cost is 4x the forecast (a with_stack profile's), the interval stays within
+  // the forecast -+ that time: [0.95, 1 + 1.282 x 0.3 x 4.01] x the forecast, no longer [0.40, 20]x.
+  ErrorContext big;
+  big.gpu_busy_after = 0.95;
+  big.host_on_path = 1;
+  big.profiler_share = 4.01;
+  big.profiler_cv = 0.3;
+  const ErrorBar g = error_bar({}, big, 1'000'000);
+  CHECK(static_cast<double>(g.low_ns) / 1e6 == Approx(0.95).epsilon(1e-4));
+  CHECK(static_cast<double>(g.high_ns) / 1e6 == Approx(1 + 1.282 * 0.3 * 4.01).epsilon(1e-4));
   ctx.host_on_path = 0.1;
   for (const std::string& why : error_bar({}, ctx, 3'250'000).basis) CHECK(why.find("profiler") == std::string::npos);
 }

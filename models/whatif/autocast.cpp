@@ -261,8 +261,9 @@ class Autocast : public TransformStep {
            g.kernel_tail;
   }
 
-  // A GEMM's casts (count and GPU time) for an activation of dtype `act`.
-  std::pair<std::size_t, TimeNs> gemm_casts(const Trace& t, OpId i, const KernelWork& w, Dt act, const GpuSpec& g) const {
+  // A GEMM's casts (count and GPU time) for an activation of dtype `act`; `act_ns`: the part that
+  // casts the activation (its weight's and bias's are the rest).
+  std::pair<std::size_t, TimeNs> gemm_casts(const Trace& t, OpId i, const KernelWork& w, Dt act, const GpuSpec& g, TimeNs& act_ns) const {
     const bool attention = w.cls == KernelClass::Attention, batched = attention || w.batch > 1;
     double act_elems = 0, weight_elems = 0, bias_elems = 0;
     bool bias = true;
@@ -283,9 +284,11 @@ class Autocast : public TransformStep {
     }
     std::size_t n = 0;
     TimeNs d = 0;
+    act_ns = 0;
     if (act == Dt::F32) {
       n += attention ? 3 : 1;
-      d += attention ? 3 * cast_ns(g, act_elems) : cast_ns(g, act_elems);
+      act_ns = attention ? 3 * cast_ns(g, act_elems) : cast_ns(g, act_elems);
+      d += act_ns;
     }
     if (!batched) {
       n += 1;
@@ -310,7 +313,7 @@ class Autocast : public TransformStep {
     const TimeNs d = c.durations[i];
     TimeNs nd = d;
     std::size_t n_cast = 0;
-    TimeNs cast = 0;
+    TimeNs cast = 0, act_cast = 0;  // all of its casts' GPU time; the activation's
     if (gemm_helper(name)) return;
     const bool conv = conv_op_kernel(w);
     if (conv && !is_compute_class(w.cls)) return;  // part of its convolution's algorithm (scale_conv_helpers)
@@ -332,7 +335,7 @@ class Autocast : public TransformStep {
         const auto [o_t, n_t] = model_kernel_pair(t, i, w, w2, c.spec);
         const double old_t = static_cast<double>(o_t), new_t = static_cast<double>(n_t);
         nd = old_t > 0 ? scaled(d, new_t / old_t) : d;
-        if (!same_conv) std::tie(n_cast, cast) = gemm_casts(t, i, w, act, g);
+        if (!same_conv) std::tie(n_cast, cast) = gemm_casts(t, i, w, act, g, act_cast);
         if (act == Dt::F32 && s.f32_inputs.size() < 64) {  // an fp32 tensor a GEMM read (its elements)
           const double elems = in > 0 ? in : conv && w.weight_elems > 0 ? conv_input_elems(w) : 0;
           if (elems > 0 && std::find(s.f32_inputs.begin(), s.f32_inputs.end(), elems) == s.f32_inputs.end()) s.f32_inputs.push_back(elems);
@@ -359,7 +362,7 @@ class Autocast : public TransformStep {
                (w.cls == KernelClass::Elementwise && fp32_list_math(name))) {
       if (s.cur == Dt::Low && hit) {
         n_cast = 1;
-        cast = cast_ns(g, w.bytes / 8);  // its input up (it reads and writes fp32)
+        act_cast = cast = cast_ns(g, w.bytes / 8);  // its input up (it reads and writes fp32)
       }
       s.cur = Dt::F32;
       s.f32_made = true;
@@ -398,6 +401,7 @@ class Autocast : public TransformStep {
       s.prev_linear = false;
     }
     nd += cast;
+    if (act_cast > 0) c.input_casts.emplace_back(i, act_cast);
     if (n_cast > 0) {
       const TimeNs h = host * static_cast<TimeNs>(n_cast);
       c.durations[o.link] += h;  // the casts' host time, in the call that launches the op they feed

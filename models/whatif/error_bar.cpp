@@ -205,6 +205,13 @@ ErrorBar error_bar(const std::vector<Transform>& transforms, const ErrorContext&
     var += w * w;
     parts.emplace_back(w, std::move(why));
   };
+  // One whose error is a time (a fraction of the forecast): the measured time is the forecast -+
+  // it (ErrorBar::additive), not the forecast over 1 -+ it.
+  double time_var = 0;
+  auto widen_time = [&](double w, std::string why) {
+    time_var += w * w;
+    parts.emplace_back(w, std::move(why));
+  };
   bool changed_work = false, layout = false;
   // The fallback of what no measurement checked: the widest family of a transform's own error (a
   // family whose errors are the traced host's pace is left out: the host terms below carry that
@@ -219,6 +226,10 @@ ErrorBar error_bar(const std::vector<Transform>& transforms, const ErrorContext&
     // Carried into a combined forecast (ErrorContext::carry_ratio), capped where the half-width
     // would pass the time the transform changes there; from 1.05x, and said.
     const double given = i < ctx.carry_ratio.size() ? ctx.carry_ratio[i] : 1.0;
+    if (given == 0) {  // the transform changes nothing here: its family's error is of a change
+      parts.emplace_back(0, tr->text + ": changes nothing in this forecast (its family's error not added)");
+      continue;
+    }
     const double changed = i < ctx.combined_share.size() ? ctx.combined_share[i] : 0.0;
     auto carry = [&](double w) {
       const double f = w > 0 && given >= 1.05 ? std::min(given, std::max(1.0, changed / w)) : 1.0;
@@ -252,7 +263,11 @@ ErrorBar error_bar(const std::vector<Transform>& transforms, const ErrorContext&
     }
     if (fam == "?") {
       const double f = carry(widest);
-      widen(widest * f, tr->text + ": not checked on measurements, the widest family's " + plus_minus(widest) + combined(widest, f));
+      std::string why = tr->text + ": not checked on measurements, the widest family's " + plus_minus(widest) + combined(widest, f);
+      if (f > 1)
+        widen_time(widest * f, std::move(why));  // carried: the time it changes, misjudged
+      else
+        widen(widest, std::move(why));
       continue;
     }
     const ErrorFamily& s = stats(fam);
@@ -267,7 +282,10 @@ ErrorBar error_bar(const std::vector<Transform>& transforms, const ErrorContext&
     }
     const double f = carry(w);
     bar.bias += s.bias * f;
-    widen(w * f, why + combined(w, f));
+    if (f > 1)
+      widen_time(w * f, why + combined(w, f));  // carried: the time it changes, misjudged
+    else
+      widen(w, why);
   }
   const bool host_bound = ctx.gpu_busy_after < 0.6;
   if (changed_work && host_bound) {
@@ -285,9 +303,13 @@ ErrorBar error_bar(const std::vector<Transform>& transforms, const ErrorContext&
   // The host runs the forecast (the GPU idle 40 % of it, or the host half its critical path): the
   // profiler's cost taken out of it is as uncertain as its per-event cost between programs.
   if ((host_bound || ctx.host_on_path >= 0.5) && ctx.profiler_share > 0.05 && ctx.profiler_cv > 0) {
-    const double w = 1.282 * ctx.profiler_cv * ctx.profiler_share;
-    widen(w, "the profiler's host cost taken out (" + fmt_num("%.2f", ctx.profiler_share) + "x the forecast): its per-event cost varies " +
-                 fmt_num("%.0f", 100 * ctx.profiler_cv) + " % between programs, " + plus_minus(w));
+    const double w = 1.282 * ctx.profiler_cv * ctx.profiler_share;  // in time, a fraction of the forecast
+    time_var += w * w;
+    bar.floor = std::clamp(ctx.gpu_busy_after, 0.0, 1.0);
+    parts.emplace_back(w, "the profiler's host cost taken out (" + fmt_num("%.2f", ctx.profiler_share) +
+                              "x the forecast): its per-event cost varies " + fmt_num("%.0f", 100 * ctx.profiler_cv) +
+                              " % between programs, " + plus_minus(w) + " of the forecast in time, not under the GPU's " +
+                              fmt_num("%.0f", 100 * bar.floor) + " % of it");
   }
   if (layout && host_bound && ctx.host_ranks > 1) {
     const auto [lo, hi] = HostSpread::slowest_spread(ctx.host_ranks);
@@ -310,6 +332,7 @@ ErrorBar error_bar(const std::vector<Transform>& transforms, const ErrorContext&
                                                     : " (its repeated ranges)"));
   }
   bar.half_width = std::sqrt(var);
+  bar.additive = std::sqrt(time_var);
   std::sort(parts.begin(), parts.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   for (auto& p : parts) bar.basis.push_back(std::move(p.second));
   if (bar.basis.empty()) bar.basis.push_back("the replay of the trace: no change");
@@ -318,7 +341,14 @@ ErrorBar error_bar(const std::vector<Transform>& transforms, const ErrorContext&
 
 ErrorBar scaled_bar(const ErrorBar& bar, TimeNs predicted_ns) {
   ErrorBar b = bar;
-  const auto [lo, hi] = measured_interval(static_cast<double>(predicted_ns), b.bias, b.half_width);
+  const double f = static_cast<double>(predicted_ns);
+  auto [lo, hi] = measured_interval(f, b.bias, b.half_width);
+  if (b.additive > 0) {  // the terms in time: around the other terms' center (error_bar.hpp)
+    const double c = f / std::max(0.05, 1 + b.bias), a = b.additive * f;
+    const double low = std::max({c - std::hypot(c - lo, a), b.floor * lo, 0.05 * f});
+    hi = c + std::hypot(hi - c, a);
+    lo = std::min(lo, low);
+  }
   b.low_ns = static_cast<TimeNs>(std::llround(lo));
   b.high_ns = static_cast<TimeNs>(std::llround(hi));
   return b;

@@ -10,7 +10,10 @@
 //   none; a family's error is a fraction of F_i, and what a transform misjudges goes with the time
 //   it changes, |B - F_i| alone and |F_-i - F| combined): --fuse auto after --precision tf32 on
 //   the transformers of validate/reference/h100/tf32_compile, r 3.6-4.5, where the intervals held
-//   3 of 5 without it and 5 of 5 with it (the rule was chosen on them). A target GPU's error, which
+//   3 of 5 without it and 5 of 5 with it (the rule was chosen on them). A carried error is one of
+//   the time the transform changes: it widens the interval as a time (below, as the profiler's
+//   cost), not as a ratio (whose upper end passed 6x the forecast where carried half-widths
+//   reached 60 %). A transform that changes nothing (r 0) adds none. A target GPU's error, which
 //   every kernel carries, is never scaled; the other forecasts here run on that GPU. The
 //   widenings add in quadrature too:
 //   - host-bound after the change (the forecast's GPU busy under 60 % of its span) where the
@@ -18,8 +21,11 @@
 //     cases (the profiler's cost taken out too much or too little, the host's run-to-run pace);
 //   - the profiler's cost taken out (--unprofile) where the forecast is host-bound: that cost's
 //     per-event spread over the programs it was measured on (its coefficient of variation, x 1.282)
-//     times the removed time over the host span left (a host step 3x its profiler-free length
-//     moves 2x as much as the cost per event);
+//     times the removed time T: an error in time, not in ratio, so the measured time is the
+//     interval of the other terms widened on each side by that time in quadrature around its
+//     center c (c -+ sqrt((c - edge)^2 + (1.282 cv T)^2)), and never under the GPU-busy share of
+//     the other terms' low end (a host freed of more profiler cost leaves the GPU's time). As a
+//     ratio, a step whose removed cost was 4x its forecast gave [0.40, 20]x the forecast.
 //   - the trace's own spread: the coefficient of variation of its repeated ranges' measured spans,
 //     or of their forecasts where that is larger (a change that moves the steps onto the host
 //     brings out the host's pace per traced step, which a GPU-bound measured span hides);
@@ -39,7 +45,8 @@
 //     ranks 0.79 .. 1.36, +-29 %);
 //   - more GPUs than validated (2): w x (1 + log2(N / 2) / 2);
 //   - a transform no measurement checked: the widest family's w, said so.
-//   The measured time then lies in [forecast / (1 + b + w), forecast / (1 + b - w)].
+//   The measured time then lies in [forecast / (1 + b + w), forecast / (1 + b - w)] (widened by the
+//   profiler's term, above).
 #pragma once
 #include <string>
 #include <utility>
@@ -53,7 +60,12 @@ namespace bneck {
 struct ErrorBar {
   TimeNs low_ns = 0, high_ns = 0;   // where the measured time lies, 4 times in 5
   double bias = 0, half_width = 0;  // of the relative error forecast / measured - 1
-  std::vector<std::string> basis;   // each source in words, the largest first
+  // The profiler's cost taken out: an error in time, not in ratio (the measured time is the
+  // forecast +- that time), as a fraction of the forecast; and the least the measured time can be
+  // then, as a fraction of the other terms' low end (the forecast's GPU-busy share: a host that
+  // took less profiler cost leaves the GPU's time).
+  double additive = 0, floor = 0;
+  std::vector<std::string> basis;  // each source in words, the largest first
   bool valid() const { return high_ns > 0; }
 };
 
@@ -80,7 +92,9 @@ struct ErrorContext {
   // transform alone, a fraction of F_i; what it misjudges goes with the time it changes. From 1.05
   // its bias and half-width are multiplied by it; a target GPU's (--hw) never are. Never past the
   // time it changes there, |F_-i - F| / F (combined_share): its half-width then stays at most that
-  // (or its family's own, if wider).
+  // (or its family's own, if wider). 0: the transform changes nothing here (its forecast alone is
+  // the baseline's, and the combination's without it the combination's): its family's error is
+  // not added.
   std::vector<double> carry_ratio, combined_share;
 };
 

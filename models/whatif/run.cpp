@@ -404,6 +404,9 @@ WhatIfReport WhatIfBaseline::run(const std::vector<Transform>& user) const {
     else
       users.push_back(k);
   }
+  // A transform that changes nothing (its forecast alone is the baseline's, and the combination's
+  // without it the combination's, within a millionth) carries none of its family's error (r = 0).
+  if (users.size() == 1 && !hw && rep.predicted_ns == rep.baseline_ns) carry[users[0]] = 0;
   if (users.size() >= 2 && users.size() <= 8) {
     const unsigned all = (1u << users.size()) - 1;
     const std::optional<Regex> re = opt.range_regex ? std::optional<Regex>(range_regex(*opt.range_regex)) : std::nullopt;
@@ -436,7 +439,9 @@ WhatIfReport WhatIfBaseline::run(const std::vector<Transform>& user) const {
     for (std::size_t j = 0; j < users.size() && whole > 0 && from > 0; ++j) {
       const double by_itself = forecast(1u << j), others = forecast(all & ~(1u << j));
       const double moved = std::abs(from - by_itself);
-      if (by_itself > 0 && others > 0 && moved >= 0.01 * from) {
+      if (by_itself > 0 && others > 0 && moved <= 1e-6 * from && std::abs(others - whole) <= 1e-6 * whole) {
+        carry[users[j]] = 0;
+      } else if (by_itself > 0 && others > 0 && moved >= 0.01 * from) {
         carry[users[j]] = by_itself / whole * std::abs(others - whole) / moved;
         share[users[j]] = std::abs(others - whole) / whole;
       }

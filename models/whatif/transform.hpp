@@ -71,6 +71,10 @@ struct WhatIfCase {
   double surface_share = 1;            // of the math a --precision changed (its time before), the share measured shape surfaces priced
   TimeNs fused_host_removed_ns = 0;    // host time --fuse took out (the fused ops' dispatches, the compiled wrapper's cap)
   double fused_conv_share = 0;         // --fuse auto: the convolutions' share of the kernels' time it started from
+  // Autocast's casts of an op's activation input folded into its duration (a GEMM's fp32 input
+  // cast down, a norm's or softmax's low-precision input cast up), GPU time by op; --fuse auto
+  // takes them out where the compiled kernel writes or reads that dtype itself (fuse.cpp).
+  std::vector<std::pair<OpId, TimeNs>> input_casts;
   // The case's own graph (copied from the base on first use) to edit.
   Graph& edit_graph();
 };
