@@ -13,7 +13,9 @@
 //   3 of 5 without it and 5 of 5 with it (the rule was chosen on them). A carried error is one of
 //   the time the transform changes: it widens the interval as a time (below, as the profiler's
 //   cost), not as a ratio (whose upper end passed 6x the forecast where carried half-widths
-//   reached 60 %). A transform that changes nothing (r 0) adds none. A target GPU's error, which
+//   reached 60 %). A transform that changes nothing (r 0) adds none. A combination measured as
+//   such takes its own family instead (bf16 autocast then --fuse auto: "autocast+fuse", fitted on
+//   validate/reference/h100/autocast_compile run1 and run2, held out on run3). A target GPU's error, which
 //   every kernel carries, is never scaled; the other forecasts here run on that GPU. The
 //   widenings add in quadrature too:
 //   - host-bound after the change (the forecast's GPU busy under 60 % of its span) where the
