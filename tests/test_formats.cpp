@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <cstdlib>
 #include <fstream>
+#include <numeric>
 #include <optional>
 
 #include "helpers.hpp"
@@ -509,5 +510,69 @@ TEST_CASE("a large gzip file inflated beside its reader gives zlib's bytes and z
     CHECK(outcome(path, true) == want);
     if (tag == "one member" || tag == "two members" || tag == "a small first member") CHECK(want == text);
     if (tag == "bad CRC" || tag == "truncated") CHECK_THAT(want, Catch::StartsWith("error: ") && Catch::Contains("gzip stream"));
+  }
+}
+
+TEST_CASE("finalize orders ops by start, kind and lane whatever runs the importer appended", "[formats][ir]") {
+  // A thread's launches and a few streams' kernels, appended in `runs` ordered runs (an nsys export:
+  // its API calls, then its kernels; a Kineto trace: one run per lane or many), with equal starts
+  // between runs. Whatever the runs (two: a merge; a few: a heap over runs; past 64: lanes grouped),
+  // the order is that of a stable sort by (start, kind, lane), and links and dependencies follow
+  // their ops.
+  for (const std::size_t runs : {std::size_t{1}, std::size_t{2}, std::size_t{5}, std::size_t{100}}) {
+    INFO(runs << " runs");
+    Trace t;
+    t.source = "finalize";
+    t.strings.intern("k");
+    t.devices.push_back(Device{});
+    t.processes.push_back(Process{});
+    t.lanes.push_back(Lane{LaneKind::Thread, 0, kNone, 1, "main"});
+    for (std::uint32_t s = 0; s < 3; ++s) t.lanes.push_back(Lane{LaneKind::Stream, 0, 0, s + 7, "s"});
+    constexpr std::size_t kOps = 600;
+    std::vector<Op> made;
+    for (std::size_t i = 0; i < kOps; ++i) {
+      Op o;
+      o.kind = i % 2 == 0 ? OpKind::Api : OpKind::Kernel;
+      o.lane = o.kind == OpKind::Api ? 0 : static_cast<LaneId>(1 + (i / 2) % 3);
+      o.start = static_cast<TimeNs>((i * 7919) % 97) * 1000 + (i % 5 == 0 ? 0 : 3);  // repeats: ties
+      o.set_duration(500);
+      made.push_back(o);
+    }
+    // The runs: the ops cut into `runs` pieces, each piece sorted by start (stable).
+    std::vector<std::size_t> order(kOps);
+    std::iota(order.begin(), order.end(), 0);
+    for (std::size_t r = 0; r < runs; ++r) {
+      auto b = order.begin() + static_cast<std::ptrdiff_t>(r * kOps / runs),
+           e = order.begin() + static_cast<std::ptrdiff_t>((r + 1) * kOps / runs);
+      std::stable_sort(b, e, [&](std::size_t x, std::size_t y) { return made[x].start < made[y].start; });
+    }
+    for (std::size_t k = 0; k < kOps; ++k) t.ops.push_back(made[order[k]]);
+    // Each kernel launched by the API call made just before it; a dependency from op 3 to op 10.
+    std::vector<OpId> pos(kOps);
+    for (std::size_t k = 0; k < kOps; ++k) pos[order[k]] = static_cast<OpId>(k);
+    for (std::size_t i = 1; i < kOps; i += 2) t.ops[pos[i]].link = pos[i - 1];
+    t.deps.push_back(ExplicitDep{pos[3], pos[10], DepType::EndToStart, 0});
+    // What finalize must give: the ops as appended, stably sorted by (start, kind, lane).
+    std::vector<std::size_t> want(order);
+    std::stable_sort(want.begin(), want.end(), [&](std::size_t x, std::size_t y) {
+      const Op &a = made[x], &b = made[y];
+      if (a.start != b.start) return a.start < b.start;
+      if (a.kind != b.kind) return a.kind < b.kind;
+      return a.lane < b.lane;
+    });
+    t.finalize();
+    REQUIRE(t.ops.size() == kOps);
+    std::vector<OpId> at(kOps);  // made index -> final position
+    for (std::size_t k = 0; k < kOps; ++k) {
+      const Op& o = t.ops[k];
+      const Op& w = made[want[k]];
+      CHECK(o.start == w.start);
+      CHECK(o.kind == w.kind);
+      CHECK(o.lane == w.lane);
+      at[want[k]] = static_cast<OpId>(k);
+    }
+    for (std::size_t i = 1; i < kOps; i += 2) CHECK(t.ops[at[i]].link == at[i - 1]);
+    CHECK(t.deps[0].from == at[3]);
+    CHECK(t.deps[0].to == at[10]);
   }
 }

@@ -101,8 +101,14 @@ void Trace::finalize() {
     return a.lane < b.lane;
   };
   const std::size_t n = ops.size();
-  if (!std::is_sorted(ops.begin(), ops.end(), less)) {
-    // Sort compact keys, then gather the ops into their order (below).
+  // The first op of each run of ops already in order (an importer appends a few ordered tables:
+  // an nsys export's API calls, then its kernels), up to kMaxRuns.
+  constexpr std::size_t kMaxRuns = 64;
+  std::vector<std::uint32_t> runs{0};
+  for (std::size_t i = 1; i < n && runs.size() <= kMaxRuns; ++i)
+    if (less(ops[i], ops[i - 1])) runs.push_back(static_cast<std::uint32_t>(i));
+  if (runs.size() > 1) {
+    // The order is of keys (start, kind, lane, position); the ops are gathered into it below.
     struct Key {
       TimeNs start;
       std::uint32_t tie;  // kind, then lane
@@ -111,44 +117,76 @@ void Trace::finalize() {
     auto kless = [](const Key& a, const Key& b) {
       return a.start != b.start ? a.start < b.start : a.tie != b.tie ? a.tie < b.tie : a.idx < b.idx;
     };
-    // Each lane (a stream or a thread) is nearly always in time order already: the keys are
-    // grouped by lane (counting sort; each lane's keys contiguous, so the merge reads them in
-    // order) and the lanes merged with a heap; a lane out of order is sorted first.
-    std::vector<std::uint32_t> offset(lanes.size() + 2, 0);
-    for (const Op& o : ops) offset[std::min<std::size_t>(o.lane, lanes.size()) + 1]++;
-    for (std::size_t l = 1; l < offset.size(); ++l) offset[l] += offset[l - 1];
-    std::vector<Key> grouped(n);
-    {
-      std::vector<std::uint32_t> fill(offset.begin(), offset.end() - 1);
-      for (std::size_t i = 0; i < n; ++i) {
-        const Op& o = ops[i];
-        const std::size_t l = std::min<std::size_t>(o.lane, lanes.size());
-        grouped[fill[l]++] = {o.start, (static_cast<std::uint32_t>(o.kind) << 30) | std::min<std::uint32_t>(o.lane, (1u << 30) - 1),
-                              static_cast<OpId>(i)};
-      }
-    }
-    using Cursor = std::pair<std::uint32_t, std::uint32_t>;  // position, end
-    auto heap_less = [&](const Cursor& a, const Cursor& b) { return kless(grouped[b.first], grouped[a.first]); };
-    std::vector<Cursor> heap;
-    for (std::size_t l = 0; l + 1 < offset.size(); ++l) {
-      auto b = grouped.begin() + offset[l], e = grouped.begin() + offset[l + 1];
-      if (!std::is_sorted(b, e, kless)) std::sort(b, e, kless);
-      if (b != e) heap.emplace_back(offset[l], offset[l + 1]);
-    }
-    std::make_heap(heap.begin(), heap.end(), heap_less);
+    auto key_of = [&](std::size_t i) {
+      const Op& o = ops[i];
+      return Key{o.start, (static_cast<std::uint32_t>(o.kind) << 30) | std::min<std::uint32_t>(o.lane, (1u << 30) - 1),
+                 static_cast<OpId>(i)};
+    };
+    // Runs are merged with a heap over their positions, comparing the ops themselves (the ties
+    // by position). Past kMaxRuns, lanes are (each lane, a stream or a thread, is nearly always
+    // in time order already): their keys grouped first (counting sort; each lane's keys
+    // contiguous, so the merge reads them in order), a lane out of order sorted first.
     std::vector<OpId> perm;
     perm.reserve(n);
-    while (!heap.empty()) {
-      std::pop_heap(heap.begin(), heap.end(), heap_less);
-      Cursor& c = heap.back();
-      perm.push_back(grouped[c.first].idx);
-      if (++c.first < c.second)
-        std::push_heap(heap.begin(), heap.end(), heap_less);
-      else
-        heap.pop_back();
+    if (runs.size() <= kMaxRuns) {
+      auto before = [&](std::uint32_t i, std::uint32_t j) {  // kless on the keys of ops i and j
+        const Op &a = ops[i], &b = ops[j];
+        if (a.start != b.start) return a.start < b.start;
+        if (a.kind != b.kind) return a.kind < b.kind;
+        const std::uint32_t la = std::min<std::uint32_t>(a.lane, (1u << 30) - 1), lb = std::min<std::uint32_t>(b.lane, (1u << 30) - 1);
+        return la != lb ? la < lb : i < j;
+      };
+      using Cursor = std::pair<std::uint32_t, std::uint32_t>;  // position, end
+      std::vector<Cursor> heap;
+      for (std::size_t r = 0; r < runs.size(); ++r)
+        heap.emplace_back(runs[r], r + 1 < runs.size() ? runs[r + 1] : static_cast<std::uint32_t>(n));
+      if (heap.size() == 2) {  // two runs: a plain merge
+        auto [a, a_end] = heap[0];
+        auto [b, b_end] = heap[1];
+        while (a < a_end && b < b_end) perm.push_back(before(b, a) ? b++ : a++);
+        while (a < a_end) perm.push_back(a++);
+        while (b < b_end) perm.push_back(b++);
+      } else {
+        auto heap_less = [&](const Cursor& x, const Cursor& y) { return before(y.first, x.first); };
+        std::make_heap(heap.begin(), heap.end(), heap_less);
+        while (!heap.empty()) {
+          std::pop_heap(heap.begin(), heap.end(), heap_less);
+          Cursor& c = heap.back();
+          perm.push_back(c.first);
+          if (++c.first < c.second)
+            std::push_heap(heap.begin(), heap.end(), heap_less);
+          else
+            heap.pop_back();
+        }
+      }
+    } else {
+      std::vector<std::uint32_t> offset(lanes.size() + 2, 0);
+      for (const Op& o : ops) offset[std::min<std::size_t>(o.lane, lanes.size()) + 1]++;
+      for (std::size_t l = 1; l < offset.size(); ++l) offset[l] += offset[l - 1];
+      std::vector<Key> grouped(n);
+      {
+        std::vector<std::uint32_t> fill(offset.begin(), offset.end() - 1);
+        for (std::size_t i = 0; i < n; ++i) grouped[fill[std::min<std::size_t>(ops[i].lane, lanes.size())]++] = key_of(i);
+      }
+      using Cursor = std::pair<std::uint32_t, std::uint32_t>;  // position, end
+      auto heap_less = [&](const Cursor& x, const Cursor& y) { return kless(grouped[y.first], grouped[x.first]); };
+      std::vector<Cursor> heap;
+      for (std::size_t l = 0; l + 1 < offset.size(); ++l) {
+        auto b = grouped.begin() + offset[l], e = grouped.begin() + offset[l + 1];
+        if (!std::is_sorted(b, e, kless)) std::sort(b, e, kless);
+        if (b != e) heap.emplace_back(offset[l], offset[l + 1]);
+      }
+      std::make_heap(heap.begin(), heap.end(), heap_less);
+      while (!heap.empty()) {
+        std::pop_heap(heap.begin(), heap.end(), heap_less);
+        Cursor& c = heap.back();
+        perm.push_back(grouped[c.first].idx);
+        if (++c.first < c.second)
+          std::push_heap(heap.begin(), heap.end(), heap_less);
+        else
+          heap.pop_back();
+      }
     }
-    grouped.clear();
-    grouped.shrink_to_fit();
     std::vector<OpId> inv(n);
     for (std::size_t i = 0; i < n; ++i) inv[perm[i]] = static_cast<OpId>(i);
     for (auto& o : ops)

@@ -504,6 +504,41 @@ class Sweep {
     return dm;
   }
 
+  // The rate of `extra` started after the GPU's active ops for which `with(a)` holds (their
+  // draining flags as they are): remembered by the GPU's RateSolver where every demand is interned.
+  // `extra_id`: its id in that solver, interned here when kUnset.
+  static constexpr std::uint32_t kUnset = kNone - 1;
+  template <class With>
+  double rate_after(std::uint32_t dev, DeviceSweep& d, With&& with, const ShareDemand& extra, std::uint32_t& extra_id) {
+    if (!d.solver) d.solver.emplace(m_.sm_count(dev), m_.drain_weight(dev));
+    if (extra_id == kUnset) extra_id = d.solver->intern(extra);
+    keys_.clear();
+    bool interned = true;
+    for (auto& a : d.active) {
+      if (!with(a)) continue;
+      intern(d, a);
+      interned = interned && a.id != kNone;
+      keys_.push_back(RateSolver::key(a.id, a.draining));
+    }
+    if (interned && extra_id != kNone) {
+      keys_.push_back(RateSolver::key(extra_id, extra.draining));
+      return d.solver->solve(keys_.data(), keys_.size()).rate[keys_.size() - 1];
+    }
+    demands_.clear();
+    for (auto& a : d.active)
+      if (with(a)) demands_.push_back(demand_of(a));
+    demands_.push_back(extra);
+    solve_rates(demands_, m_.sm_count(dev), rates_, nullptr, m_.drain_weight(dev));
+    return rates_.back();
+  }
+  void intern(DeviceSweep& d, DeviceSweep::Active& a) {
+    if (!a.interned) {
+      demand_of(a);
+      a.id = d.solver->intern(a.demand);
+      a.interned = true;
+    }
+  }
+
   // Integrates the rates of a GPU's active ops up to `until`, retiring those that end by then.
   void advance(std::uint32_t dev, DeviceSweep& d, TimeNs until) {
     while (true) {
@@ -517,11 +552,7 @@ class Sweep {
           if (!d.solver) d.solver.emplace(m_.sm_count(dev), m_.drain_weight(dev));
           auto& act = d.active;
           auto id = [&](std::size_t k) {
-            if (!act[k].interned) {
-              demand_of(act[k]);
-              act[k].id = d.solver->intern(act[k].demand);
-              act[k].interned = true;
-            }
+            intern(d, act[k]);
             return act[k].id;
           };
           auto draining = [&](std::size_t k) { return act[k].draining; };
@@ -568,15 +599,10 @@ class Sweep {
       late = late || in.p->delay() > nom;
     }
     if (late && earliest < o.start) {
-      demands_.clear();
-      for (auto& a : d.active)
-        if (t_.ops[a.op].start <= earliest) demands_.push_back(demand_of(a));
-      if (!demands_.empty()) {
-        demands_.push_back(m_.demand(i, g_));
-        solve_rates(demands_, m_.sm_count(dev), rates_, nullptr, m_.drain_weight(dev));
-        if (rates_.back() == 0)
-          for (const In& in : ins_) in.p->set_delay(std::min(in.p->delay(), nominal_.of(dev, in.p->type())));
-      }
+      auto before = [&](const DeviceSweep::Active& a) { return t_.ops[a.op].start <= earliest; };
+      std::uint32_t id = kUnset;
+      if (std::any_of(d.active.begin(), d.active.end(), before) && rate_after(dev, d, before, m_.demand(i, g_), id) == 0)
+        for (const In& in : ins_) in.p->set_delay(std::min(in.p->delay(), nominal_.of(dev, in.p->type())));
     }
   }
 
@@ -593,12 +619,11 @@ class Sweep {
       if (!ad.draining) claims += static_cast<double>(ad.sms) * std::min(1.0f, ad.sm_fraction);
     }
     const double room = static_cast<double>(m_.sm_count(dev)) * (1.0 - std::min(1.0f, mine.sm_fraction));
+    std::uint32_t mine_id = kUnset;
     for (std::size_t guard = 0; claims > room - 1e-6 && guard < d.active.size(); ++guard) {
-      demands_.clear();
-      for (auto& a : d.active) demands_.push_back(demand_of(a));
-      demands_.push_back(mine);
-      solve_rates(demands_, m_.sm_count(dev), rates_, nullptr, m_.drain_weight(dev));
-      if (rates_.back() > 0) break;
+      if (rate_after(
+              dev, d, [](const DeviceSweep::Active&) { return true; }, mine, mine_id) > 0)
+        break;
       DeviceSweep::Active* first = nullptr;
       for (auto& a : d.active)
         if (!a.draining && a.demand.sms > 0 && (!first || a.end < first->end)) first = &a;
@@ -637,6 +662,7 @@ class Sweep {
   std::vector<ShareDemand> demands_;
   std::vector<double> rates_;
   std::vector<In> ins_;
+  std::vector<std::uint32_t> keys_;
 };
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <unordered_map>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <unordered_set>
@@ -252,13 +253,20 @@ void print_critical_path(const ReplayReport& r, const ReplayOptions& opt, std::o
     out << "Critical path: " << cp.size() << " ops, " << format_duration(r.sim.end[last] - r.sim.start[cp.front()]) << ", ending with "
         << short_name(t.name(t.ops[last])) << " at +" << format_duration(r.sim.end[last] - r.simulated.begin) << "\n";
     for (auto& [k, v] : path_breakdown(*r.graph, r.sim, cp)) out << "  " << pad(k, 26) << lpad(format_duration(v), 14) << "\n";
-    std::map<std::string, std::pair<std::size_t, TimeNs>> on_cp;
+    // By name id first (a path has millions of ops and a handful of names), then by name.
+    std::unordered_map<StrId, std::pair<std::size_t, TimeNs>> by_id;
     for (OpId n : cp)
       if (is_device_op(t.ops[n].kind)) {
-        auto& e = on_cp[t.name(t.ops[n])];
+        auto& e = by_id[t.ops[n].name];
         e.first++;
         e.second += r.sim.end[n] - r.sim.start[n];
       }
+    std::map<std::string, std::pair<std::size_t, TimeNs>> on_cp;
+    for (const auto& [id, v] : by_id) {
+      auto& e = on_cp[t.strings.str(id)];
+      e.first += v.first;
+      e.second += v.second;
+    }
     std::vector<std::pair<std::string, std::pair<std::size_t, TimeNs>>> rows(on_cp.begin(), on_cp.end());
     std::sort(rows.begin(), rows.end(),
               [](auto& a, auto& b) { return a.second.second != b.second.second ? a.second.second > b.second.second : a.first < b.first; });
@@ -278,19 +286,21 @@ void print_top_ops(const ReplayReport& r, const ReplayOptions& opt, std::ostream
     std::size_t n = 0;
     TimeNs total = 0, on_cp = 0, min_slack = std::numeric_limits<TimeNs>::max();
   };
-  std::map<StrId, Agg> agg;
+  std::vector<Agg> by_id(t.strings.size());  // by name id (millions of ops, few names)
   std::vector<bool> in_cp(t.ops.size(), false);
   for (OpId n : cp) in_cp[n] = true;
   for (OpId i = 0; i < t.ops.size(); ++i) {
     if (!is_device_op(t.ops[i].kind)) continue;
-    Agg& a = agg[t.ops[i].name];
+    Agg& a = by_id[t.ops[i].name];
     a.n++;
     TimeNs d = r.sim.end[i] - r.sim.start[i];
     a.total += d;
     if (in_cp[i]) a.on_cp += d;
     a.min_slack = std::min(a.min_slack, r.slack[i]);
   }
-  std::vector<std::pair<StrId, Agg>> top(agg.begin(), agg.end());
+  std::vector<std::pair<StrId, Agg>> top;
+  for (StrId id = 0; id < by_id.size(); ++id)
+    if (by_id[id].n) top.emplace_back(id, by_id[id]);
   std::sort(top.begin(), top.end(),
             [](auto& a, auto& b) { return a.second.total != b.second.total ? a.second.total > b.second.total : a.first < b.first; });
   out << "Top device ops by total time\n  " << pad("name", 48) << lpad("count", 8) << lpad("total", 13) << lpad("avg", 13)
