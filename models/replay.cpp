@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <future>
 #include <map>
 #include <unordered_map>
 
@@ -146,25 +147,27 @@ void choose_model(const Trace& t, const ReplayOptions& opt, ReplayReport& rep) {
   rep.model = rep.model_impl->name();
 }
 
-// Spans, overlap and per-rank figures of the measured and the simulated schedules.
-void span_stats(const Trace& t, const Graph& g, const Schedule& measured, const Schedule& simulated, ReplayReport& rep) {
-  rep.measured = device_span(g, measured);
-  rep.simulated = device_span(g, simulated);
-  rep.measured_overlap = compute_overlap(g, measured);
-  rep.simulated_overlap = compute_overlap(g, simulated);
-  if (t.processes.size() > 1) {
-    rep.measured_ranks = rank_stats(g, measured);
-    rep.simulated_ranks = rank_stats(g, simulated);
-  } else if (t.device_op_count() > 0) {  // one rank: its figures are the whole run's (no second pass)
-    RankStats m, sim;
-    m.rank = sim.rank = t.processes.empty() || t.processes[0].rank == kNone ? 0 : t.processes[0].rank;
-    m.span = rep.measured;
-    m.overlap = rep.measured_overlap;
-    sim.span = rep.simulated;
-    sim.overlap = rep.simulated_overlap;
-    rep.measured_ranks = {m};
-    rep.simulated_ranks = {sim};
-  }
+// Span, overlap and per-rank figures of one schedule (measured or simulated); one rank's figures
+// are the whole run's, filled in by one_rank_stats.
+struct SpanStats {
+  Span span;
+  Overlap overlap;
+  std::vector<RankStats> ranks;
+};
+SpanStats span_stats(const Trace& t, const Graph& g, const Schedule& s, std::optional<Span> span = std::nullopt) {
+  SpanStats st;
+  st.span = span ? *span : device_span(g, s);
+  st.overlap = compute_overlap(g, s);
+  if (t.processes.size() > 1) st.ranks = rank_stats(g, s);
+  return st;
+}
+void one_rank_stats(const Trace& t, const SpanStats& st, std::vector<RankStats>& ranks) {
+  if (t.processes.size() > 1 || t.device_op_count() == 0) return;
+  RankStats r;
+  r.rank = t.processes.empty() || t.processes[0].rank == kNone ? 0 : t.processes[0].rank;
+  r.span = st.span;
+  r.overlap = st.overlap;
+  ranks = {r};
 }
 
 // The collective model against the measured last arrivals.
@@ -280,16 +283,37 @@ ReplayReport run_replay(const Trace& t, const ReplayOptions& opt) {
   rep.replay_rss_mb = peak_rss_mb();
   t0 = std::chrono::steady_clock::now();
   const Graph& g = *rep.graph;
-  Schedule measured = measured_schedule(t);
   Schedule simulated = sim_schedule(rep.sim);
-  span_stats(t, g, measured, simulated, rep);
-  rep.waits = collective_waits(g, simulated);
-  check_collectives(t, opt, rep);
-  sharing_table(t, g, rep);
+  rep.simulated = device_span(g, simulated);
+  // The simulated schedule's overlap, waits and sharing table on a second thread; its critical path,
+  // the measured schedule's figures and the collective model against the measured arrivals on
+  // this one.
+  SpanStats simulated_stats;
+  auto simulated_side = std::async(std::launch::async, [&] {
+    simulated_stats = span_stats(t, g, simulated, rep.simulated);
+    rep.waits = collective_waits(g, simulated);
+    sharing_table(t, g, rep);
+  });
   // The run's critical path over its GPU span: the walk stops at host work that ended before the
   // first device op started (process start-up, allocations).
   const TimeNs gpu_begin = rep.simulated.begin;
-  rep.critical_path = critical_path(rep.sim, last_device_op(g, simulated), [&](OpId o) { return rep.sim.end[o] > gpu_begin; });
+  SpanStats measured_stats;
+  try {
+    rep.critical_path = critical_path(rep.sim, last_device_op(g, simulated), [&](OpId o) { return rep.sim.end[o] > gpu_begin; });
+    measured_stats = span_stats(t, g, measured_schedule(t));
+    check_collectives(t, opt, rep);
+  } catch (...) {
+    simulated_side.wait();
+    throw;
+  }
+  simulated_side.get();
+  rep.measured = measured_stats.span;
+  rep.measured_overlap = measured_stats.overlap;
+  rep.measured_ranks = std::move(measured_stats.ranks);
+  rep.simulated_overlap = simulated_stats.overlap;
+  rep.simulated_ranks = std::move(simulated_stats.ranks);
+  one_rank_stats(t, measured_stats, rep.measured_ranks);
+  one_rank_stats(t, simulated_stats, rep.simulated_ranks);
   if (opt.range_regex) range_results(g, opt, rep);
   // The paths are walked and the sharing tables read (every duration the report needs is taken):
   // the bindings, the calibrated sharing losses and drains and the per-node sharing flags can go
