@@ -52,7 +52,7 @@ void class_table(const Trace& t, const RetargetCostModel& m, ReplayReport& rep) 
     TimeNs meas = o.duration(), pred = m.device_time(i);
     const bool comm = o.kind == OpKind::Kernel && (o.flags & Op::kFlagNccl);
     if (comm) {
-      if (auto it = rep.graph->intrinsic.find(i); it != rep.graph->intrinsic.end()) meas = it->second;
+      if (const TimeNs* in = rep.graph->intrinsic.find(i)) meas = *in;
       pred = m.duration(i, *rep.graph);
     }
     r.measured_ns += meas;

@@ -162,7 +162,7 @@ TimeNs RetargetCostModel::duration(OpId n, const Graph& g) const {
   if (o.flags & Op::kFlagNccl) {
     // The part after the last member arrived (measured), or the collective model's.
     TimeNs base = o.duration();
-    if (auto it = g.intrinsic.find(n); it != g.intrinsic.end()) base = it->second;
+    if (const TimeNs* in = g.intrinsic.find(n)) base = *in;
     if (mode_ == DurationMode::Model) {
       auto m = coll_model_.find(n);
       return m != coll_model_.end() ? m->second : base;
@@ -173,10 +173,7 @@ TimeNs RetargetCostModel::duration(OpId n, const Graph& g) const {
     }
     return base;
   }
-  if (!g.intrinsic.empty()) {
-    auto it = g.intrinsic.find(n);
-    if (it != g.intrinsic.end()) return it->second;
-  }
+  if (const TimeNs* in = g.intrinsic.find(n)) return *in;
   return o.duration();
 }
 

@@ -55,6 +55,7 @@ class Engine {
       for (std::uint32_t d = 0; d < devices; ++d) solvers_.emplace_back(g_.sharing->sm_count(d), g_.sharing->drain_weight(d));
       shared_at_.assign(devices, kNever);
       shared_seq_.assign(devices, 0);
+      nothing_id_.assign(devices, kUnset);
       r.shared.assign(n, 0);
     }
 
@@ -127,6 +128,7 @@ class Engine {
     bool draining;    // its SMs are free for later kernels
     bool has_demand;  // demand_id is set
     bool done;        // its work is done; it holds the GPU until it completes (end dependencies)
+    bool kernel;      // a kernel (else a copy or a memset)
   };
   static_assert(sizeof(Running) == 56);
   // Work done on the GPU's running ops up to now.
@@ -145,7 +147,7 @@ class Engine {
     if (run.size() > 1) {
       // A copy whose work is done holds nothing while it waits to complete; a kernel keeps its SMs
       // (a collective's member spins until its peers arrive).
-      auto holds_nothing = [&](const Running& x) { return x.done && g_.kind(x.node) != OpKind::Kernel; };
+      auto holds_nothing = [&](const Running& x) { return x.done && !x.kernel; };
       RateSolver& solver = solvers_[dev];
       Running* const ops = run.data();
       auto id = [&](std::size_t k) {
@@ -154,7 +156,9 @@ class Engine {
           x.demand_id = solver.intern(g_.sharing->demand(x.node, g_));
           x.has_demand = true;
         }
-        return holds_nothing(x) ? solver.intern(ShareDemand{}) : x.demand_id;
+        if (!holds_nothing(x)) return x.demand_id;
+        if (nothing_id_[dev] == kUnset) nothing_id_[dev] = solver.intern(ShareDemand{});
+        return nothing_id_[dev];
       };
       auto draining = [&](std::size_t k) { return ops[k].draining; };
       // (asked only where more distinct demands than the solver interns run at once: a rare case)
@@ -213,7 +217,8 @@ class Engine {
     auto& run = running_[dev];
     advance(run);
     run.push_back(Running{u, kNone, static_cast<double>(d), 1.0, now_, kNever,
-                          g_.drain_fraction(u, &drain_cursor_) * static_cast<double>(d), false, false, false});
+                          g_.drain_fraction(u, &drain_cursor_) * static_cast<double>(d), false, false, false,
+                          g_.kind(u) == OpKind::Kernel});
     resolve(dev, r);
     return true;
   }
@@ -231,7 +236,7 @@ class Engine {
         x.done = true;
         x.remaining = 0;
         done_now_.push_back(x.node);
-        freed = freed || g_.kind(x.node) != OpKind::Kernel;
+        freed = freed || !x.kernel;
       } else if (!x.draining && x.drain_at > 0 && x.remaining <= x.drain_at + 0.5) {
         x.draining = true;
         freed = true;
@@ -417,6 +422,8 @@ class Engine {
   std::vector<OpId> done_now_;
   std::size_t drain_cursor_ = 0;     // Graph::drain_fraction's hint (ops start nearly in node order)
   std::vector<RateSolver> solvers_;  // per GPU (sharing only)
+  static constexpr std::uint32_t kUnset = kNone - 1;
+  std::vector<std::uint32_t> nothing_id_;  // per GPU: the id of a demand of nothing in its solver (kUnset: not asked yet)
 };
 
 }  // namespace

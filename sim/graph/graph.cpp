@@ -357,7 +357,7 @@ class Builder {
     if (it == member_of_.end()) return;
     const Collective& c = t_.collectives[it->second.first];
     const TimeNs last = it->second.second;  // the last member's arrival
-    if (t_.measured) g.intrinsic[i] = std::clamp<TimeNs>(o.end() - last, 0, o.duration());
+    if (t_.measured) g.intrinsic.set(i, std::clamp<TimeNs>(o.end() - last, 0, o.duration()));
     for (OpId m : c.members)
       if (m != i) in.push_back({m, EdgeType::Collective, DepType::StartToEnd, 0});
   }
@@ -507,7 +507,7 @@ class Builder {
       // The call was blocked: it returned `wake` after the awaited op ended.
       auto k = static_cast<std::size_t>(bind_end);
       props[k].set_binding(true);
-      g.intrinsic[i] = std::clamp<TimeNs>(props[k].delay(), 0, o.duration());
+      g.intrinsic.set(i, std::clamp<TimeNs>(props[k].delay(), 0, o.duration()));
       g.stats.blocked_syncs++;
     }
   }

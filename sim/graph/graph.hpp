@@ -151,8 +151,29 @@ struct Graph {
   std::uint32_t num_devices = 0;                         // trace devices, then synthetic ones
   std::uint32_t num_processes = 0;                       // trace processes (ranks), then synthetic ones
   std::vector<Resource> resources;
-  // Intrinsic duration of blocking calls that waited (see header comment); others use the op's.
-  std::unordered_map<OpId, TimeNs> intrinsic;
+  // Intrinsic duration of blocking calls that waited (see header comment) and of collective members
+  // (their part after the last arrival); others use the op's.
+  class Intrinsic {
+   public:
+    void set(OpId n, TimeNs d) {
+      if (n >= marked_.size()) marked_.resize(n + 1, false);
+      marked_[n] = true;
+      times_[n] = d;
+    }
+    // Its intrinsic duration, or nullptr: a bit per op answers first (the engine asks for every op).
+    const TimeNs* find(OpId n) const {
+      if (n >= marked_.size() || !marked_[n]) return nullptr;
+      auto it = times_.find(n);
+      return it == times_.end() ? nullptr : &it->second;
+    }
+    bool empty() const { return times_.empty(); }
+    std::size_t size() const { return times_.size(); }
+
+   private:
+    std::vector<bool> marked_;
+    std::unordered_map<OpId, TimeNs> times_;
+  };
+  Intrinsic intrinsic;
   // Sharing (sim/engine/sharing.hpp): when set, concurrent device ops share their GPU's SMs and HBM
   // and durations emerge; `sharing_lost` holds, per trace op, the ns that sharing cost it in the
   // trace (calibrated; its time alone is its measured time less that; empty: none lost).
