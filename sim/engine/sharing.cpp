@@ -428,7 +428,8 @@ struct NominalDelays {
 struct FirstPass {
   NominalDelays nominal;
   OpId split = kNone;
-  std::vector<OpId> prev_at_split;  // each lane's op before the split
+  std::vector<OpId> prev_at_split;     // each lane's op before the split
+  std::size_t device_ops[2] = {0, 0};  // timed device ops before the split and from it
 };
 
 FirstPass first_pass(Graph& g, std::size_t split_min_ops) {
@@ -446,6 +447,7 @@ FirstPass first_pass(Graph& g, std::size_t split_min_ops) {
       fp.prev_at_split = last_on_lane;
     }
     busy_until = std::max(busy_until, t.ops[i].end());
+    ++fp.device_ops[fp.split == kNone ? 0 : 1];
     OpId prev = last_on_lane[t.ops[i].lane];
     last_on_lane[t.ops[i].lane] = i;
     if (t.ops[i].kind != OpKind::Kernel) continue;
@@ -471,14 +473,21 @@ class Sweep {
   Sweep(Graph& g, const ShareModel& m, const NominalDelays& nominal, Part& out)
       : g_(g), t_(*g.trace), m_(m), nominal_(nominal), out_(out) {}
 
-  void run(OpId begin, OpId end, std::vector<OpId> prev_on_lane) {
+  void run(OpId begin, OpId end, std::vector<OpId> prev_on_lane, std::size_t device_ops) {
+    out_.lost.reserve(device_ops);  // at most one an op: no reallocation copies
+    std::uint32_t last_dev = kNone;
+    DeviceSweep* last = nullptr;
     for (OpId i = begin; i < end; ++i) {
       std::uint32_t dev = device_of(g_, i);
       if (dev == kNone) continue;
       const Op& o = t_.ops[i];
       OpId prev = prev_on_lane[o.lane];
       prev_on_lane[o.lane] = i;
-      DeviceSweep& d = sweeps_[dev];
+      if (dev != last_dev) {  // (std::map: the sweeps stay where they are)
+        last = &sweeps_[dev];
+        last_dev = dev;
+      }
+      DeviceSweep& d = *last;
       advance(dev, d, o.start);
       if (o.kind == OpKind::Kernel && !d.active.empty()) release_late_kernel(i, prev, dev, d);
       const bool have_mine = !d.active.empty();
@@ -676,16 +685,16 @@ void calibrate_sharing(Graph& g, const ShareModel& m, std::size_t split_min_ops)
   Part parts[2];
   std::vector<OpId> none_yet(t.lanes.size(), kNone);
   if (fp.split == kNone) {
-    Sweep(g, m, fp.nominal, parts[0]).run(0, n, std::move(none_yet));
+    Sweep(g, m, fp.nominal, parts[0]).run(0, n, std::move(none_yet), fp.device_ops[0]);
   } else {
     std::exception_ptr failed;
     std::thread second([&] {
       try {
-        Sweep(g, m, fp.nominal, parts[1]).run(fp.split, n, std::move(fp.prev_at_split));
+        Sweep(g, m, fp.nominal, parts[1]).run(fp.split, n, std::move(fp.prev_at_split), fp.device_ops[1]);
       } catch (...) { failed = std::current_exception(); }
     });
     try {
-      Sweep(g, m, fp.nominal, parts[0]).run(0, fp.split, std::move(none_yet));
+      Sweep(g, m, fp.nominal, parts[0]).run(0, fp.split, std::move(none_yet), fp.device_ops[0]);
     } catch (...) {
       second.join();
       throw;
