@@ -2,6 +2,7 @@
 #include "sim/analysis/structure_loops.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <cctype>
 #include <string>
 #include <map>
@@ -190,8 +191,7 @@ TimeNs median_score(const Seq& s, const std::vector<std::size_t>& pos) {
 // The starts of `a` that are not starts of `b` (sorted).
 std::vector<std::size_t> starts_not_in(const Loop& a, const Loop& b) {
   std::vector<std::size_t> out;
-  for (std::size_t p : a.starts)
-    if (!std::binary_search(b.starts.begin(), b.starts.end(), p)) out.push_back(p);
+  std::set_difference(a.starts.begin(), a.starts.end(), b.starts.begin(), b.starts.end(), std::back_inserter(out));
   return out;
 }
 
