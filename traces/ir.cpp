@@ -77,9 +77,12 @@ bool LaunchInterner::Eq::operator()(const LaunchConfig& a, const LaunchConfig& b
 }
 
 std::uint32_t LaunchInterner::intern(std::vector<LaunchConfig>& table, const LaunchConfig& lc) {
-  auto [it, fresh] = index_.emplace(lc, static_cast<std::uint32_t>(table.size()));
-  if (fresh) table.push_back(lc);
-  return it->second;
+  // Looked up first: emplace builds a node (an allocation) before it finds the key there, and nearly
+  // every launch is one seen before.
+  if (auto it = index_.find(lc); it != index_.end()) return it->second;
+  index_.emplace(lc, static_cast<std::uint32_t>(table.size()));
+  table.push_back(lc);
+  return static_cast<std::uint32_t>(table.size() - 1);
 }
 
 void Trace::finalize() {
