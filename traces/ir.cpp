@@ -125,20 +125,13 @@ void Trace::finalize() {
       return Key{o.start, (static_cast<std::uint32_t>(o.kind) << 30) | std::min<std::uint32_t>(o.lane, (1u << 30) - 1),
                  static_cast<OpId>(i)};
     };
-    // Runs are merged with a heap over their positions, comparing the ops themselves (the ties
-    // by position). Past kMaxRuns, lanes are (each lane, a stream or a thread, is nearly always
-    // in time order already): their keys grouped first (counting sort; each lane's keys
-    // contiguous, so the merge reads them in order), a lane out of order sorted first.
+    // Runs are merged with a heap over their positions, comparing the ops' keys made as needed. Past kMaxRuns, lanes are (each lane, a
+    // stream or a thread, is nearly always in time order already): their keys grouped first (counting sort; each lane's keys contiguous, so
+    // the merge reads them in order), a lane out of order sorted first.
     std::vector<OpId> perm;
     perm.reserve(n);
     if (runs.size() <= kMaxRuns) {
-      auto before = [&](std::uint32_t i, std::uint32_t j) {  // kless on the keys of ops i and j
-        const Op &a = ops[i], &b = ops[j];
-        if (a.start != b.start) return a.start < b.start;
-        if (a.kind != b.kind) return a.kind < b.kind;
-        const std::uint32_t la = std::min<std::uint32_t>(a.lane, (1u << 30) - 1), lb = std::min<std::uint32_t>(b.lane, (1u << 30) - 1);
-        return la != lb ? la < lb : i < j;
-      };
+      auto before = [&](std::uint32_t i, std::uint32_t j) { return kless(key_of(i), key_of(j)); };
       using Cursor = std::pair<std::uint32_t, std::uint32_t>;  // position, end
       std::vector<Cursor> heap;
       for (std::size_t r = 0; r < runs.size(); ++r)

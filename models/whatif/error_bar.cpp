@@ -220,6 +220,13 @@ ErrorBar error_bar(const std::vector<Transform>& transforms, const ErrorContext&
     time_var += w * w;
     parts.emplace_back(w, std::move(why));
   };
+  // A family's error w, carried f times into a combination (f > 1): the time it changes, misjudged.
+  auto widen_family = [&](double w, double f, std::string why) {
+    if (f > 1)
+      widen_time(w * f, std::move(why));
+    else
+      widen(w, std::move(why));
+  };
   bool changed_work = false, layout = false;
   // A combination measured as such takes its own family instead of its transforms' carried ones:
   // bf16 autocast followed by --fuse auto (no other transform but --hw and the profiler's cost;
@@ -297,11 +304,7 @@ ErrorBar error_bar(const std::vector<Transform>& transforms, const ErrorContext&
     }
     if (fam == "?") {
       const double f = carry(widest);
-      std::string why = tr->text + ": not checked on measurements, the widest family's " + plus_minus(widest) + combined(widest, f);
-      if (f > 1)
-        widen_time(widest * f, std::move(why));  // carried: the time it changes, misjudged
-      else
-        widen(widest, std::move(why));
+      widen_family(widest, f, tr->text + ": not checked on measurements, the widest family's " + plus_minus(widest) + combined(widest, f));
       continue;
     }
     const ErrorFamily& s = stats(fam);
@@ -316,10 +319,7 @@ ErrorBar error_bar(const std::vector<Transform>& transforms, const ErrorContext&
     }
     const double f = carry(w);
     bar.bias += s.bias * f;
-    if (f > 1)
-      widen_time(w * f, why + combined(w, f));  // carried: the time it changes, misjudged
-    else
-      widen(w, why);
+    widen_family(w, f, why + combined(w, f));
   }
   const bool host_bound = ctx.gpu_busy_after < 0.6;
   if (changed_work && host_bound) {
@@ -338,12 +338,10 @@ ErrorBar error_bar(const std::vector<Transform>& transforms, const ErrorContext&
   // profiler's cost taken out of it is as uncertain as its per-event cost between programs.
   if ((host_bound || ctx.host_on_path >= 0.5) && ctx.profiler_share > 0.05 && ctx.profiler_cv > 0) {
     const double w = 1.282 * ctx.profiler_cv * ctx.profiler_share;  // in time, a fraction of the forecast
-    time_var += w * w;
     bar.floor = std::clamp(ctx.gpu_busy_after, 0.0, 1.0);
-    parts.emplace_back(w, "the profiler's host cost taken out (" + fmt_num("%.2f", ctx.profiler_share) +
-                              "x the forecast): its per-event cost varies " + fmt_num("%.0f", 100 * ctx.profiler_cv) +
-                              " % between programs, " + plus_minus(w) + " of the forecast in time, not under the GPU's " +
-                              fmt_num("%.0f", 100 * bar.floor) + " % of it");
+    widen_time(w, "the profiler's host cost taken out (" + fmt_num("%.2f", ctx.profiler_share) +
+                      "x the forecast): its per-event cost varies " + fmt_num("%.0f", 100 * ctx.profiler_cv) + " % between programs, " +
+                      plus_minus(w) + " of the forecast in time, not under the GPU's " + fmt_num("%.0f", 100 * bar.floor) + " % of it");
   }
   if (layout && host_bound && ctx.host_ranks > 1) {
     const auto [lo, hi] = HostSpread::slowest_spread(ctx.host_ranks);

@@ -62,10 +62,11 @@ namespace bneck {
 struct ErrorBar {
   TimeNs low_ns = 0, high_ns = 0;   // where the measured time lies, 4 times in 5
   double bias = 0, half_width = 0;  // of the relative error forecast / measured - 1
-  // The profiler's cost taken out: an error in time, not in ratio (the measured time is the
-  // forecast +- that time), as a fraction of the forecast; and the least the measured time can be
-  // then, as a fraction of the other terms' low end (the forecast's GPU-busy share: a host that
-  // took less profiler cost leaves the GPU's time).
+  // The errors in time, not in ratio (the profiler's cost taken out, a family's error carried into
+  // a combination: the measured time is the forecast +- that time), in quadrature, as a fraction of
+  // the forecast; and the least the measured time can be where the profiler's cost was taken out,
+  // as a fraction of the other terms' low end (the forecast's GPU-busy share: a host that took
+  // less profiler cost leaves the GPU's time; 0: none).
   double additive = 0, floor = 0;
   std::vector<std::string> basis;  // each source in words, the largest first
   bool valid() const { return high_ns > 0; }

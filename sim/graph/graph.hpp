@@ -166,8 +166,6 @@ struct Graph {
       auto it = times_.find(n);
       return it == times_.end() ? nullptr : &it->second;
     }
-    bool empty() const { return times_.empty(); }
-    std::size_t size() const { return times_.size(); }
 
    private:
     std::vector<bool> marked_;
