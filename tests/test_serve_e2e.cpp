@@ -290,9 +290,10 @@ TEST_CASE("serve calibration says in one line when a plain profile and a log do 
 // The intervals of serving forecasts (models/serving/error_bars.hpp) on the runs its fit errors
 // leave out (runs 1 and 2 are the fit): the plain capture's held-out loads with their repeats
 // (8 runs), run 3's offline run, loads2's five runs (its own calibration) and the static engine's
-// two held-out batch sizes, and loads3's, loads4's and loads5's three runs and static batches of 16
-// (three H100 machines). At this commit, of 79 medians (TTFT, TPOT, E2E; static: E2E and makespan)
-// 76 inside (96 %), median half-width 29.2 % (without the calibration run's own pace in the host's
+// two held-out batch sizes, and loads3's, loads4's, loads5's and loads6's three runs and static batches
+// of 16 (four H100 machines). At this commit, of 90 medians (TTFT, TPOT, E2E; static: E2E and makespan)
+// 86 inside (96 %; loads6's static makespan, +89.8 %, the fourth outside); of the 79 before loads6,
+// 76 inside, median half-width 29.2 % (without the calibration run's own pace in the host's
 // term: 74 inside, 28.1 %; loads5's 8/s TPOT and E2E outside); of the 68 before loads5, 65 inside,
 // median half-width 24.3 %; of the 57 before loads4, 54 inside (95 %), median half-width 21.9 % (53 at 19.8 %
 // with runs 1-2's errors from the library, without the forward's assumed per-sequence host work;
@@ -364,10 +365,10 @@ TEST_CASE("serve's 80 % intervals on held-out runs", "[serve][e2e][error_bar]") 
     check("E2E", o.simulated.e2el.median, o.bars.e2el_ms, o.measured.e2el.median);
     check("makespan", o.simulated.duration_s, o.bars.duration_s, o.measured.duration_s);
   }
-  // validate/reference/h200/serving/loads3, loads4 and loads5 (three H100 machines, each its own
+  // validate/reference/h200/serving/loads3, loads4, loads5 and loads6 (four H100 machines, each its own
   // plain profile at 2/s): three held-out runs and the static batches of 16 from the continuous
   // engine's calibration.
-  for (const std::string set : {"loads3", "loads4", "loads5"})
+  for (const std::string set : {"loads3", "loads4", "loads5", "loads6"})
     for (const std::string log : {"rate8", "burst64", "burst64_graph", "static16"}) {
       const std::string l3 = std::string(BNECK_TEST_DATA) + "/serving/" + set + "/";
       ServeJob j = calibrated_job(l3, l3 + log + ".jsonl", log == "static16" ? "" : l3 + log + "_warmup.jsonl", l3 + "cal.sqlite",
@@ -390,7 +391,7 @@ TEST_CASE("serve's 80 % intervals on held-out runs", "[serve][e2e][error_bar]") 
       check("E2E", o.simulated.e2el.median, o.bars.e2el_ms, o.measured.e2el.median);
     }
   INFO(inside << " of " << all << " inside, median half-width " << median(half));
-  CHECK(all == 79);
+  CHECK(all == 90);
   CHECK(static_cast<double>(inside) / static_cast<double>(all) >= 0.7);
 }
 
@@ -502,7 +503,8 @@ struct HostModelRow {
   std::string log;
   double ttft, tpot, e2e;
 };
-void host_model_rows(const std::string& dir, const std::vector<HostModelRow>& rows, double makespan, double static_e2e) {
+void host_model_rows(const std::string& dir, const std::vector<HostModelRow>& rows, double makespan, double static_e2e,
+                     bool makespan_inside = true) {
   for (const HostModelRow& row : rows) {
     ServeJob j = calibrated_job(dir, dir + row.log + ".jsonl", dir + row.log + "_warmup.jsonl", dir + "cal.sqlite", dir + "cal.jsonl",
                                 dir + "cal_unprof.jsonl");
@@ -536,7 +538,7 @@ void host_model_rows(const std::string& dir, const std::vector<HostModelRow>& ro
   CHECK(o.model.prepare[0] > 0);
   CHECK(std::any_of(o.model.notes.begin(), o.model.notes.end(), [](const std::string& n) { return n.rfind("static batching:", 0) == 0; }));
   CHECK(std::abs(o.simulated.duration_s / o.measured.duration_s - 1) < makespan);
-  CHECK((o.bars.duration_s[0] <= o.measured.duration_s && o.measured.duration_s <= o.bars.duration_s[1]));
+  if (makespan_inside) CHECK((o.bars.duration_s[0] <= o.measured.duration_s && o.measured.duration_s <= o.bars.duration_s[1]));
   CHECK(std::abs(o.simulated.e2el.median / o.measured.e2el.median - 1) < static_e2e);
   CHECK((o.bars.e2el_ms[0] <= o.measured.e2el.median && o.measured.e2el.median <= o.bars.e2el_ms[1]));
 }
@@ -604,4 +606,26 @@ TEST_CASE("serve on a third machine's capture of the same rows: the calibration'
   REQUIRE(o.calibration.host_fit);
   CHECK(o.calibration.host_fit->pace_lo == Approx(-0.212).margin(0.001));
   CHECK(o.calibration.host_fit->pace_hi == Approx(0.241).margin(0.001));
+}
+
+// validate/reference/h200/serving/loads6 (run_loads4.sh again, a fourth NVIDIA H100 80GB HBM3
+// machine, 2026-12-07, forecast at first sight with commit df21e20): a third of the calibration's
+// decode steps at the slow pace (probe over 750 us: 75.9 ms against 51.3), the held-out runs mostly
+// at the fast one, as on loads5's machine: 8/s +27.7 / +27.3 / +26.5 % (TTFT / TPOT / E2E), 64 at
+// once +18.5 / +14.2 / +16.4 %, with CUDA graphs +0.7 / +7.9 / +5.4 %, every median inside its 80 %
+// interval (the 8/s TPOT at the edge: 61.2 against 61.0 .. 100.1 ms). Static batches of 16: makespan
+// +89.8 %, outside its interval (5.23 s against 5.51 .. 15.21), median E2E +74.8 % inside: the
+// first batch's shape builds are right (38.7 ms a first-time step measured, 37.6 calibrated), the
+// repeated steps are the continuous engine's forward (27.2 ms) where model.generate's took 10.7
+// (the README there). Checked: each within its error here plus about 3 points, every median inside
+// its interval but the static makespan, the calibration's pace -13.6 .. +12.3 %.
+TEST_CASE("serve on a fourth machine's capture of the same rows: first sight", "[serve][e2e]") {
+  const std::string d = std::string(BNECK_TEST_DATA) + "/serving/loads6/";
+  host_model_rows(d, {{"rate8", 0.31, 0.31, 0.30}, {"burst64", 0.22, 0.18, 0.20}, {"burst64_graph", 0.04, 0.11, 0.09}}, 0.93, 0.78, false);
+  ServeJob j = calibrated_job(d, d + "rate8.jsonl", d + "rate8_warmup.jsonl", d + "cal.sqlite", d + "cal.jsonl", d + "cal_unprof.jsonl");
+  j.hw = "h100-sxm";
+  const ServeOutcome o = run_serving(j);
+  REQUIRE(o.calibration.host_fit);
+  CHECK(o.calibration.host_fit->pace_lo == Approx(-0.136).margin(0.001));
+  CHECK(o.calibration.host_fit->pace_hi == Approx(0.123).margin(0.001));
 }
