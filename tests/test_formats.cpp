@@ -16,6 +16,7 @@
 #include "sim/base/error.hpp"
 #include "models/replay.hpp"
 #include "models/whatif/run.hpp"
+#include "sim/analysis/structure.hpp"
 #include "traces/gzbuf.hpp"
 #include "traces/importer.hpp"
 
@@ -160,6 +161,51 @@ TEST_CASE("every third-party trace imports and replays at +0.00 %", "[formats][e
     REQUIRE_NOTHROW(w = run_whatif(t, wo));
     CHECK(w.predicted.length() < w.baseline.length());
   }
+}
+
+// traces/found of $BNECK_EXTRA_TRACES (its README names each file's repository and commit): 30
+// files published in others' repositories, none written for bneck: Kineto from PyTorch 1.8 (a bare
+// array of events, 2021 category names) to 2026, ROCm profiles of MI300X, a B300's, HTA's test
+// data, PyTorch execution traces and an Nsight Systems export of a machine with two kinds of GPU.
+// Each either is refused with one line naming the file (a JAX XPlane protobuf and a tar archive:
+// formats bneck does not read) or imports; those with device work replay at +0.00 %, their
+// structure is searched and a what-if runs; those without say so.
+TEST_CASE("every trace found in others' repositories imports, or is refused naming the file", "[formats][extended]") {
+  const fs::path dir = fs::path(extra_dir()) / "traces/found";
+  if (!fs::exists(dir)) {
+    WARN("no " << dir.string() << ": skipped");
+    return;
+  }
+  std::vector<fs::path> files;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file() && e.path().filename() != "README.md") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  std::size_t replayed = 0, refused = 0;
+  for (const auto& f : files) {
+    INFO(f.string());
+    Trace t;
+    try {
+      t = load_trace(f.string());
+    } catch (const InputError& e) {
+      CHECK(std::string(e.what()).find(f.filename().string()) != std::string::npos);
+      CHECK(std::string(e.what()).find('\n') == std::string::npos);
+      ++refused;
+      continue;
+    }
+    if (t.device_op_count() == 0) continue;
+    ReplayReport rep = run_replay(t, ReplayOptions{});
+    CHECK(rep.simulated.length() == rep.measured.length());
+    REQUIRE_NOTHROW(find_structure(t));
+    WhatIfOptions wo;
+    std::string scenario;
+    wo.transforms = parse_transform_args({"--scale", "2:kind=kernel"}, scenario);
+    WhatIfReport w;
+    REQUIRE_NOTHROW(w = run_whatif(t, wo));
+    CHECK(w.predicted.length() <= w.baseline.length());
+    ++replayed;
+  }
+  CHECK(replayed >= 20);
+  CHECK(refused <= 2);
 }
 
 TEST_CASE("a GPU with no preset gets a spec from the trace's device properties, said, and wide intervals", "[formats][extended]") {

@@ -385,6 +385,55 @@ TEST_CASE("structure: profiler steps replace a loop that cuts across them", "[st
   check_replayed_as_ranges(t, s, "iteration");
 }
 
+// Two profiler steps whose kernels differ from one step to the next (dynamic shapes, a sampled
+// trace): no loop in the device ops, so the marked steps are the iterations, each with its forward
+// (6 kernels launched by the main thread) and backward (10 launched by a second thread: a backward
+// is a run of 8 or more). Where the steps hold under half the trace's device ops (32 of 72 when 40
+// more run after them), they
+// are no iterations: the steps of an excerpt whose copies the trace does not tie to their launches.
+TEST_CASE("structure: two profiler steps with no loop found are the iterations", "[structure][kineto]") {
+  auto make = [](int after) {
+    std::string ev;
+    int corr = 0;
+    auto kernel = [&](long ts, const std::string& name, int tid) {
+      ++corr;
+      ev += R"({"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":)" + std::to_string(tid) + R"(,"ts":)" +
+            std::to_string(ts) + R"(,"dur":10,"args":{"correlation":)" + std::to_string(corr) + "}},";
+      ev += R"({"ph":"X","cat":"kernel","name":")" + name + R"(","pid":0,"tid":7,"ts":)" + std::to_string(ts + 20) +
+            R"(,"dur":80,"args":{"stream":7,"device":0,"correlation":)" + std::to_string(corr) + "}},";
+    };
+    long t0 = 0;
+    for (int k = 0; k < 2; ++k) {
+      ev += R"({"ph":"X","cat":"user_annotation","name":"ProfilerStep#)" + std::to_string(k + 1) + R"(","pid":1,"tid":1,"ts":)" +
+            std::to_string(t0) + R"(,"dur":2500},)";
+      const std::string step = std::to_string(k);
+      for (int i = 0; i < 6; ++i) kernel(t0 + 10 + 100 * i, "fwd" + step + "_" + std::to_string(i), 1);
+      for (int j = 0; j < 10; ++j) kernel(t0 + 800 + 100 * j, "bwd" + step + "_" + std::to_string(j), 2);
+      t0 += 3000;
+    }
+    for (int m = 0; m < after; ++m) kernel(t0 + 100 * m, "tail_" + std::to_string(m), 1);
+    ev.pop_back();
+    return load_trace(write_temp(R"({"traceEvents":[)" + ev + "]}", "steps_no_loop_" + std::to_string(after)));
+  };
+  const Trace t = make(0);
+  const Structure s = find_structure(t);
+  const StructureLevel *it = s.level("iteration"), *fw = s.level("forward"), *bw = s.level("backward");
+  REQUIRE(it);
+  CHECK(it->how == "the PyTorch profiler's ProfilerStep#N ranges (no loop found in the device ops)");
+  REQUIRE(it->instances.size() == 2);
+  for (const StructureInstance& in : it->instances) CHECK(in.ops.size() == 16);
+  REQUIRE(fw);
+  REQUIRE(bw);
+  REQUIRE(fw->instances.size() == 2);
+  REQUIRE(bw->instances.size() == 2);
+  CHECK(fw->instances[0].ops.size() == 6);
+  CHECK(bw->instances[0].ops.size() == 10);
+  CHECK(s.level("run") != nullptr);
+  const Trace tail = make(40);
+  const Structure st = find_structure(tail);
+  CHECK(st.level("iteration") == nullptr);
+}
+
 TEST_CASE("a GPU-only trace's structure is usable as ranges over device time", "[structure][extended]") {
   // An MI210 profile named a GPU-only trace: one training step (223 kernels launched by the main
   // thread, then 339 by another: the backward), whose loop of 21 device ops x 2 is its layers (20,

@@ -159,9 +159,9 @@ StructureInstance range_instance(const Trace& t, const RangeIndex& idx, std::siz
 // the iterations found cut across the steps instead (a loop of two steps, or one rotated into a
 // step: where the gaps inside a step rival those between steps), the steps, three or more and one
 // unit, become the iterations; layers found inside one step stay, and the passes are found again
-// in each step (returns true).
+// in each step (returns true). Where no loop was found, two or more steps that are one unit become
+// the iterations (returns true).
 bool promote_profiler_steps(const Trace& t, StructureLevel& iter, StructureLevel& layer) {
-  if (iter.instances.empty()) return false;
   // The profiler's step ranges, else an inference engine's own (vLLM's execute_..., SGLang's
   // step[...]): the first family the trace holds, so that nested ones do not count twice. (The
   // index of every range is built only when one is found.)
@@ -181,6 +181,21 @@ bool promote_profiler_steps(const Trace& t, StructureLevel& iter, StructureLevel
   for (std::size_t r : marked)
     if (StructureInstance in = range_instance(t, idx, r, 0); !in.ops.empty()) steps.push_back(std::move(in));
   if (steps.empty()) return false;
+  // No loop found in the device ops (a step of a few copies and kernels, or steps unlike each
+  // other op for op): two or more marked steps that are one unit by summarize's rule and hold half
+  // the trace's device ops or more (steps whose copies the trace does not tie to their launches
+  // hold a kernel or two of them) are the iterations, their passes found again in each.
+  if (iter.instances.empty()) {
+    std::size_t held = 0;
+    for (const StructureInstance& st : steps) held += st.ops.size();
+    if (steps.size() < 2 || 2 * held < t.device_op_count()) return false;
+    StructureLevel probe{"steps", "", steps, 0, 0, 0, {}};
+    summarize(probe);
+    if (!probe.rejected.empty()) return false;
+    iter.instances = std::move(steps);
+    iter.how = std::string(family) + " (no loop found in the device ops)";
+    return true;
+  }
   auto holds = [](const StructureInstance& st, const StructureInstance& i) {
     return st.rank == i.rank && st.start_ns <= i.start_ns && i.end_ns <= st.end_ns;
   };
@@ -435,8 +450,8 @@ Structure find_structure(const Trace& t) {
       for (std::size_t b : l.starts) add_passes(runs, b, id);
     }
   }
-  if (iter.instances.empty()) run.instances.clear();  // no loop: nothing to say
   if (promote_profiler_steps(t, iter, layer)) fwd.instances.clear(), bwd.instances.clear(), mb.instances.clear();
+  if (iter.instances.empty()) run.instances.clear();  // no loop and no marked steps: nothing to say
   // A training step the passes were not found in: a profile of one step (its ProfilerStep#N the
   // iteration, or none: the loop found is its layers). Each iteration's passes from its ops; where
   // the iterations hold none and a process's whole run holds one forward and one backward, that run
