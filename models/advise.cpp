@@ -157,6 +157,7 @@ void path_by_class(const Trace& t, const WorkTable& work, const HwSpec& hw, cons
     if (o < t.ops.size()) ops.push_back(o);
   const SimResult& sim = *base.base_sim;
   const Graph& g = *base.base_graph;
+  const HostTermOf term(t);
   a.path_ns = walk_path(sim, std::move(ops), [&](OpId o, TimeNs gap, TimeNs own) {
     const Op& op = t.ops[o];
     if (gap > 0 && g.waited_unknown(o)) {
@@ -166,7 +167,7 @@ void path_by_class(const Trace& t, const WorkTable& work, const HwSpec& hw, cons
       if (op.kind == OpKind::Api) a.host_terms[kBetweenCalls] += gap;  // host work before a call
     }
     a.path_by_class[path_class(t, o, work[o], hw, sim.end[o] - sim.start[o])] += own;
-    if (op.kind == OpKind::Api) a.host_terms[host_term(op.api_class())] += own;
+    if (op.kind == OpKind::Api) a.host_terms[term(op)] += own;
   });
 }
 
@@ -232,6 +233,13 @@ std::vector<AdviceSuggestion> candidates(const Trace& t, const WorkTable& work, 
     add("small copies batched into one", {"--batch-copies"},
         "the tensors packed into one host buffer (or the values stacked on the GPU, one .tolist()) and copied once; "
         "code that read each one indexes the packed one");
+  // Memory allocated and freed on the path (a caching allocator off, emptied every step, or
+  // thrashing): the memory kept instead, its calls gone.
+  if (const auto it = a.host_terms.find(kAllocationCalls);
+      it != a.host_terms.end() && a.path_ns > 0 && static_cast<double>(it->second) / static_cast<double>(a.path_ns) >= 0.05)
+    add("device memory kept between iterations (a caching allocator)", {"--keep-memory"},
+        "PyTorch's caching allocator on (no PYTORCH_NO_CUDA_MEMORY_CACHING, no torch.cuda.empty_cache() in the loop) or buffers "
+        "allocated once and reused; the memory stays held at its peak");
   // Host synchronizations on the path: moved out of the step.
   if (share(kSync) >= 0.1)
     add("host synchronizations out of the step", {"--remove", "kind=api&name~ynchronize"},

@@ -9,6 +9,8 @@
 #include "helpers.hpp"
 #include "models/advise.hpp"
 #include "models/kernel_roofline.hpp"
+#include "models/whatif/host_path.hpp"
+#include "sim/base/regex.hpp"
 #include "tools/views/advise_view.hpp"
 #include "traces/importer.hpp"
 #include "traces/window.hpp"
@@ -269,6 +271,68 @@ TEST_CASE("advise names the host's part of the critical path by cause, and how f
 // the H200's 132 SMs, compute-bound; most grids leave SMs a block short (376 blocks: 3 on the
 // busiest SM, 376 / 396 = 95 % on average), so filling them is proposed for the compute-bound run,
 // with the family's interval; the kernel table says how loaded the SMs are.
+// A loop that allocates and frees device memory every step (a caching allocator off, or emptied
+// each step): 4 steps 1 ms apart, each a cudaMalloc of 300 us, 10 us later the launches (5 us, 3 us
+// apart) of a 100 us and a 50 us kernel, 7 us later a cudaFree of 400 us. The critical path spans the
+// GPU's work, from the first kernel (320 us) to the last one's end (3,470 us): of its 3.15 ms the
+// allocation calls are 2.1 ms (the first step's free, the next two steps' mallocs and frees, the last
+// step's malloc; less the profiler's cost taken out of them, about 16 us): a host term of their own.
+// Keeping the memory between iterations ranks first: the calls after the first step's launches
+// (7 of the 8) take no time, the host's gaps and launches stay (270 + 10 + 5 + 3 + 5 + 7 = 300 us a
+// step), so the span is 3 x 300 + 150 us = 1.05 ms less the profiler's cost. The first step's
+// malloc keeps its time (before the first kernel: off the path).
+TEST_CASE("advise: allocation calls on the critical path are their own cause, and keeping the memory ranks first", "[advise][host]") {
+  auto make = [](int steps) {
+    std::string ev;
+    int corr = 100;
+    auto call = [&](const char* name, long ts, long dur, int c) {
+      ev += R"({"ph":"X","cat":"cuda_runtime","name":")" + std::string(name) + R"(","pid":1,"tid":1,"ts":)" + std::to_string(ts) +
+            R"(,"dur":)" + std::to_string(dur) + (c < 0 ? std::string("}") : R"(,"args":{"correlation":)" + std::to_string(c) + "}}") + ",";
+    };
+    auto kernel = [&](const char* name, long ts, long dur, int c) {
+      ev += R"({"ph":"X","cat":"kernel","name":")" + std::string(name) + R"(","pid":0,"tid":7,"ts":)" + std::to_string(ts) + R"(,"dur":)" +
+            std::to_string(dur) + R"(,"args":{"stream":7,"device":0,"correlation":)" + std::to_string(c) + "}},";
+    };
+    for (int i = 0; i < steps; ++i) {
+      const long t = 1000L * i;
+      call("cudaMalloc", t, 300, -1);
+      call("cudaLaunchKernel", t + 310, 5, ++corr);
+      kernel("k1", t + 320, 100, corr);
+      call("cudaLaunchKernel", t + 318, 5, ++corr);
+      kernel("k2", t + 420, 50, corr);
+      call("cudaFree", t + 330, 400, -1);
+    }
+    ev.pop_back();
+    return write_temp(R"({"deviceProperties":[{"id":0,"name":"NVIDIA H200","numSms":132}],"traceEvents":[)" + ev + "]}",
+                      "alloc_loop" + std::to_string(steps) + ".json");
+  };
+  const Advice a = advise_of(make(4), "");
+  REQUIRE(a.host_terms.count(kAllocationCalls));
+  INFO("allocation calls " << a.host_terms.at(kAllocationCalls) << " ns of a path of " << a.path_ns);
+  CHECK(a.host_terms.at(kAllocationCalls) >= 2'050'000);
+  CHECK(a.host_terms.at(kAllocationCalls) <= 2'100'000);
+  CHECK_THAT(a.host_note, Catch::Contains("memory allocation calls dominate"));
+  const AdviceSuggestion& s = first(a);
+  CHECK(s.args == std::vector<std::string>{"--keep-memory"});
+  INFO("forecast " << s.predicted_ns << " of " << s.baseline_ns);
+  CHECK(s.predicted_ns >= 1'000'000);
+  CHECK(s.predicted_ns <= 1'050'000);
+  // One step repeats nothing: its calls cannot be told from setup, and all keep their time.
+  const WhatIfReport one = whatif_of(make(1), "", {"--keep-memory"});
+  CHECK(one.predicted_ns == one.baseline_ns);
+  CHECK(std::any_of(one.log.begin(), one.log.end(),
+                    [](const std::string& l) { return l.find("cannot be told from setup") != std::string::npos; }));
+  // The selector takes the runtime's, the driver's and HIP's allocation calls, not copies or sets.
+  const std::string sel = kAllocationSelector;
+  const Regex re(sel.substr(sel.find('~') + 1));
+  for (const char* yes : {"cudaMalloc", "cudaFree_v3020", "cudaMallocAsync", "cudaHostAlloc", "cuMemAlloc_v2", "cuMemCreate", "cuMemUnmap",
+                          "hipFree", "hipHostMalloc", "hipExtMallocWithFlags"})
+    CHECK(re.search(yes));
+  for (const char* no :
+       {"cudaMemcpyAsync", "cudaMemsetAsync", "cuMemcpyHtoD_v2", "cudaMemGetInfo", "hipMemcpyWithStream", "cudaLaunchKernel"})
+    CHECK_FALSE(re.search(no));
+}
+
 TEST_CASE("advise: grids that leave SMs a block short get filled waves proposed", "[advise][waves][e2e]") {
   const Advice a = advise_of(std::string(BNECK_TEST_DATA) + "/waves/flash.json", "");
   CHECK(a.bottleneck == "compute-bound");

@@ -164,7 +164,7 @@ const char* words(const std::string& name) {
 std::string family_of(const std::string& text) {
   auto has = [&](const char* p) { return text.rfind(p, 0) == 0; };
   if (has("--unprofile")) return "";
-  if (has("--scale") || has("--remove") || has("--repeat")) return "measured";
+  if (has("--scale") || has("--remove") || has("--repeat") || has("--keep-memory")) return "measured";
   if (has("--fuse")) return "fuse";
   if (has("--pin-memory") || has("--overlap-copies")) return "copies";
   if (has("--batch-copies")) return "batch-copies";

@@ -1,5 +1,7 @@
 #include "models/whatif/host_path.hpp"
 
+#include "sim/base/regex.hpp"
+
 namespace bneck {
 
 const char* host_term(ApiClass c) {
@@ -18,6 +20,22 @@ const char* host_term(ApiClass c) {
   return "other runtime calls";
 }
 
+HostTermOf::HostTermOf(const Trace& t) : t_(t), allocation_(t.strings.size(), 0) {
+  const std::string sel = kAllocationSelector;
+  const Regex re(sel.substr(sel.find('~') + 1));
+  std::vector<char> seen(t.strings.size(), 0);
+  for (const Op& o : t.ops)
+    if (o.kind == OpKind::Api && o.name < seen.size() && !seen[o.name]) {
+      seen[o.name] = 1;
+      allocation_[o.name] = re.search(t.strings.str(o.name));
+    }
+}
+
+const char* HostTermOf::operator()(const Op& o) const {
+  if (o.kind == OpKind::Api && o.name < allocation_.size() && allocation_[o.name]) return kAllocationCalls;
+  return host_term(o.api_class());
+}
+
 TimeNs HostOnPath::host() const {
   TimeNs h = 0;
   for (const auto& [k, v] : terms) h += v;
@@ -34,6 +52,7 @@ std::string HostOnPath::note() const {
 
 HostOnPath host_on_path(const Graph& g, const SimResult& sim, const std::vector<OpId>& path) {
   HostOnPath h;
+  const HostTermOf term(*g.trace);
   std::vector<OpId> nodes;
   for (OpId n : path)
     if (n < g.num_nodes()) nodes.push_back(n);
@@ -41,7 +60,7 @@ HostOnPath host_on_path(const Graph& g, const SimResult& sim, const std::vector<
     if (g.kind(n) != OpKind::Api) return;
     if (gap > 0) h.terms[kBetweenCalls] += gap;
     const OpId o = g.origin(n);
-    h.terms[o == kNone || o >= g.num_trace_nodes() ? "host work a change added" : host_term(g.trace->ops[o].api_class())] += own;
+    h.terms[o == kNone || o >= g.num_trace_nodes() ? "host work a change added" : term(g.trace->ops[o])] += own;
   });
   return h;
 }

@@ -13,9 +13,28 @@
 namespace bneck {
 
 inline constexpr const char* kBetweenCalls = "framework and Python between calls";
+inline constexpr const char* kAllocationCalls = "memory allocation calls";
+// The runtime calls that allocate or free memory, as a selector (--remove): CUDA's runtime
+// (cudaMalloc, cudaFree, cudaHostAlloc, cudaMallocAsync, ...), its driver (cuMemAlloc, cuMemFree,
+// and the virtual memory calls of expandable segments: cuMemCreate, cuMemMap, cuMemRelease, ...)
+// and HIP's (hipMalloc, hipFree, hipHostMalloc, hipExtMallocWithFlags, ...).
+inline constexpr const char* kAllocationSelector =
+    "kind=api&name~^(cuda|hip|cu)(Mem|Ext)?(Malloc|Free|Alloc|HostAlloc|HostMalloc|HostFree|Create|Release|Map|Unmap|AddressReserve|"
+    "AddressFree|SetAccess)";
 
 // The cause a host call's time on the critical path counts under ("kernel launches", ...).
 const char* host_term(ApiClass c);
+
+// The same for an op of `t`, allocation calls apart (kAllocationCalls): each name matched once.
+class HostTermOf {
+ public:
+  explicit HostTermOf(const Trace& t);
+  const char* operator()(const Op& o) const;
+
+ private:
+  const Trace& t_;
+  std::vector<char> allocation_;  // per string id
+};
 
 // Walks a critical path in end order: each node adds the time after the one before (a blocking
 // call that waited for kernels counts only its own tail) and the time before it that no earlier
