@@ -158,13 +158,18 @@ void path_by_class(const Trace& t, const WorkTable& work, const HwSpec& hw, cons
   const SimResult& sim = *base.base_sim;
   const Graph& g = *base.base_graph;
   const HostTermOf term(t);
+  const InputPipeline input(t);
   a.path_ns = walk_path(sim, std::move(ops), [&](OpId o, TimeNs gap, TimeNs own) {
     const Op& op = t.ops[o];
     if (gap > 0 && g.waited_unknown(o)) {
       a.path_by_class[kWait] += gap;  // held by an event the trace does not show, not the host
     } else if (gap > 0) {
       a.path_by_class[kGaps] += gap;
-      if (op.kind == OpKind::Api) a.host_terms[kBetweenCalls] += gap;  // host work before a call
+      if (op.kind == OpKind::Api) {  // host work before a call: the input pipeline's, by its ranges, or the framework's
+        const TimeNs in = input.overlap(op.lane, op.start - gap, op.start);
+        if (in > 0) a.host_terms[kInputPipeline] += in;
+        if (gap > in) a.host_terms[kBetweenCalls] += gap - in;
+      }
     }
     a.path_by_class[path_class(t, o, work[o], hw, sim.end[o] - sim.start[o])] += own;
     if (op.kind == OpKind::Api) a.host_terms[term(op)] += own;
@@ -240,6 +245,13 @@ std::vector<AdviceSuggestion> candidates(const Trace& t, const WorkTable& work, 
     add("device memory kept between iterations (a caching allocator)", {"--keep-memory"},
         "PyTorch's caching allocator on (no PYTORCH_NO_CUDA_MEMORY_CACHING, no torch.cuda.empty_cache() in the loop) or buffers "
         "allocated once and reused; the memory stays held at its peak");
+  // The input pipeline on the path (a DataLoader without workers): the next batch prepared beside
+  // the step.
+  if (const auto it = a.host_terms.find(kInputPipeline);
+      it != a.host_terms.end() && a.path_ns > 0 && static_cast<double>(it->second) / static_cast<double>(a.path_ns) >= 0.05)
+    add("the next batch loaded beside the step (DataLoader workers)", {"--input-workers"},
+        "DataLoader(num_workers=N, pin_memory=True, persistent_workers=True): N processes and their memory, the host's cores "
+        "shared with them; a worker's batch must be ready within a step");
   // Host synchronizations on the path: moved out of the step.
   if (share(kSync) >= 0.1)
     add("host synchronizations out of the step", {"--remove", "kind=api&name~ynchronize"},
@@ -341,6 +353,7 @@ void simulate(const Trace& t, const WhatIfBaseline& baseline, std::vector<Advice
         if (op.kind != OpKind::Api && !is_device_op(op.kind)) continue;
         saved += static_cast<double>((w.base_sim->end[o] - w.base_sim->start[o]) - (w.pred_sim.end[o] - w.pred_sim.start[o]));
       }
+      saved += static_cast<double>(w.host_gaps_removed_ns);  // host time between calls taken out (no op's own)
       const double whole = static_cast<double>(std::max<TimeNs>(1, w.baseline.length()));
       s.amdahl_ns = s.gpus > 1 ? s.baseline_ns / s.gpus
                                : static_cast<TimeNs>(std::llround(static_cast<double>(s.baseline_ns) * std::max(0.0, 1 - saved / whole)));

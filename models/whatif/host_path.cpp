@@ -1,5 +1,8 @@
 #include "models/whatif/host_path.hpp"
 
+#include <algorithm>
+#include <limits>
+
 #include "sim/base/regex.hpp"
 
 namespace bneck {
@@ -36,6 +39,43 @@ const char* HostTermOf::operator()(const Op& o) const {
   return host_term(o.api_class());
 }
 
+InputPipeline::InputPipeline(const Trace& t) {
+  std::vector<char> is(t.strings.size(), 0), seen(t.strings.size(), 0);
+  for (const Range& r : t.ranges) {
+    if (r.structure || r.name >= is.size()) continue;
+    if (!seen[r.name]) {
+      seen[r.name] = 1;
+      is[r.name] = t.strings.str(r.name).rfind("enumerate(DataLoader)#", 0) == 0;
+    }
+    if (is[r.name] && r.end > r.start) by_lane_[r.lane].emplace_back(r.start, r.end), ++count_;
+  }
+  for (auto& [lane, v] : by_lane_) {  // sorted and merged (a range inside another counts once)
+    std::sort(v.begin(), v.end());
+    std::size_t w = 0;
+    for (std::size_t k = 1; k < v.size(); ++k)
+      if (v[k].first <= v[w].second)
+        v[w].second = std::max(v[w].second, v[k].second);
+      else
+        v[++w] = v[k];
+    v.resize(w + 1);
+  }
+}
+
+TimeNs InputPipeline::overlap(LaneId l, TimeNs a, TimeNs b) const {
+  const auto it = by_lane_.find(l);
+  if (it == by_lane_.end() || b <= a) return 0;
+  const auto& v = it->second;
+  TimeNs sum = 0;
+  for (auto k = std::upper_bound(v.begin(), v.end(), std::make_pair(a, std::numeric_limits<TimeNs>::max())) - v.begin() - 1;
+       k < static_cast<std::ptrdiff_t>(v.size()); ++k) {
+    if (k < 0) continue;
+    const auto& [s, e] = v[static_cast<std::size_t>(k)];
+    if (s >= b) break;
+    sum += std::max<TimeNs>(0, std::min(e, b) - std::max(s, a));
+  }
+  return sum;
+}
+
 TimeNs HostOnPath::host() const {
   TimeNs h = 0;
   for (const auto& [k, v] : terms) h += v;
@@ -53,13 +93,21 @@ std::string HostOnPath::note() const {
 HostOnPath host_on_path(const Graph& g, const SimResult& sim, const std::vector<OpId>& path) {
   HostOnPath h;
   const HostTermOf term(*g.trace);
+  const InputPipeline input(*g.trace);
   std::vector<OpId> nodes;
   for (OpId n : path)
     if (n < g.num_nodes()) nodes.push_back(n);
   h.path_ns = walk_path(sim, std::move(nodes), [&](OpId n, TimeNs gap, TimeNs own) {
     if (g.kind(n) != OpKind::Api) return;
-    if (gap > 0) h.terms[kBetweenCalls] += gap;
     const OpId o = g.origin(n);
+    if (gap > 0) {
+      // The part of the gap the input pipeline's ranges hold (by the call's measured start).
+      const TimeNs in = o == kNone || o >= g.num_trace_nodes()
+                            ? 0
+                            : input.overlap(g.trace->ops[o].lane, g.trace->ops[o].start - gap, g.trace->ops[o].start);
+      if (in > 0) h.terms[kInputPipeline] += in;
+      if (gap > in) h.terms[kBetweenCalls] += gap - in;
+    }
     h.terms[o == kNone || o >= g.num_trace_nodes() ? "host work a change added" : term(g.trace->ops[o])] += own;
   });
   return h;

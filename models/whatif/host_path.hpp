@@ -22,8 +22,26 @@ inline constexpr const char* kAllocationSelector =
     "kind=api&name~^(cuda|hip|cu)(Mem|Ext)?(Malloc|Free|Alloc|HostAlloc|HostMalloc|HostFree|Create|Release|Map|Unmap|AddressReserve|"
     "AddressFree|SetAccess)";
 
+inline constexpr const char* kInputPipeline = "input pipeline (DataLoader)";
+
 // The cause a host call's time on the critical path counts under ("kernel launches", ...).
 const char* host_term(ApiClass c);
+
+// The input pipeline's ranges on each host thread: PyTorch's profiler records each batch the
+// DataLoader hands the loop as `enumerate(DataLoader)#..._next__` (a user_annotation; an op in
+// PyTorch 1.8-1.9). Sorted, disjoint intervals per lane.
+class InputPipeline {
+ public:
+  explicit InputPipeline(const Trace& t);
+  bool empty() const { return by_lane_.empty(); }
+  std::size_t ranges() const { return count_; }
+  // How much of [a, b) on lane `l` lies inside the input pipeline's ranges.
+  TimeNs overlap(LaneId l, TimeNs a, TimeNs b) const;
+
+ private:
+  std::map<LaneId, std::vector<std::pair<TimeNs, TimeNs>>> by_lane_;
+  std::size_t count_ = 0;
+};
 
 // The same for an op of `t`, allocation calls apart (kAllocationCalls): each name matched once.
 class HostTermOf {

@@ -8,13 +8,15 @@ extern const TransformDef kScaleTransform, kRemoveTransform, kFuseTransform, kPr
     kOverlapCommTransform, kRanksTransform, kRepeatTransform, kDataParallelTransform, kTensorParallelTransform, kPipelineParallelTransform,
     kStepsTransform, kCfgTransform, kResolutionTransform, kFramesTransform, kFsdpTransform, kContextParallelTransform,
     kExpertParallelTransform, kUnprofileTransform, kBatchTransform, kPinMemoryTransform, kOverlapCopiesTransform, kHostSpeedTransform,
-    kGradCompressTransform, kBatchCopiesTransform, kBucketCommTransform, kAlignGemmsTransform, kFillWavesTransform, kKeepMemoryTransform;
+    kGradCompressTransform, kBatchCopiesTransform, kBucketCommTransform, kAlignGemmsTransform, kFillWavesTransform, kKeepMemoryTransform,
+    kInputWorkersTransform;
 
 const std::vector<const TransformDef*>& transform_registry() {
   static const std::vector<const TransformDef*> table = {
       &kScaleTransform,
       &kRemoveTransform,
       &kKeepMemoryTransform,
+      &kInputWorkersTransform,
       &kFuseTransform,
       &kPrecisionTransform,
       &kAlignGemmsTransform,

@@ -278,6 +278,7 @@ WhatIfReport WhatIfBaseline::run(const std::vector<Transform>& user) const {
   WhatIfCase pred =
       u ? engine.resume(b.unprofiled_case, std::vector<Transform>(transforms.begin() + 1, transforms.end())) : engine.apply(transforms);
   rep.log = pred.log;
+  rep.host_gaps_removed_ns = pred.host_gaps_removed_ns;
   if (!b.unidentified.empty()) rep.log.insert(rep.log.begin(), b.unidentified);
   if (!b.source.from_trace.empty()) rep.log.insert(rep.log.begin(), b.source.from_trace);
   if (b.unprofile)  // the profiler's line apart from the user's transforms

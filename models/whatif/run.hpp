@@ -54,6 +54,7 @@ struct WhatIfReport {
   TimeNs amdahl_ns = 0;
   std::vector<std::string> onto_cp, off_cp;  // op names that moved onto / off the critical path
   HostOnPath host_after;                     // the host's part of the forecast's critical path (the first range's)
+  TimeNs host_gaps_removed_ns = 0;           // host time between calls the transforms took out (WhatIfCase)
   struct SlackChange {
     std::string name;
     OpId id;

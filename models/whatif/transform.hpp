@@ -70,6 +70,7 @@ struct WhatIfCase {
   std::optional<Dtype> gemm_dtype;     // the precision GEMMs run in after a --precision (none: as traced)
   double surface_share = 1;            // of the math a --precision changed (its time before), the share measured shape surfaces priced
   TimeNs fused_host_removed_ns = 0;    // host time --fuse took out (the fused ops' dispatches, the compiled wrapper's cap)
+  TimeNs host_gaps_removed_ns = 0;     // host time between calls a transform took out (--input-workers), for Amdahl
   double fused_conv_share = 0;         // --fuse auto: the convolutions' share of the kernels' time it started from
   // Autocast's casts of an op's activation input folded into its duration (a GEMM's fp32 input
   // cast down, a norm's or softmax's low-precision input cast up), GPU time by op; --fuse auto

@@ -947,6 +947,8 @@ class Reader : public JsonSax {
       name = ev_.name;  // DDP's reducer steps (copy_bucket_to_grad: after the bucket all-reduces)
     } else if (ev_.name.rfind("ProfilerStep#", 0) == 0) {
       name = ev_.name;  // the profiler's steps as PyTorch 1.9 and the legacy profiler record them (an op)
+    } else if (ev_.name.rfind("enumerate(DataLoader)#", 0) == 0) {
+      name = ev_.name;  // the input pipeline's next batch, as PyTorch 1.8-1.9 record it (an op; a user_annotation since)
     } else {
       t_.unnamed_ops.emplace_back(thread_lane(ev_.pid, ev_.tid), ev_.ts);  // a cpu_op without shapes: counted, not named
       return;
