@@ -513,7 +513,7 @@ TEST_CASE("advise --window-ops advises on the middle of the run and says so", "[
 // validate/reference/h100/alloc: the same loop without PyTorch's caching allocator, with
 // empty_cache() every step, and with the cache on (three processes each, an H100). From each
 // no-cache trace --keep-memory forecasts the steps after the first at 3.00-3.02 ms against the cached
-// processes' 3.11-3.13 ms (-3.5 .. -3.9 %); the first keeps its allocations (6.4-6.5 ms). From the
+// processes' 3.11-3.13 ms (-3.5 .. -3.9 %); the first keeps its allocations (6.3-6.5 ms). From the
 // empty_cache() traces the whole 6-step run at 18.91-19.26 ms, 3.15-3.21 ms a step (+1.0 .. +2.6
 // %). Checked: within 6 % of the cached median; processes 2 and 3 (held out of the family
 // "memory kept between iterations", fitted on process 1's two: +-4 %) inside their intervals.
