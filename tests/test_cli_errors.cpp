@@ -49,6 +49,19 @@ TEST_CASE("bad input: one error line naming the file, exit code 2", "[cli][error
     std::ofstream((d / "notes.txt").string()) << "these are my notes, not a trace\n";
     expect_bad_input((d / "notes.txt").string(), "unrecognised trace format");
   }
+  SECTION("a tar archive of traces, plain and gzipped") {
+    // A POSIX ustar header: the member's name, then "ustar" at byte 257 (a 512-byte block).
+    std::string tar(1024, '\0');
+    tar.replace(0, 10, "trace.json");
+    tar.replace(257, 6, std::string("ustar\0", 6));
+    std::ofstream((d / "traces.tar").string(), std::ios::binary) << tar;
+    expect_bad_input((d / "traces.tar").string(), "a tar archive: unpack it");
+    gzFile gz = gzopen((d / "traces.tar.gz").string().c_str(), "wb");
+    REQUIRE(gz);
+    gzwrite(gz, tar.data(), static_cast<unsigned>(tar.size()));
+    gzclose(gz);
+    expect_bad_input((d / "traces.tar.gz").string(), "a tar archive: unpack it");
+  }
   SECTION("truncated SQLite export") {
     std::string whole = slurp(demo_trace());
     REQUIRE(whole.size() > 200000);

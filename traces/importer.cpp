@@ -144,6 +144,10 @@ Trace load_trace(const std::string& path, const ImportOptions& opt) {
     }
   }
   if (is_nsys_report(head)) throw InputError(path, "a gzip-compressed Nsight Systems report: decompress it first");
+  // A tar archive (POSIX ustar: the magic at byte 257 of its first header), gzipped or not: the
+  // traces inside are files of their own.
+  if (head.size() >= 262 && head.compare(257, 5, "ustar") == 0)
+    throw InputError(path, "a tar archive: unpack it and pass the trace files inside (or their folder)");
   auto pick = [&](const SniffInput& input, int& best_score) {
     const Importer* best = nullptr;
     for (const auto& imp : importers()) {
