@@ -106,6 +106,12 @@ const std::vector<Family>& families() {
       // 6-step run: 3.151 a step against 3.113). Held out: the other two processes of each kind
       // (-3.9, -3.5, +1.0, +2.7 %).
       {"keep-memory", "memory kept between iterations", {-0.035, 0.012}},
+      // The input pipeline beside the step (--input-workers): the TensorBoard plugin's ResNet-50
+      // samples (pytorch/kineto, 2021; $BNECK_EXTRA_TRACES/traces/found), four num_workers=0
+      // profiles against their num_workers=4 pairs' GPU spans, both profiled. Held out: three
+      // processes of validate/reference/h100/input against the same program's unprofiled 4-worker
+      // steps (+4.8, +4.1, 0.0 %).
+      {"input-workers", "the input pipeline beside the step", {0.006, -0.113, -0.024, -0.120}},
       // Host-bound after the change (the forecast's GPU busy under 60 % of its span): the fit cases
       // that were, beyond their family's error: the core block pair (-14.7 %, profiler kept), GPT-2
       // large training under TF32 and autocast (+11.8, +6.0 %: its traced steps' host pace varies),
@@ -172,6 +178,7 @@ std::string family_of(const std::string& text) {
   if (has("--unprofile")) return "";
   if (has("--scale") || has("--remove") || has("--repeat")) return "measured";
   if (has("--keep-memory")) return "keep-memory";
+  if (has("--input-workers")) return "input-workers";
   if (has("--fuse")) return "fuse";
   if (has("--pin-memory") || has("--overlap-copies")) return "copies";
   if (has("--batch-copies")) return "batch-copies";
