@@ -158,18 +158,13 @@ void path_by_class(const Trace& t, const WorkTable& work, const HwSpec& hw, cons
   const SimResult& sim = *base.base_sim;
   const Graph& g = *base.base_graph;
   const HostTermOf term(t);
-  const InputPipeline input(t);
   a.path_ns = walk_path(sim, std::move(ops), [&](OpId o, TimeNs gap, TimeNs own) {
     const Op& op = t.ops[o];
     if (gap > 0 && g.waited_unknown(o)) {
       a.path_by_class[kWait] += gap;  // held by an event the trace does not show, not the host
     } else if (gap > 0) {
       a.path_by_class[kGaps] += gap;
-      if (op.kind == OpKind::Api) {  // host work before a call: the input pipeline's, by its ranges, or the framework's
-        const TimeNs in = input.overlap(op.lane, op.start - gap, op.start);
-        if (in > 0) a.host_terms[kInputPipeline] += in;
-        if (gap > in) a.host_terms[kBetweenCalls] += gap - in;
-      }
+      if (op.kind == OpKind::Api) term.add_gap(a.host_terms, op, gap);  // host work before a call
     }
     a.path_by_class[path_class(t, o, work[o], hw, sim.end[o] - sim.start[o])] += own;
     if (op.kind == OpKind::Api) a.host_terms[term(op)] += own;

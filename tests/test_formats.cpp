@@ -132,18 +132,28 @@ TEST_CASE("json_top_level_keys: keys in order, string values kept, nested and es
   CHECK_FALSE(json_top_level_keys((d / "array.json").string()));
 }
 
+namespace {
+
+// The files under $BNECK_EXTRA_TRACES/traces/SUB but its README.md, sorted (nullopt: no such folder).
+std::optional<std::vector<fs::path>> extra_trace_files(const std::string& sub) {
+  const fs::path dir = fs::path(extra_dir()) / "traces" / sub;
+  if (!fs::exists(dir)) return std::nullopt;
+  std::vector<fs::path> files;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file() && e.path().filename() != "README.md") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+}  // namespace
+
 TEST_CASE("every third-party trace imports and replays at +0.00 %", "[formats][extended]") {
-  const fs::path dir = fs::path(extra_dir()) / "traces/thirdparty";
-  if (!fs::exists(dir)) {
-    WARN("no " << dir.string() << ": skipped");
+  const auto found = extra_trace_files("thirdparty");
+  if (!found) {
+    WARN("no " << extra_dir() << "/traces/thirdparty: skipped");
     return;
   }
-  std::vector<fs::path> files;
-  for (const auto& e : fs::recursive_directory_iterator(dir)) {
-    std::string n = e.path().filename().string();
-    if (e.is_regular_file() && n != "README.md") files.push_back(e.path());
-  }
-  std::sort(files.begin(), files.end());
+  const std::vector<fs::path>& files = *found;
   CHECK(files.size() >= 17);
   for (const auto& f : files) {
     INFO(f.string());
@@ -163,23 +173,20 @@ TEST_CASE("every third-party trace imports and replays at +0.00 %", "[formats][e
   }
 }
 
-// traces/found of $BNECK_EXTRA_TRACES (its README names each file's repository and commit): 30
+// traces/found of $BNECK_EXTRA_TRACES (its README names each file's repository and commit): 36
 // files published in others' repositories, none written for bneck: Kineto from PyTorch 1.8 (a bare
 // array of events, 2021 category names) to 2026, ROCm profiles of MI300X, a B300's, HTA's test
 // data, PyTorch execution traces and an Nsight Systems export of a machine with two kinds of GPU.
-// Each either is refused with one line naming the file (a JAX XPlane protobuf and a tar archive:
-// formats bneck does not read) or imports; those with device work replay at +0.00 %, their
+// Each either is refused with one line naming the file (a JAX XPlane protobuf, a format bneck does
+// not read; a tar archive, to be unpacked) or imports; those with device work replay at +0.00 %, their
 // structure is searched and a what-if runs; those without say so.
 TEST_CASE("every trace found in others' repositories imports, or is refused naming the file", "[formats][extended]") {
-  const fs::path dir = fs::path(extra_dir()) / "traces/found";
-  if (!fs::exists(dir)) {
-    WARN("no " << dir.string() << ": skipped");
+  const auto found = extra_trace_files("found");
+  if (!found) {
+    WARN("no " << extra_dir() << "/traces/found: skipped");
     return;
   }
-  std::vector<fs::path> files;
-  for (const auto& e : fs::recursive_directory_iterator(dir))
-    if (e.is_regular_file() && e.path().filename() != "README.md") files.push_back(e.path());
-  std::sort(files.begin(), files.end());
+  const std::vector<fs::path>& files = *found;
   std::size_t replayed = 0, refused = 0;
   for (const auto& f : files) {
     INFO(f.string());

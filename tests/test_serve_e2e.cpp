@@ -2,6 +2,7 @@
 // and model.generate measured on an H200 (validate/reference/h200/serving, made by
 // validate/reference/h200/serving/run_serving.sh and the capture scripts beside it).
 #include <catch2/catch.hpp>
+#include <optional>
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -503,8 +504,16 @@ struct HostModelRow {
   std::string log;
   double ttft, tpot, e2e;
 };
-void host_model_rows(const std::string& dir, const std::vector<HostModelRow>& rows, double makespan, double static_e2e,
-                     bool makespan_inside = true) {
+// What the static batches and the calibration are held to beside the rows.
+struct HostModelChecks {
+  double makespan = 0, static_e2e = 0;  // their errors' bounds
+  bool makespan_inside = true;          // the makespan inside its interval
+  // The calibration run's own pace (fit_host_steps: its windowed medians' 10th and 90th
+  // percentiles over the run's median), checked on the first row's calibration where given.
+  std::optional<std::pair<double, double>> pace;
+};
+
+void host_model_rows(const std::string& dir, const std::vector<HostModelRow>& rows, const HostModelChecks& c) {
   for (const HostModelRow& row : rows) {
     ServeJob j = calibrated_job(dir, dir + row.log + ".jsonl", dir + row.log + "_warmup.jsonl", dir + "cal.sqlite", dir + "cal.jsonl",
                                 dir + "cal_unprof.jsonl");
@@ -515,6 +524,11 @@ void host_model_rows(const std::string& dir, const std::vector<HostModelRow>& ro
              << " / " << o.measured.tpot.median << ", E2E " << o.simulated.e2el.median << " / " << o.measured.e2el.median);
     CHECK(o.calibration.tokens > 0);
     CHECK(o.calibration.tokens_agreeing == o.calibration.tokens);
+    if (c.pace && &row == &rows.front()) {
+      REQUIRE(o.calibration.host_fit);
+      CHECK(o.calibration.host_fit->pace_lo == Approx(c.pace->first).margin(0.001));
+      CHECK(o.calibration.host_fit->pace_hi == Approx(c.pace->second).margin(0.001));
+    }
     CHECK(std::abs(o.simulated.ttft.median / o.measured.ttft.median - 1) < row.ttft);
     CHECK(std::abs(o.simulated.tpot.median / o.measured.tpot.median - 1) < row.tpot);
     CHECK(std::abs(o.simulated.e2el.median / o.measured.e2el.median - 1) < row.e2e);
@@ -537,9 +551,9 @@ void host_model_rows(const std::string& dir, const std::vector<HostModelRow>& ro
   CHECK(o.model.update[1] == 0);
   CHECK(o.model.prepare[0] > 0);
   CHECK(std::any_of(o.model.notes.begin(), o.model.notes.end(), [](const std::string& n) { return n.rfind("static batching:", 0) == 0; }));
-  CHECK(std::abs(o.simulated.duration_s / o.measured.duration_s - 1) < makespan);
-  if (makespan_inside) CHECK((o.bars.duration_s[0] <= o.measured.duration_s && o.measured.duration_s <= o.bars.duration_s[1]));
-  CHECK(std::abs(o.simulated.e2el.median / o.measured.e2el.median - 1) < static_e2e);
+  CHECK(std::abs(o.simulated.duration_s / o.measured.duration_s - 1) < c.makespan);
+  if (c.makespan_inside) CHECK((o.bars.duration_s[0] <= o.measured.duration_s && o.measured.duration_s <= o.bars.duration_s[1]));
+  CHECK(std::abs(o.simulated.e2el.median / o.measured.e2el.median - 1) < c.static_e2e);
   CHECK((o.bars.e2el_ms[0] <= o.measured.e2el.median && o.measured.e2el.median <= o.bars.e2el_ms[1]));
 }
 
@@ -563,7 +577,8 @@ void host_model_rows(const std::string& dir, const std::vector<HostModelRow>& ro
 // points, and every measured median inside its 80 % interval.
 TEST_CASE("serve forecasts the host-model issue's held-out serving rows from a plain profile at 2/s", "[serve][e2e]") {
   host_model_rows(std::string(BNECK_TEST_DATA) + "/serving/loads3/",
-                  {{"rate8", 0.19, 0.14, 0.15}, {"burst64", 0.05, 0.21, 0.17}, {"burst64_graph", 0.08, 0.09, 0.09}}, 0.13, 0.07);
+                  {{"rate8", 0.19, 0.14, 0.15}, {"burst64", 0.05, 0.21, 0.17}, {"burst64_graph", 0.08, 0.09, 0.09}},
+                  {0.13, 0.07, true, std::nullopt});
 }
 
 // validate/reference/h200/serving/loads4 (run_loads4.sh, a second NVIDIA H100 80GB HBM3 machine,
@@ -580,7 +595,8 @@ TEST_CASE("serve forecasts the host-model issue's held-out serving rows from a p
 // inside its 80 % interval.
 TEST_CASE("serve on a second machine's capture of the same rows: held-out errors and intervals", "[serve][e2e]") {
   host_model_rows(std::string(BNECK_TEST_DATA) + "/serving/loads4/",
-                  {{"rate8", 0.20, 0.11, 0.12}, {"burst64", 0.28, 0.26, 0.27}, {"burst64_graph", 0.29, 0.21, 0.24}}, 0.04, 0.10);
+                  {{"rate8", 0.20, 0.11, 0.12}, {"burst64", 0.28, 0.26, 0.27}, {"burst64_graph", 0.29, 0.21, 0.24}},
+                  {0.04, 0.10, true, std::nullopt});
 }
 
 // validate/reference/h200/serving/loads5 (run_loads4.sh again, a third NVIDIA H100 80GB HBM3
@@ -597,15 +613,10 @@ TEST_CASE("serve on a second machine's capture of the same rows: held-out errors
 // Checked: each within its error here plus about 3 points, every median inside its 80 % interval.
 TEST_CASE("serve on a third machine's capture of the same rows: the calibration's own pace in the intervals", "[serve][e2e]") {
   const std::string d = std::string(BNECK_TEST_DATA) + "/serving/loads5/";
-  host_model_rows(d, {{"rate8", 0.34, 0.29, 0.30}, {"burst64", 0.40, 0.14, 0.21}, {"burst64_graph", 0.22, 0.14, 0.16}}, 0.60, 0.54);
   // The calibration's pace: 186 steps from the log's token times, 185 back to back; the windowed
   // medians' 10th and 90th percentiles -21.2 and +24.1 % of the run's median.
-  ServeJob j = calibrated_job(d, d + "rate8.jsonl", d + "rate8_warmup.jsonl", d + "cal.sqlite", d + "cal.jsonl", d + "cal_unprof.jsonl");
-  j.hw = "h100-sxm";
-  const ServeOutcome o = run_serving(j);
-  REQUIRE(o.calibration.host_fit);
-  CHECK(o.calibration.host_fit->pace_lo == Approx(-0.212).margin(0.001));
-  CHECK(o.calibration.host_fit->pace_hi == Approx(0.241).margin(0.001));
+  host_model_rows(d, {{"rate8", 0.34, 0.29, 0.30}, {"burst64", 0.40, 0.14, 0.21}, {"burst64_graph", 0.22, 0.14, 0.16}},
+                  {0.60, 0.54, true, std::pair{-0.212, 0.241}});
 }
 
 // validate/reference/h200/serving/loads6 (run_loads4.sh again, a fourth NVIDIA H100 80GB HBM3
@@ -621,11 +632,6 @@ TEST_CASE("serve on a third machine's capture of the same rows: the calibration'
 // its interval but the static makespan, the calibration's pace -13.6 .. +12.3 %.
 TEST_CASE("serve on a fourth machine's capture of the same rows: first sight", "[serve][e2e]") {
   const std::string d = std::string(BNECK_TEST_DATA) + "/serving/loads6/";
-  host_model_rows(d, {{"rate8", 0.31, 0.31, 0.30}, {"burst64", 0.22, 0.18, 0.20}, {"burst64_graph", 0.04, 0.11, 0.09}}, 0.93, 0.78, false);
-  ServeJob j = calibrated_job(d, d + "rate8.jsonl", d + "rate8_warmup.jsonl", d + "cal.sqlite", d + "cal.jsonl", d + "cal_unprof.jsonl");
-  j.hw = "h100-sxm";
-  const ServeOutcome o = run_serving(j);
-  REQUIRE(o.calibration.host_fit);
-  CHECK(o.calibration.host_fit->pace_lo == Approx(-0.136).margin(0.001));
-  CHECK(o.calibration.host_fit->pace_hi == Approx(0.123).margin(0.001));
+  host_model_rows(d, {{"rate8", 0.31, 0.31, 0.30}, {"burst64", 0.22, 0.18, 0.20}, {"burst64_graph", 0.04, 0.11, 0.09}},
+                  {0.93, 0.78, false, std::pair{-0.136, 0.123}});
 }

@@ -329,6 +329,29 @@ TEST_CASE("structure: a profile's module ranges name its layers", "[structure][k
   CHECK((lp == nullptr || lp->how.find("module ranges") == std::string::npos));
 }
 
+namespace {
+
+// A Kineto trace of profiler steps built event by event: each kernel its launch on a host thread
+// (10 us) and its run on stream 7 20 us later (80 us), tied by a correlation id.
+struct ProfileEvents {
+  std::string ev;
+  int corr = 0;
+  void kernel(long ts, const std::string& name, int tid) {
+    ++corr;
+    ev += R"({"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":)" + std::to_string(tid) + R"(,"ts":)" +
+          std::to_string(ts) + R"(,"dur":10,"args":{"correlation":)" + std::to_string(corr) + "}},";
+    ev += R"({"ph":"X","cat":"kernel","name":")" + name + R"(","pid":0,"tid":7,"ts":)" + std::to_string(ts + 20) +
+          R"(,"dur":80,"args":{"stream":7,"device":0,"correlation":)" + std::to_string(corr) + "}},";
+  }
+  void step(int k, long ts, long dur) {  // ProfilerStep#k on thread 1
+    ev += R"({"ph":"X","cat":"user_annotation","name":"ProfilerStep#)" + std::to_string(k) + R"(","pid":1,"tid":1,"ts":)" +
+          std::to_string(ts) + R"(,"dur":)" + std::to_string(dur) + "},";
+  }
+  Trace load(const std::string& name) { return load_trace(write_temp(R"({"traceEvents":[)" + ev.substr(0, ev.size() - 1) + "]}", name)); }
+};
+
+}  // namespace
+
 // A training profile whose loop found cuts across its ProfilerStep#N ranges: six steps, each a
 // forward of 6 kernels on the caller's thread, a backward of 16 on another (autograd) thread with
 // one kernel of the caller's between its halves (a sparse update), then 2 update kernels, with 5 ms
@@ -339,30 +362,20 @@ TEST_CASE("structure: a profile's module ranges name its layers", "[structure][k
 // span 2,670 us (fwd_0 starts 30 us into its step, upd_1 ends at 2,600 + 20 + 80 us), each one
 // forward (6 kernels) and one backward (its 16 and the caller's one between: 17), no microbatches.
 TEST_CASE("structure: profiler steps replace a loop that cuts across them", "[structure][kineto]") {
-  std::string ev;
-  int corr = 0;
-  auto kernel = [&](long ts, const std::string& name, int tid) {
-    ++corr;
-    ev += R"({"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":)" + std::to_string(tid) + R"(,"ts":)" +
-          std::to_string(ts) + R"(,"dur":10,"args":{"correlation":)" + std::to_string(corr) + "}},";
-    ev += R"({"ph":"X","cat":"kernel","name":")" + name + R"(","pid":0,"tid":7,"ts":)" + std::to_string(ts + 20) +
-          R"(,"dur":80,"args":{"stream":7,"device":0,"correlation":)" + std::to_string(corr) + "}},";
-  };
+  ProfileEvents p;
   long t0 = 0;
   for (int k = 0; k < 6; ++k) {
     t0 += k % 2 == 0 ? 5000 : 100;
-    ev += R"({"ph":"X","cat":"user_annotation","name":"ProfilerStep#)" + std::to_string(k + 1) + R"(","pid":1,"tid":1,"ts":)" +
-          std::to_string(t0) + R"(,"dur":2800},)";
-    for (int i = 0; i < 6; ++i) kernel(t0 + 10 + 100 * i, "fwd_" + std::to_string(i), 1);
+    p.step(k + 1, t0, 2800);
+    for (int i = 0; i < 6; ++i) p.kernel(t0 + 10 + 100 * i, "fwd_" + std::to_string(i), 1);
     for (int j = 0; j < 16; ++j) {
-      if (j == 8) kernel(t0 + 1500, "emb_upd", 1);
-      kernel(t0 + 700 + 100 * j + (j >= 8 ? 100 : 0), "bwd_" + std::to_string(j), 2);
+      if (j == 8) p.kernel(t0 + 1500, "emb_upd", 1);
+      p.kernel(t0 + 700 + 100 * j + (j >= 8 ? 100 : 0), "bwd_" + std::to_string(j), 2);
     }
-    for (int m = 0; m < 2; ++m) kernel(t0 + 2500 + 100 * m, "upd_" + std::to_string(m), 1);
+    for (int m = 0; m < 2; ++m) p.kernel(t0 + 2500 + 100 * m, "upd_" + std::to_string(m), 1);
     t0 += 2800;
   }
-  ev.pop_back();
-  Trace t = load_trace(write_temp(R"({"traceEvents":[)" + ev + "]}", "steps_across"));
+  Trace t = p.load("steps_across");
   const Structure s = find_structure(t);
   const StructureLevel *it = s.level("iteration"), *fw = s.level("forward"), *bw = s.level("backward");
   REQUIRE(it);
@@ -393,27 +406,17 @@ TEST_CASE("structure: profiler steps replace a loop that cuts across them", "[st
 // are no iterations: the steps of an excerpt whose copies the trace does not tie to their launches.
 TEST_CASE("structure: two profiler steps with no loop found are the iterations", "[structure][kineto]") {
   auto make = [](int after) {
-    std::string ev;
-    int corr = 0;
-    auto kernel = [&](long ts, const std::string& name, int tid) {
-      ++corr;
-      ev += R"({"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":)" + std::to_string(tid) + R"(,"ts":)" +
-            std::to_string(ts) + R"(,"dur":10,"args":{"correlation":)" + std::to_string(corr) + "}},";
-      ev += R"({"ph":"X","cat":"kernel","name":")" + name + R"(","pid":0,"tid":7,"ts":)" + std::to_string(ts + 20) +
-            R"(,"dur":80,"args":{"stream":7,"device":0,"correlation":)" + std::to_string(corr) + "}},";
-    };
+    ProfileEvents p;
     long t0 = 0;
     for (int k = 0; k < 2; ++k) {
-      ev += R"({"ph":"X","cat":"user_annotation","name":"ProfilerStep#)" + std::to_string(k + 1) + R"(","pid":1,"tid":1,"ts":)" +
-            std::to_string(t0) + R"(,"dur":2500},)";
+      p.step(k + 1, t0, 2500);
       const std::string step = std::to_string(k);
-      for (int i = 0; i < 6; ++i) kernel(t0 + 10 + 100 * i, "fwd" + step + "_" + std::to_string(i), 1);
-      for (int j = 0; j < 10; ++j) kernel(t0 + 800 + 100 * j, "bwd" + step + "_" + std::to_string(j), 2);
+      for (int i = 0; i < 6; ++i) p.kernel(t0 + 10 + 100 * i, "fwd" + step + "_" + std::to_string(i), 1);
+      for (int j = 0; j < 10; ++j) p.kernel(t0 + 800 + 100 * j, "bwd" + step + "_" + std::to_string(j), 2);
       t0 += 3000;
     }
-    for (int m = 0; m < after; ++m) kernel(t0 + 100 * m, "tail_" + std::to_string(m), 1);
-    ev.pop_back();
-    return load_trace(write_temp(R"({"traceEvents":[)" + ev + "]}", "steps_no_loop_" + std::to_string(after)));
+    for (int m = 0; m < after; ++m) p.kernel(t0 + 100 * m, "tail_" + std::to_string(m), 1);
+    return p.load("steps_no_loop_" + std::to_string(after));
   };
   const Trace t = make(0);
   const Structure s = find_structure(t);

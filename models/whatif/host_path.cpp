@@ -23,22 +23,6 @@ const char* host_term(ApiClass c) {
   return "other runtime calls";
 }
 
-HostTermOf::HostTermOf(const Trace& t) : t_(t), allocation_(t.strings.size(), 0) {
-  const std::string sel = kAllocationSelector;
-  const Regex re(sel.substr(sel.find('~') + 1));
-  std::vector<char> seen(t.strings.size(), 0);
-  for (const Op& o : t.ops)
-    if (o.kind == OpKind::Api && o.name < seen.size() && !seen[o.name]) {
-      seen[o.name] = 1;
-      allocation_[o.name] = re.search(t.strings.str(o.name));
-    }
-}
-
-const char* HostTermOf::operator()(const Op& o) const {
-  if (o.kind == OpKind::Api && o.name < allocation_.size() && allocation_[o.name]) return kAllocationCalls;
-  return host_term(o.api_class());
-}
-
 InputPipeline::InputPipeline(const Trace& t) {
   std::vector<char> is(t.strings.size(), 0), seen(t.strings.size(), 0);
   for (const Range& r : t.ranges) {
@@ -76,6 +60,25 @@ TimeNs InputPipeline::overlap(LaneId l, TimeNs a, TimeNs b) const {
   return sum;
 }
 
+HostTermOf::HostTermOf(const Trace& t) : allocation_(t.strings.size(), 0), input_(t) {
+  const Regex re(kAllocationPattern);
+  std::vector<char> seen(t.strings.size(), 0);
+  for (const Op& o : t.ops)
+    if (o.kind == OpKind::Api && o.name < seen.size() && !seen[o.name]) {
+      seen[o.name] = 1;
+      allocation_[o.name] = re.search(t.strings.str(o.name));
+    }
+}
+
+const char* HostTermOf::operator()(const Op& o) const { return allocation(o) ? kAllocationCalls : host_term(o.api_class()); }
+
+void HostTermOf::add_gap(std::map<std::string, TimeNs>& terms, const Op& call, TimeNs gap) const {
+  if (gap <= 0) return;
+  const TimeNs in = input_.overlap(call.lane, call.start - gap, call.start);
+  if (in > 0) terms[kInputPipeline] += in;
+  if (gap > in) terms[kBetweenCalls] += gap - in;
+}
+
 TimeNs HostOnPath::host() const {
   TimeNs h = 0;
   for (const auto& [k, v] : terms) h += v;
@@ -93,22 +96,19 @@ std::string HostOnPath::note() const {
 HostOnPath host_on_path(const Graph& g, const SimResult& sim, const std::vector<OpId>& path) {
   HostOnPath h;
   const HostTermOf term(*g.trace);
-  const InputPipeline input(*g.trace);
   std::vector<OpId> nodes;
   for (OpId n : path)
     if (n < g.num_nodes()) nodes.push_back(n);
   h.path_ns = walk_path(sim, std::move(nodes), [&](OpId n, TimeNs gap, TimeNs own) {
     if (g.kind(n) != OpKind::Api) return;
     const OpId o = g.origin(n);
-    if (gap > 0) {
-      // The part of the gap the input pipeline's ranges hold (by the call's measured start).
-      const TimeNs in = o == kNone || o >= g.num_trace_nodes()
-                            ? 0
-                            : input.overlap(g.trace->ops[o].lane, g.trace->ops[o].start - gap, g.trace->ops[o].start);
-      if (in > 0) h.terms[kInputPipeline] += in;
-      if (gap > in) h.terms[kBetweenCalls] += gap - in;
+    if (o == kNone || o >= g.num_trace_nodes()) {
+      if (gap > 0) h.terms[kBetweenCalls] += gap;
+      h.terms["host work a change added"] += own;
+      return;
     }
-    h.terms[o == kNone || o >= g.num_trace_nodes() ? "host work a change added" : term(g.trace->ops[o])] += own;
+    term.add_gap(h.terms, g.trace->ops[o], gap);
+    h.terms[term(g.trace->ops[o])] += own;
   });
   return h;
 }

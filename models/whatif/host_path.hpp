@@ -14,13 +14,13 @@ namespace bneck {
 
 inline constexpr const char* kBetweenCalls = "framework and Python between calls";
 inline constexpr const char* kAllocationCalls = "memory allocation calls";
-// The runtime calls that allocate or free memory, as a selector (--remove): CUDA's runtime
+// The names of the runtime calls that allocate or free memory (a regular expression): CUDA's runtime
 // (cudaMalloc, cudaFree, cudaHostAlloc, cudaMallocAsync, ...), its driver (cuMemAlloc, cuMemFree,
 // and the virtual memory calls of expandable segments: cuMemCreate, cuMemMap, cuMemRelease, ...)
 // and HIP's (hipMalloc, hipFree, hipHostMalloc, hipExtMallocWithFlags, ...).
-inline constexpr const char* kAllocationSelector =
-    "kind=api&name~^(cuda|hip|cu)(Mem|Ext)?(Malloc|Free|Alloc|HostAlloc|HostMalloc|HostFree|Create|Release|Map|Unmap|AddressReserve|"
-    "AddressFree|SetAccess)";
+inline constexpr const char* kAllocationPattern =
+    "^(cuda|hip|cu)(Mem|Ext)?(Malloc|Free|Alloc|HostAlloc|HostMalloc|HostFree|Create|Release|Map|Unmap|AddressReserve|AddressFree|"
+    "SetAccess)";
 
 inline constexpr const char* kInputPipeline = "input pipeline (DataLoader)";
 
@@ -43,15 +43,20 @@ class InputPipeline {
   std::size_t count_ = 0;
 };
 
-// The same for an op of `t`, allocation calls apart (kAllocationCalls): each name matched once.
+// The same for an op of `t`, allocation calls apart (kAllocationCalls: each name matched once), and
+// the host time before a call split between the input pipeline's ranges and the framework.
 class HostTermOf {
  public:
   explicit HostTermOf(const Trace& t);
   const char* operator()(const Op& o) const;
+  bool allocation(const Op& o) const { return o.kind == OpKind::Api && o.name < allocation_.size() && allocation_[o.name]; }
+  // `gap` of host time before `call` (by its measured start) into `terms`: the part the input
+  // pipeline's ranges hold (kInputPipeline), the rest kBetweenCalls.
+  void add_gap(std::map<std::string, TimeNs>& terms, const Op& call, TimeNs gap) const;
 
  private:
-  const Trace& t_;
   std::vector<char> allocation_;  // per string id
+  InputPipeline input_;
 };
 
 // Walks a critical path in end order: each node adds the time after the one before (a blocking

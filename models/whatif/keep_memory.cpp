@@ -1,5 +1,5 @@
 // --keep-memory: a caching allocator keeps device memory from one iteration to the next (PyTorch's,
-// on, and not emptied in the loop; buffers allocated once): the allocation calls (kAllocationSelector:
+// on, and not emptied in the loop; buffers allocated once): the allocation calls (kAllocationPattern:
 // cudaMalloc, cudaFree, cuMemCreate, hipFree, ...) a process makes after its first iteration has
 // launched its work take no time, each a zero-time pass-through node as --remove makes it: a cache
 // serves the later requests and takes the frees back. Those before (the program's setup, the
@@ -22,7 +22,9 @@ class KeepMemory : public TransformStep {
   bool needs_gpu_rates() const override { return false; }
   void apply(const WhatIfContext& ctx, WhatIfCase& c) const override {
     const Trace& t = ctx.trace;
-    const std::vector<bool> alloc = ctx.select(kAllocationSelector, false);
+    const HostTermOf term(t);
+    std::vector<bool> alloc(t.ops.size(), false);
+    for (OpId i = 0; i < t.ops.size(); ++i) alloc[i] = term.allocation(t.ops[i]);
     const std::size_t calls = count_selected(alloc);
     if (calls == 0) {
       c.log.push_back(text + ": no allocation call in the trace: nothing changes");
@@ -37,18 +39,13 @@ class KeepMemory : public TransformStep {
     std::map<std::uint32_t, TimeNs> cut;
     for (auto& [rank, v] : its)
       if (v.size() >= 2) cut[rank] = std::min_element(v.begin(), v.end())->second;
-    TimeNs before = 0;
-    std::size_t removed = 0;
-    GraphEditor ed(c.edit_graph(), text);
-    for (OpId i = 0; i < alloc.size(); ++i) {
-      if (!alloc[i]) continue;
-      const auto k = cut.find(t.rank_of(t.ops[i]));
-      if (k == cut.end() || t.ops[i].start <= k->second) continue;
-      before += c.durations[i];
-      c.durations[i] = 0;
-      ed.remove(i);
-      ++removed;
-    }
+    for (OpId i = 0; i < alloc.size(); ++i)  // kept: before the cut, or in a process without one
+      if (alloc[i]) {
+        const auto k = cut.find(t.rank_of(t.ops[i]));
+        alloc[i] = k != cut.end() && t.ops[i].start > k->second;
+      }
+    const std::size_t removed = count_selected(alloc);
+    const TimeNs before = remove_ops(c, alloc, text);
     c.log.push_back(text + ": " + std::to_string(removed) + " of " + std::to_string(calls) + " allocation calls take no time (" +
                     format_duration(before) + ")" +
                     (cut.empty()

@@ -12,14 +12,7 @@ class Remove : public TransformStep {
   bool needs_gpu_rates() const override { return false; }
   void apply(const WhatIfContext& ctx, WhatIfCase& c) const override {
     auto hit = ctx.select(sel_, false);
-    TimeNs before = 0;
-    GraphEditor ed(c.edit_graph(), text);
-    for (OpId i = 0; i < hit.size(); ++i)
-      if (hit[i]) {
-        before += c.durations[i];
-        c.durations[i] = 0;
-        ed.remove(i);
-      }
+    const TimeNs before = remove_ops(c, hit, text);
     c.log.push_back(text + ": " + std::to_string(count_selected(hit)) + " ops removed (" + format_duration(before) + ")");
   }
 
@@ -34,6 +27,18 @@ std::unique_ptr<TransformStep> parse(const std::string& arg) {
 }
 
 }  // namespace
+
+TimeNs remove_ops(WhatIfCase& c, const std::vector<bool>& hit, const std::string& transform) {
+  TimeNs before = 0;
+  GraphEditor ed(c.edit_graph(), transform);
+  for (OpId i = 0; i < hit.size(); ++i)
+    if (hit[i]) {
+      before += c.durations[i];
+      c.durations[i] = 0;
+      ed.remove(i);
+    }
+  return before;
+}
 
 extern const TransformDef kRemoveTransform{"remove", "SEL", TransformDef::Arg::Required,
                                            "selected ops are removed (their dependencies still order the rest)", parse};

@@ -252,6 +252,9 @@ class WhatIfEngine {
 
 // Helpers for transforms.
 std::size_t count_selected(const std::vector<bool>& v);
+// The trace ops `hit` marks removed from the case (--remove's mechanism: each a zero-time
+// pass-through node, by `transform`); returns the time they took.
+TimeNs remove_ops(WhatIfCase& c, const std::vector<bool>& hit, const std::string& transform);
 std::string fmt_num(const char* f, double a);
 // A transform argument that must be a selector (checked now, so errors come before the import).
 std::string checked_selector(const std::string& sel);
