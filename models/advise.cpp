@@ -4,6 +4,8 @@
 #include <atomic>
 #include <cstdio>
 #include <exception>
+#include <limits>
+#include <optional>
 #include <thread>
 #include <unistd.h>
 
@@ -85,10 +87,11 @@ void classify_run(Advice& a) {
 }
 
 // Phases the structure finds: their span, GPU busy time and what dominates their kernels.
-void classify_phases(const Trace& t, const WorkTable& work, const HwSpec& hw, const SimResult& sim, Advice& a) {
-  Structure st = find_structure(t);
+void classify_phases(const Trace& t, const WorkTable& work, const HwSpec& hw, const SimResult& sim, const Structure* found, Advice& a) {
+  std::optional<Structure> own;
+  if (!found) found = &own.emplace(find_structure(t));
   for (const char* level : {"iteration", "forward", "backward"}) {
-    const StructureLevel* l = st.level(level);
+    const StructureLevel* l = found->level(level);
     if (!l || l->instances.empty()) continue;
     AdvicePhase p;
     p.name = std::string("@") + level;
@@ -150,6 +153,7 @@ void host_summary(Advice& a) {
 
 // The critical path by class: in end order, each op counts the time it adds after the one before
 // (a blocking call that waited for kernels counts only its own tail); the time between counts as gaps.
+// Adds to what `a` holds (a range's instances: one path each).
 void path_by_class(const Trace& t, const WorkTable& work, const HwSpec& hw, const WhatIfReport& base, const std::vector<OpId>& path,
                    Advice& a) {
   std::vector<OpId> ops;
@@ -158,7 +162,7 @@ void path_by_class(const Trace& t, const WorkTable& work, const HwSpec& hw, cons
   const SimResult& sim = *base.base_sim;
   const Graph& g = *base.base_graph;
   const HostTermOf term(t);
-  a.path_ns = walk_path(sim, std::move(ops), [&](OpId o, TimeNs gap, TimeNs own) {
+  a.path_ns += walk_path(sim, std::move(ops), [&](OpId o, TimeNs gap, TimeNs own) {
     const Op& op = t.ops[o];
     if (gap > 0 && g.waited_unknown(o)) {
       a.path_by_class[kWait] += gap;  // held by an event the trace does not show, not the host
@@ -172,12 +176,14 @@ void path_by_class(const Trace& t, const WorkTable& work, const HwSpec& hw, cons
 }
 
 // Candidates generated from the profile.
-std::vector<AdviceSuggestion> candidates(const Trace& t, const WorkTable& work, const HwSpec& hw, const Advice& a) {
+std::vector<AdviceSuggestion> candidates(const Trace& t, const WorkTable& work, const HwSpec& hw, const Advice& a,
+                                         const std::vector<char>& in_scope) {
   TimeNs kernels = 0, fp32_math = 0, half_gemm = 0, unaligned_gemm = 0, pointwise = 0, fp32_pointwise = 0, pageable = 0, pinned_h2d = 0;
   TimeNs unfilled = 0;  // what kernels' partly loaded SMs cost (--fill-waves' gain)
   std::size_t small_count = 0;
   for (OpId o = 0; o < t.ops.size(); ++o) {
     const Op& op = t.ops[o];
+    if (!in_scope.empty() && !in_scope[o]) continue;
     if (op.kind == OpKind::Memcpy) {
       const CopyInfo* ci = t.copy(op);
       const bool hd = ci && ci->host_device();
@@ -376,12 +382,12 @@ void simulate(const Trace& t, const WhatIfBaseline& baseline, std::vector<Advice
 }
 
 // The five kernels (by name) that take most time: their longest launch's grid, occupancy and waves.
-std::vector<AdviceKernel> kernels_that_matter(const Trace& t, const HwSpec& hw) {
+std::vector<AdviceKernel> kernels_that_matter(const Trace& t, const HwSpec& hw, const std::vector<char>& in_scope) {
   std::map<StrId, AdviceKernel> by;
   std::map<StrId, TimeNs> longest;
   for (OpId o = 0; o < t.ops.size(); ++o) {
     const Op& op = t.ops[o];
-    if (op.kind != OpKind::Kernel || (op.flags & Op::kFlagNccl)) continue;
+    if (op.kind != OpKind::Kernel || (op.flags & Op::kFlagNccl) || (!in_scope.empty() && !in_scope[o])) continue;
     AdviceKernel& k = by[op.name];
     ++k.count;
     k.total_ns += op.duration();
@@ -475,6 +481,50 @@ double available_memory_bytes() {
   return avail;
 }
 
+std::string steady_state_scope(Trace& t, const Structure& found, std::string& range) {
+  const StructureLevel* it = found.level("iteration");
+  if (!it || it->instances.size() < 2) return "";
+  // Per rank: its GPU span (first device op's start to last one's end, as measured) and its
+  // iterations' (the first instance's start to the last one's end).
+  struct Extent {
+    TimeNs lo = std::numeric_limits<TimeNs>::max(), hi = std::numeric_limits<TimeNs>::min();
+    void add(TimeNs a, TimeNs b) {
+      lo = std::min(lo, a);
+      hi = std::max(hi, b);
+    }
+    TimeNs length() const { return hi > lo ? hi - lo : 0; }
+  };
+  std::map<std::uint32_t, Extent> run;
+  for (const Op& o : t.ops)
+    if (is_device_op(o.kind)) run[t.rank_of(o)].add(o.start, o.end());
+  std::map<std::uint32_t, std::size_t> count;
+  for (const StructureInstance& in : it->instances) ++count[in.rank];
+  // The iterations' time: each rank's count of them at their period (start to start: what waits
+  // between two iterations, a batch's loading, recurs with them and stays in), not the extent from
+  // the first to the last (a first instance may hold a pause after a warm-up).
+  TimeNs run_ns = 0, outside_ns = 0, inside_ns = 0;
+  for (const auto& [rank, e] : run) {
+    run_ns += e.length();
+    auto c = count.find(rank);
+    const TimeNs in = c == count.end() ? 0 : std::min(e.length(), static_cast<TimeNs>(c->second) * std::max(it->period_ns, it->median_ns));
+    inside_ns += in;
+    outside_ns += e.length() - in;
+  }
+  if (run_ns <= 0 || 2 * outside_ns <= run_ns) return "";
+  for (const auto& [rank, n] : count)
+    if (n < 3) return "";  // two instances of a loop in a long run (a graph capture's) are no steady state
+  // Iterations that run back to back (their GPU span 3/4 of their period or more): where the GPU
+  // waits between them (a batch loaded with the GPU idle, the host's work between steps), that
+  // wait belongs to the step, and the ranges, which start at a step's first launch, would drop it.
+  if (4 * it->median_ns < 3 * it->period_ns) return "";
+  add_structure_ranges(t, found);
+  range = "@iteration";
+  return "the steady state: the run's " + std::to_string(it->instances.size()) + " iterations (@iteration, " + format_duration(inside_ns) +
+         " at their period of " + format_duration(it->period_ns) + " in its " + format_duration(run_ns) + " GPU span" +
+         (run.size() > 1 ? " over its ranks" : "") + "; the rest, " + format_duration(outside_ns) +
+         ", is a set-up, a pause or what follows the last, once); --whole-run advises on all of it";
+}
+
 Advice advise(const Trace& t, const AdviseOptions& opt) {
   Advice a;
   ReplayOptions ro;
@@ -496,8 +546,7 @@ Advice advise(const Trace& t, const AdviseOptions& opt) {
   const HwSpec hw = pick_source(t, source);
   if (!hw.from_trace.empty()) a.assumed_hw = hw.from_trace;
   ro.source_hw = source;
-  ro.hw = hw.name;                        // retargeted to itself: the replay's roofline aggregation by kernel class
-  a.classes = run_replay(t, ro).classes;  // the replay's graph and schedule are let go here
+  ro.hw = hw.name;  // retargeted to itself: the replay's roofline aggregation by kernel class (below)
   a.source_hw = hw.name;
   // The run as the what-ifs start from it: the replay without the profiler's host cost.
   WhatIfOptions wo0;
@@ -512,15 +561,39 @@ Advice advise(const Trace& t, const AdviseOptions& opt) {
   a.overlap = base.baseline_overlap;
   a.span_ns = base.baseline.length();
   const Graph& bg = *base.base_graph;
-  const TimeNs b0 = base.baseline.begin;
-  const std::vector<OpId> path =
-      critical_path(*base.base_sim, last_device_op(bg, sim_schedule(*base.base_sim)), [&](OpId o) { return base.base_sim->end[o] > b0; });
-  path_by_class(t, work, hw, base, path, a);
+  const SimResult& sim = *base.base_sim;
+  // What the advice is of: with a range, its instances (each one's critical path, the device ops it
+  // holds, their GPU busy and idle), as its forecasts are; else the whole run.
+  std::vector<char> in_scope;  // per trace op (empty: every op)
+  if (opt.range_regex) {
+    // The instances the forecasts' center counts (repeats_center: a measured span within 1.3x of
+    // their median; a warm-up or a stall farther off is left out of every figure alike).
+    std::vector<RangeSpan> spans = range_spans(bg, sim, range_regex(*opt.range_regex));
+    std::vector<double> measured;
+    for (const RangeSpan& rs : spans) measured.push_back(static_cast<double>(rs.measured.length()));
+    const double mid = measured.empty() ? 0 : median(measured);
+    std::erase_if(spans, [&](const RangeSpan& rs) { return !near_median(static_cast<double>(rs.measured.length()), mid); });
+    in_scope.assign(t.ops.size(), 0);
+    for (const RangeSpan& rs : spans) {
+      for (NodeId n : rs.nodes)
+        if (n < t.ops.size()) in_scope[n] = 1;
+      path_by_class(t, work, hw, base, range_critical_path(sim, rs), a);
+    }
+    a.scope_instances = spans.size();
+    a.scope = "the " + std::to_string(spans.size()) + " instances of --range " + *opt.range_regex +
+              (spans.size() < measured.size() ? " within 1.3x of their median span (of " + std::to_string(measured.size()) + ")" : "");
+    a.overlap = compute_overlap(bg, sim_schedule(sim), [&](OpId o) { return o < in_scope.size() && in_scope[o]; });
+  } else {
+    const TimeNs b0 = base.baseline.begin;
+    path_by_class(t, work, hw, base, critical_path(sim, last_device_op(bg, sim_schedule(sim)), [&](OpId o) { return sim.end[o] > b0; }), a);
+  }
+  ro.class_ops = in_scope.empty() ? nullptr : &in_scope;
+  a.classes = run_replay(t, ro).classes;  // the replay's graph and schedule are let go here
   classify_run(a);
   host_summary(a);
-  classify_phases(t, work, hw, *base.base_sim, a);
-  a.kernels = kernels_that_matter(t, hw);
-  std::vector<AdviceSuggestion> cand = candidates(t, work, hw, a);
+  classify_phases(t, work, hw, sim, opt.structure, a);
+  a.kernels = kernels_that_matter(t, hw, in_scope);
+  std::vector<AdviceSuggestion> cand = candidates(t, work, hw, a, in_scope);
   simulate(t, baseline, cand);
   // A remedy whose transform found nothing to change (no run of small copies, no two collectives
   // to coalesce, no GEMM to pad) is not a suggestion.

@@ -61,9 +61,14 @@ struct AdviceKernel {
 
 struct Advice {
   std::string source_hw, unprofiled;
-  std::string window;      // non-empty: the advice is of a stretch of the run (traces/window.hpp): which, and why
-  std::string assumed_hw;  // non-empty: the trace's GPU was not known (what was assumed)
-  TimeNs span_ns = 0, path_ns = 0;
+  std::string window;  // non-empty: the advice is of a stretch of the run (traces/window.hpp): which, and why
+  // With a range (--range, or the steady state by default): the critical path, its host terms, GPU
+  // busy and idle, the kernels and the suggestions' grounds are of its instances, as the forecasts
+  // are; `scope` says which and why (empty: the whole run).
+  std::string scope;
+  std::size_t scope_instances = 0;
+  std::string assumed_hw;                       // non-empty: the trace's GPU was not known (what was assumed)
+  TimeNs span_ns = 0, path_ns = 0;              // path_ns: with a range, its instances' paths summed
   std::map<std::string, TimeNs> path_by_class;  // critical path, by class
   // The critical path's host time by cause: the framework and Python between CUDA calls (host gaps
   // ending at a call), kernel launches, copy calls, event calls, synchronization waits, other calls.
@@ -80,13 +85,25 @@ struct Advice {
   std::string verdict;                        // the bottleneck, its share, the best program change
 };
 
+struct Structure;
+
 struct AdviseOptions {
   std::optional<std::string> range_regex;
   std::string source_hw;
   bool sharing = true;
+  const Structure* structure = nullptr;  // the trace's structure where the caller found it already
 };
 
 Advice advise(const Trace& t, const AdviseOptions& opt);
+
+// The steady state a run's advice is of when no range is given: the structure's iterations (three or
+// more on each rank, back to back: their GPU span at least 3/4 of their period), where the run
+// outside them (a setup before the first, a pause after a warm-up, a teardown after the last:
+// once, in a run of thousands of steps) holds more than half of the run's GPU span; the iterations
+// counted at their period. Then the structure's
+// ranges are added to `t` (add_structure_ranges), `range` is "@iteration" and the returned text
+// says why; else nothing changes and the text is empty. `found`: the trace's structure.
+std::string steady_state_scope(Trace& t, const Structure& found, std::string& range);
 
 // The memory the machine has at hand: MemAvailable (free memory and the page cache it may take
 // back), else the free pages; in a container whose memory limit (cgroup v2 or v1) leaves less,

@@ -30,7 +30,7 @@ double secs_since(std::chrono::steady_clock::time_point t0) {
 }
 
 // Per kernel class: the roofline table of a model-mode or retargeted replay.
-void class_table(const Trace& t, const RetargetCostModel& m, ReplayReport& rep) {
+void class_table(const Trace& t, const RetargetCostModel& m, const std::vector<char>* only, ReplayReport& rep) {
   std::vector<ClassRow> rows(kKernelClassCount + 2);
   std::vector<std::array<TimeNs, 4>> bound_time(rows.size(), {0, 0, 0, 0});
   std::vector<double> achieved_num(rows.size(), 0);
@@ -42,7 +42,7 @@ void class_table(const Trace& t, const RetargetCostModel& m, ReplayReport& rep) 
     for (OpId k : c.members) coll[k] = &c;
   for (OpId i = 0; i < t.ops.size(); ++i) {
     const Op& o = t.ops[i];
-    if (!is_device_op(o.kind)) continue;
+    if (!is_device_op(o.kind) || (only && (i >= only->size() || !(*only)[i]))) continue;
     std::size_t c = o.kind == OpKind::Kernel   ? static_cast<std::size_t>(m.work()[i].cls)
                     : o.kind == OpKind::Memcpy ? static_cast<std::size_t>(kKernelClassCount)
                                                : static_cast<std::size_t>(kKernelClassCount + 1);
@@ -278,7 +278,7 @@ ReplayReport run_replay(const Trace& t, const ReplayOptions& opt) {
   progress.phase("simulating");
   rep.sim = simulate(*rep.graph, *rep.model_impl);
   progress.phase("analysing the schedule");
-  if (auto* rt = dynamic_cast<RetargetCostModel*>(rep.model_impl.get())) class_table(t, *rt, rep);
+  if (auto* rt = dynamic_cast<RetargetCostModel*>(rep.model_impl.get())) class_table(t, *rt, opt.class_ops, rep);
   rep.replay_s = secs_since(t0);
   rep.replay_rss_mb = peak_rss_mb();
   t0 = std::chrono::steady_clock::now();

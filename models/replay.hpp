@@ -13,14 +13,15 @@
 namespace bneck {
 
 struct ReplayOptions {
-  std::optional<std::string> range_regex;  // --range: NVTX ranges whose name matches in full
-  std::string hw;                          // --hw: target GPU (preset or file); empty: the trace's
-  std::string source_hw;                   // --source-hw: the trace's GPU if its name is not enough
-  std::string durations = "measured";      // measured | model | hybrid (default hybrid with --hw)
-  bool durations_explicit = false;         // --durations was given
-  std::size_t cp_limit = 10000;            // most critical-path entries listed in JSON
-  std::size_t top = 15;                    // rows in text tables
-  bool sharing = true;                     // concurrent device ops share their GPU (sim/engine/sharing.hpp)
+  std::optional<std::string> range_regex;        // --range: NVTX ranges whose name matches in full
+  std::string hw;                                // --hw: target GPU (preset or file); empty: the trace's
+  std::string source_hw;                         // --source-hw: the trace's GPU if its name is not enough
+  std::string durations = "measured";            // measured | model | hybrid (default hybrid with --hw)
+  bool durations_explicit = false;               // --durations was given
+  std::size_t cp_limit = 10000;                  // most critical-path entries listed in JSON
+  std::size_t top = 15;                          // rows in text tables
+  bool sharing = true;                           // concurrent device ops share their GPU (sim/engine/sharing.hpp)
+  const std::vector<char>* class_ops = nullptr;  // per trace op: the class table counts these only (null: all)
 };
 
 struct RangeResult {

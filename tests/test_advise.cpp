@@ -15,6 +15,7 @@
 #include "models/kernel_roofline.hpp"
 #include "models/replay.hpp"
 #include "models/whatif/host_path.hpp"
+#include "sim/analysis/structure.hpp"
 #include "sim/base/regex.hpp"
 #include "tools/views/advise_view.hpp"
 #include "traces/importer.hpp"
@@ -144,11 +145,68 @@ TEST_CASE("advise: the same figures in JSON and text, lines of at most 200 chara
   CHECK(nlohmann::json::parse(r.out)["suggestions"][0]["args"][0] == "--cuda-graph");
 }
 
+// The steady state by default (bneck advise and report without --range): block_bf16's training
+// steps are 7 iterations at a period of 16.19 ms, 7 x 16.19 = 113.3 ms of a 9.328 s GPU span (the
+// model's set-up before them, 9.2 s, happens once): 98.8 % of the run outside, more than half, so
+// the advice is of an iteration. The whole run is launch/host-bound (the set-up's Python); a step
+// is compute-bound (its GEMMs). decode_eager's 23 steps of 48 kernels: 23 x 1.460 = 33.6 ms of
+// 224.5 ms; there CUDA graphs come first, forecast as with its tokN ranges (152.7 us, decode_graph
+// measured 144 us). decode_graph's steps leave the GPU idle between them (span 144 us of a 262 us
+// period: under 3/4), so the wait would drop out of ranges that start at a step's launch: the whole
+// run stays. chain's 12 iterations are the run (44.9 ms of 44.9): the whole run stays.
+TEST_CASE("advise: a run whose set-up outweighs its iterations is advised on its steady state", "[advise][structure][e2e]") {
+  auto scope_of = [](const std::string& file, std::string& range, Trace& t, Structure& st) {
+    t = load_trace(core(file));
+    st = find_structure(t);
+    return steady_state_scope(t, st, range);
+  };
+  Trace t;
+  Structure st;
+  std::string range;
+  const std::string why = scope_of("block_bf16.sqlite", range, t, st);
+  CHECK(range == "@iteration");
+  CHECK_THAT(why, Catch::Contains("7 iterations") && Catch::Contains("--whole-run"));
+  AdviseOptions o;
+  o.range_regex = range;
+  o.structure = &st;
+  const Advice a = advise(t, o);
+  CHECK(a.bottleneck == "compute-bound");
+  CHECK(a.scope_instances == 7);
+  // The kernel table holds the steps' kernels only: the top GEMM 8 times a step in 7 steps (x56),
+  // not with the set-up's warm-up launches (x64 over the whole run).
+  REQUIRE_FALSE(a.kernels.empty());
+  CHECK(a.kernels.front().count == 56);
+  CHECK(advise_of(core("block_bf16.sqlite"), "").bottleneck == "launch/host-bound");
+
+  Trace d;
+  Structure ds;
+  std::string dr;
+  scope_of("decode_eager.sqlite", dr, d, ds);
+  REQUIRE(dr == "@iteration");
+  AdviseOptions od;
+  od.range_regex = dr;
+  od.structure = &ds;
+  const Advice da = advise(d, od);
+  CHECK(da.bottleneck == "launch/host-bound");
+  const AdviceSuggestion& s = first(da);
+  CHECK(s.args == std::vector<std::string>{"--cuda-graph"});
+  CHECK(static_cast<double>(s.predicted_ns) == Approx(144'000).epsilon(0.10));
+
+  for (const char* file : {"decode_graph.sqlite", "chain.sqlite"}) {
+    INFO(file);
+    Trace w;
+    Structure ws;
+    std::string wr;
+    CHECK(scope_of(file, wr, w, ws).empty());
+    CHECK(wr.empty());
+  }
+}
+
 TEST_CASE("advise, replay and roofline share one roofline aggregation", "[advise][roofline]") {
   // The advice's per-class rows (the replay's class table) and the per-name points summed per class
   // (what `roofline` and `report` show) give each class the same time and achieved fraction.
   const std::string path = core("decode_eager.sqlite");
-  const Advice a = advise_of(path, "tok.*");
+  const Advice a = advise_of(path, "");  // the whole run (with a range: its instances' kernels only)
   const Trace t = load_trace(path);
   const HwSpec hw = load_hw(a.source_hw);
   const auto classes = class_points(kernel_points(t, estimate_work(t, hw), hw.gpu));
@@ -254,15 +312,17 @@ TEST_CASE("advise names the host's part of the critical path by cause, and how f
   const Advice g = advise_of(dir + "bert_large.p2.json.gz", "step.*");
   CHECK(g.host_note.empty());
   // whatif says the same of its forecast (the host's part of the forecast's critical path): with
-  // nothing changed (kernels x 1) and the whole run its terms are advise's to the nanosecond. Under
+  // nothing changed (kernels x 1) and the whole run its terms are advise's of the whole run to the
+  // nanosecond (advise with a range sums its instances' paths). Under
   // bf16 autocast the casts are launches cloned from the trace's, each with its host cost (10.9 us):
   // on the first step's path the launches grow by over 100 casts' worth while the framework's time
   // between calls stays as it was (603,672 ns at this commit), and the host holds the path still.
   // BERT-large stays GPU-bound: no note.
   const WhatIfReport same = whatif_of(dir + "host48.p1.json.gz", "", {"--scale", "1:kind=kernel"});
-  CHECK(same.host_after.path_ns == a.path_ns);
-  CHECK(same.host_after.terms == a.host_terms);
-  CHECK(same.host_after.note() == a.host_note);
+  const Advice whole = advise_of(dir + "host48.p1.json.gz", "");
+  CHECK(same.host_after.path_ns == whole.path_ns);
+  CHECK(same.host_after.terms == whole.host_terms);
+  CHECK(same.host_after.note() == whole.host_note);
   const WhatIfReport step = whatif_of(dir + "host48.p1.json.gz", "step.*", {"--scale", "1:kind=kernel"});
   const WhatIfReport ac = whatif_of(dir + "host48.p1.json.gz", "step.*", {"--precision", "autocast-bf16"});
   CHECK(ac.host_after.terms.at(kBetweenCalls) == step.host_after.terms.at(kBetweenCalls));

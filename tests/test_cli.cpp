@@ -387,3 +387,22 @@ TEST_CASE("report on a trace whose GPU is unknown, and on one with no device wor
   CHECK(e.out.find("no device work") != std::string::npos);
   CHECK_FALSE(std::ifstream(html).good());
 }
+
+// advise without --range on block_bf16 (7 training steps after a 9.2 s set-up) says it advises on
+// the steady state and gives its scope in JSON; --whole-run keeps the whole run (no scope).
+TEST_CASE("advise: the steady state by default, --whole-run for all of the run", "[cli][advise]") {
+  const std::string trace = core("block_bf16.sqlite");
+  Run d = run("advise '" + trace + "' --json -");
+  REQUIRE(d.code == 0);
+  const auto dj = nlohmann::json::parse(d.out);
+  CHECK(dj["scope"].get<std::string>().rfind("the steady state: the run's 7 iterations", 0) == 0);
+  CHECK(dj["scope_instances"].get<std::size_t>() == 7);
+  CHECK(dj["bottleneck"]["class"] == "compute-bound");
+  Run w = run("advise '" + trace + "' --whole-run --json -");
+  REQUIRE(w.code == 0);
+  const auto wj = nlohmann::json::parse(w.out);
+  CHECK(wj["scope"].get<std::string>().empty());
+  CHECK(wj["bottleneck"]["class"] == "launch/host-bound");
+  Run text = run("advise '" + trace + "'");
+  CHECK(text.out.find("  advised on the steady state: the run's 7 iterations") != std::string::npos);
+}

@@ -1,8 +1,9 @@
-// bneck advise TRACE... [--range R] [--json FILE] [--window-ops N]: what holds the run back and what to change,
+// bneck advise TRACE... [--range R | --whole-run] [--json FILE] [--window-ops N]: what holds the run back and what to change,
 // ranked by forecast (models/advise.hpp).
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <nlohmann/json.hpp>
 
@@ -23,6 +24,9 @@ void add_advise(CLI::App& sub, Action& action) {
   sub.add_option("TRACE", trace, "trace file(s); several files (or a directory) = one trace per rank")->required();
   sub.add_option("--range", range, "judge by the median span of the NVTX (or @LEVEL) ranges matching REGEX");
   sub.add_option("--json", json_out, "write the advice as JSON to FILE ('-' for stdout)");
+  static bool whole_run = false;
+  sub.add_flag("--whole-run", whole_run,
+               "advise on the whole run even where the structure's iterations are a small part of it (a set-up before them)");
   sub.add_option("--source-hw", source_hw, "the trace's GPU (preset or spec file) if its device name does not tell");
   sub.add_option("--sharing", sharing, "on|off: concurrent device ops share their GPU")->capture_default_str();
   static long long window_ops = -1;
@@ -58,15 +62,24 @@ void add_advise(CLI::App& sub, Action& action) {
         t = trace_window(std::move(t), w);
       }
       AdviseOptions o;
+      std::optional<Structure> found;
+      std::string scope;
       if (!range.empty()) {
         add_structure_ranges_if_named(t, range);
         o.range_regex = range;
+      } else if (!whole_run) {  // the steady state where a set-up outweighs the iterations (models/advise.hpp)
+        found = find_structure(t);
+        std::string steady;
+        scope = steady_state_scope(t, *found, steady);
+        if (!steady.empty()) o.range_regex = steady;
+        o.structure = &*found;
       }
       o.source_hw = source_hw;
       if (sharing != "on" && sharing != "off") throw InputError("--sharing " + sharing + ": expected on or off");
       o.sharing = sharing == "on";
       Advice a = advise(t, o);
       a.window = window;
+      if (!scope.empty()) a.scope = scope;
       if (!json_out.empty()) write_output(json_out, [&](std::ostream& out) { out << json_text(advice_json(a), 1) << "\n"; });
       if (json_out != "-") print_advice_text(a, t.source, std::cout);
       return 0;

@@ -17,6 +17,7 @@
 #include "models/retarget.hpp"
 #include "models/whatif/run.hpp"
 #include "sim/analysis/analysis.hpp"
+#include "sim/analysis/structure.hpp"
 #include "sim/base/error.hpp"
 #include "models/advise.hpp"
 #include "tools/commands.hpp"
@@ -55,6 +56,8 @@ void add_report(CLI::App& sub, Action& action) {
   sub.add_option("TRACE", trace, "the trace (a file, or a directory of one per rank)")->required();
   sub.add_option("-o,--output", out, "the HTML file to write")->required();
   sub.add_option("--range", range, "the NVTX ranges to report (measured vs simulated, what-if per range)");
+  static bool whole_run = false;
+  sub.add_flag("--whole-run", whole_run, "the advice of the whole run even where the structure's iterations are a small part of it");
   sub.add_option("--hw", hw, "replay retargeted to this GPU (the timelines then compare measured with it)");
   static TraceOptions topt;
   add_trace_options(sub, topt);
@@ -72,8 +75,20 @@ void add_report(CLI::App& sub, Action& action) {
       json data;
       {  // The report opens with the advice: what holds the run back and what to change.
         AdviseOptions ao;
-        if (!range.empty()) ao.range_regex = range;
-        data["advice"] = advice_json(advise(t, ao));
+        std::optional<Structure> found;
+        std::string scope;
+        if (!range.empty()) {
+          ao.range_regex = range;
+        } else if (!whole_run) {  // the steady state where a set-up outweighs the iterations, as bneck advise
+          found = find_structure(t);
+          std::string steady;
+          scope = steady_state_scope(t, *found, steady);
+          if (!steady.empty()) ao.range_regex = steady;
+          ao.structure = &*found;
+        }
+        Advice a = advise(t, ao);
+        if (!scope.empty()) a.scope = scope;
+        data["advice"] = advice_json(a);
       }
       data["replay"] = replay_json(rep, ro);
       data["trace"] = t.source;

@@ -31,6 +31,8 @@ nlohmann::json advice_json(const Advice& a) {
   j["unprofiled"] = a.unprofiled;
   j["assumed_hw"] = a.assumed_hw;
   j["window"] = a.window;
+  j["scope"] = a.scope;
+  j["scope_instances"] = a.scope_instances;
   j["span_ns"] = a.span_ns;
   j["bottleneck"] = {{"phase", "run"}, {"class", a.bottleneck}, {"evidence", a.evidence}};
   j["critical_path_ns"] = a.path_ns;
@@ -109,6 +111,16 @@ void print_advice_text(const Advice& a, const std::string& source, std::ostream&
     for (std::size_t at; (at = rest.find('\n')) != std::string::npos; rest.erase(0, at + 1)) out << " " << rest.substr(0, at) << "\n   ";
     out << " " << rest << "\n";
   }
+  if (!a.scope.empty()) {  // at most 200 characters a line, broken at a space
+    std::string rest = "advised on " + a.scope;
+    while (rest.size() > 196) {
+      std::size_t at = rest.rfind(' ', 196);
+      if (at == std::string::npos || at == 0) at = 196;
+      out << "  " << rest.substr(0, at) << "\n";
+      rest.erase(0, at + (rest[at] == ' ' ? 1 : 0));
+    }
+    out << "  " << rest << "\n";
+  }
   out << "\n";
   out << ("Verdict: " + a.verdict).substr(0, 200) << "\n\n";
   out << "Bottleneck: " << a.bottleneck << "\n  " << a.evidence << "\n";
@@ -117,7 +129,11 @@ void print_advice_text(const Advice& a, const std::string& source, std::ostream&
                   format_duration(p.span_ns).c_str(), format_duration(p.busy_ns).c_str(), p.bottleneck.c_str(), p.evidence.c_str());
     out << std::string(b).substr(0, 200) << "\n";
   }
-  out << "\nWhere the time goes (the critical path, " << format_duration(a.path_ns) << ")\n";
+  if (a.scope_instances > 0)
+    out << "\nWhere the time goes (the critical paths of the " << a.scope_instances << " instances, " << format_duration(a.path_ns)
+        << " in all)\n";
+  else
+    out << "\nWhere the time goes (the critical path, " << format_duration(a.path_ns) << ")\n";
   for (const auto& [c, ns] : a.path_by_class) {
     std::snprintf(b, sizeof b, "  %-24s %12s  %5.1f %%", c.c_str(), format_duration(ns).c_str(),
                   a.path_ns ? 100.0 * static_cast<double>(ns) / static_cast<double>(a.path_ns) : 0.0);
@@ -175,8 +191,9 @@ void print_advice_text(const Advice& a, const std::string& source, std::ostream&
     }
     if (v.empty()) out << "  (none applies)\n";
   };
-  out << "\nWhat to change in the program, best first (forecast of the whole run [its 80 % interval]; Amdahl: the changed ops' time "
-         "saved, as if nothing overlapped)\n";
+  out << "\nWhat to change in the program, best first (forecast of "
+      << (a.scope_instances > 0 ? "an instance, the ranges' center" : "the whole run")
+      << " [its 80 % interval]; Amdahl: the changed ops' time saved, as if nothing overlapped)\n";
   print_list(a.suggestions);
   out << "\nHardware, for comparison (the same program on another GPU or more GPUs)\n";
   print_list(a.hardware);
