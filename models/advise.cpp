@@ -176,8 +176,10 @@ void path_by_class(const Trace& t, const WorkTable& work, const HwSpec& hw, cons
 }
 
 // Candidates generated from the profile.
+// With `any`, every change that has something to act on (its share above zero), whatever its
+// share: following the bottleneck tries them after a first change moved it.
 std::vector<AdviceSuggestion> candidates(const Trace& t, const WorkTable& work, const HwSpec& hw, const Advice& a,
-                                         const std::vector<char>& in_scope) {
+                                         const std::vector<char>& in_scope, bool any = false) {
   TimeNs kernels = 0, fp32_math = 0, half_gemm = 0, unaligned_gemm = 0, pointwise = 0, fp32_pointwise = 0, pageable = 0, pinned_h2d = 0;
   TimeNs unfilled = 0;  // what kernels' partly loaded SMs cost (--fill-waves' gain)
   std::size_t small_count = 0;
@@ -226,41 +228,42 @@ std::vector<AdviceSuggestion> candidates(const Trace& t, const WorkTable& work, 
   };
   const double k = std::max<double>(1, static_cast<double>(kernels));
   const double span = std::max<double>(1, static_cast<double>(a.span_ns));
+  auto reach = [any](double share_of, double threshold) { return any ? share_of > 0 : share_of >= threshold; };
   // Copy-bound remedies: pageable copies pinned; pinned copies in series with compute prefetched.
-  if (static_cast<double>(pageable) / span >= 0.05)
+  if (reach(static_cast<double>(pageable) / span, 0.05))
     add("pinned host memory for the copies", {"--pin-memory"},
         "page-locked buffers (pin_memory=True, .pin_memory()) and non_blocking copies; pinned memory is a limited resource");
-  if (static_cast<double>(pinned_h2d) / span >= 0.05 || (pageable > 0 && share(kCopies) >= 0.2))
+  if (reach(static_cast<double>(pinned_h2d) / span, 0.05) || (pageable > 0 && reach(share(kCopies), 0.2)))
     add("copies prefetched on a second stream",
         pinned_h2d > 0 ? std::vector<std::string>{"--overlap-copies"} : std::vector<std::string>{"--pin-memory", "--overlap-copies"},
         "a second buffer and a copy stream (a prefetching loader); the next batch's memory is held a step early");
   // Many small transfers (a .to() per tensor, an .item() per value): batched into one each.
-  if (small_count >= 8)
+  if (small_count >= (any ? 2u : 8u))
     add("small copies batched into one", {"--batch-copies"},
         "the tensors packed into one host buffer (or the values stacked on the GPU, one .tolist()) and copied once; "
         "code that read each one indexes the packed one");
   // Memory allocated and freed on the path (a caching allocator off, emptied every step, or
   // thrashing): the memory kept instead, its calls gone.
   if (const auto it = a.host_terms.find(kAllocationCalls);
-      it != a.host_terms.end() && a.path_ns > 0 && static_cast<double>(it->second) / static_cast<double>(a.path_ns) >= 0.05)
+      it != a.host_terms.end() && a.path_ns > 0 && reach(static_cast<double>(it->second) / static_cast<double>(a.path_ns), 0.05))
     add("device memory kept between iterations (a caching allocator)", {"--keep-memory"},
         "PyTorch's caching allocator on (no PYTORCH_NO_CUDA_MEMORY_CACHING, no torch.cuda.empty_cache() in the loop) or buffers "
         "allocated once and reused; the memory stays held at its peak");
   // The input pipeline on the path (a DataLoader without workers): the next batch prepared beside
   // the step.
   if (const auto it = a.host_terms.find(kInputPipeline);
-      it != a.host_terms.end() && a.path_ns > 0 && static_cast<double>(it->second) / static_cast<double>(a.path_ns) >= 0.05)
+      it != a.host_terms.end() && a.path_ns > 0 && reach(static_cast<double>(it->second) / static_cast<double>(a.path_ns), 0.05))
     add("the next batch loaded beside the step (DataLoader workers)", {"--input-workers"},
         "DataLoader(num_workers=N, pin_memory=True, persistent_workers=True): N processes and their memory, the host's cores "
         "shared with them; a worker's batch must be ready within a step");
   // Host synchronizations on the path: moved out of the step.
-  if (share(kSync) >= 0.1)
+  if (reach(share(kSync), 0.1))
     add("host synchronizations out of the step", {"--remove", "kind=api&name~ynchronize"},
         "the values read on the host (.item(), printing, a blocking copy) are read later or less often; the step's own ordering stays");
-  if (host >= 0.1 || idle >= 0.1)
+  if (reach(host, 0.1) || reach(idle, 0.1))
     add("CUDA graphs over each step", {"--cuda-graph"},
         "static shapes and memory addresses; the step is captured once; host-side logic inside it must move out");
-  if (static_cast<double>(fp32_math) / k >= 0.1) {
+  if (reach(static_cast<double>(fp32_math) / k, 0.1)) {
     // The 16-bit type the GPU has math for: bf16 from Ampere on, fp16 on Volta and Turing.
     const bool bf16 = hw.gpu.peak_of(Dtype::BF16, ComputeUnit::Tensor) > 0 || hw.gpu.peak_of(Dtype::FP16, ComputeUnit::Tensor) <= 0;
     if (bf16) {
@@ -276,19 +279,19 @@ std::vector<AdviceSuggestion> candidates(const Trace& t, const WorkTable& work, 
     else
       add("the whole model in fp16", {"--precision", "fp16"}, "numerics: fp16 weights need master weights and loss scaling in training");
   }
-  if (static_cast<double>(half_gemm) / k >= 0.2 && hw.gpu.peak_of(Dtype::FP8, ComputeUnit::Tensor) > 0)
+  if (reach(static_cast<double>(half_gemm) / k, 0.2) && hw.gpu.peak_of(Dtype::FP8, ComputeUnit::Tensor) > 0)
     add("fp8 linear layers (per-tensor scaling)", {"--precision", "fp8-tensor"},
         "numerics: e4m3 forward, e5m2 gradients with dynamic scales; Transformer Engine or torchao; the quantization passes cost "
         "bandwidth");
-  if (static_cast<double>(unaligned_gemm) / k >= 0.05)
+  if (reach(static_cast<double>(unaligned_gemm) / k, 0.05))
     add("GEMM dimensions padded to multiples of 64 (the vocabulary)", {"--align-gemms"},
         "a padded vocabulary or hidden size: the padding's logits masked or sliced off; the weights and optimizer state a little larger");
-  if (static_cast<double>(unfilled) / k >= 0.03)
+  if (reach(static_cast<double>(unfilled) / k, 0.03))
     add("grids filled to whole multiples of the SMs (batch, heads or tile size)", {"--fill-waves"},
         "a batch or head count whose grid is a multiple of the GPU's SMs, or another tile size; the step's work per batch changes");
-  if (static_cast<double>(pointwise) / k >= 0.1)
+  if (reach(static_cast<double>(pointwise) / k, 0.1))
     add("fuse the pointwise chains (torch.compile)", {"--fuse", "auto"}, "compile time; graph breaks and recompiles on new shapes");
-  if (a.overlap.exposed_communication_ns > a.span_ns / 20) {
+  if (reach(static_cast<double>(a.overlap.exposed_communication_ns) / span, 0.05)) {
     add("overlap the exposed communication", {"--overlap-comm"}, "needs asynchronous collectives issued as their inputs are ready");
     bool fp32_reduce = false;  // fp32 gradient all-reduces (NCCL kernels named _f32)
     for (const Collective& col : t.collectives)
@@ -331,6 +334,25 @@ unsigned simulation_threads(const Trace& t, std::size_t suggestions) {
   return static_cast<unsigned>(std::max<std::size_t>(1, std::min<std::size_t>({n, fits, suggestions})));
 }
 
+// Where the time goes in a forecast: the host's part of its critical path (and what dominates it
+// where it holds a quarter or more) and the GPU's busy share of the span (the ranges' median).
+std::string after_text(const WhatIfReport& w) {
+  const HostOnPath& h = w.host_after;
+  double busy = 0;
+  if (!w.ranges.empty()) {
+    std::vector<double> b;
+    for (const WhatIfRange& r : w.ranges) b.push_back(r.busy_after);
+    busy = median(b);
+  } else if (w.predicted_overlap.window_ns > 0) {
+    busy = static_cast<double>(w.predicted_overlap.gpu_busy_ns) / static_cast<double>(w.predicted_overlap.window_ns);
+  }
+  std::string host = h.note();
+  if (host.empty())
+    host = "the host holds " + format_share(h.path_ns > 0 ? static_cast<double>(h.host()) / static_cast<double>(h.path_ns) : 0.0) +
+           " of the critical path";
+  return host + "; the GPU busy " + format_share(std::min(busy, 1.0)) + " of the span";
+}
+
 // Each simulated on the whole run (or the ranges), on as many threads as simulation_threads
 // allows (each fills its own suggestion: the output does not depend on the order), then ranked.
 void simulate(const Trace& t, const WhatIfBaseline& baseline, std::vector<AdviceSuggestion>& cand) {
@@ -344,6 +366,7 @@ void simulate(const Trace& t, const WhatIfBaseline& baseline, std::vector<Advice
       s.baseline_ns = w.baseline_ns;
       s.predicted_ns = w.predicted_ns;
       s.error_bar = w.error_bar;
+      s.after = after_text(w);
       // Naive: the run shortened by the time its ops (device and host) save, as if nothing
       // overlapped, in proportion for a range; more GPUs: a perfect split of the work.
       double saved = 0;
@@ -431,16 +454,23 @@ bool remedies(const std::string& bottleneck, const std::vector<std::string>& arg
 // The opening line: the bottleneck, its share of the critical path, the best program change for
 // it (among those that remove its cost, where the best of them saves at least half what the best
 // change overall saves; else the best overall).
-std::string verdict(const Advice& a) {
-  std::string v = a.bottleneck + ": " + a.evidence.substr(0, std::min(a.evidence.find(';'), a.evidence.find(" (")));
+double saved(const AdviceSuggestion* x) { return x ? static_cast<double>(x->baseline_ns) - x->effective_ns() : 0.0; }
+
+// The best program change for the bottleneck (see verdict); null where none helps.
+const AdviceSuggestion* best_change(const Advice& a) {
   const AdviceSuggestion *best = nullptr, *any = nullptr;
   for (const AdviceSuggestion& s : a.suggestions)
     if (s.error.empty() && s.predicted_ns < s.baseline_ns) {
       if (!any) any = &s;
       if (!best && remedies(a.bottleneck, s.args)) best = &s;
     }
-  auto saved = [](const AdviceSuggestion* x) { return x ? static_cast<double>(x->baseline_ns) - x->effective_ns() : 0.0; };
   if (!best || 2 * saved(best) < saved(any)) best = any;
+  return best;
+}
+
+std::string verdict(const Advice& a) {
+  std::string v = a.bottleneck + ": " + a.evidence.substr(0, std::min(a.evidence.find(';'), a.evidence.find(" (")));
+  const AdviceSuggestion* best = best_change(a);
   if (!best) return v + "; no program change forecast to help";
   char b[64];
   std::snprintf(b, sizeof b, "%.2fx",
@@ -450,6 +480,59 @@ std::string verdict(const Advice& a) {
   if (saved(best) < 0.02 * static_cast<double>(best->baseline_ns))
     return v + "; no program change forecast to save 2 % or more (the best: " + best->title + ", " + b + ")";
   return v + "; best program change: " + best->title + ", " + b + " [" + bar_text(best->error_bar) + "]";
+}
+
+// The changes of `steps` as one what-if: those that change the program's kernels first, CUDA graphs
+// last (a graph captures the kernels the program has: torch.compile's reduce-overhead fuses, then
+// captures).
+std::vector<std::string> combined_args(const std::vector<const AdviceSuggestion*>& steps) {
+  std::vector<std::string> out, graph;
+  for (const AdviceSuggestion* s : steps) {
+    std::vector<std::string>& to = s->args.front() == "--cuda-graph" ? graph : out;
+    to.insert(to.end(), s->args.begin(), s->args.end());
+  }
+  out.insert(out.end(), graph.begin(), graph.end());
+  return out;
+}
+
+// Following the bottleneck: the verdict's change (where it saves 2 % or more), then, on top of the
+// changes taken so far, each program change of one GPU and the traced batch that has anything to
+// act on (`pool`: the profile's candidates whatever their share, since the first change moves the
+// bottleneck: bf16 GEMMs leave the pointwise kernels the larger part; one of a kind: one
+// precision), simulated together; the one that saves most is taken where it saves 2 % more than
+// the steps before; up to three steps.
+std::vector<AdvicePlanStep> follow(const Trace& t, const WhatIfBaseline& baseline, const Advice& a,
+                                   const std::vector<AdviceSuggestion>& pool) {
+  std::vector<AdvicePlanStep> plan;
+  const AdviceSuggestion* first = best_change(a);
+  if (!first || saved(first) < 0.02 * static_cast<double>(first->baseline_ns) || first->gpus != 1 || first->batch != 1) return plan;
+  plan.push_back({first->title, first->args, first->baseline_ns, first->predicted_ns, first->error_bar, first->after});
+  std::vector<const AdviceSuggestion*> taken{first};
+  while (plan.size() < 3) {
+    std::vector<AdviceSuggestion> combos;
+    std::vector<const AdviceSuggestion*> source;
+    for (const AdviceSuggestion& s : pool) {
+      if (s.hardware || s.gpus != 1 || s.batch != 1) continue;
+      if (std::any_of(taken.begin(), taken.end(), [&](const AdviceSuggestion* x) { return x->args.front() == s.args.front(); })) continue;
+      std::vector<const AdviceSuggestion*> with = taken;
+      with.push_back(&s);
+      AdviceSuggestion c;
+      c.title = s.title;
+      c.args = combined_args(with);
+      combos.push_back(std::move(c));
+      source.push_back(&s);
+    }
+    if (combos.empty()) break;
+    std::vector<std::string> order;
+    for (const AdviceSuggestion& c : combos) order.push_back(c.title);
+    simulate(t, baseline, combos);  // ranked, best first
+    const AdviceSuggestion& b = combos.front();
+    if (!b.error.empty() || static_cast<double>(b.predicted_ns) > 0.98 * static_cast<double>(plan.back().predicted_ns)) break;
+    plan.push_back({b.title, b.args, b.baseline_ns, b.predicted_ns, b.error_bar, b.after});
+    taken.push_back(source[static_cast<std::size_t>(std::find(order.begin(), order.end(), b.title) - order.begin())]);
+  }
+  if (plan.size() < 2) plan.clear();  // one change: the verdict says it
+  return plan;
 }
 
 }  // namespace
@@ -604,6 +687,7 @@ Advice advise(const Trace& t, const AdviseOptions& opt) {
   });
   for (AdviceSuggestion& s : cand) (s.hardware ? a.hardware : a.suggestions).push_back(std::move(s));
   a.verdict = verdict(a);
+  if (t.ops.size() <= kFollowMaxOps) a.plan = follow(t, baseline, a, candidates(t, work, hw, a, in_scope, true));
   return a;
 }
 

@@ -43,6 +43,7 @@ struct AdviceSuggestion {
   std::string tradeoff;
   std::string error;      // non-empty: the what-if could not run (why)
   bool hardware = false;  // another GPU or more GPUs, not a change to the program
+  std::string after;      // where the time goes after the change (the forecast's critical path and GPU busy)
   // Time per traced batch: the forecast over the GPUs that share the work (weak scaling).
   double effective_ns() const { return static_cast<double>(predicted_ns) / gpus / batch; }
 };
@@ -57,6 +58,15 @@ struct AdviceKernel {
   double waves = 0, wave_efficiency = 0;
   double sm_fill = 1;   // blocks over SMs x its busiest SM's blocks (--fill-waves; 1 for at most one block an SM)
   std::string limiter;  // what limits its blocks per SM
+};
+
+// One step of following the bottleneck: a change made on top of the ones before it.
+struct AdvicePlanStep {
+  std::string title;              // the change this step adds
+  std::vector<std::string> args;  // every change so far, as `bneck whatif TRACE` takes them
+  TimeNs baseline_ns = 0, predicted_ns = 0;
+  ErrorBar error_bar;  // the combined forecast's 80 % interval
+  std::string after;   // where the time goes after it
 };
 
 struct Advice {
@@ -83,6 +93,9 @@ struct Advice {
   std::vector<AdviceSuggestion> suggestions;  // changes to the program, best first
   std::vector<AdviceSuggestion> hardware;     // other GPUs and more GPUs, best first, for comparison
   std::string verdict;                        // the bottleneck, its share, the best program change
+  // Following the bottleneck: the verdict's change, then, on top of it, the change that saves most
+  // after it, while one saves 2 % more (up to three steps).
+  std::vector<AdvicePlanStep> plan;
 };
 
 struct Structure;
@@ -112,5 +125,8 @@ double available_memory_bytes();
 // Peak memory of `advise` per op of the trace, the trace's own included (the 2 M-kernel bench
 // export, two suggestions simulated at once: 334 bytes an op; docs/performance.md).
 inline constexpr double kAdviseBytesPerOp = 340;
+// Following the bottleneck simulates up to a dozen combinations a step: done for traces up to this
+// many ops (the steps of larger runs are given by their ranges: --range, or the steady state).
+inline constexpr std::size_t kFollowMaxOps = 2'000'000;
 
 }  // namespace bneck

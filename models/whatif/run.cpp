@@ -348,9 +348,15 @@ WhatIfReport WhatIfBaseline::run(const std::vector<Transform>& user) const {
     rep.baseline_ns = static_cast<TimeNs>(repeats_center(bv, meas));
     rep.predicted_ns = static_cast<TimeNs>(repeats_center(p, meas));
     rep.amdahl_fraction = repeats_center(am, meas);
-    before_cp = rep.ranges.front().cp_before;
-    after_cp = rep.ranges.front().cp_after;
-    rep.host_after = host_on_path(pg, rep.pred_sim, rep.ranges.front().path_after);
+    // The critical paths shown are a typical range's: the first whose measured span is nearest
+    // their median (the first range is often a warm-up step, or holds a pause).
+    const double mid = median(meas);
+    std::size_t typical = 0;
+    for (std::size_t k = 1; k < meas.size(); ++k)
+      if (std::abs(meas[k] - mid) < std::abs(meas[typical] - mid)) typical = k;
+    before_cp = rep.ranges[typical].cp_before;
+    after_cp = rep.ranges[typical].cp_after;
+    rep.host_after = host_on_path(pg, rep.pred_sim, rep.ranges[typical].path_after);
   } else {
     rep.measured_ns = rep.measured.length();
     rep.baseline_ns = rep.baseline.length();

@@ -53,7 +53,7 @@ struct WhatIfReport {
   double amdahl_fraction = 0, amdahl_factor = 0;
   TimeNs amdahl_ns = 0;
   std::vector<std::string> onto_cp, off_cp;  // op names that moved onto / off the critical path
-  HostOnPath host_after;                     // the host's part of the forecast's critical path (the first range's)
+  HostOnPath host_after;                     // the host's part of the forecast's critical path (a typical range's)
   TimeNs host_gaps_removed_ns = 0;           // host time between calls the transforms took out (WhatIfCase)
   struct SlackChange {
     std::string name;

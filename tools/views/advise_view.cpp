@@ -87,7 +87,8 @@ nlohmann::json advice_json(const Advice& a) {
                           {"error_bar", error_bar_json(s.error_bar)},
                           {"tradeoff", s.tradeoff},
                           {"speedup", speedup(s)},
-                          {"throughput", throughput(s)}};
+                          {"throughput", throughput(s)},
+                          {"after", s.after}};
       if (!s.error.empty()) e["error"] = s.error;
       out.push_back(e);
     }
@@ -96,6 +97,15 @@ nlohmann::json advice_json(const Advice& a) {
   j["verdict"] = a.verdict;
   j["suggestions"] = list(a.suggestions);  // changes to the program
   j["hardware"] = list(a.hardware);        // other GPUs, more GPUs
+  j["plan"] = nlohmann::json::array();     // following the bottleneck: each change on top of the ones before
+  for (const AdvicePlanStep& p : a.plan)
+    j["plan"].push_back({{"title", p.title},
+                         {"args", p.args},
+                         {"baseline_ns", p.baseline_ns},
+                         {"predicted_ns", p.predicted_ns},
+                         {"speedup", p.predicted_ns > 0 ? static_cast<double>(p.baseline_ns) / static_cast<double>(p.predicted_ns) : 0},
+                         {"error_bar", error_bar_json(p.error_bar)},
+                         {"after", p.after}});
   return j;
 }
 
@@ -195,6 +205,19 @@ void print_advice_text(const Advice& a, const std::string& source, std::ostream&
       << (a.scope_instances > 0 ? "an instance, the ranges' center" : "the whole run")
       << " [its 80 % interval]; Amdahl: the changed ops' time saved, as if nothing overlapped)\n";
   print_list(a.suggestions);
+  if (!a.plan.empty()) {
+    out << "\nFollowing the bottleneck (each change on top of the ones before; the forecast of them together [its 80 % interval])\n";
+    for (std::size_t k = 0; k < a.plan.size(); ++k) {
+      const AdvicePlanStep& p = a.plan[k];
+      std::snprintf(b, sizeof b, "  %zu. %-40s %10s -> %10s  %.2fx [%s]", k + 1, ((k ? "+ " : "") + p.title).c_str(),
+                    format_duration(p.baseline_ns).c_str(), format_duration(p.predicted_ns).c_str(),
+                    p.predicted_ns > 0 ? static_cast<double>(p.baseline_ns) / static_cast<double>(p.predicted_ns) : 0.0,
+                    bar_text(p.error_bar).c_str());
+      out << std::string(b).substr(0, 200) << "\n";
+      out << ("     after it: " + p.after).substr(0, 200) << "\n";
+    }
+    out << ("     bneck whatif TRACE " + joined(a.plan.back().args)).substr(0, 200) << "\n";
+  }
   out << "\nHardware, for comparison (the same program on another GPU or more GPUs)\n";
   print_list(a.hardware);
 }

@@ -66,6 +66,12 @@
           x.speedup.toFixed(2) + "x", interval(x.error_bar), fmt(x.amdahl_ns), x.tradeoff, x.args.join(" ")]));
     };
     ranked("Changes to the program, best first", A.suggestions);
+    if ((A.plan || []).length) {
+      el("h3", {}, ad, "Following the bottleneck: each change on top of the ones before");
+      table(ad, ["#", "change", "baseline", "forecast (together)", "speedup", "80 % interval", "after it", "bneck whatif TRACE ..."],
+        A.plan.map((p, i) => [i + 1, (i ? "+ " : "") + p.title, fmt(p.baseline_ns), fmt(p.predicted_ns), p.speedup.toFixed(2) + "x",
+          interval(p.error_bar), p.after, p.args.join(" ")]));
+    }
     ranked("Hardware, for comparison", A.hardware);
   }
 
