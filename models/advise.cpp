@@ -483,8 +483,8 @@ std::string verdict(const Advice& a) {
 }
 
 // The changes of `steps` as one what-if: those that change the program's kernels first, CUDA graphs
-// last (a graph captures the kernels the program has: torch.compile's reduce-overhead fuses, then
-// captures).
+// last (a graph captures the kernels the program has: compiled code captured by hand; torch.compile's
+// reduce-overhead adds per-call work of its own, not priced).
 std::vector<std::string> combined_args(const std::vector<const AdviceSuggestion*>& steps) {
   std::vector<std::string> out, graph;
   for (const AdviceSuggestion* s : steps) {
