@@ -567,8 +567,7 @@ double available_memory_bytes() {
 std::string steady_state_scope(Trace& t, const Structure& found, std::string& range) {
   const StructureLevel* it = found.level("iteration");
   if (!it || it->instances.size() < 2) return "";
-  // Per rank: its GPU span (first device op's start to last one's end, as measured) and its
-  // iterations' (the first instance's start to the last one's end).
+  // Per rank: its GPU span (first device op's start to last one's end, as measured).
   struct Extent {
     TimeNs lo = std::numeric_limits<TimeNs>::max(), hi = std::numeric_limits<TimeNs>::min();
     void add(TimeNs a, TimeNs b) {
