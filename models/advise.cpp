@@ -510,7 +510,6 @@ std::vector<AdvicePlanStep> follow(const Trace& t, const WhatIfBaseline& baselin
   std::vector<const AdviceSuggestion*> taken{first};
   while (plan.size() < 3) {
     std::vector<AdviceSuggestion> combos;
-    std::vector<const AdviceSuggestion*> source;
     for (const AdviceSuggestion& s : pool) {
       if (s.hardware || s.gpus != 1 || s.batch != 1) continue;
       if (std::any_of(taken.begin(), taken.end(), [&](const AdviceSuggestion* x) { return x->args.front() == s.args.front(); })) continue;
@@ -520,16 +519,13 @@ std::vector<AdvicePlanStep> follow(const Trace& t, const WhatIfBaseline& baselin
       c.title = s.title;
       c.args = combined_args(with);
       combos.push_back(std::move(c));
-      source.push_back(&s);
     }
     if (combos.empty()) break;
-    std::vector<std::string> order;
-    for (const AdviceSuggestion& c : combos) order.push_back(c.title);
     simulate(t, baseline, combos);  // ranked, best first
     const AdviceSuggestion& b = combos.front();
     if (!b.error.empty() || static_cast<double>(b.predicted_ns) > 0.98 * static_cast<double>(plan.back().predicted_ns)) break;
     plan.push_back({b.title, b.args, b.baseline_ns, b.predicted_ns, b.error_bar, b.after});
-    taken.push_back(source[static_cast<std::size_t>(std::find(order.begin(), order.end(), b.title) - order.begin())]);
+    taken.push_back(&*std::find_if(pool.begin(), pool.end(), [&](const AdviceSuggestion& s) { return s.title == b.title; }));
   }
   if (plan.size() < 2) plan.clear();  // one change: the verdict says it
   return plan;
@@ -564,9 +560,18 @@ double available_memory_bytes() {
   return avail;
 }
 
-std::string steady_state_scope(Trace& t, const Structure& found, std::string& range) {
+std::string steady_state_scope(Trace& t, const Structure& found, AdviseOptions& o) {
+  o.structure = &found;
   const StructureLevel* it = found.level("iteration");
-  if (!it || it->instances.size() < 2) return "";
+  if (!it || it->instances.empty()) return "";
+  std::map<std::uint32_t, std::size_t> count;
+  for (const StructureInstance& in : it->instances) ++count[in.rank];
+  for (const auto& [rank, n] : count)
+    if (n < 3) return "";  // two instances of a loop in a long run (a graph capture's) are no steady state
+  // Iterations that run back to back (their GPU span 3/4 of their period or more): where the GPU
+  // waits between them (a batch loaded with the GPU idle, the host's work between steps), that
+  // wait belongs to the step, and the ranges, which start at a step's first launch, would drop it.
+  if (4 * it->median_ns < 3 * it->period_ns) return "";
   // Per rank: its GPU span (first device op's start to last one's end, as measured).
   struct Extent {
     TimeNs lo = std::numeric_limits<TimeNs>::max(), hi = std::numeric_limits<TimeNs>::min();
@@ -577,10 +582,8 @@ std::string steady_state_scope(Trace& t, const Structure& found, std::string& ra
     TimeNs length() const { return hi > lo ? hi - lo : 0; }
   };
   std::map<std::uint32_t, Extent> run;
-  for (const Op& o : t.ops)
-    if (is_device_op(o.kind)) run[t.rank_of(o)].add(o.start, o.end());
-  std::map<std::uint32_t, std::size_t> count;
-  for (const StructureInstance& in : it->instances) ++count[in.rank];
+  for (const Op& op : t.ops)
+    if (is_device_op(op.kind)) run[t.rank_of(op)].add(op.start, op.end());
   // The iterations' time: each rank's count of them at their period (start to start: what waits
   // between two iterations, a batch's loading, recurs with them and stays in), not the extent from
   // the first to the last (a first instance may hold a pause after a warm-up).
@@ -593,14 +596,8 @@ std::string steady_state_scope(Trace& t, const Structure& found, std::string& ra
     outside_ns += e.length() - in;
   }
   if (run_ns <= 0 || 2 * outside_ns <= run_ns) return "";
-  for (const auto& [rank, n] : count)
-    if (n < 3) return "";  // two instances of a loop in a long run (a graph capture's) are no steady state
-  // Iterations that run back to back (their GPU span 3/4 of their period or more): where the GPU
-  // waits between them (a batch loaded with the GPU idle, the host's work between steps), that
-  // wait belongs to the step, and the ranges, which start at a step's first launch, would drop it.
-  if (4 * it->median_ns < 3 * it->period_ns) return "";
   add_structure_ranges(t, found);
-  range = "@iteration";
+  o.range_regex = "@iteration";
   return "the steady state: the run's " + std::to_string(it->instances.size()) + " iterations (@iteration, " + format_duration(inside_ns) +
          " at their period of " + format_duration(it->period_ns) + " in its " + format_duration(run_ns) + " GPU span" +
          (run.size() > 1 ? " over its ranks" : "") + "; the rest, " + format_duration(outside_ns) +

@@ -113,10 +113,11 @@ Advice advise(const Trace& t, const AdviseOptions& opt);
 // more on each rank, back to back: their GPU span at least 3/4 of their period), where the run
 // outside them (a setup before the first, a pause after a warm-up, a teardown after the last:
 // once, in a run of thousands of steps) holds more than half of the run's GPU span; the iterations
-// counted at their period. Then the structure's
-// ranges are added to `t` (add_structure_ranges), `range` is "@iteration" and the returned text
-// says why; else nothing changes and the text is empty. `found`: the trace's structure.
-std::string steady_state_scope(Trace& t, const Structure& found, std::string& range);
+// counted at their period. `found`, the trace's structure, becomes o.structure (advise uses it);
+// where the iterations are the steady state, the structure's ranges are added to `t`
+// (add_structure_ranges), o.range_regex is "@iteration" and the returned text says why; else the
+// text is empty.
+std::string steady_state_scope(Trace& t, const Structure& found, AdviseOptions& o);
 
 // The memory the machine has at hand: MemAvailable (free memory and the page cache it may take
 // back), else the free pages; in a container whose memory limit (cgroup v2 or v1) leaves less,

@@ -156,20 +156,18 @@ TEST_CASE("advise: the same figures in JSON and text, lines of at most 200 chara
 // period: under 3/4), so the wait would drop out of ranges that start at a step's launch: the whole
 // run stays. chain's 12 iterations are the run (44.9 ms of 44.9): the whole run stays.
 TEST_CASE("advise: a run whose set-up outweighs its iterations is advised on its steady state", "[advise][structure][e2e]") {
-  auto scope_of = [](const std::string& file, std::string& range, Trace& t, Structure& st) {
+  auto scope_of = [](const std::string& file, AdviseOptions& o, Trace& t, Structure& st) {
     t = load_trace(core(file));
     st = find_structure(t);
-    return steady_state_scope(t, st, range);
+    return steady_state_scope(t, st, o);
   };
   Trace t;
   Structure st;
-  std::string range;
-  const std::string why = scope_of("block_bf16.sqlite", range, t, st);
-  CHECK(range == "@iteration");
-  CHECK_THAT(why, Catch::Contains("7 iterations") && Catch::Contains("--whole-run"));
   AdviseOptions o;
-  o.range_regex = range;
-  o.structure = &st;
+  const std::string why = scope_of("block_bf16.sqlite", o, t, st);
+  CHECK(o.range_regex == "@iteration");
+  CHECK(o.structure == &st);
+  CHECK_THAT(why, Catch::Contains("7 iterations") && Catch::Contains("--whole-run"));
   const Advice a = advise(t, o);
   CHECK(a.bottleneck == "compute-bound");
   CHECK(a.scope_instances == 7);
@@ -181,12 +179,9 @@ TEST_CASE("advise: a run whose set-up outweighs its iterations is advised on its
 
   Trace d;
   Structure ds;
-  std::string dr;
-  scope_of("decode_eager.sqlite", dr, d, ds);
-  REQUIRE(dr == "@iteration");
   AdviseOptions od;
-  od.range_regex = dr;
-  od.structure = &ds;
+  scope_of("decode_eager.sqlite", od, d, ds);
+  REQUIRE(od.range_regex == "@iteration");
   const Advice da = advise(d, od);
   CHECK(da.bottleneck == "launch/host-bound");
   const AdviceSuggestion& s = first(da);
@@ -197,9 +192,9 @@ TEST_CASE("advise: a run whose set-up outweighs its iterations is advised on its
     INFO(file);
     Trace w;
     Structure ws;
-    std::string wr;
-    CHECK(scope_of(file, wr, w, ws).empty());
-    CHECK(wr.empty());
+    AdviseOptions wo;
+    CHECK(scope_of(file, wo, w, ws).empty());
+    CHECK_FALSE(wo.range_regex);
   }
 }
 
@@ -214,12 +209,9 @@ TEST_CASE("advise: a run whose set-up outweighs its iterations is advised on its
 TEST_CASE("advise follows the bottleneck: each change on top of the ones before", "[advise][e2e]") {
   Trace t = load_trace(core("block_fp32.sqlite"));
   Structure st = find_structure(t);
-  std::string range;
-  steady_state_scope(t, st, range);
-  REQUIRE(range == "@iteration");
   AdviseOptions o;
-  o.range_regex = range;
-  o.structure = &st;
+  steady_state_scope(t, st, o);
+  REQUIRE(o.range_regex == "@iteration");
   const Advice a = advise(t, o);
   REQUIRE(a.plan.size() >= 2);
   CHECK(a.plan[0].args == std::vector<std::string>{"--precision", "bf16"});
@@ -233,7 +225,7 @@ TEST_CASE("advise follows the bottleneck: each change on top of the ones before"
   CHECK(a.plan[0].predicted_ns == a.suggestions.front().predicted_ns);
   // The last step is the what-if of its arguments on the same ranges.
   WhatIfOptions wo;
-  wo.range_regex = range;
+  wo.range_regex = o.range_regex;
   std::string scenario;
   wo.transforms = parse_transform_args(a.plan.back().args, scenario);
   CHECK(run_whatif(t, wo).predicted_ns == a.plan.back().predicted_ns);
@@ -241,11 +233,8 @@ TEST_CASE("advise follows the bottleneck: each change on top of the ones before"
 
   Trace d = load_trace(core("decode_eager.sqlite"));
   Structure ds = find_structure(d);
-  std::string dr;
-  steady_state_scope(d, ds, dr);
   AdviseOptions od;
-  od.range_regex = dr;
-  od.structure = &ds;
+  steady_state_scope(d, ds, od);
   const Advice da = advise(d, od);
   REQUIRE(da.plan.size() >= 2);
   CHECK(da.plan[0].args == std::vector<std::string>{"--cuda-graph"});

@@ -68,11 +68,7 @@ void add_advise(CLI::App& sub, Action& action) {
         add_structure_ranges_if_named(t, range);
         o.range_regex = range;
       } else if (!whole_run) {  // the steady state where a set-up outweighs the iterations (models/advise.hpp)
-        found = find_structure(t);
-        std::string steady;
-        scope = steady_state_scope(t, *found, steady);
-        if (!steady.empty()) o.range_regex = steady;
-        o.structure = &*found;
+        scope = steady_state_scope(t, found.emplace(find_structure(t)), o);
       }
       o.source_hw = source_hw;
       if (sharing != "on" && sharing != "off") throw InputError("--sharing " + sharing + ": expected on or off");

@@ -80,11 +80,7 @@ void add_report(CLI::App& sub, Action& action) {
         if (!range.empty()) {
           ao.range_regex = range;
         } else if (!whole_run) {  // the steady state where a set-up outweighs the iterations, as bneck advise
-          found = find_structure(t);
-          std::string steady;
-          scope = steady_state_scope(t, *found, steady);
-          if (!steady.empty()) ao.range_regex = steady;
-          ao.structure = &*found;
+          scope = steady_state_scope(t, found.emplace(find_structure(t)), ao);
         }
         Advice a = advise(t, ao);
         if (!scope.empty()) a.scope = scope;

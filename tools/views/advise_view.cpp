@@ -121,16 +121,7 @@ void print_advice_text(const Advice& a, const std::string& source, std::ostream&
     for (std::size_t at; (at = rest.find('\n')) != std::string::npos; rest.erase(0, at + 1)) out << " " << rest.substr(0, at) << "\n   ";
     out << " " << rest << "\n";
   }
-  if (!a.scope.empty()) {  // at most 200 characters a line, broken at a space
-    std::string rest = "advised on " + a.scope;
-    while (rest.size() > 196) {
-      std::size_t at = rest.rfind(' ', 196);
-      if (at == std::string::npos || at == 0) at = 196;
-      out << "  " << rest.substr(0, at) << "\n";
-      rest.erase(0, at + (rest[at] == ' ' ? 1 : 0));
-    }
-    out << "  " << rest << "\n";
-  }
+  if (!a.scope.empty()) out << "  advised on " << a.scope << "\n";  // the command's output wraps a long line (tools/output.hpp)
   out << "\n";
   out << ("Verdict: " + a.verdict).substr(0, 200) << "\n\n";
   out << "Bottleneck: " << a.bottleneck << "\n  " << a.evidence << "\n";
