@@ -199,6 +199,41 @@ TEST_CASE("structure on a hand-made launch sequence: 4 steps of 3 identical laye
   CHECK(layer->median_ns == 30'000);
 }
 
+TEST_CASE("structure: a level whose instances come from two loops names both", "[structure]") {
+  // A run in two phases (a denoising loop, then a decoder's): 5 steps of kernels a, b, c, d (10 us
+  // each, back to back), then 5 steps of e, f; the host waits 200 us after every step. Each phase
+  // is a loop of its own; their steps are the iterations, and the description names both loops:
+  // "its 10 instances from 2 loops: 5 of 4 device ops, 5 of 2".
+  std::string ops;
+  int id = 0;
+  double t_us = 0;
+  for (const std::vector<const char*>& step : {std::vector<const char*>{"a", "b", "c", "d"}, std::vector<const char*>{"e", "f"}})
+    for (int n = 0; n < 5; ++n) {
+      for (const char* k : step) {
+        ops += std::string(id ? ", " : "") + R"({"kind": "api", "name": "cudaLaunchKernel", "lane": 0, "start": ")" + std::to_string(t_us) +
+               R"( us", "duration": "2 us"})";
+        ops += R"(, {"kind": "kernel", "name": ")" + std::string(k) + R"(", "lane": 1, "start": ")" + std::to_string(t_us + 5) +
+               R"( us", "duration": "10 us", "launched_by": )" + std::to_string(id) + "}";
+        id += 2;
+        t_us += 10;
+      }
+      t_us += 200;
+    }
+  Trace t = workload(R"({"format": "bneck-workload", "measured": true, "lanes": [{"kind": "thread", "name": "main"},
+    {"kind": "stream", "name": "s"}], "ops": [)" +
+                     ops + "]}");
+  const Structure s = find_structure(t);
+  const StructureLevel* it = s.level("iteration");
+  REQUIRE(it);
+  INFO(it->how);
+  CHECK(it->instances.size() == 10);
+  CHECK(it->how.find("its 10 instances from 2 loops: 5 of 4 device ops, 5 of 2") != std::string::npos);
+  // One loop: nothing added.
+  const StructureLevel* run = s.level("run");
+  REQUIRE(run);
+  CHECK(run->how.find("loops:") == std::string::npos);
+}
+
 // Other people's profiles whose first kernels have no launch: TraceLens's Qwen1.5-0.5B inference
 // (inference_mode, one ProfilerStep#6) on an H100 and an MI300X. Their first 509 (H100) device ops
 // ran before the profiler's active window opened: their launches are not in the trace. One thread
