@@ -165,26 +165,34 @@ TEST_CASE("structure of a training step without any annotation: iterations, forw
   check_replayed_as_ranges(t, s, "backward");
 }
 
-TEST_CASE("structure on a hand-made launch sequence: 4 steps of 3 identical layers and a sync", "[structure]") {
-  // Each step launches a, b, c three times (10 us each, back to back), then the host waits 200 us.
-  // Every kernel occurs 3 times a step, so no kernel anchors the step: the 200 us gaps do.
+namespace {
+// A hand-made run on one thread and one stream: each step launches its kernels (each launch call 2
+// us, its kernel 10 us starting 5 us after it, back to back), then the host waits 200 us.
+Trace launch_steps(const std::vector<std::vector<const char*>>& steps) {
   std::string ops;
   int id = 0;
-  std::string lanes = R"([{"kind": "thread", "name": "main"}, {"kind": "stream", "name": "s"}])";
   double t_us = 0;
-  for (int step = 0; step < 4; ++step) {
-    for (int layer = 0; layer < 3; ++layer)
-      for (const char* k : {"a", "b", "c"}) {
-        ops += std::string(id ? ", " : "") + R"({"kind": "api", "name": "cudaLaunchKernel", "lane": 0, "start": ")" + std::to_string(t_us) +
-               R"( us", "duration": "2 us"})";
-        ops += R"(, {"kind": "kernel", "name": ")" + std::string(k) + R"(", "lane": 1, "start": ")" + std::to_string(t_us + 5) +
-               R"( us", "duration": "10 us", "launched_by": )" + std::to_string(id) + "}";
-        id += 2;
-        t_us += 10;
-      }
+  for (const auto& step : steps) {
+    for (const char* k : step) {
+      ops += std::string(id ? ", " : "") + R"({"kind": "api", "name": "cudaLaunchKernel", "lane": 0, "start": ")" + std::to_string(t_us) +
+             R"( us", "duration": "2 us"})";
+      ops += R"(, {"kind": "kernel", "name": ")" + std::string(k) + R"(", "lane": 1, "start": ")" + std::to_string(t_us + 5) +
+             R"( us", "duration": "10 us", "launched_by": )" + std::to_string(id) + "}";
+      id += 2;
+      t_us += 10;
+    }
     t_us += 200;
   }
-  Trace t = workload(R"({"format": "bneck-workload", "measured": true, "lanes": )" + lanes + R"(, "ops": [)" + ops + "]}");
+  return workload(R"({"format": "bneck-workload", "measured": true, "lanes": [{"kind": "thread", "name": "main"},
+    {"kind": "stream", "name": "s"}], "ops": [)" +
+                  ops + "]}");
+}
+}  // namespace
+
+TEST_CASE("structure on a hand-made launch sequence: 4 steps of 3 identical layers and a sync", "[structure]") {
+  // Each step launches a, b, c three times, then the host waits 200 us. Every kernel occurs 3 times
+  // a step, so no kernel anchors the step: the 200 us gaps do.
+  Trace t = launch_steps(std::vector<std::vector<const char*>>(4, {"a", "b", "c", "a", "b", "c", "a", "b", "c"}));
   Structure s = find_structure(t);
   const StructureLevel* it = s.level("iteration");
   REQUIRE(it);
@@ -200,28 +208,12 @@ TEST_CASE("structure on a hand-made launch sequence: 4 steps of 3 identical laye
 }
 
 TEST_CASE("structure: a level whose instances come from two loops names both", "[structure]") {
-  // A run in two phases (a denoising loop, then a decoder's): 5 steps of kernels a, b, c, d (10 us
-  // each, back to back), then 5 steps of e, f; the host waits 200 us after every step. Each phase
-  // is a loop of its own; their steps are the iterations, and the description names both loops:
-  // "its 10 instances from 2 loops: 5 of 4 device ops, 5 of 2".
-  std::string ops;
-  int id = 0;
-  double t_us = 0;
-  for (const std::vector<const char*>& step : {std::vector<const char*>{"a", "b", "c", "d"}, std::vector<const char*>{"e", "f"}})
-    for (int n = 0; n < 5; ++n) {
-      for (const char* k : step) {
-        ops += std::string(id ? ", " : "") + R"({"kind": "api", "name": "cudaLaunchKernel", "lane": 0, "start": ")" + std::to_string(t_us) +
-               R"( us", "duration": "2 us"})";
-        ops += R"(, {"kind": "kernel", "name": ")" + std::string(k) + R"(", "lane": 1, "start": ")" + std::to_string(t_us + 5) +
-               R"( us", "duration": "10 us", "launched_by": )" + std::to_string(id) + "}";
-        id += 2;
-        t_us += 10;
-      }
-      t_us += 200;
-    }
-  Trace t = workload(R"({"format": "bneck-workload", "measured": true, "lanes": [{"kind": "thread", "name": "main"},
-    {"kind": "stream", "name": "s"}], "ops": [)" +
-                     ops + "]}");
+  // A run in two phases (a denoising loop, then a decoder's): 5 steps of kernels a, b, c, d, then
+  // 5 steps of e, f. Each phase is a loop of its own; their steps are the iterations, and the
+  // description names both loops: "its 10 instances from 2 loops: 5 of 4 device ops, 5 of 2".
+  std::vector<std::vector<const char*>> steps(5, {"a", "b", "c", "d"});
+  steps.insert(steps.end(), 5, {"e", "f"});
+  Trace t = launch_steps(steps);
   const Structure s = find_structure(t);
   const StructureLevel* it = s.level("iteration");
   REQUIRE(it);
