@@ -7,6 +7,7 @@
 #include <limits>
 #include <optional>
 #include <thread>
+#include <unordered_map>
 #include <unistd.h>
 
 #include "models/kernel_work.hpp"
@@ -138,6 +139,28 @@ void classify_phases(const Trace& t, const WorkTable& work, const HwSpec& hw, co
 }  // namespace
 
 namespace {
+
+// A profile of CUDA graphs being built: launch calls made inside a stream capture (from
+// cudaStreamBeginCapture to EndCapture on their thread; HIP's alike) run nothing, their kernels are
+// recorded into the graph. Where they are half of the trace's launch calls or more (20 or more),
+// the profile is of the capture, not of the graphs' replays, and the advice says so.
+std::string capture_note(const Trace& t) {
+  std::size_t captured = 0, launches = 0;
+  std::unordered_map<LaneId, bool> open;
+  for (const Op& o : t.ops) {
+    if (o.kind != OpKind::Api) continue;
+    const std::string& n = t.name(o);
+    if (n.find("StreamBeginCapture") != std::string::npos) open[o.lane] = true;
+    if (n.find("StreamEndCapture") != std::string::npos) open[o.lane] = false;
+    if (o.api_class() != ApiClass::Launch) continue;
+    ++launches;
+    if (auto it = open.find(o.lane); it != open.end() && it->second) ++captured;
+  }
+  if (captured < 20 || 2 * captured < launches) return "";
+  return std::to_string(captured) + " of its " + std::to_string(launches) +
+         " launch calls were made inside stream captures (the program building CUDA graphs) and ran nothing here: this "
+         "profiles the capture, not the graphs' replays; a profile of the steps that replay them is what to advise on";
+}
 
 // What dominates the host's part of the path, and how far the host's pace moves between processes
 // (HostSpread: the 10th to 90th percentile of one process's pace over the median).
@@ -606,6 +629,7 @@ std::string steady_state_scope(Trace& t, const Structure& found, AdviseOptions& 
 
 Advice advise(const Trace& t, const AdviseOptions& opt) {
   Advice a;
+  a.capture = capture_note(t);
   ReplayOptions ro;
   ro.range_regex = opt.range_regex;
   ro.sharing = opt.sharing;

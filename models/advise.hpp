@@ -78,6 +78,7 @@ struct Advice {
   std::string scope;
   std::size_t scope_instances = 0;
   std::string assumed_hw;                       // non-empty: the trace's GPU was not known (what was assumed)
+  std::string capture;                          // non-empty: most launches were captured into CUDA graphs (advise.cpp, capture_note)
   TimeNs span_ns = 0, path_ns = 0;              // path_ns: with a range, its instances' paths summed
   std::map<std::string, TimeNs> path_by_class;  // critical path, by class
   // The critical path's host time by cause: the framework and Python between CUDA calls (host gaps

@@ -78,6 +78,51 @@ TEST_CASE("advise on the extra folder's eager decoding: CUDA graphs first", "[ad
 TEST_CASE("advise: an unfused elementwise chain is memory-bound and fusion ranks first (H200)", "[advise][e2e]") { chain_advice(core); }
 TEST_CASE("advise on the extra folder's elementwise chain: fusion first", "[advise][e2e][extended]") { chain_advice(h200); }
 
+// A profile of CUDA graphs being built (a serving engine's capture at start-up): its launch calls
+// inside cudaStreamBeginCapture .. EndCapture ran nothing. 24 captured launches of 25 (the last a
+// graph launch's kernel, eager): the advice says it profiles the capture, not the replays. The
+// same launches outside a capture: no such line. On others' captures (thirdparty/tracelens, vLLM
+// and SGLang on an MI300X): 544 of 546, 421 of 428 and 361 of 460 launch calls captured.
+TEST_CASE("advise: a profile of CUDA graphs being captured says so", "[advise]") {
+  auto trace = [](bool capture, const std::string& tag) {
+    std::string ops =
+        capture ? R"({"kind": "api", "name": "cudaStreamBeginCapture", "lane": 0, "start": "0 us", "duration": "1 us"}, )" : "";
+    for (int k = 0; k < 24; ++k)
+      ops += R"({"kind": "api", "name": "cudaLaunchKernel", "lane": 0, "start": ")" + std::to_string(2 + 10 * k) +
+             R"( us", "duration": "3 us", "api_class": "launch"}, )";
+    if (capture) ops += R"({"kind": "api", "name": "cudaStreamEndCapture", "lane": 0, "start": "250 us", "duration": "1 us"}, )";
+    ops += R"({"kind": "api", "name": "cudaLaunchKernel", "lane": 0, "start": "260 us", "duration": "3 us", "api_class": "launch"},
+              {"kind": "kernel", "name": "k", "lane": 1, "start": "270 us", "duration": "20 us", "launched_by": )" +
+           std::to_string(capture ? 26 : 24) + "}";
+    return write_temp(R"({"format": "bneck-workload", "measured": true, "devices": [{"name": "NVIDIA H200", "sm_count": 132}],
+      "lanes": [{"kind": "thread", "name": "main"}, {"kind": "stream", "name": "s", "device": 0}], "ops": [)" +
+                          ops + "]}",
+                      tag);
+  };
+  const Advice captured = advise_of(trace(true, "capture.json"), "");
+  INFO(captured.capture);
+  CHECK(captured.capture.find("24 of its 25 launch calls were made inside stream captures") == 0);
+  CHECK(advise_of(trace(false, "no_capture.json"), "").capture.empty());
+}
+
+TEST_CASE("advise: others' profiles of CUDA graph captures say so", "[advise][e2e][extended]") {
+  const std::string d = extra_dir() + "/traces/thirdparty/tracelens/";
+  for (const auto& [f, words] :
+       {std::pair<std::string, std::string>{"inference__sglang_decode__capture_traces__bs_32_rank0.json.gz", "544 of its 546"},
+        {"inference__vllm_decode_full__capture_traces__graph_capture_rank_0.1773709742341309550.pt.trace.json.gz", "421 of its 428"},
+        {"inference__vllm_prefilldecode_piecewise__capture_traces__graph_capture_rank_0.1773709679453551615.pt.trace.json.gz",
+         "361 of its 460"}}) {
+    if (!fs::exists(d + f)) {
+      WARN("no " << d + f << ": skipped");
+      continue;
+    }
+    INFO(f);
+    CHECK(advise_of(d + f, "").capture.find(words) == 0);
+  }
+  // The same folder's profiles of the replays: no such line.
+  CHECK(advise_of(d + "inference__vllm_decode_full__graph_execution.json.gz", "").capture.empty());
+}
+
 // SGLang's decode profile (thirdparty/tracelens, an MI300X): its forward waited 463 ms on a stream
 // wait whose event the trace does not hold (the GPU idle, the host in a blocking copy), then ran
 // 10 ms of work. The critical path is that wait, not the host: the bottleneck says so, and CUDA

@@ -30,6 +30,7 @@ nlohmann::json advice_json(const Advice& a) {
   j["source_hw"] = a.source_hw;
   j["unprofiled"] = a.unprofiled;
   j["assumed_hw"] = a.assumed_hw;
+  j["capture"] = a.capture;
   j["window"] = a.window;
   j["scope"] = a.scope;
   j["scope_instances"] = a.scope_instances;
@@ -115,7 +116,8 @@ void print_advice_text(const Advice& a, const std::string& source, std::ostream&
       << (a.unprofiled.empty() ? std::string("as replayed") : "as replayed without the profiler's host cost (" + a.unprofiled + ")")
       << "\n";
   if (!a.assumed_hw.empty()) out << "  " << a.assumed_hw << "\n";
-  if (!a.window.empty()) {  // lines: which ops, how like the run, why
+  if (!a.capture.empty()) out << "  " << a.capture << "\n";  // wrapped by the command's output (tools/output.hpp)
+  if (!a.window.empty()) {                                   // lines: which ops, how like the run, why
     std::string rest = a.window;
     out << "  advised on a stretch of the run:";
     for (std::size_t at; (at = rest.find('\n')) != std::string::npos; rest.erase(0, at + 1)) out << " " << rest.substr(0, at) << "\n   ";
