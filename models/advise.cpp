@@ -281,7 +281,7 @@ std::vector<AdviceSuggestion> candidates(const Trace& t, const WorkTable& work, 
         "shared with them; a worker's batch must be ready within a step");
   // Host synchronizations on the path: moved out of the step.
   if (reach(share(kSync), 0.1))
-    add("host synchronizations out of the step", {"--remove", "kind=api&name~ynchronize"},
+    add("host synchronizations out of the step", {"--defer-syncs"},
         "the values read on the host (.item(), printing, a blocking copy) are read later or less often; the step's own ordering stays");
   if (reach(host, 0.1) || reach(idle, 0.1))
     add("CUDA graphs over each step", {"--cuda-graph"},

@@ -575,6 +575,36 @@ TEST_CASE("a fused kernel never takes longer than the kernels it replaces", "[wh
   CHECK(f.predicted_ns <= 40 * kNsPerUs);
 }
 
+TEST_CASE("defer-syncs: the host no longer waits at a synchronization, the next step's launch runs ahead", "[whatif][host]") {
+  // Four steps on one thread: a launch (2 us) at 0, 200, 400, 600 us, its 100 us kernel 5 us after,
+  // a cudaStreamSynchronize from 3 us that returns when the kernel ends (102 us), then 95 us of the
+  // host's own work. The GPU span: 5 .. 705 us = 700 us. Deferred, the syncs take no time and wait
+  // for nothing: a step's host time is 2 + 1 + 95 = 98 us, so the launches come at 0, 98, 196, 294
+  // us and the kernels run back to back from 5 us: 4 x 100 = 400 us. With --remove the calls keep
+  // their waits (their dependencies order the rest): 700 us, the baseline.
+  std::string ops;
+  for (int k = 0; k < 4; ++k) {
+    const int t = 200 * k;
+    ops += std::string(k ? ", " : "") + R"({"kind": "api", "name": "cudaLaunchKernel", "lane": 0, "start": ")" + std::to_string(t) +
+           R"( us", "duration": "2 us", "api_class": "launch"},
+            {"kind": "api", "name": "cudaStreamSynchronize", "lane": 0, "start": ")" +
+           std::to_string(t + 3) + R"( us", "duration": "102 us", "api_class": "stream_sync"},
+            {"kind": "kernel", "name": "k", "lane": 1, "start": ")" +
+           std::to_string(t + 5) + R"( us", "duration": "100 us", "launched_by": )" + std::to_string(3 * k) + "}";
+  }
+  const std::string w = write_temp(R"({"format": "bneck-workload", "measured": true,
+    "devices": [{"name": "NVIDIA H200", "sm_count": 132, "compute_capability": "9.0"}],
+    "lanes": [{"kind": "thread", "name": "main"}, {"kind": "stream", "name": "s", "device": 0}], "ops": [)" +
+                                       ops + "]}",
+                                   "defer_syncs");
+  const WhatIfReport d = whatif_of(w, "", {"--defer-syncs", "--sharing", "off", "--unprofile=off"});
+  CHECK(d.baseline_ns == 700 * kNsPerUs);
+  CHECK(d.predicted_ns == 400 * kNsPerUs);
+  CHECK(has_line(d, "4 host synchronizations no longer wait for the device"));
+  const WhatIfReport r = whatif_of(w, "", {"--remove", "kind=api&name~ynchronize", "--sharing", "off", "--unprofile=off"});
+  CHECK(r.predicted_ns == 700 * kNsPerUs);
+}
+
 TEST_CASE("fuse auto: a device copy among the fused kernels is a member, the cap reaches through the runtime's calls", "[whatif][fuse]") {
   // One thread: launch of a (0-2 us), the runtime's own call (cudaPeekAtLastError, 30-31 us),
   // launch of b (60-62 us), a device-to-device copy's call (90-93 us); on the stream the

@@ -9,12 +9,13 @@ extern const TransformDef kScaleTransform, kRemoveTransform, kFuseTransform, kPr
     kStepsTransform, kCfgTransform, kResolutionTransform, kFramesTransform, kFsdpTransform, kContextParallelTransform,
     kExpertParallelTransform, kUnprofileTransform, kBatchTransform, kPinMemoryTransform, kOverlapCopiesTransform, kHostSpeedTransform,
     kGradCompressTransform, kBatchCopiesTransform, kBucketCommTransform, kAlignGemmsTransform, kFillWavesTransform, kKeepMemoryTransform,
-    kInputWorkersTransform;
+    kInputWorkersTransform, kDeferSyncsTransform;
 
 const std::vector<const TransformDef*>& transform_registry() {
   static const std::vector<const TransformDef*> table = {
       &kScaleTransform,
       &kRemoveTransform,
+      &kDeferSyncsTransform,
       &kKeepMemoryTransform,
       &kInputWorkersTransform,
       &kFuseTransform,

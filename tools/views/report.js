@@ -46,6 +46,7 @@
   if (D.advice) {
     const A = D.advice, ad = section("advice", "What holds it back, and what to change");
     if (A.scope) el("div", { class: "muted" }, ad, "Advised on " + A.scope);
+    if (A.capture) el("p", {}, ad, A.capture);
     if (A.verdict) el("p", {}, ad, "Verdict: " + A.verdict);
     el("p", {}, ad, "Bottleneck: " + A.bottleneck.class + ". " + A.bottleneck.evidence);
     if (A.assumed_hw) el("div", { class: "muted" }, ad, A.assumed_hw);
