@@ -7,7 +7,6 @@
 #include <limits>
 #include <optional>
 #include <thread>
-#include <unordered_map>
 #include <unistd.h>
 
 #include "models/kernel_work.hpp"
@@ -145,17 +144,10 @@ namespace {
 // recorded into the graph. Where they are half of the trace's launch calls or more (20 or more),
 // the profile is of the capture, not of the graphs' replays, and the advice says so.
 std::string capture_note(const Trace& t) {
+  const std::vector<bool> in = stream_capture_calls(t);
   std::size_t captured = 0, launches = 0;
-  std::unordered_map<LaneId, bool> open;
-  for (const Op& o : t.ops) {
-    if (o.kind != OpKind::Api) continue;
-    const std::string& n = t.name(o);
-    if (n.find("StreamBeginCapture") != std::string::npos) open[o.lane] = true;
-    if (n.find("StreamEndCapture") != std::string::npos) open[o.lane] = false;
-    if (o.api_class() != ApiClass::Launch) continue;
-    ++launches;
-    if (auto it = open.find(o.lane); it != open.end() && it->second) ++captured;
-  }
+  for (OpId i = 0; i < t.ops.size(); ++i)
+    if (t.ops[i].kind == OpKind::Api && t.ops[i].api_class() == ApiClass::Launch) ++launches, captured += in[i];
   if (captured < 20 || 2 * captured < launches) return "";
   return std::to_string(captured) + " of its " + std::to_string(launches) +
          " launch calls were made inside stream captures (the program building CUDA graphs) and ran nothing here: this "

@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include "sim/base/regex.hpp"
 
+#include "models/whatif/host_path.hpp"
 #include "models/whatif/transform.hpp"
 #include "sim/analysis/analysis.hpp"
 #include "sim/base/error.hpp"
@@ -52,6 +53,7 @@ class CudaGraph : public TransformStep {
         break;
       }
     RangeIndex idx(ctx.trace);
+    const std::vector<bool> in_capture = stream_capture_calls(ctx.trace);  // the calls of graphs being built
     std::vector<std::size_t> regions;
     for (std::size_t r = 0; r < ctx.trace.ranges.size(); ++r) {
       const std::string& name = ctx.trace.strings.str(ctx.trace.ranges[r].name);
@@ -99,16 +101,7 @@ class CudaGraph : public TransformStep {
       // record nodes and run nothing. A replay would not skip that work: it stays as it ran.
       // (CUDA and HIP spell both calls alike: cudaStreamBeginCapture, hipStreamBeginCapture.)
       std::vector<bool> capturing(apis.size(), false);
-      {
-        std::unordered_map<LaneId, bool> open;
-        for (std::size_t k = 0; k < apis.size(); ++k) {
-          const std::string& n = ctx.trace.name(ctx.trace.ops[apis[k]]);
-          bool& o = open[ctx.trace.ops[apis[k]].lane];
-          if (n.find("StreamBeginCapture") != std::string::npos) o = true;
-          capturing[k] = o;
-          if (n.find("StreamEndCapture") != std::string::npos) o = false;
-        }
-      }
+      for (std::size_t k = 0; k < apis.size(); ++k) capturing[k] = in_capture[apis[k]];
       for (std::size_t k = 0; k < apis.size(); ++k) {
         const OpId a = apis[k];
         ApiClass cls = ctx.trace.ops[a].api_class();

@@ -38,7 +38,7 @@ class DeferSyncs : public TransformStep {
     const TimeNs before = remove_ops(c, hit, text);
     c.log.push_back(text + ": " + std::to_string(calls) + " host synchronizations no longer wait for the device (" +
                     format_duration(before) +
-                    " of their time in the trace); the values read there are read later, the launch queue's depth not modelled");
+                    " of their time); the values read there are read later, the launch queue's depth not modelled");
   }
 
  private:

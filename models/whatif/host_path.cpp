@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <unordered_map>
 
 #include "sim/base/regex.hpp"
 
@@ -58,6 +59,21 @@ TimeNs InputPipeline::overlap(LaneId l, TimeNs a, TimeNs b) const {
     sum += std::max<TimeNs>(0, std::min(e, b) - std::max(s, a));
   }
   return sum;
+}
+
+std::vector<bool> stream_capture_calls(const Trace& t) {
+  std::vector<bool> in(t.ops.size(), false);
+  std::unordered_map<LaneId, bool> open;
+  for (OpId i = 0; i < t.ops.size(); ++i) {
+    const Op& o = t.ops[i];
+    if (o.kind != OpKind::Api) continue;
+    const std::string& n = t.name(o);
+    bool& on = open[o.lane];
+    if (n.find("StreamBeginCapture") != std::string::npos) on = true;
+    in[i] = on;
+    if (n.find("StreamEndCapture") != std::string::npos) on = false;
+  }
+  return in;
 }
 
 HostTermOf::HostTermOf(const Trace& t) : allocation_(t.strings.size(), 0), input_(t) {

@@ -27,6 +27,11 @@ inline constexpr const char* kInputPipeline = "input pipeline (DataLoader)";
 // The cause a host call's time on the critical path counts under ("kernel launches", ...).
 const char* host_term(ApiClass c);
 
+// The host calls made inside a stream capture, per op of `t` (cudaStreamBeginCapture .. EndCapture
+// on one thread, both included; HIP spells them alike): the program building a CUDA graph, whose
+// launches there record nodes and run nothing (vLLM's and SGLang's graph-capture profiles).
+std::vector<bool> stream_capture_calls(const Trace& t);
+
 // The input pipeline's ranges on each host thread: PyTorch's profiler records each batch the
 // DataLoader hands the loop as `enumerate(DataLoader)#..._next__` (a user_annotation; an op in
 // PyTorch 1.8-1.9). Sorted, disjoint intervals per lane.
